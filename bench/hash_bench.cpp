@@ -1,0 +1,144 @@
+// Hash throughput next to its baselines, measured side by side in one run:
+//   xxh3 (ours)   vs XXH3_64bits from libxxhash on the same buffer (goal: >= 95%)
+//   shard hash    vs a plain 64-bit read-sum (goal: >= 70% on >= 64 MiB, single thread)
+//   memcpy        for scale.
+// After the runs, prints a ratio table. Sizes: 4 KiB .. 1 GiB (GPARITY_BENCH_MAX_MIB caps it).
+
+#include <benchmark/benchmark.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hash/shard_hash.hpp"
+#include "hash/xxh3.hpp"
+
+namespace {
+
+std::vector<std::byte>& buffer(std::size_t bytes) {
+  static std::vector<std::byte> buf;
+  if (buf.size() < bytes) {
+    buf.resize(bytes);
+    std::uint64_t x = 0x12345678;
+    for (std::size_t i = 0; i < buf.size(); i += 8) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      std::memcpy(&buf[i], &x, std::min<std::size_t>(8, buf.size() - i));
+    }
+  }
+  return buf;
+}
+
+void set_bytes(benchmark::State& st, std::size_t n) {
+  st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n));
+}
+
+void BM_xxh3_ours(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  for (auto _ : st) benchmark::DoNotOptimize(gparity::hash::xxh3_64(std::span(b.data(), n)));
+  set_bytes(st, n);
+}
+
+void BM_xxh3_libxxhash(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  for (auto _ : st) benchmark::DoNotOptimize(XXH3_64bits(b.data(), n));
+  set_bytes(st, n);
+}
+
+template <std::size_t ES>
+void BM_shard_hash(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  for (auto _ : st) benchmark::DoNotOptimize(gparity::hash::shard_hash_run(b.data(), ES, n / ES, 0));
+  set_bytes(st, n);
+}
+
+void BM_shard_hash_mt(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  for (auto _ : st) benchmark::DoNotOptimize(gparity::hash::shard_hash_contiguous(std::span(b.data(), n), 4));
+  set_bytes(st, n);
+}
+
+void BM_read_sum(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  for (auto _ : st) {
+    std::uint64_t acc = 0;
+    const auto* p = reinterpret_cast<const std::uint64_t*>(b.data());
+    for (std::size_t i = 0; i < n / 8; ++i) acc += p[i];
+    benchmark::DoNotOptimize(acc);
+  }
+  set_bytes(st, n);
+}
+
+void BM_memcpy(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  static std::vector<std::byte> dst;
+  if (dst.size() < n) dst.resize(n);
+  for (auto _ : st) {
+    std::memcpy(dst.data(), b.data(), n);
+    benchmark::ClobberMemory();
+  }
+  set_bytes(st, n);
+}
+
+std::int64_t max_bytes() {
+  const char* env = std::getenv("GPARITY_BENCH_MAX_MIB");
+  return (env ? std::atoll(env) : 1024) << 20;
+}
+
+void sizes(benchmark::internal::Benchmark* b) {
+  for (std::int64_t n = 4 << 10; n <= max_bytes(); n *= 16) b->Arg(n);
+}
+
+// Collects bytes/s per (benchmark, size) so main() can print ratios of runs from this process.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) {
+      const std::string name = r.benchmark_name();
+      const auto slash = name.find('/');
+      rate_[name.substr(0, slash)][std::atoll(name.c_str() + slash + 1)] = r.counters.at("bytes_per_second");
+    }
+  }
+  void print_ratios() const {
+    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s\n", "bytes",
+                "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum");
+    for (const auto& [n, lib] : rate_.at("BM_xxh3_libxxhash")) {
+      const double rs = rate_.at("BM_read_sum").at(n);
+      std::printf("%12lld %14.3f %18.3f %18.3f %18.3f\n", static_cast<long long>(n),
+                  rate_.at("BM_xxh3_ours").at(n) / lib, rate_.at("BM_shard_hash<4>").at(n) / rs,
+                  rate_.at("BM_shard_hash<2>").at(n) / rs, rate_.at("BM_shard_hash_mt").at(n) / rs);
+    }
+  }
+
+ private:
+  std::map<std::string, std::map<long long, double>> rate_;
+};
+
+}  // namespace
+
+BENCHMARK(BM_xxh3_ours)->Apply(sizes);
+BENCHMARK(BM_xxh3_libxxhash)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_shard_hash, 4)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_shard_hash, 2)->Apply(sizes);
+BENCHMARK(BM_shard_hash_mt)->Apply(sizes)->UseRealTime();
+BENCHMARK(BM_read_sum)->Apply(sizes);
+BENCHMARK(BM_memcpy)->Apply(sizes);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_ratios();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,102 @@
+// `gparity hash FILE...`: per-tensor XXH3-64 and shard-invariant hashes of checkpoints.
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/terminal.hpp"
+#include "core/model/checkpoint_hash.hpp"
+#include "hash/xxh3.hpp"
+
+namespace gparity::cli {
+namespace {
+
+struct HashOptions {
+  std::vector<std::string> files;
+  bool json = false;
+};
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string dtype_text(const model::TensorDigest& t) {
+  return t.dtype ? std::string(model::dtype_name(*t.dtype)) : "bytes";
+}
+
+nlohmann::json to_json(const std::vector<model::FileDigest>& files) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : files) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& t : f.tensors) {
+      tensors.push_back({{"name", t.name},
+                         {"dtype", dtype_text(t)},
+                         {"shape", t.shape},
+                         {"xxh3", hash::to_hex(t.xxh3)},
+                         {"shard_hash", hash::to_hex(t.shard_hash)}});
+    }
+    out.push_back({{"path", f.path}, {"format", f.format}, {"tensors", tensors}});
+  }
+  return out;
+}
+
+void print_text(const std::vector<model::FileDigest>& files) {
+  const bool colour = colour_enabled(stdout);
+  for (const auto& f : files) {
+    std::cout << paint(f.path, Colour::Bold, colour) << " (" << f.format << ", " << f.tensors.size()
+              << (f.tensors.size() == 1 ? " tensor" : " tensors") << ")\n";
+    std::size_t name_w = 4;
+    std::size_t shape_w = 5;
+    for (const auto& t : f.tensors) {
+      name_w = std::max(name_w, t.name.size());
+      shape_w = std::max(shape_w, shape_text(t.shape).size());
+    }
+    const auto pad = [](std::string s, std::size_t w) {
+      s.resize(std::max(w, s.size()), ' ');
+      return s;
+    };
+    std::cout << "  " << pad("name", name_w) << "  " << pad("dtype", 9) << "  " << pad("shape", shape_w)
+              << "  " << pad("xxh3", 16) << "  shard_hash\n";
+    for (const auto& t : f.tensors) {
+      std::cout << "  " << pad(t.name, name_w) << "  " << pad(dtype_text(t), 9) << "  "
+                << pad(shape_text(t.shape), shape_w) << "  " << hash::to_hex(t.xxh3) << "  "
+                << hash::to_hex(t.shard_hash) << '\n';
+    }
+  }
+}
+
+}  // namespace
+
+void register_hash(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<HashOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("hash",
+                         "Hash every tensor of .safetensors checkpoints (and plain files as raw bytes): "
+                         "XXH3-64 and the shard-invariant hash (docs/hashing.md).");
+  cmd->add_option("FILE", opts->files, "Files to hash")->required();
+  cmd->add_flag("--json", opts->json, "Machine-readable output");
+  cmd->callback([opts, &action] {
+    action = [opts] {
+      std::vector<model::FileDigest> digests;
+      ProgressBar progress("hashing", opts->files.size());
+      for (const auto& f : opts->files) {
+        digests.push_back(model::hash_file(f));
+        progress.update(digests.size(), f);
+      }
+      progress.finish();
+      if (opts->json) {
+        std::cout << to_json(digests).dump(2) << '\n';
+      } else {
+        print_text(digests);
+      }
+      return kExitParity;
+    };
+  });
+}
+
+}  // namespace gparity::cli

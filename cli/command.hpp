@@ -1,0 +1,22 @@
+#pragma once
+// How a `gparity` subcommand plugs into the CLI: each cmd_<name>.cpp defines one register_*
+// function that adds its CLI11 subcommand and sets the action main() runs after parsing.
+// Actions return the process exit code: 0 parity / 1 divergence / 2 bad input or usage.
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace gparity::cli {
+
+inline constexpr int kExitParity = 0;
+inline constexpr int kExitDivergence = 1;
+inline constexpr int kExitBadInput = 2;
+
+using Action = std::function<int()>;
+
+void register_hash(CLI::App& app, Action& action);
+
+}  // namespace gparity::cli

@@ -1,0 +1,27 @@
+#pragma once
+// Parsing untrusted JSON: a depth cap (hostile nesting never exhausts the stack or memory) and
+// errors as InputError with the source, the 1-based line and what is wrong.
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace gparity::model {
+
+inline constexpr int kMaxJsonDepth = 256;
+
+/// Parses a whole JSON document. `first_line` is the line of text[0] in the source, for
+/// documents embedded in a larger file (one JSONL line, one TORCH_TRACE envelope).
+nlohmann::json parse_json(std::string_view text, const std::string& source, std::int64_t first_line = 1,
+                          int max_depth = kMaxJsonDepth);
+
+/// As parse_json, keeping object keys in document order.
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source,
+                                          std::int64_t first_line = 1, int max_depth = kMaxJsonDepth);
+
+/// 1-based line of byte `offset` in text (counting '\n').
+std::int64_t line_of_offset(std::string_view text, std::size_t offset) noexcept;
+
+}  // namespace gparity::model
