@@ -10,7 +10,9 @@
 #include "core/model/input_error.hpp"
 #include "hash/block_view.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace gparity::cli;
   CLI::App app{
       "gparity: prove distributed PyTorch training runs are bitwise identical to their "
@@ -40,5 +42,16 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "gparity: internal error: " << e.what() << '\n';
     return kExitBadInput;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {
+    std::cerr << "gparity: internal error\n";
+    return gparity::cli::kExitBadInput;
   }
 }
