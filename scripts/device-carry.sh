@@ -31,6 +31,8 @@ packages=(
 packages+=(${GPARITY_CARRY_PACKAGES:-})
 
 rm -rf "$dest"
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
 mkdir -p "$dest/src" "$dest/sysroot"
 
 # Source tree: what git would commit (tracked + untracked-not-ignored), nothing built.
@@ -43,8 +45,13 @@ copy_into_sysroot() {  # path [path...]: copies files and symlinks, following li
   for f in "$@"; do
     [ -e "$f" ] || [ -L "$f" ] || continue
     [ -d "$f" ] && [ ! -L "$f" ] && continue
-    cp -a --parents "$f" "$dest/sysroot"
-    if [ -L "$f" ]; then cp -a --parents "$(readlink -f "$f")" "$dest/sysroot"; fi
+    # Relative to / (cp -a --parents fails on absolute paths in coreutils 9.1).
+    (cd / && cp -a --parents "${f#/}" "$dest/sysroot")
+    if [ -L "$f" ]; then
+      local t
+      t=$(readlink -f "$f")
+      (cd / && cp -a --parents "${t#/}" "$dest/sysroot")
+    fi
   done
 }
 
@@ -62,7 +69,14 @@ copy_into_sysroot "${extra[@]}"
 # Shared libraries' sonames come from runtime packages: keep every .so the links point to.
 find "$dest/sysroot" -name '*.so' -type l | while read -r l; do
   target=$(readlink -f "/${l#"$dest/sysroot"/}")
-  [ -e "$dest/sysroot$target" ] || cp -a --parents "$target" "$dest/sysroot"
+  [ -e "$dest/sysroot$target" ] || (cd / && cp -a --parents "${target#/}" "$dest/sysroot")
+done
+
+# Static archives that have a shared twin and that no CMake config names only add weight.
+find "$dest/sysroot" -name 'lib*.a' | while read -r a; do
+  if [ -e "${a%.a}.so" ] && ! grep -rqs "$(basename "$a")" "$dest/sysroot/usr/lib/x86_64-linux-gnu/cmake" "$dest/sysroot/usr/share/cmake"; then
+    rm "$a"
+  fi
 done
 
 cp "$(dirname "$0")/device-build.sh" "$dest/device-build.sh"
