@@ -23,11 +23,12 @@ shift 2
 
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 sysroot=$carry/sysroot
-# Headers and CMake configs of the sysroot; its shared libraries are found at link time through
-# the configs' absolute paths and at run time through the build tree's RPATH.
+# Headers, libraries and CMake configs are found through the prefix path; programs find the
+# sysroot's shared libraries through the build RPATH. (Not LIBRARY_PATH/CPATH: CMake takes their
+# folders for implicit ones and leaves them out of the RPATH.)
 export CMAKE_PREFIX_PATH="$sysroot/usr:$sysroot/usr/lib/x86_64-linux-gnu/cmake:$sysroot/usr/share/cmake${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-export CPATH="$sysroot/usr/include${CPATH:+:$CPATH}"
-export LIBRARY_PATH="$sysroot/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+# Carried tools (xxhsum, which the XXH3 tests run) for what runs after the build.
+echo "device-build: for the carried tools and libraries: export PATH=$sysroot/usr/bin:\$PATH"
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
@@ -36,6 +37,7 @@ echo "device-build: cmake $(cmake --version | head -1 | cut -d' ' -f3), nvcc $(/
 cmake -S "$carry/src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGPARITY_WITH_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DXXHASH_INCLUDE_DIR="$sysroot/usr/include" \
+  -DCMAKE_BUILD_RPATH="$sysroot/usr/lib/x86_64-linux-gnu" \
   ${GPARITY_DEVICE_CMAKE_ARGS:-}
 if [ $# -gt 0 ]; then
   cmake --build "$build" -j "$(nproc)" --target "$@"

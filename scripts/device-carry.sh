@@ -26,6 +26,7 @@ packages=(
   libxxhash-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev
   libssl-dev libprotobuf-dev libzip-dev
   zipcmp zipmerge ziptool  # libzip's CMake config checks that these exist
+  xxhash                   # xxhsum: the XXH3 tests compare against it
 )
 # shellcheck disable=SC2206
 packages+=(${GPARITY_CARRY_PACKAGES:-})
@@ -70,6 +71,11 @@ copy_into_sysroot "${extra[@]}"
 find "$dest/sysroot" -name '*.so' -type l | while read -r l; do
   target=$(readlink -f "/${l#"$dest/sysroot"/}")
   [ -e "$dest/sysroot$target" ] || (cd / && cp -a --parents "${target#/}" "$dest/sysroot")
+  # The soname link (e.g. libbenchmark.so.1debian) is what programs load at run time.
+  soname=$(objdump -p "$target" 2>/dev/null | awk '/SONAME/ {print $2}')
+  if [ -n "$soname" ] && [ -e "$(dirname "$target")/$soname" ]; then
+    (cd / && cp -a --parents "$(dirname "${target#/}")/$soname" "$dest/sysroot")
+  fi
 done
 
 # Static archives that have a shared twin and that no CMake config names only add weight.

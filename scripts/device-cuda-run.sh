@@ -7,6 +7,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 carry=$1
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
+export PATH="$carry/sysroot/usr/bin:$PATH"  # carried xxhsum
 targets=(hash_tests hash_cuda_tests bench_hash_cuda bench_hash)
 
 {
@@ -38,7 +39,8 @@ grep -E "gparity configuration|GPARITY_WITH|LibTorch|CUDA:|device-build" "$out/b
 echo "== CUDA vs CPU tests"
 "$build/tests/hash/hash_cuda_tests" 2>&1 | tee "$out/hash_cuda_tests.log" | grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED|  FAILED) |cuda \]|Failure|Expected|Which is" | head -40
 echo "== CPU hash tests"
-"$build/tests/hash/hash_tests" 2>&1 | tail -2
+"$build/tests/hash/hash_tests" >"$out/hash_tests.log" 2>&1
+grep -E "^\[  (PASSED|FAILED) " "$out/hash_tests.log"
 echo "== memcheck (compute-sanitizer) over the CUDA tests, large test excluded"
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/hash/hash_cuda_tests" \
   --gtest_filter='ShardHashCuda.*:-*Large*' >"$out/memcheck.log" 2>&1
