@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 #include <xxhash.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -110,13 +111,19 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
   }
   void print_ratios() const {
-    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s\n", "bytes",
-                "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum");
-    for (const auto& [n, lib] : rate_.at("BM_xxh3_libxxhash")) {
-      const double rs = rate_.at("BM_read_sum").at(n);
-      std::printf("%12lld %14.3f %18.3f %18.3f %18.3f\n", static_cast<long long>(n),
-                  rate_.at("BM_xxh3_ours").at(n) / lib, rate_.at("BM_shard_hash<4>").at(n) / rs,
-                  rate_.at("BM_shard_hash<2>").at(n) / rs, rate_.at("BM_shard_hash_mt").at(n) / rs);
+    // A benchmark left out by --benchmark_filter shows as nan.
+    const auto get = [&](const char* name, long long n) {
+      const auto it = rate_.find(name);
+      return it == rate_.end() || !it->second.count(n) ? std::nan("") : it->second.at(n);
+    };
+    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s %14s\n", "bytes",
+                "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum",
+                "memcpy/readsum");
+    if (!rate_.count("BM_read_sum")) return;
+    for (const auto& [n, rs] : rate_.at("BM_read_sum")) {
+      std::printf("%12lld %14.3f %18.3f %18.3f %18.3f %14.3f\n", n,
+                  get("BM_xxh3_ours", n) / get("BM_xxh3_libxxhash", n), get("BM_shard_hash<4>", n) / rs,
+                  get("BM_shard_hash<2>", n) / rs, get("BM_shard_hash_mt", n) / rs, get("BM_memcpy", n) / rs);
     }
   }
 

@@ -1,0 +1,182 @@
+// CUDA shard hash next to a device-to-device copy (cudaMemcpyAsync D2D) on the same device
+// buffers, in one run, timed with CUDA events (manual time), 64 MiB .. 4 GiB
+// (GPARITY_BENCH_CUDA_MAX_MIB caps it). Goal: the hash reads a tensor at >= 80% of the copy's
+// bandwidth, counting the copy's bytes read plus written. Prints a ratio table at the end.
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hash/cuda/shard_hash_cuda.hpp"
+
+namespace {
+
+void ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+std::int64_t max_bytes() {
+  const char* env = std::getenv("GPARITY_BENCH_CUDA_MAX_MIB");
+  return (env ? std::atoll(env) : 4096) << 20;
+}
+
+// Source (random bytes), copy destination and the hash's sum word, allocated once.
+struct Device {
+  std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+  std::uint64_t* sum = nullptr;
+  cudaEvent_t start{}, stop{};
+  Device() {
+    const auto n = static_cast<std::size_t>(max_bytes());
+    ok(cudaMalloc(&src, n), "cudaMalloc src");
+    ok(cudaMalloc(&dst, n), "cudaMalloc dst");
+    ok(cudaMalloc(&sum, sizeof *sum), "cudaMalloc sum");
+    ok(cudaEventCreate(&start), "event");
+    ok(cudaEventCreate(&stop), "event");
+    // Random bytes (never zeros): 64 MiB from an LCG on the host, replicated on the device.
+    const std::size_t chunk = std::min<std::size_t>(n, std::size_t{64} << 20);
+    std::vector<std::byte> host(chunk);
+    std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (std::size_t i = 0; i < chunk; i += 8) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      std::memcpy(&host[i], &x, 8);
+    }
+    ok(cudaMemcpy(src, host.data(), chunk, cudaMemcpyHostToDevice), "upload");
+    for (std::size_t off = chunk; off < n; off += chunk) {
+      ok(cudaMemcpy(src + off, src, std::min(chunk, n - off), cudaMemcpyDeviceToDevice), "replicate");
+    }
+    // The benchmark's own agreement check: the first 64 MiB hashed by the GPU and the CPU.
+    const std::int64_t count = static_cast<std::int64_t>(chunk / 4);
+    const std::int64_t shape[1] = {count};
+    const std::uint64_t gpu = gparity::hash::shard_hash_cuda({src, 4, shape, {}}, {});
+    const std::uint64_t cpu = gparity::hash::shard_hash({host.data(), 4, shape, {}}, {});
+    std::printf("agreement check, 64 MiB f32: gpu %016llx cpu %016llx %s\n",
+                static_cast<unsigned long long>(gpu), static_cast<unsigned long long>(cpu),
+                gpu == cpu ? "EQUAL" : "DIFFERENT");
+  }
+};
+
+Device& device() {
+  static Device d;
+  return d;
+}
+
+template <typename Fn>
+void timed(benchmark::State& st, std::int64_t bytes, Fn&& fn) {
+  Device& d = device();
+  fn();  // warm-up
+  ok(cudaDeviceSynchronize(), "warm-up");
+  for (auto _ : st) {
+    ok(cudaEventRecord(d.start), "record");
+    fn();
+    ok(cudaEventRecord(d.stop), "record");
+    ok(cudaEventSynchronize(d.stop), "sync");
+    float ms = 0;
+    ok(cudaEventElapsedTime(&ms, d.start, d.stop), "elapsed");
+    st.SetIterationTime(ms / 1e3);
+  }
+  ok(cudaGetLastError(), "after run");
+  st.SetBytesProcessed(st.iterations() * bytes);
+}
+
+template <std::size_t ES>
+void BM_cuda_shard_hash(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const std::int64_t shape[1] = {n / static_cast<std::int64_t>(ES)};
+  Device& d = device();
+  timed(st, n, [&] { gparity::hash::shard_hash_cuda_accumulate({d.src, ES, shape, {}}, {}, d.sum); });
+}
+
+// A tensor-parallel column shard: bf16 [rows, 8192] global, this rank's columns [4096, 8192).
+void BM_cuda_shard_hash_columns_bf16(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const std::int64_t global[2] = {n / 2 / 8192, 8192};
+  const std::int64_t block[2] = {global[0], 4096};
+  const std::int64_t strides[2] = {8192, 1};
+  const std::int64_t offsets[2] = {0, 4096};
+  Device& d = device();
+  timed(st, n / 2, [&] {
+    gparity::hash::shard_hash_cuda_accumulate({d.src + 4096 * 2, 2, block, strides}, {offsets, global},
+                                              d.sum);
+  });
+}
+
+void BM_cuda_d2d_copy(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  Device& d = device();
+  timed(st, n, [&] {
+    ok(cudaMemcpyAsync(d.dst, d.src, static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice), "copy");
+  });
+}
+
+void sizes(benchmark::internal::Benchmark* b) {
+  for (std::int64_t n = std::int64_t{64} << 20; n <= max_bytes(); n *= 4) b->Arg(n);
+  b->UseManualTime()->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
+}
+
+// Keeps each median's bytes/s so main() can print ratios of runs from this one process.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) {
+      if (r.aggregate_name != "median") continue;
+      const std::string name = r.run_name.function_name;
+      rate_[name][std::atoll(r.run_name.args.c_str())] = r.counters.at("bytes_per_second");
+    }
+  }
+  void print_ratios() const {
+    if (!rate_.count("BM_cuda_d2d_copy")) return;
+    std::printf(
+        "\nmedians of 3 (GB/s = 1e9 bytes/s). copy traffic = 2 x bytes (read + write); hash traffic = bytes "
+        "read\n"
+        "%8s %12s %10s %10s %10s %10s %10s | %9s %9s %9s %9s %9s\n",
+        "MiB", "copy traffic", "hash u8", "hash bf16", "hash f32", "hash f64", "cols bf16", "u8/copy",
+        "bf16/copy", "f32/copy", "f64/copy", "cols/copy");
+    const auto get = [&](const char* name, long long n) {
+      const auto it = rate_.find(name);
+      return it == rate_.end() || !it->second.count(n) ? 0.0 : it->second.at(n);
+    };
+    for (const auto& [n, copy] : rate_.at("BM_cuda_d2d_copy")) {
+      const double traffic = 2 * copy;
+      const double h1 = get("BM_cuda_shard_hash<1>", n), h2 = get("BM_cuda_shard_hash<2>", n);
+      const double h4 = get("BM_cuda_shard_hash<4>", n), h8 = get("BM_cuda_shard_hash<8>", n);
+      const double hc = get("BM_cuda_shard_hash_columns_bf16", n);
+      std::printf("%8lld %12.0f %10.0f %10.0f %10.0f %10.0f %10.0f | %9.3f %9.3f %9.3f %9.3f %9.3f\n",
+                  n >> 20, traffic / 1e9, h1 / 1e9, h2 / 1e9, h4 / 1e9, h8 / 1e9, hc / 1e9, h1 / traffic,
+                  h2 / traffic, h4 / traffic, h8 / traffic, hc / traffic);
+    }
+  }
+
+ private:
+  std::map<std::string, std::map<long long, double>> rate_;
+};
+
+}  // namespace
+
+BENCHMARK(BM_cuda_d2d_copy)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 4)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 2)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 1)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 8)->Apply(sizes);
+BENCHMARK(BM_cuda_shard_hash_columns_bf16)->Apply(sizes);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (!gparity::hash::cuda_device_present()) {
+    std::printf("no CUDA device: nothing to measure\n");
+    return 0;
+  }
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_ratios();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,34 @@
+#pragma once
+// Shard-invariant hash (docs/hashing.md) of a block that lives in CUDA device memory,
+// bit-identical to hash::shard_hash on the same bytes and placement. Callers need no CUDA
+// headers: the block's data pointer is a device address and a stream is a cudaStream_t passed
+// as void* (nullptr: the legacy default stream). Built only with GPARITY_WITH_CUDA (target
+// gparity_hash_cuda). Bad block descriptions throw BlockError, failing CUDA calls CudaError.
+
+#include <cstdint>
+
+#include "hash/cuda/launch_plan.hpp"
+#include "hash/shard_hash.hpp"
+
+namespace gparity::hash {
+
+/// Partial hash of a device-resident block; blocks until the result is on the host.
+std::uint64_t shard_hash_cuda(const BlockView& device_block, const GlobalPlacement& placement,
+                              void* stream = nullptr);
+
+/// Enqueues the block's partial hash on `stream` and adds it (mod 2^64) into the device word
+/// *device_sum, without waiting: hashing many tensors into one word, or each into its own,
+/// costs one copy back at the end. The caller zeroes *device_sum first.
+void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlacement& placement,
+                                std::uint64_t* device_sum, void* stream = nullptr);
+
+/// True when a CUDA device is usable from this process.
+bool cuda_device_present() noexcept;
+
+namespace cuda_detail {
+/// Validates the block exactly as hash::shard_hash does (same BlockError messages) and
+/// coalesces its dims the same way. Pure host code: never touches the data pointer.
+LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement);
+}  // namespace cuda_detail
+
+}  // namespace gparity::hash

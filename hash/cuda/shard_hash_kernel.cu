@@ -1,0 +1,212 @@
+// CUDA kernels of the shard-invariant hash. Dense blocks: aligned 16-byte loads, several in
+// flight per thread, keys advanced per vector. Strided blocks: one element per thread step,
+// located through the coalesced dims. Each block reduces its threads' sums and adds them into
+// one device word with a 64-bit atomicAdd: addition mod 2^64 is commutative and associative,
+// so the result does not depend on scheduling.
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "hash/cuda/launch_plan.hpp"
+
+namespace gparity::hash::cuda_detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kUnroll = 4;  // 16-byte loads in flight per thread
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+template <int ES>
+__device__ __forceinline__ std::uint64_t load_bits(const unsigned char* p) {
+  if constexpr (ES == 1) {
+    return *p;
+  } else if constexpr (ES == 2) {
+    return *reinterpret_cast<const std::uint16_t*>(p);
+  } else if constexpr (ES == 4) {
+    return *reinterpret_cast<const std::uint32_t*>(p);
+  } else {
+    return *reinterpret_cast<const std::uint64_t*>(p);
+  }
+}
+
+/// Sum of mix() over the 16 / ES elements of one vector whose first element has index key `key`.
+template <int ES>
+__device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64_t key) {
+  const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  std::uint64_t acc = 0;
+  if constexpr (ES == 8) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      acc += mix_halves(static_cast<std::uint32_t>(key >> 32) ^ w[2 * k + 1],
+                        static_cast<std::uint32_t>(key) ^ w[2 * k]);
+      key += kStep;
+    }
+  } else {
+    constexpr int kPerWord = 4 / ES;
+    constexpr std::uint32_t kMask = ES == 4 ? 0xFFFFFFFFU : (1U << (8 * ES)) - 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int k = 0; k < kPerWord; ++k) {
+        const std::uint32_t bits = (w[i] >> (8 * ES * k)) & kMask;
+        acc += mix_halves(static_cast<std::uint32_t>(key >> 32), static_cast<std::uint32_t>(key) ^ bits);
+        key += kStep;
+      }
+    }
+  }
+  return acc;
+}
+
+__device__ __forceinline__ void block_add(std::uint64_t acc, std::uint64_t* sum) {
+  __shared__ std::uint64_t warp_sums[kThreads / 32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xFFFFFFFFU, acc, o);
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  if (lane == 0) warp_sums[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < kThreads / 32 ? warp_sums[lane] : 0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xFFFFFFFFU, acc, o);
+    if (lane == 0) {
+      atomicAdd(reinterpret_cast<unsigned long long*>(sum), static_cast<unsigned long long>(acc));
+    }
+  }
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kThreads)
+    dense_kernel(const unsigned char* data, std::uint64_t first, DenseSplit split, std::uint64_t* sum) {
+  constexpr std::uint64_t kPer = 16 / ES;
+  const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const std::uint64_t nthreads = static_cast<std::uint64_t>(gridDim.x) * kThreads;
+  const uint4* vec = reinterpret_cast<const uint4*>(data + split.head * ES);
+  const std::uint64_t key0 = kSeed + (first + split.head) * kStep;  // key of vector 0's element 0
+  const std::uint64_t vec_key_step = kPer * kStep;
+
+  std::uint64_t acc = 0;
+  std::uint64_t v = tid;
+  for (; v + (kUnroll - 1) * nthreads < split.vectors; v += kUnroll * nthreads) {
+    uint4 r[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) r[u] = __ldcs(vec + v + u * nthreads);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc += hash_vector<ES>(r[u], key0 + (v + u * nthreads) * vec_key_step);
+  }
+  for (; v < split.vectors; v += nthreads) acc += hash_vector<ES>(__ldcs(vec + v), key0 + v * vec_key_step);
+
+  // The unaligned head and the tail: one element per thread (fewer than 2 * 16 of them).
+  if (tid < split.head + split.tail) {
+    const std::uint64_t i = tid < split.head ? tid : split.head + split.vectors * kPer + (tid - split.head);
+    acc += mix_at(first + i, load_bits<ES>(data + i * ES));
+  }
+  block_add(acc, sum);
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kThreads) strided_kernel(const LaunchPlan plan, std::uint64_t* sum) {
+  const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const std::int64_t nthreads = static_cast<std::int64_t>(gridDim.x) * kThreads;
+  std::uint64_t acc = 0;
+  for (std::int64_t f = tid; f < plan.total; f += nthreads) {
+    const Location loc = locate(plan, f);
+    acc += mix_at(loc.global, load_bits<ES>(plan.data + loc.local * ES));
+  }
+  block_add(acc, sum);
+}
+
+/// Enough resident blocks to fill the device, no more than the work needs.
+template <typename Kernel>
+unsigned grid_size(Kernel kernel, std::uint64_t work_items) {
+  int device = 0;
+  int sms = 0;
+  int per_sm = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0), "occupancy query");
+  const std::uint64_t full =
+      static_cast<std::uint64_t>(sms) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
+  const std::uint64_t needed = (work_items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(needed < full ? (needed > 0 ? needed : 1) : full);
+}
+
+template <int ES>
+void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) {
+  if (is_dense(plan)) {
+    const DenseSplit split =
+        split_dense(reinterpret_cast<std::uintptr_t>(plan.data), ES, static_cast<std::uint64_t>(plan.total));
+    const std::uint64_t edge = split.head + split.tail;
+    const std::uint64_t work = split.vectors / kUnroll > edge ? split.vectors / kUnroll : edge;
+    dense_kernel<ES>
+        <<<grid_size(dense_kernel<ES>, work), kThreads, 0, stream>>>(plan.data, plan.global_base, split, sum);
+  } else {
+    const auto total = static_cast<std::uint64_t>(plan.total);
+    strided_kernel<ES><<<grid_size(strided_kernel<ES>, total), kThreads, 0, stream>>>(plan, sum);
+  }
+  check(cudaGetLastError(), "shard hash kernel launch");
+}
+
+/// Frees a stream-ordered allocation on every exit path.
+struct StreamScratch {
+  void* ptr = nullptr;
+  cudaStream_t stream;
+  explicit StreamScratch(cudaStream_t s) : stream(s) {
+    check(cudaMallocAsync(&ptr, sizeof(std::uint64_t), stream), "cudaMallocAsync");
+  }
+  ~StreamScratch() { cudaFreeAsync(ptr, stream); }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+};
+
+}  // namespace
+
+void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (plan.elem_size) {
+    case 1: launch_es<1>(plan, device_sum, s); break;
+    case 2: launch_es<2>(plan, device_sum, s); break;
+    case 4: launch_es<4>(plan, device_sum, s); break;
+    case 8: launch_es<8>(plan, device_sum, s); break;
+    default: throw CudaError("element size " + std::to_string(plan.elem_size) + " has no kernel");
+  }
+}
+
+std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const StreamScratch scratch(s);
+  auto* sum = static_cast<std::uint64_t*>(scratch.ptr);
+  check(cudaMemsetAsync(sum, 0, sizeof(std::uint64_t), s), "cudaMemsetAsync");
+  launch_shard_hash(plan, sum, stream);
+  std::uint64_t host = 0;
+  check(cudaMemcpyAsync(&host, sum, sizeof host, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  return host;
+}
+
+void require_device_pointer(const void* p) {
+  cudaPointerAttributes attr{};
+  const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it so later calls do not report it
+    throw CudaError(std::string("cannot inspect pointer: ") + cudaGetErrorString(e));
+  }
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) {
+    throw CudaError("the block's data pointer is not CUDA device memory");
+  }
+}
+
+int device_count() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace gparity::hash::cuda_detail

@@ -1,0 +1,147 @@
+// The CUDA shard hash against the CPU reference on the same bytes: every element size, dense
+// and strided blocks, unaligned starts, blocks with global offsets, empty and >= 256 MiB tensors.
+// Runs on a machine with a CUDA device; skips, saying so, where there is none (CI).
+
+#include "hash/cuda/shard_hash_cuda.hpp"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/hash/cuda_cases.hpp"
+
+namespace gparity::hash {
+namespace {
+
+void cuda_ok(cudaError_t e) {
+  ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e);
+}
+
+// Owns a device copy of a host buffer.
+class DeviceBytes {
+ public:
+  explicit DeviceBytes(const std::vector<std::byte>& host) : size_(host.size()) {
+    if (cudaMalloc(&ptr_, std::max<std::size_t>(size_, 1)) != cudaSuccess) throw CudaError("cudaMalloc");
+    if (size_ && cudaMemcpy(ptr_, host.data(), size_, cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaFree(ptr_);
+      throw CudaError("cudaMemcpy");
+    }
+  }
+  ~DeviceBytes() { cudaFree(ptr_); }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  const std::byte* data() const { return static_cast<const std::byte*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t size_;
+};
+
+class ShardHashCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA device in this process: CUDA-vs-CPU checks not run";
+  }
+};
+
+TEST_F(ShardHashCuda, MatchesCpuOnEveryStandardCase) {
+  int checked = 0;
+  for (const auto& c : testing::standard_cases()) {
+    const DeviceBytes dev(c.storage);
+    const std::uint64_t cpu = shard_hash(c.view(c.storage.data()), c.placement());
+    EXPECT_EQ(shard_hash_cuda(c.view(dev.data()), c.placement()), cpu) << c.name;
+    ++checked;
+  }
+  std::printf("[ cuda ] %d standard cases agree with the CPU\n", checked);
+}
+
+TEST_F(ShardHashCuda, BlocksOfAMeshSumToTheFullHash) {
+  // 2-D mesh (uneven rows x columns), each tile hashed on the GPU in place from the full tensor.
+  for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
+    const testing::Shape global = {301, 257};
+    const auto host = testing::random_storage(301 * 257 * es, 40 + es);
+    const DeviceBytes dev(host);
+    const std::uint64_t want = shard_hash_contiguous(host, es);
+    EXPECT_EQ(shard_hash_cuda(BlockView{dev.data(), es, global, {}}, GlobalPlacement{}), want);
+    const std::vector<std::int64_t> rows = {0, 1, 100, 188, 301};
+    const std::vector<std::int64_t> cols = {0, 64, 65, 257};
+    const testing::Shape strides = testing::row_major(global);
+    std::uint64_t sum = 0;
+    for (std::size_t r = 0; r + 1 < rows.size(); ++r) {
+      for (std::size_t c = 0; c + 1 < cols.size(); ++c) {
+        const testing::Shape off = {rows[r], cols[c]};
+        const testing::Shape shape = {rows[r + 1] - rows[r], cols[c + 1] - cols[c]};
+        const std::byte* first = dev.data() + (off[0] * strides[0] + off[1]) * static_cast<std::int64_t>(es);
+        sum += shard_hash_cuda(BlockView{first, es, shape, strides}, GlobalPlacement{off, global});
+      }
+    }
+    EXPECT_EQ(sum, want) << "es " << es;
+  }
+}
+
+TEST_F(ShardHashCuda, AccumulatesOnAStreamWithoutWaiting) {
+  cudaStream_t stream = nullptr;
+  cuda_ok(cudaStreamCreate(&stream));
+  const auto a = testing::random_storage(4 * 100000, 7);
+  const auto b = testing::random_storage(2 * 77777, 8);
+  const DeviceBytes da(a);
+  const DeviceBytes db(b);
+  std::uint64_t* sum = nullptr;
+  cuda_ok(cudaMalloc(&sum, sizeof *sum));
+  cuda_ok(cudaMemsetAsync(sum, 0, sizeof *sum, stream));
+  const testing::Shape sa = {100000};
+  const testing::Shape sb = {77777};
+  shard_hash_cuda_accumulate(BlockView{da.data(), 4, sa, {}}, GlobalPlacement{}, sum, stream);
+  shard_hash_cuda_accumulate(BlockView{db.data(), 2, sb, {}}, GlobalPlacement{}, sum, stream);
+  std::uint64_t got = 0;
+  cuda_ok(cudaMemcpyAsync(&got, sum, sizeof got, cudaMemcpyDeviceToHost, stream));
+  cuda_ok(cudaStreamSynchronize(stream));
+  EXPECT_EQ(got, shard_hash_contiguous(a, 4) + shard_hash_contiguous(b, 2));
+  EXPECT_EQ(shard_hash_cuda(BlockView{da.data(), 4, sa, {}}, GlobalPlacement{}, stream),
+            shard_hash_contiguous(a, 4));
+  cudaFree(sum);
+  cudaStreamDestroy(stream);
+}
+
+TEST_F(ShardHashCuda, EmptyBlocksHashToZeroWithoutTouchingMemory) {
+  const testing::Shape empty = {0, 5};
+  const testing::Shape zero = {0, 0};
+  EXPECT_EQ(shard_hash_cuda(BlockView{nullptr, 4, empty, {}}, GlobalPlacement{zero, empty}), 0U);
+}
+
+TEST_F(ShardHashCuda, RejectsHostPointersAndBadBlocks) {
+  const auto host = testing::random_storage(64, 1);
+  const testing::Shape shape = {16};
+  EXPECT_THROW(shard_hash_cuda(BlockView{host.data(), 4, shape, {}}, GlobalPlacement{}), CudaError);
+  const testing::Shape global = {4, 4};
+  const testing::Shape off = {2, 0};
+  const testing::Shape blk = {3, 4};
+  const DeviceBytes dev(host);
+  EXPECT_THROW(shard_hash_cuda(BlockView{dev.data(), 4, blk, {}}, GlobalPlacement{off, global}), BlockError);
+  // The context is still usable after the rejections.
+  EXPECT_EQ(shard_hash_cuda(BlockView{dev.data(), 4, shape, {}}, GlobalPlacement{}),
+            shard_hash_contiguous(host, 4));
+}
+
+TEST_F(ShardHashCuda, LargeTensorsMatchTheCpu) {
+  // 256 MiB + 6 bytes: f32 dense from an unaligned start, then bf16 as a strided column block.
+  const std::size_t bytes = (std::size_t{256} << 20) + 6;
+  const auto host = testing::random_storage(bytes, 99);
+  const DeviceBytes dev(host);
+  ShardHashOptions threads;  // the CPU reference may use every core; its result does not change
+  const testing::Shape s32 = {static_cast<std::int64_t>((bytes - 4) / 4)};
+  EXPECT_EQ(shard_hash_cuda(BlockView{dev.data() + 4, 4, s32, {}}, GlobalPlacement{}),
+            shard_hash(BlockView{host.data() + 4, 4, s32, {}}, GlobalPlacement{}, threads));
+  const testing::Shape global = {8192, 16384};  // bf16: 256 MiB
+  const testing::Shape off = {0, 4096};
+  const testing::Shape blk = {8192, 12288};
+  const testing::Shape strides = testing::row_major(global);
+  const std::byte* first = dev.data() + off[1] * 2;
+  EXPECT_EQ(shard_hash_cuda(BlockView{first, 2, blk, strides}, GlobalPlacement{off, global}),
+            shard_hash(BlockView{host.data() + off[1] * 2, 2, blk, strides}, GlobalPlacement{off, global},
+                       threads));
+}
+
+}  // namespace
+}  // namespace gparity::hash
