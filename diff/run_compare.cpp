@@ -307,13 +307,15 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
   if (!only_b.empty()) {
     Finding f{Severity::Divergence, "missing_steps", {}, "", {{"steps", only_b}}};
     f.where.rank = rank;
-    f.message = "steps " + step_ranges(only_b) + " are in baseline but missing in candidate";
+    f.message = std::string(only_b.size() == 1 ? "step " : "steps ") + step_ranges(only_b) +
+                " in baseline but missing in candidate";
     r.findings.push_back(std::move(f));
   }
   if (!only_c.empty()) {
     Finding f{Severity::Divergence, "extra_steps", {}, "", {{"steps", only_c}}};
     f.where.rank = rank;
-    f.message = "steps " + step_ranges(only_c) + " are in candidate but not in baseline";
+    f.message = std::string(only_c.size() == 1 ? "step " : "steps ") + step_ranges(only_c) +
+                " in candidate but not in baseline";
     r.findings.push_back(std::move(f));
   }
 
@@ -516,6 +518,13 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
          std::to_string(only_b.size()) + " missing, " + std::to_string(only_c.size()) + " extra"});
   }
 
+  // A step present in one run only is a divergence at that step too.
+  for (const auto* missing : {&only_b, &only_c}) {
+    if (!missing->empty() && (!r.first_divergence || missing->front() < *r.first_divergence)) {
+      r.first_divergence = missing->front();
+      first_detail = {{"step", missing->front()}, {"scalars", json::object()}, {"missing_or_extra", true}};
+    }
+  }
   r.data = {{"rank", rank}, {"steps_compared", steps_compared}, {"divergent_steps", divergent_steps}};
   r.data["first_divergent_step"] = r.first_divergence ? json(*r.first_divergence) : json(nullptr);
   r.data["loss_first_divergent_step"] = loss.first ? json(*loss.first) : json(nullptr);

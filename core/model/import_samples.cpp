@@ -118,9 +118,11 @@ RankTrace import_sample_rank(const std::string& path, int rank) {
       out.step_table.push_back(out.params_tables.size() - 1);
     } catch (const InputError& e) {
       const auto kind = complete ? TraceIssue::Kind::CorruptLine : TraceIssue::Kind::TruncatedTail;
-      out.issues.push_back(
-          {kind, path, line_no,
-           (complete ? "corrupt line skipped: " : "truncated last line ignored: ") + e.problem()});
+      out.issues.push_back({kind, path, line_no,
+                            (complete ? "corrupt line skipped: "
+                                      : "truncated last line (" + std::to_string(line.size()) +
+                                            " bytes, no newline), ignored: ") +
+                                e.problem()});
     }
   }
   return out;
