@@ -18,5 +18,11 @@ inline constexpr int kExitBadInput = 2;
 using Action = std::function<int()>;
 
 void register_hash(CLI::App& app, Action& action);
+void register_compare(CLI::App& app, Action& action);
+void register_gate(CLI::App& app, Action& action);
+
+struct ReportOptions;
+/// --json, --junit FILE, --markdown FILE, --json-file FILE, --verbose (cmd_compare.cpp).
+void add_report_options(CLI::App& cmd, ReportOptions& r);
 
 }  // namespace gparity::cli

@@ -24,6 +24,8 @@ int run(int argc, char** argv) {
 
   Action action;
   register_hash(app, action);
+  register_compare(app, action);
+  register_gate(app, action);
 
   try {
     app.parse(argc, argv);
