@@ -18,5 +18,8 @@ inline constexpr int kExitBadInput = 2;
 using Action = std::function<int()>;
 
 void register_hash(CLI::App& app, Action& action);
+#if GPARITY_WITH_TORCH
+void register_run(CLI::App& app, Action& action);
+#endif
 
 }  // namespace gparity::cli

@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
 
   Action action;
   register_hash(app, action);
+#if GPARITY_WITH_TORCH
+  register_run(app, action);
+#endif
 
   try {
     app.parse(argc, argv);
