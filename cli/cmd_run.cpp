@@ -132,7 +132,7 @@ int launch(const RunCliOptions& o) {
   lo.nproc = o.nproc;
   lo.exe = own_executable();
   lo.args = child_args(own_command_line());
-  lo.grace = o.run.timeout + std::chrono::seconds(5);
+  lo.grace = o.run.timeout + std::chrono::seconds(3);
   const bool tty = colour_enabled(stderr) && !o.json;
   ProgressBar progress("training", static_cast<std::uint64_t>(o.run.steps));
   const auto result = runtime::launch_local(lo, [&](int rank, bool is_stderr, std::string_view line) {

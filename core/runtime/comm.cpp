@@ -74,6 +74,7 @@ struct Comm::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
   std::int64_t step = -1;
+  std::uint64_t collectives = 0;  // entered so far; published so failure reports can tell who lags
   std::atomic<bool> stop{false};
   std::thread heartbeat;
 
@@ -123,13 +124,16 @@ struct Comm::Impl {
         const std::string rs = std::to_string(r);
         const std::string done = read_key("gparity/done/" + rs);
         const std::string st = read_key("gparity/step/" + rs);
+        const std::string coll = read_key("gparity/coll/" + rs);
         const bool beating = read_key("gparity/beat/" + rs) != b;
         const std::string at = st.empty() ? "before its first step" : "at step " + st;
         if (!done.empty()) continue;
         if (!beating) {
           verdicts += "; rank " + rs + " is dead or not responding (last seen " + at + ")";
-        } else if (st.empty() || std::stoll(st) < step) {
-          verdicts += "; rank " + rs + " is alive but hung " + at;
+        } else if (coll.empty() || std::stoull(coll) < collectives) {
+          verdicts += "; rank " + rs + " is alive but hung " + at + " (it entered " +
+                      (coll.empty() ? "0" : coll) + " collectives, this rank " + std::to_string(collectives) +
+                      ")";
         }
       }
       msg += verdicts.empty() ? "; no other rank looks stopped" : verdicts;
@@ -143,6 +147,9 @@ struct Comm::Impl {
   template <typename Fn>
   void run(const char* what, Fn&& fn) {
     try {
+      // One store round trip per collective: what lets a failure report tell a rank that is
+      // stuck in compute from one waiting in the same collective.
+      store->set("gparity/coll/" + std::to_string(env.rank), to_bytes(std::to_string(++collectives)));
       auto work = fn();
       work->wait(timeout);
     } catch (const RankFailure&) {
@@ -222,11 +229,16 @@ void Comm::all_gather(const at::Tensor& in, at::Tensor& out, const char* what) {
   }
 #endif
 #if GPARITY_HAVE_GLOO
-  const std::int64_t n = in.numel();
+  // Gloo in LibTorch 1.13 knows neither bfloat16 nor int16; a gather moves bits only, so move
+  // them as bytes.
+  const bool bf16 = in.scalar_type() == at::kBFloat16;
+  const auto src = bf16 ? in.view(at::kByte) : in;
+  auto dst = bf16 ? out.view(at::kByte) : out;
+  const std::int64_t n = src.numel();
   std::vector<at::Tensor> outs;
-  for (int r = 0; r < impl_->env.world_size; ++r) outs.push_back(out.narrow(0, r * n, n));
+  for (int r = 0; r < impl_->env.world_size; ++r) outs.push_back(dst.narrow(0, r * n, n));
   std::vector<std::vector<at::Tensor>> outputs{outs};
-  std::vector<at::Tensor> inputs{in};
+  std::vector<at::Tensor> inputs{src};
   impl_->run(what, [&] { return impl_->gloo->allgather(outputs, inputs); });
 #endif
 }
@@ -244,7 +256,8 @@ void Comm::reduce_scatter_sum(const at::Tensor& in, at::Tensor& out, const char*
 #if GPARITY_HAVE_GLOO
   // Gloo in LibTorch 1.13 has no reduce-scatter: all-reduce the payload and keep this rank's
   // slot. Each element is still the same ring sum, so the bits match a reduce-scatter's.
-  std::vector<at::Tensor> tensors{in.clone()};
+  // Gloo has no bfloat16 either: bf16 payloads are summed in float32 and rounded once.
+  std::vector<at::Tensor> tensors{in.scalar_type() == at::kBFloat16 ? in.to(at::kFloat) : in.clone()};
   impl_->run(what, [&] { return impl_->gloo->allreduce(tensors); });
   const std::int64_t n = out.numel();
   out.copy_(tensors[0].narrow(0, impl_->env.rank * n, n));
@@ -260,7 +273,9 @@ void Comm::all_reduce_sum(at::Tensor& t, const char* what) {
   }
 #endif
 #if GPARITY_HAVE_GLOO
+  if (t.scalar_type() == at::kBFloat16) tensors[0] = t.to(at::kFloat);
   impl_->run(what, [&] { return impl_->gloo->allreduce(tensors); });
+  if (!tensors[0].is_same(t)) t.copy_(tensors[0]);
 #endif
 }
 
