@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
 #if GPARITY_WITH_TORCH
   register_run(app, action);
 #endif
+  register_compare(app, action);
+  register_gate(app, action);
 
   try {
     app.parse(argc, argv);
