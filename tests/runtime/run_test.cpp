@@ -76,6 +76,9 @@ TEST(GparityRun, TwoRunsWithTheSameSeedAreBitwiseEqual) {
     EXPECT_NE(ta.steps[0].loss, tc.steps[0].loss);
     EXPECT_NE(ta.steps[2].find_hashes("param.shard")->values, tc.steps[2].find_hashes("param.shard")->values);
   }
+  // gparity compare agrees: parity between the repeats, divergence against the other seed.
+  EXPECT_EQ(run_command(GPARITY_EXE, {"compare", a.string(), b.string()}).exit_code, 0);
+  EXPECT_EQ(run_command(GPARITY_EXE, {"compare", a.string(), c.string()}).exit_code, 1);
   // Ranks see different data but reduce the same gradients: same grad norm, different losses.
   const auto t0 = read_rank(a, 0), t1 = read_rank(a, 1);
   EXPECT_EQ(t0.steps[1].grad_norm, t1.steps[1].grad_norm);
