@@ -18,6 +18,9 @@ inline constexpr int kExitBadInput = 2;
 using Action = std::function<int()>;
 
 void register_hash(CLI::App& app, Action& action);
+#if GPARITY_WITH_TORCH
+void register_run(CLI::App& app, Action& action);
+#endif
 void register_compare(CLI::App& app, Action& action);
 void register_gate(CLI::App& app, Action& action);
 

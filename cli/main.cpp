@@ -24,6 +24,9 @@ int run(int argc, char** argv) {
 
   Action action;
   register_hash(app, action);
+#if GPARITY_WITH_TORCH
+  register_run(app, action);
+#endif
   register_compare(app, action);
   register_gate(app, action);
 

@@ -1,0 +1,75 @@
+#pragma once
+// The runner's view of torch.distributed's C++ c10d: TCPStore rendezvous from the standard
+// launcher variables, one process group (Gloo on CPU, NCCL on GPU) and the few flat collectives
+// FSDP needs. Every collective waits at most the configured timeout; when one fails, the error
+// names the ranks that stopped (from per-rank progress and heartbeat keys in the store), so a
+// dead or hung rank is reported by number instead of as a socket error.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace at {
+class Tensor;
+}
+
+namespace gparity::runtime {
+
+/// Where this process sits, from RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT.
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+/// Reads the variables; a missing one takes the single-process default above, a malformed one
+/// throws std::invalid_argument naming it.
+RankEnv rank_env_from_environment();
+
+/// A collective (or the rendezvous) failed: another rank died, hung or disagreed.
+class RankFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class CommBackend { Gloo, Nccl };
+
+/// Whether this build of the runtime can use `backend` (Gloo needs its headers at build time,
+/// NCCL a CUDA LibTorch).
+bool comm_backend_available(CommBackend backend) noexcept;
+
+class Comm {
+ public:
+  /// Rendezvous and process-group creation; throws RankFailure after `timeout`.
+  Comm(const RankEnv& env, CommBackend backend, std::chrono::milliseconds timeout);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  [[nodiscard]] int rank() const noexcept;
+  [[nodiscard]] int world_size() const noexcept;
+  [[nodiscard]] const char* backend_name() const noexcept;
+
+  /// out (world * n elements) <- every rank's in (n elements), in rank order.
+  void all_gather(const at::Tensor& in, at::Tensor& out, const char* what);
+  /// out (n) <- sum over ranks of in[rank * n, (rank + 1) * n).
+  void reduce_scatter_sum(const at::Tensor& in, at::Tensor& out, const char* what);
+  /// t <- sum over ranks, in place.
+  void all_reduce_sum(at::Tensor& t, const char* what);
+  void barrier(const char* what);
+
+  /// Publishes the step this rank is about to run (read by other ranks' failure reports).
+  void announce_step(std::int64_t step);
+  /// Tells the others this rank has finished cleanly.
+  void announce_done();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gparity::runtime

@@ -1,0 +1,75 @@
+#pragma once
+// The trace recorder for LibTorch training loops: hashes tensors where they live (CPU through
+// hash/, CUDA through the hash CUDA kernel when built with it, never copying weights to the
+// host) and writes trace v1 records through model::TraceWriter. The caller describes its
+// sharding once in the params table (each rank's block offsets and whether it counts a
+// replicated block); the recorder then hashes each rank's local block with those global
+// offsets, so the shard-invariant partials of all ranks add up to the full tensor's hash.
+// The recorder's own time per step goes into each step record ("recorder_ns").
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model/trace_schema.hpp"
+#include "core/model/trace_writer.hpp"
+
+namespace at {
+class Tensor;
+}
+
+namespace gparity::runtime {
+
+/// XXH3-64 of a block's bytes (row-major) and its shard-invariant partial hash.
+struct BlockHashes {
+  std::uint64_t xxh3 = 0;
+  std::uint64_t shard = 0;
+};
+
+/// Hashes `local` (any strides, CPU or CUDA) as the block at `offsets` of a tensor of
+/// `global_shape`. Empty offsets/global_shape: `local` is the whole tensor.
+BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> offsets = {},
+                       std::span<const std::int64_t> global_shape = {});
+
+/// The trace scalar of a one-element floating tensor, bits in its own dtype.
+model::TraceScalar trace_scalar(const at::Tensor& scalar);
+/// The trace dtype of a tensor.
+model::DType trace_dtype(const at::Tensor& t);
+
+/// Tensors of one step, aligned with the params table. Empty spans: not recorded this step.
+struct StepTensors {
+  std::int64_t step = 0;
+  const at::Tensor* loss = nullptr;
+  const at::Tensor* grad_norm = nullptr;
+  std::span<const at::Tensor> params;
+  std::span<const at::Tensor> grads;
+  /// Optimizer states by name ("exp_avg", "momentum_buffer"), each aligned with the table.
+  std::vector<std::pair<std::string, std::span<const at::Tensor>>> optim;
+};
+
+class Recorder {
+ public:
+  Recorder(const std::filesystem::path& run_dir, int rank);
+
+  /// Writes the params table (again only when it changed); later steps are aligned with it.
+  void params(std::vector<model::ParamInfo> table);
+  /// Hashes the step's tensors and appends the step record; returns the recorder's own time
+  /// for this step in nanoseconds (also written into the record).
+  std::int64_t step(const StepTensors& tensors);
+  void buckets(const model::BucketsRecord& plan) { writer_.write_buckets(plan); }
+  void devices(const model::DevicesRecord& devices) { writer_.write_devices(devices); }
+  void event(const model::EventRecord& event) { writer_.write_event(event); }
+
+  [[nodiscard]] const std::vector<model::ParamInfo>& table() const noexcept { return table_; }
+
+ private:
+  void hash_all(std::span<const at::Tensor> tensors, const std::string& prefix, model::StepRecord& out) const;
+
+  model::TraceWriter writer_;
+  std::vector<model::ParamInfo> table_;
+};
+
+}  // namespace gparity::runtime

@@ -1,0 +1,58 @@
+// libgparity_torchops: `torch.ops.gparity.*` for Python training scripts, loaded with
+// torch.ops.load_library by the PyTorch it was built against. Hashes stay where the tensors live
+// (CPU through hash/, CUDA through the hash kernel); results come back as int64 tensors holding
+// the unsigned 64-bit hashes' bits.
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <bit>
+#include <stdexcept>
+
+#include "core/runtime/recorder.hpp"
+
+namespace {
+
+std::int64_t as_signed(std::uint64_t v) {
+  return std::bit_cast<std::int64_t>(v);
+}
+
+/// [xxh3, shard] of one block at `offsets` inside `global_shape` (both empty: whole tensor).
+at::Tensor hash_tensor(const at::Tensor& t, at::IntArrayRef offsets, at::IntArrayRef global_shape) {
+  const auto h = gparity::runtime::hash_block(t, offsets, global_shape);
+  auto out = at::empty({2}, at::kLong);
+  out[0] = as_signed(h.xxh3);
+  out[1] = as_signed(h.shard);
+  return out;
+}
+
+/// [n, 2] hashes of n blocks; `offsets` and `global_shapes` hold each tensor's dim() values
+/// back to back (or are empty: every tensor whole).
+at::Tensor hash_tensors(at::TensorList tensors, at::IntArrayRef offsets, at::IntArrayRef global_shapes) {
+  auto out = at::empty({static_cast<std::int64_t>(tensors.size()), 2}, at::kLong);
+  auto* o = out.data_ptr<std::int64_t>();
+  std::size_t pos = 0;
+  for (const auto& t : tensors) {
+    const auto d = static_cast<std::size_t>(t.dim());
+    gparity::runtime::BlockHashes h;
+    if (offsets.empty() && global_shapes.empty()) {
+      h = gparity::runtime::hash_block(t);
+    } else {
+      if (pos + d > offsets.size() || pos + d > global_shapes.size())
+        throw std::invalid_argument(
+            "gparity::hash_tensors: offsets/global_shapes shorter than the tensors' dims");
+      h = gparity::runtime::hash_block(t, offsets.slice(pos, d), global_shapes.slice(pos, d));
+    }
+    pos += d;
+    *o++ = as_signed(h.xxh3);
+    *o++ = as_signed(h.shard);
+  }
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(gparity, m) {
+  m.def("hash_tensor(Tensor t, int[] offsets, int[] global_shape) -> Tensor", &hash_tensor);
+  m.def("hash_tensors(Tensor[] tensors, int[] offsets, int[] global_shapes) -> Tensor", &hash_tensors);
+}

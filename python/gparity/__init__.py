@@ -1,0 +1,241 @@
+"""gparity's Python recorder: writes trace v1 (docs/trace-format.md) from a PyTorch training
+script, in exactly the format of the C++ recorder (core/runtime/recorder.hpp).
+
+    import gparity
+    rec = gparity.Recorder("runs/eager")        # rank and world size from torch.distributed
+    rec.params(model)                           # DTensor placements and offsets, once
+    for step in ...:
+        ...
+        rec.step(step, loss, grad_norm, model, optimizer)
+    rec.buckets([[fqn, ...], ...])              # FSDP2 parameter groups, in issue order
+
+Hashes are computed by libgparity_torchops (torch.ops.gparity.*) where the tensors live: no copy
+of the weights to the host. Set GPARITY_TORCHOPS to the library's path, or pass it to load_ops().
+"""
+
+import base64
+import datetime
+import json
+import os
+import socket
+import struct
+import sys
+import time
+
+import torch
+
+__all__ = ["Recorder", "load_ops", "hash_tensor"]
+
+_DTYPES = {
+    torch.float32: ("float32", 4), torch.bfloat16: ("bfloat16", 2), torch.float16: ("float16", 2),
+    torch.float64: ("float64", 8), torch.int64: ("int64", 8), torch.int32: ("int32", 4),
+    torch.int16: ("int16", 2), torch.int8: ("int8", 1), torch.uint8: ("uint8", 1), torch.bool: ("bool", 1),
+}
+_MASK64 = (1 << 64) - 1
+_loaded = False
+
+
+def load_ops(path=None):
+    """Loads libgparity_torchops into this PyTorch (once)."""
+    global _loaded
+    if _loaded:
+        return
+    path = path or os.environ.get("GPARITY_TORCHOPS")
+    if not path:
+        here = os.path.dirname(os.path.abspath(__file__))
+        path = os.path.join(here, "..", "..", "build", "core", "torchops", "libgparity_torchops.so")
+    torch.ops.load_library(path)
+    _loaded = True
+
+
+def hash_tensor(t, offsets=(), global_shape=()):
+    """(xxh3, shard-invariant partial) of a block, as unsigned ints."""
+    load_ops()
+    h = torch.ops.gparity.hash_tensor(t, list(offsets), list(global_shape)).tolist()
+    return h[0] & _MASK64, h[1] & _MASK64
+
+
+def _dtype_name(dt):
+    if dt not in _DTYPES:
+        raise ValueError(f"gparity: unsupported dtype {dt}")
+    return _DTYPES[dt][0]
+
+
+def _scalar(t):
+    """{value, bits, dtype} of a one-element tensor, bits in its own dtype (as the C++ writer)."""
+    if not isinstance(t, torch.Tensor):
+        t = torch.tensor(float(t), dtype=torch.float32)
+    t = t.detach().reshape(-1)[:1].cpu().contiguous()
+    name, size = _DTYPES[t.dtype][0], _DTYPES[t.dtype][1]
+    raw = t.view(torch.uint8).numpy().tobytes() if hasattr(t, "numpy") else bytes(t.view(torch.uint8).tolist())
+    bits = int.from_bytes(raw[:size], "little")
+    value = float(t.float().item()) if t.dtype.is_floating_point else float(t.item())
+    out = {"value": value if value == value and abs(value) != float("inf") else None,
+           "bits": format(bits, f"0{2 * size}x"), "dtype": name}
+    # Same key order as the C++ writer (nlohmann sorts object keys).
+    return {k: out[k] for k in sorted(out)}
+
+
+def _encode(values):
+    return base64.b64encode(struct.pack(f"<{len(values)}Q", *values)).decode("ascii")
+
+
+def _dist():
+    d = torch.distributed
+    return d if d.is_available() and d.is_initialized() else None
+
+
+def _local_block(p):
+    """(local tensor, offsets, global shape, placements, counts) of a parameter or DTensor."""
+    if hasattr(p, "to_local") and hasattr(p, "placements") and hasattr(p, "device_mesh"):
+        from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+
+        local = p.to_local()
+        _, offsets = compute_local_shape_and_global_offset(p.shape, p.device_mesh, p.placements)
+        placements, counts = [], True
+        coord = p.device_mesh.get_coordinate() or []
+        for i, pl in enumerate(p.placements):
+            if pl.is_shard():
+                placements.append(f"S({pl.dim})")
+            elif pl.is_replicate():
+                placements.append("R")
+                counts = counts and (coord[i] == 0 if i < len(coord) else True)
+            else:
+                placements.append("P")
+        return local, list(offsets), list(p.shape), placements, counts
+    d = _dist()
+    counts = d is None or d.get_rank() == 0  # a plain tensor is a replica on every rank
+    return p, [0] * p.dim(), list(p.shape), ["R"], counts
+
+
+class Recorder:
+    def __init__(self, run_dir, rank=None, world_size=None, local_rank=None):
+        d = _dist()
+        self.rank = rank if rank is not None else (d.get_rank() if d else int(os.environ.get("RANK", 0)))
+        self.world_size = world_size if world_size is not None else (
+            d.get_world_size() if d else int(os.environ.get("WORLD_SIZE", 1)))
+        self.local_rank = local_rank if local_rank is not None else int(os.environ.get("LOCAL_RANK", self.rank))
+        self.run_dir = run_dir
+        os.makedirs(run_dir, exist_ok=True)
+        self._file = open(os.path.join(run_dir, f"rank-{self.rank}.jsonl"), "w", encoding="utf-8")
+        self._table = None
+        self._names = []
+        if self.rank == 0:
+            self._write_manifest()
+        load_ops()
+
+    def _write_manifest(self):
+        m = {
+            "schema_version": 1, "format": "gparity-trace",
+            "run_id": f"gparity-py-{int(time.time())}-{os.getpid()}",
+            "world_size": self.world_size, "mesh_shape": [self.world_size], "mesh_dim_names": ["dp"],
+            "ranks": [{"rank": r, "local_rank": r, "host": socket.gethostname(),
+                       "device": f"cuda:{r}" if torch.cuda.is_available() else "cpu"} for r in range(self.world_size)],
+            "framework_versions": {"torch": torch.__version__, "gparity": "0.1.0"},
+            "command_line": list(sys.argv), "config_fingerprint": "",
+            "start_time": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        tmp = os.path.join(self.run_dir, "manifest.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(m, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, os.path.join(self.run_dir, "manifest.json"))
+
+    def _line(self, text):
+        # One write and a flush per record: a crash loses at most the line in flight.
+        self._file.write(text + "\n")
+        self._file.flush()
+
+    def _record(self, obj):
+        self._line(json.dumps(obj, sort_keys=True, separators=(",", ":")))
+
+    def params(self, model_or_named):
+        """Writes the params table (registration order) from a module or (name, tensor) pairs."""
+        named = model_or_named.named_parameters() if hasattr(model_or_named, "named_parameters") else model_or_named
+        table, names = [], []
+        for fqn, p in named:
+            local, offsets, shape, placements, counts = _local_block(p.data if not hasattr(p, "to_local") else p)
+            table.append({"counts": counts, "dtype": _dtype_name(local.dtype), "fqn": fqn,
+                          "local_shape": list(local.shape), "offsets": offsets, "placements": placements,
+                          "shape": shape})
+            names.append(fqn)
+        if table != self._table:
+            self._record({"params": table, "type": "params"})
+            self._table, self._names = table, names
+
+    def _hash_all(self, tensors):
+        load_ops()
+        locals_, offsets, shapes = [], [], []
+        for entry, t in zip(self._table, tensors):
+            local = t.to_local() if hasattr(t, "to_local") else t
+            locals_.append(local.detach())
+            offsets += entry["offsets"]
+            shapes += entry["shape"]
+        h = torch.ops.gparity.hash_tensors(locals_, offsets, shapes).tolist()
+        xxh = [a & _MASK64 for a, _ in h]
+        shard = [(b & _MASK64) if e["counts"] else 0 for (_, b), e in zip(h, self._table)]
+        return xxh, shard
+
+    def step(self, step, loss, grad_norm=None, model=None, optimizer=None, hash_grads=False):
+        """Appends a step record: loss and grad norm bits, and hashes of the model's weights (and
+        optionally gradients and optimizer state), aligned with the params table."""
+        start = time.perf_counter_ns()
+        if model is not None and self._table is None:
+            self.params(model)
+        head = {"type": "step", "step": int(step), "loss": _scalar(loss)}
+        if grad_norm is not None:
+            head["grad_norm"] = _scalar(grad_norm)
+        hashes = []
+        if model is not None:
+            ps = [p for _, p in model.named_parameters()]
+            hashes.append(("param", ps))
+            if hash_grads and all(p.grad is not None for p in ps):
+                hashes.append(("grad", [p.grad for p in ps]))
+            if optimizer is not None:
+                for key in ("exp_avg", "exp_avg_sq", "momentum_buffer"):
+                    states = [optimizer.state.get(p, {}).get(key) for p in ps]
+                    if all(s is not None for s in states):
+                        hashes.append((f"optim.{key}", states))
+        arrays = []
+        for prefix, tensors in hashes:
+            xxh, shard = self._hash_all(tensors)
+            arrays += [(f"{prefix}.xxh3", xxh), (f"{prefix}.shard", shard)]
+        head["recorder_ns"] = time.perf_counter_ns() - start
+        line = json.dumps(head, separators=(",", ":"))
+        if arrays:
+            line = line[:-1] + ',"hashes":{' + ",".join(f'"{n}":"{_encode(v)}"' for n, v in arrays) + "}}"
+        self._line(line)
+
+    def buckets(self, groups, collective="reduce_scatter", group="dp", dtype=None, order=None):
+        """Writes a bucket plan: `groups` lists buckets in issue order, each a list of fqns in
+        payload order (FSDP2: one bucket per fully_shard unit). Offsets are the members' padded
+        dim-0 shards back to back, as FSDP2 packs its reduce-scatter input."""
+        by_name = {e["fqn"]: e for e in self._table or []}
+        buckets = []
+        for members in groups:
+            offset, out = 0, []
+            for fqn in members:
+                e = by_name[fqn]
+                elem = [s for n, s in _DTYPES.values() if n == e["dtype"]][0]
+                rows = e["shape"][0] if e["shape"] else 1
+                row_numel = 1
+                for s in e["shape"][1:]:
+                    row_numel *= s
+                size = -(-rows // self.world_size) * row_numel * elem
+                out.append({"fqn": fqn, "offset": offset, "size": size})
+                offset += size
+            buckets.append({"collective": collective, "dtype": dtype or (by_name[members[0]]["dtype"] if members else "float32"),
+                            "members": out})
+        rec = {"groups": [{"buckets": buckets, "group": group}], "type": "buckets"}
+        if order:
+            rec["order"] = order
+        self._record(rec)
+
+    def event(self, kind, message, step=None, data=None):
+        rec = {"data": data or {}, "kind": kind, "message": message, "type": "event"}
+        if step is not None:
+            rec["step"] = int(step)
+        self._record(rec)
+
+    def close(self):
+        self._file.close()

@@ -1,0 +1,121 @@
+#include "core/runtime/recorder.hpp"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "core/model/trace_reader.hpp"
+#include "core/runtime/debug_model.hpp"
+#include "hash/shard_hash.hpp"
+#include "hash/xxh3.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace gparity::runtime {
+namespace {
+
+at::Tensor sample(std::vector<std::int64_t> shape, at::ScalarType dtype = at::kFloat) {
+  return at::arange(at::IntArrayRef(shape).size() ? c10::multiply_integers(shape) : 1, at::kFloat)
+      .mul(0.37)
+      .sin()
+      .reshape(shape)
+      .to(dtype);
+}
+
+TEST(HashBlock, WholeTensorMatchesTheHashLibraryOnItsBytes) {
+  const auto t = sample({6, 5});
+  const auto h = hash_block(t);
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(t.data_ptr()), t.nbytes());
+  EXPECT_EQ(h.xxh3, hash::xxh3_64(bytes));
+  EXPECT_EQ(h.shard, hash::shard_hash_contiguous(bytes, 4));
+}
+
+TEST(HashBlock, Dim0ShardsAddUpToTheFullTensor) {
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    const auto full = sample({7, 3}, dtype);
+    const std::vector<std::int64_t> global{7, 3};
+    const std::vector<std::int64_t> off0{0, 0}, off1{4, 0};
+    const auto a = hash_block(full.narrow(0, 0, 4), off0, global);
+    const auto b = hash_block(full.narrow(0, 4, 3), off1, global);
+    EXPECT_EQ(a.shard + b.shard, hash_block(full).shard);
+    EXPECT_NE(a.xxh3, hash_block(full).xxh3);
+  }
+}
+
+TEST(HashBlock, StridedViewHashesLikeItsContiguousCopy) {
+  const auto t = sample({4, 6}).transpose(0, 1);  // non-contiguous
+  ASSERT_FALSE(t.is_contiguous());
+  const auto h = hash_block(t);
+  const auto c = hash_block(t.contiguous());
+  EXPECT_EQ(h.xxh3, c.xxh3);
+  EXPECT_EQ(h.shard, c.shard);
+}
+
+TEST(TraceScalar, KeepsTheBitsOfItsDtype) {
+  const auto s = trace_scalar(at::full({}, -0.0, at::kFloat));
+  EXPECT_EQ(s.bits, 0x80000000u);
+  EXPECT_EQ(s.dtype, model::DType::F32);
+  const auto b = trace_scalar(at::full({}, 1.0, at::kBFloat16));
+  EXPECT_EQ(b.bits, 0x3F80u);
+  EXPECT_EQ(b.dtype, model::DType::BF16);
+}
+
+TEST(Recorder, StepRecordReadsBackWithTheSameHashes) {
+  testing::TempDir dir;
+  Recorder rec(dir.path(), 1);
+  const auto w = sample({4, 2});
+  const auto full_w = at::cat({sample({2, 2}), w});  // this rank holds rows 2..5 of 6
+  model::ParamInfo info;
+  info.fqn = "w";
+  info.global_shape = {6, 2};
+  info.local_offsets = {2, 0};
+  info.local_shape = {4, 2};
+  info.placements = {model::Placement{model::Placement::Kind::Shard, 0}};
+  model::ParamInfo replica = info;
+  replica.fqn = "r";
+  replica.global_shape = {4, 2};
+  replica.local_offsets = {0, 0};
+  replica.counts = false;
+  rec.params({info, replica});
+  const auto loss = at::full({}, 2.5, at::kFloat);
+  const std::vector<at::Tensor> params{w, w};
+  const auto cost = rec.step({3, &loss, nullptr, params, {}, {}});
+  EXPECT_GT(cost, 0);
+
+  const auto trace = model::read_rank_trace(model::rank_trace_path(dir.path(), 1).string(), 1);
+  ASSERT_TRUE(trace.issues.empty());
+  ASSERT_EQ(trace.steps.size(), 1u);
+  const auto& s = trace.steps[0];
+  EXPECT_EQ(s.step, 3);
+  ASSERT_TRUE(s.loss.has_value());
+  EXPECT_EQ(s.loss->bits, 0x40200000u);
+  EXPECT_FALSE(s.grad_norm.has_value());
+  EXPECT_TRUE(s.extra.contains("recorder_ns"));
+  const auto* shard = s.find_hashes("param.shard");
+  const auto* xxh = s.find_hashes("param.xxh3");
+  ASSERT_TRUE(shard && xxh);
+  const std::vector<std::int64_t> global{6, 2}, off{2, 0};
+  EXPECT_EQ(shard->values[0], hash_block(w, off, global).shard);
+  EXPECT_EQ(shard->values[0] + hash_block(full_w.narrow(0, 0, 2), {}, global).shard,
+            hash_block(full_w).shard);
+  EXPECT_EQ(shard->values[1], 0u);  // replica counted by another rank
+  EXPECT_EQ(xxh->values[1], hash_block(w).xxh3);
+  // Hash arrays must be aligned with the table.
+  const std::vector<at::Tensor> one{w};
+  EXPECT_THROW(rec.step({4, &loss, nullptr, one, {}, {}}), std::invalid_argument);
+}
+
+TEST(DebugModel, LossIsDeterministicAndNearLogVocab) {
+  const DebugModelConfig cfg{
+      .vocab = 64, .dim = 32, .layers = 1, .heads = 2, .hidden = 64, .seq_len = 8, .batch = 2};
+  std::vector<at::Tensor> params;
+  for (const auto& d : debug_model_params(cfg)) params.push_back(debug_model_init(d, 7));
+  const auto tokens = synthetic_tokens(cfg, 7, 0, 1);
+  EXPECT_TRUE(synthetic_tokens(cfg, 7, 0, 1).equal(tokens));
+  EXPECT_FALSE(synthetic_tokens(cfg, 7, 1, 1).equal(tokens));
+  const auto a = debug_model_loss(cfg, params, tokens).item<float>();
+  const auto b = debug_model_loss(cfg, params, tokens).item<float>();
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(a), std::bit_cast<std::uint32_t>(b));
+  EXPECT_NEAR(a, std::log(64.0), 0.5);  // small init: close to uniform predictions
+}
+
+}  // namespace
+}  // namespace gparity::runtime
