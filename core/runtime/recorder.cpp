@@ -62,9 +62,14 @@ BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> of
       global_shape.empty() ? std::span<const std::int64_t>(shape) : global_shape};
   if (local.is_cuda()) {
 #if GPARITY_WITH_CUDA_HASH
-    const auto h =
-        hash::cuda::hash_device_block(local.data_ptr(), local.element_size(), shape, stride, placement);
-    return {h.xxh3, h.shard};
+    const hash::BlockView device_view{static_cast<const std::byte*>(local.data_ptr()),
+                                      static_cast<std::size_t>(local.element_size()), shape, stride};
+    const std::uint64_t shard = hash::shard_hash_cuda(device_view, placement);
+    // No XXH3 kernel yet: the layout fingerprint still goes through a host copy of this block.
+    const at::Tensor host = local.cpu();
+    const hash::BlockView host_view{static_cast<const std::byte*>(host.data_ptr()),
+                                    static_cast<std::size_t>(host.element_size()), shape, {}};
+    return {hash::xxh3_64(host_view), shard};
 #else
     throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");
 #endif
