@@ -66,7 +66,7 @@ BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> of
                                       static_cast<std::size_t>(local.element_size()), shape, stride};
     const std::uint64_t shard = hash::shard_hash_cuda(device_view, placement);
     // No XXH3 kernel yet: the layout fingerprint still goes through a host copy of this block.
-    const at::Tensor host = local.cpu();
+    const at::Tensor host = local.cpu().contiguous();
     const hash::BlockView host_view{static_cast<const std::byte*>(host.data_ptr()),
                                     static_cast<std::size_t>(host.element_size()), shape, {}};
     return {hash::xxh3_64(host_view), shard};
