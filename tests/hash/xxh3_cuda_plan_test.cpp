@@ -1,0 +1,81 @@
+// The GPU's restatement of XXH3-64 (hash/cuda/xxh3_plan.hpp) run on the CPU against libxxhash:
+// every size class (0, 1-3, 4-8, 9-16, 17-128, 129-240, long with and without a partial last
+// block) and the block-sum split the kernels use. Needs no GPU: a wrong constant, offset or
+// lane pairing shows here before any device time is spent.
+
+#define XXH_STATIC_LINKING_ONLY
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <vector>
+
+#include "hash/cuda/xxh3_plan.hpp"
+#include "tests/hash/cuda_cases.hpp"
+
+namespace gparity::hash::cuda_detail {
+namespace {
+
+Xxh3Secret secret() {
+  Xxh3Secret s{};
+  XXH3_generateSecret_fromSeed(s.bytes, 0);
+  return s;
+}
+
+const unsigned char* bytes(const std::vector<std::byte>& v) {
+  return reinterpret_cast<const unsigned char*>(v.data());
+}
+
+std::vector<std::uint64_t> sizes_across_classes() {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t n = 0; n <= 300; ++n) sizes.push_back(n);  // every short length, first long ones
+  for (const std::uint64_t n : {1023ULL, 1024ULL, 1025ULL, 1087ULL, 1088ULL, 1089ULL, 2047ULL, 2048ULL,
+                                2049ULL, 4096ULL + 63, 16384ULL, 16385ULL, 100000ULL, (1ULL << 20) + 13})
+    sizes.push_back(n);
+  return sizes;
+}
+
+TEST(Xxh3CudaPlan, ShortPathsMatchLibxxhash) {
+  const auto s = secret();
+  const auto data = testing::random_storage(256, 7);
+  for (std::uint64_t n = 0; n <= kXxh3MidsizeMax; ++n)
+    EXPECT_EQ(xxh3_short(bytes(data), n, s), XXH3_64bits(data.data(), n)) << n << " bytes";
+}
+
+TEST(Xxh3CudaPlan, BlockSplitMatchesLibxxhashAtEverySizeClass) {
+  const auto s = secret();
+  const auto data = testing::random_storage((1ULL << 20) + 64, 11);
+  for (const std::uint64_t n : sizes_across_classes())
+    EXPECT_EQ(xxh3_by_blocks(bytes(data), n, s), XXH3_64bits(data.data(), n)) << n << " bytes";
+}
+
+TEST(Xxh3CudaPlan, UnalignedStartsMatch) {
+  const auto s = secret();
+  const auto data = testing::random_storage(5000, 3);
+  for (std::uint64_t skew = 1; skew < 16; ++skew)
+    EXPECT_EQ(xxh3_by_blocks(bytes(data) + skew, 4096 + skew, s),
+              XXH3_64bits(data.data() + skew, 4096 + skew));
+}
+
+TEST(Xxh3CudaPlan, ConstantInputsStillDependOnEveryBlock) {
+  // Zeros and a single flipped bit in a middle block: the split must not lose a block.
+  const auto s = secret();
+  std::vector<std::byte> zeros(8192 + 100);
+  const std::uint64_t z = xxh3_by_blocks(bytes(zeros), zeros.size(), s);
+  EXPECT_EQ(z, XXH3_64bits(zeros.data(), zeros.size()));
+  zeros[3000] = std::byte{1};
+  EXPECT_NE(xxh3_by_blocks(bytes(zeros), zeros.size(), s), z);
+  EXPECT_EQ(xxh3_by_blocks(bytes(zeros), zeros.size(), s), XXH3_64bits(zeros.data(), zeros.size()));
+}
+
+TEST(Xxh3CudaPlan, FullBlocksLeaveTheLastByteToTheTail) {
+  EXPECT_EQ(xxh3_full_blocks(240), 0U);
+  EXPECT_EQ(xxh3_full_blocks(241), 0U);
+  EXPECT_EQ(xxh3_full_blocks(1024), 0U);
+  EXPECT_EQ(xxh3_full_blocks(1025), 1U);
+  EXPECT_EQ(xxh3_full_blocks(2048), 1U);
+  EXPECT_EQ(xxh3_full_blocks(2049), 2U);
+}
+
+}  // namespace
+}  // namespace gparity::hash::cuda_detail

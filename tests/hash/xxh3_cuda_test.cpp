@@ -1,0 +1,111 @@
+// The CUDA XXH3-64 against libxxhash on the same bytes: every size class, unaligned starts,
+// batches mixing sizes (and empty buffers), a strided output, and >= 256 MiB. Runs on a machine
+// with a CUDA device; skips, saying so, where there is none (CI).
+
+#include "hash/cuda/xxh3_cuda.hpp"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "hash/cuda/shard_hash_cuda.hpp"
+#include "hash/xxh3.hpp"
+#include "tests/hash/cuda_cases.hpp"
+
+namespace gparity::hash {
+namespace {
+
+// Owns a device copy of a host buffer.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(const std::vector<std::byte>& host) : size_(host.size()) {
+    if (cudaMalloc(&ptr_, std::max<std::size_t>(size_, 1)) != cudaSuccess) throw CudaError("cudaMalloc");
+    if (size_ && cudaMemcpy(ptr_, host.data(), size_, cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaFree(ptr_);
+      throw CudaError("cudaMemcpy");
+    }
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  [[nodiscard]] const std::byte* data() const { return static_cast<const std::byte*>(ptr_); }
+  [[nodiscard]] std::uint64_t* words() const { return static_cast<std::uint64_t*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t size_;
+};
+
+std::uint64_t cpu(const std::vector<std::byte>& host, std::size_t offset, std::size_t n) {
+  return xxh3_64(std::span<const std::byte>(host.data() + offset, n));
+}
+
+class Xxh3Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA device in this process: CUDA-vs-CPU checks not run";
+  }
+};
+
+TEST_F(Xxh3Cuda, MatchesCpuAtEverySizeClass) {
+  const auto host = testing::random_storage((std::size_t{1} << 22) + 64, 21);
+  const DeviceBuffer dev(host);
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 0; n <= 300; ++n) sizes.push_back(n);
+  for (const std::size_t n :
+       {1023UL, 1024UL, 1025UL, 1088UL, 1089UL, 2048UL, 2049UL, 16385UL, 65536UL, 100003UL, (1UL << 22) + 1})
+    sizes.push_back(n);
+  int checked = 0;
+  for (const std::size_t n : sizes) {
+    EXPECT_EQ(xxh3_64_cuda({dev.data(), n}), cpu(host, 0, n)) << n << " bytes";
+    ++checked;
+  }
+  std::printf("[ cuda ] %d sizes agree with libxxhash\n", checked);
+}
+
+TEST_F(Xxh3Cuda, UnalignedStartsMatchTheCpu) {
+  const auto host = testing::random_storage(70000, 5);
+  const DeviceBuffer dev(host);
+  for (std::size_t skew = 1; skew < 17; ++skew) {
+    EXPECT_EQ(xxh3_64_cuda({dev.data() + skew, 65536 + skew}), cpu(host, skew, 65536 + skew)) << skew;
+    EXPECT_EQ(xxh3_64_cuda({dev.data() + skew, 100}), cpu(host, skew, 100)) << skew;
+  }
+}
+
+TEST_F(Xxh3Cuda, BatchWritesEachDigestAtItsStride) {
+  const auto host = testing::random_storage(300000, 9);
+  const DeviceBuffer dev(host);
+  // Mixed sizes and offsets, empty ones between long ones (no full blocks, shared block index).
+  const std::vector<std::pair<std::size_t, std::size_t>> parts = {
+      {0, 0}, {0, 5000}, {5000, 0}, {7, 241}, {10, 1025}, {3, 250000}, {100, 16}, {64, 2048}, {1, 1}};
+  std::vector<DeviceBytes> buffers;
+  for (const auto& [off, n] : parts) buffers.push_back({n ? dev.data() + off : nullptr, n});
+  const std::vector<std::byte> zeros(parts.size() * 2 * sizeof(std::uint64_t));
+  const DeviceBuffer out(zeros);
+  xxh3_64_cuda_batch(buffers, out.words(), 2);
+  std::vector<std::uint64_t> got(parts.size() * 2);
+  ASSERT_EQ(cudaMemcpy(got.data(), out.words(), got.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(got[2 * i], cpu(host, parts[i].first, parts[i].second)) << "buffer " << i;
+    EXPECT_EQ(got[2 * i + 1], 0U) << "stride slot " << i << " was written";
+  }
+}
+
+TEST_F(Xxh3Cuda, RejectsHostPointers) {
+  const std::vector<std::byte> host(4096);
+  EXPECT_THROW(xxh3_64_cuda({host.data(), host.size()}), CudaError);
+}
+
+TEST_F(Xxh3Cuda, LargeBuffersMatchTheCpu) {
+  // 256 MiB + 7 bytes from an unaligned start: 262,144 chained blocks and a partial tail.
+  const std::size_t n = (std::size_t{256} << 20) + 7;
+  const auto host = testing::random_storage(n + 3, 77);
+  const DeviceBuffer dev(host);
+  EXPECT_EQ(xxh3_64_cuda({dev.data() + 3, n}), cpu(host, 3, n));
+  EXPECT_EQ(xxh3_64_cuda({dev.data(), std::size_t{256} << 20}), cpu(host, 0, std::size_t{256} << 20));
+}
+
+}  // namespace
+}  // namespace gparity::hash
