@@ -8,13 +8,14 @@
 #                machines, so a fresh one each time)
 #     TARGET...  targets to build (e.g. hash_cuda_tests bench_hash_cuda); none: everything
 #   GPARITY_DEVICE_CMAKE_ARGS  extra configure arguments (e.g. -DGPARITY_WITH_TORCH=OFF)
+#   GPARITY_DEVICE_KEEP_GOING  1: keep building the other targets when one fails (ninja -k 0)
 #
 # The carried sysroot comes first on CMAKE_PREFIX_PATH; LibTorch is the pip wheel's (found by
 # cmake/Dependencies.cmake through python3), CUDA is /usr/local/cuda, the GUI is off. Exports the
 # NCCL/PyTorch multicast switches the device's rules require, for the build and what it runs.
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,14p' "$0"
+  sed -n '2,15p' "$0"
   exit 2
 fi
 carry=$(cd "$1" && pwd)
@@ -39,9 +40,13 @@ cmake -S "$carry/src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDe
   -DXXHASH_INCLUDE_DIR="$sysroot/usr/include" \
   -DCMAKE_BUILD_RPATH="$sysroot/usr/lib/x86_64-linux-gnu" \
   ${GPARITY_DEVICE_CMAKE_ARGS:-}
+keep_going=()
+# GPARITY_DEVICE_KEEP_GOING=1: build every target that can be built even if one fails (one
+# device call then shows every compile error, and runs what did build).
+[ "${GPARITY_DEVICE_KEEP_GOING:-0}" = 1 ] && [ ${#generator[@]} -gt 0 ] && keep_going=(-- -k 0)
 if [ $# -gt 0 ]; then
-  cmake --build "$build" -j "$(nproc)" --target "$@"
+  cmake --build "$build" -j "$(nproc)" --target "$@" "${keep_going[@]}"
 else
-  cmake --build "$build" -j "$(nproc)"
+  cmake --build "$build" -j "$(nproc)" "${keep_going[@]}"
 fi
 echo "device-build: built ${*:-everything} in $build"

@@ -1,11 +1,11 @@
 #pragma once
 // The trace recorder for LibTorch training loops: hashes tensors where they live (CPU through
-// hash/, CUDA through the hash CUDA kernel when built with it, never copying weights to the
-// host) and writes trace v1 records through model::TraceWriter. The caller describes its
-// sharding once in the params table (each rank's block offsets and whether it counts a
-// replicated block); the recorder then hashes each rank's local block with those global
-// offsets, so the shard-invariant partials of all ranks add up to the full tensor's hash.
-// The recorder's own time per step goes into each step record ("recorder_ns").
+// hash/, CUDA through the hash CUDA kernels (shard hash and XXH3) when built with them, never
+// copying weights to the host) and writes trace v1 records through model::TraceWriter. The caller describes
+// its sharding once in the params table (each rank's block offsets and whether it counts a replicated block);
+// the recorder then hashes each rank's local block with those global offsets, so the shard-invariant partials
+// of all ranks add up to the full tensor's hash. The recorder's own time per step goes into each step record
+// ("recorder_ns").
 
 #include <cstdint>
 #include <filesystem>
@@ -33,6 +33,13 @@ struct BlockHashes {
 /// `global_shape`. Empty offsets/global_shape: `local` is the whole tensor.
 BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> offsets = {},
                        std::span<const std::int64_t> global_shape = {});
+
+/// Hashes of many blocks (offsets/global shapes per tensor, or empty spans: every tensor
+/// whole). CUDA blocks (all on one device) are hashed together on the device's current stream
+/// with one wait and one 16-byte-per-block copy back.
+std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
+                                     std::span<const std::span<const std::int64_t>> offsets = {},
+                                     std::span<const std::span<const std::int64_t>> global_shapes = {});
 
 /// The trace scalar of a one-element floating tensor, bits in its own dtype.
 model::TraceScalar trace_scalar(const at::Tensor& scalar);

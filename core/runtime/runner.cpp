@@ -176,6 +176,11 @@ class Trainer {
     StepTensors st{step, &loss, &grad_norm, blocks, grads, {}};
     if (!avg.empty()) st.optim = {{"exp_avg", avg}, {"exp_avg_sq", avg_sq}};
     StepReport r;
+#if GPARITY_HAVE_NCCL
+    // The step's kernels finish first, so recorder_ns is the recorder's own cost and not the
+    // wait for the training work that its first copy to the host would otherwise include.
+    if (device_.is_cuda()) c10::cuda::device_synchronize();
+#endif
     r.recorder_ns = rec_.step(st);
     r.step = step;
     r.steps = o_.steps;

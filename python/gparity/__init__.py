@@ -65,6 +65,9 @@ def _scalar(t):
     """{value, bits, dtype} of a one-element tensor, bits in its own dtype (as the C++ writer)."""
     if not isinstance(t, torch.Tensor):
         t = torch.tensor(float(t), dtype=torch.float32)
+    if hasattr(t, "full_tensor"):
+        # A DTensor (e.g. clip_grad_norm_'s total norm over FSDP2 parameters): its global value.
+        t = t.full_tensor()
     t = t.detach().reshape(-1)[:1].cpu().contiguous()
     name, size = _DTYPES[t.dtype][0], _DTYPES[t.dtype][1]
     raw = t.view(torch.uint8).numpy().tobytes() if hasattr(t, "numpy") else bytes(t.view(torch.uint8).tolist())
@@ -88,7 +91,10 @@ def _dist():
 def _local_block(p):
     """(local tensor, offsets, global shape, placements, counts) of a parameter or DTensor."""
     if hasattr(p, "to_local") and hasattr(p, "placements") and hasattr(p, "device_mesh"):
-        from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+        try:  # PyTorch >= 2.5
+            from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+        except ImportError:
+            from torch.distributed._tensor._utils import compute_local_shape_and_global_offset
 
         local = p.to_local()
         _, offsets = compute_local_shape_and_global_offset(p.shape, p.device_mesh, p.placements)
@@ -133,7 +139,7 @@ class Recorder:
                        "device": f"cuda:{r}" if torch.cuda.is_available() else "cpu"} for r in range(self.world_size)],
             "framework_versions": {"torch": torch.__version__, "gparity": "0.1.0"},
             "command_line": list(sys.argv), "config_fingerprint": "",
-            "start_time": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "start_time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         tmp = os.path.join(self.run_dir, "manifest.json.tmp")
         with open(tmp, "w", encoding="utf-8") as f:

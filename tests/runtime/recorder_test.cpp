@@ -49,6 +49,46 @@ TEST(HashBlock, StridedViewHashesLikeItsContiguousCopy) {
   EXPECT_EQ(h.shard, c.shard);
 }
 
+TEST(HashBlocks, BatchMatchesOneAtATimeWithPlacements) {
+  const auto t = sample({7, 9});
+  const std::vector<at::Tensor> blocks = {t.narrow(0, 0, 4), t.narrow(0, 4, 3), t.t()};
+  const std::vector<std::int64_t> o0 = {0, 0}, o1 = {4, 0}, whole = {};
+  const std::vector<std::int64_t> g = {7, 9};
+  const std::vector<std::span<const std::int64_t>> offs = {o0, o1, whole};
+  const std::vector<std::span<const std::int64_t>> shapes = {g, g, whole};
+  const auto h = hash_blocks(blocks, offs, shapes);
+  ASSERT_EQ(h.size(), 3U);
+  EXPECT_EQ(h[0].shard + h[1].shard, hash_block(t).shard);
+  EXPECT_EQ(h[1].xxh3, hash_block(t.narrow(0, 4, 3).contiguous()).xxh3);
+  EXPECT_EQ(h[2].xxh3, hash_block(t.t().contiguous()).xxh3);
+}
+
+// CUDA tensors are hashed on the device (shard hash and XXH3 kernels): the same digests as the
+// CPU path on the same values, for dense, strided, sliced and bf16 blocks. Skips without a GPU.
+TEST(HashBlocks, CudaTensorsHashLikeTheirCpuCopies) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): GPU hashing not run";
+  const auto big = sample({513, 700});  // > 1 KiB rows: XXH3's long path, several blocks
+  const auto bf = sample({64, 33}, at::kBFloat16);
+  const std::vector<at::Tensor> cpu = {big,         big.narrow(0, 100, 200), big.t(), bf, bf.narrow(1, 1, 5),
+                                       sample({3}), sample({0, 4})};
+  std::vector<at::Tensor> gpu;
+  for (const auto& c : cpu) gpu.push_back(c.to(at::kCUDA));
+  // Views of the device copy, so strides and offsets are the device's own.
+  const auto big_gpu = big.to(at::kCUDA);
+  gpu[1] = big_gpu.narrow(0, 100, 200);
+  gpu[2] = big_gpu.t();
+  const std::vector<std::int64_t> off = {100, 0}, global = {513, 700}, none = {};
+  const std::vector<std::span<const std::int64_t>> offs = {none, off, none, none, none, none, none};
+  const std::vector<std::span<const std::int64_t>> shapes = {none, global, none, none, none, none, none};
+  const auto want = hash_blocks(cpu, offs, shapes);
+  const auto got = hash_blocks(gpu, offs, shapes);
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(got[i].xxh3, want[i].xxh3) << "block " << i;
+    EXPECT_EQ(got[i].shard, want[i].shard) << "block " << i;
+  }
+  EXPECT_EQ(hash_block(gpu[0]).xxh3, want[0].xxh3);
+}
+
 TEST(TraceScalar, KeepsTheBitsOfItsDtype) {
   const auto s = trace_scalar(at::full({}, -0.0, at::kFloat));
   EXPECT_EQ(s.bits, 0x80000000u);
