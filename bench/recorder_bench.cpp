@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -32,7 +33,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void run_model(benchmark::State& state, const DebugModelConfig& cfg, std::int64_t steps) {
+void run_model(benchmark::State& state, const char* name, const DebugModelConfig& cfg, std::int64_t steps) {
   const auto dir = std::filesystem::temp_directory_path() / ("gparity-bench-" + std::to_string(getpid()));
   gparity::runtime::RunOptions o;
   o.model = cfg;
@@ -58,6 +59,11 @@ void run_model(benchmark::State& state, const DebugModelConfig& cfg, std::int64_
     });
   }
   std::filesystem::remove_all(dir);
+  // Also printed at once: the figures survive a crash in a later benchmark or at exit.
+  std::printf("recorder %s %s: params %lld step_ms_without_recorder %.3f recorder_ms %.4f ratio %.5f\n",
+              o.device.c_str(), name, static_cast<long long>(params), median(step_ms), median(rec_ms),
+              median(ratio));
+  std::fflush(stdout);
   state.counters["params"] = static_cast<double>(params);
   state.counters["step_ms_without_recorder"] = median(step_ms);
   state.counters["recorder_ms"] = median(rec_ms);
@@ -65,11 +71,11 @@ void run_model(benchmark::State& state, const DebugModelConfig& cfg, std::int64_
 }
 
 void BM_RecorderSmall(benchmark::State& state) {
-  run_model(state,
+  run_model(state, "small",
             {.vocab = 256, .dim = 64, .layers = 2, .heads = 4, .hidden = 128, .seq_len = 32, .batch = 4}, 7);
 }
 void BM_RecorderMedium(benchmark::State& state) {
-  run_model(state,
+  run_model(state, "medium",
             {.vocab = 2048, .dim = 256, .layers = 4, .heads = 8, .hidden = 768, .seq_len = 64, .batch = 4},
             7);
 }
@@ -79,7 +85,7 @@ void BM_RecorderLarge(benchmark::State& state) {
     return;
   }
   run_model(
-      state,
+      state, "large",
       {.vocab = 32000, .dim = 1024, .layers = 8, .heads = 16, .hidden = 2816, .seq_len = 512, .batch = 8},
       11);
 }

@@ -52,7 +52,13 @@ if want 1; then
   echo "hash_cuda_tests exit $?"
   grep -E "^\[ *(FAILED|PASSED|SKIPPED) |cuda \]|Failure|Expected|Which is" "$out/tests.log" | head -20
   timeout 120 "$build/tests/runtime/runtime_tests" --gtest_filter='HashBlock*:HashBlocks*:Recorder*' >>"$out/tests.log" 2>&1
-  echo "runtime_tests (hash/recorder cases) exit $?"
+  rc=$?
+  echo "runtime_tests (hash/recorder cases) exit $rc"
+  if [ $rc -ge 128 ] && command -v cuda-gdb >/dev/null; then  # a crash: where (no gdb there)
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args "$build/tests/runtime/runtime_tests" \
+      --gtest_filter='HashBlock*:HashBlocks*:Recorder*' >"$runs/runtime_tests.gdb.txt" 2>&1
+    grep -E "^#[0-9]+ " "$runs/runtime_tests.gdb.txt" | head -15
+  fi
   grep -E "^\[ *(FAILED|PASSED|SKIPPED) |Failure|Expected|Which is" "$out/tests.log" | tail -8
 fi
 
@@ -103,8 +109,14 @@ fi
 if want 5; then
   say "5. bench_recorder on GPU 0"
   GPARITY_BENCH_DEVICE=cuda timeout 240 "$build/bench/bench_recorder" --benchmark_color=false >"$out/bench.log" 2>&1
-  echo "bench exit $?"
-  grep -E "BM_|params" "$out/bench.log"
+  rc=$?
+  echo "bench exit $rc"
+  grep -E "BM_|params|^recorder" "$out/bench.log"
+  if [ $rc -ge 128 ] && command -v cuda-gdb >/dev/null; then
+    GPARITY_BENCH_DEVICE=cuda timeout 120 cuda-gdb -batch -ex run -ex bt --args "$build/bench/bench_recorder" \
+      --benchmark_filter=Small >"$runs/bench.gdb.txt" 2>&1
+    grep -E "^#[0-9]+ " "$runs/bench.gdb.txt" | head -15
+  fi
 fi
 # Runs and their logs in one archive (what comes back is limited to 8 files).
 tar -C /tmp -czf "$out/runs.tar.gz" gparity-runs 2>/dev/null

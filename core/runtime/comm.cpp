@@ -203,7 +203,27 @@ Comm::Comm(const RankEnv& env, CommBackend backend, std::chrono::milliseconds ti
   }
 }
 
+#if GPARITY_HAVE_NCCL
+namespace {
+/// ProcessGroupNCCL::shutdown() where this LibTorch has it (destroy_process_group's job in
+/// Python): the PG's own threads stop before the store they talk to goes away.
+template <typename Pg>
+void shutdown_if_supported(Pg& pg) {
+  if constexpr (requires { pg.shutdown(); }) {
+    try {
+      pg.shutdown();
+    } catch (const std::exception&) {
+      // Tearing down after a failure: nothing more to report.
+    }
+  }
+}
+}  // namespace
+#endif
+
 Comm::~Comm() {
+#if GPARITY_HAVE_NCCL
+  if (impl_->nccl) shutdown_if_supported(*impl_->nccl);
+#endif
   impl_->stop = true;
   if (impl_->heartbeat.joinable()) impl_->heartbeat.join();
 }

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
 
 #include "hash/cuda/xxh3_plan.hpp"
@@ -151,6 +152,25 @@ unsigned sums_grid(std::uint64_t total_blocks) {
   return static_cast<unsigned>(needed < full ? needed : full);
 }
 
+/// The stream-ordered scratch comes from the device's default pool, which by default gives its
+/// memory back at every synchronisation, so each call would map fresh memory. Keep up to 256 MiB
+/// cached there (only ever raised, once per device).
+void keep_pool_memory() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<bool> done[kMaxDevices];
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  if (device >= kMaxDevices || done[device].exchange(true)) return;
+  cudaMemPool_t pool = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t threshold = 0;
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+        "cudaMemPoolGetAttribute");
+  std::uint64_t want = std::uint64_t{256} << 20;
+  if (threshold < want)
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &want), "cudaMemPoolSetAttribute");
+}
+
 }  // namespace
 
 void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total_blocks,
@@ -158,6 +178,7 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
   if (n == 0) return;
   if (n > 0x7FFFFFFFU) throw CudaError("xxh3: too many buffers in one batch");
   const auto s = static_cast<cudaStream_t>(stream);
+  keep_pool_memory();
   // One stream-ordered scratch: the segment table, then the block sums (8-byte aligned).
   const std::size_t table_bytes = (n * sizeof(Xxh3Segment) + 7) / 8 * 8;
   const std::size_t bytes = table_bytes + total_blocks * kXxh3Lanes * sizeof(std::uint64_t);

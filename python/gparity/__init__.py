@@ -185,6 +185,10 @@ class Recorder:
     def step(self, step, loss, grad_norm=None, model=None, optimizer=None, hash_grads=False):
         """Appends a step record: loss and grad norm bits, and hashes of the model's weights (and
         optionally gradients and optimizer state), aligned with the params table."""
+        if isinstance(loss, torch.Tensor) and loss.is_cuda:
+            # The step's queued kernels finish first: recorder_ns is then the recorder's own cost,
+            # not the wait for the training work that reading the loss would otherwise include.
+            torch.cuda.synchronize(loss.device)
         start = time.perf_counter_ns()
         if model is not None and self._table is None:
             self.params(model)
