@@ -209,8 +209,9 @@ RunSource open_run(const std::string& path) {
   }
   if (!fs::exists(p, ec)) throw InputError(path, "no such file or directory");
   const auto name = p.filename().string();
-  if (name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out")) return open_titan_log(path);
+  // Event file names end in the writer's host name, which may look like a log suffix: first.
   if (is_tensorboard_event_file(name)) return open_tensorboard(path, {{0, {path}}});
+  if (name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out")) return open_titan_log(path);
   throw InputError(path,
                    "not a run: expected a run directory, a console log (.log, .txt, .out) or a TensorBoard "
                    "event file (events.out.tfevents.*)");
