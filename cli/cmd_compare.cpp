@@ -40,7 +40,8 @@ void register_compare(CLI::App& app, Action& action) {
       "compare",
       "Compare a candidate run against its baseline by rank and step: loss, grad norm and every "
       "parameter hash, bitwise unless a tolerance is named. Runs: trace directories (docs/trace-format.md), "
-      "folders of reference rank<r>.jsonl files, or torchtitan console logs (rounded: cannot prove "
+      "folders of reference rank<r>.jsonl files, TensorBoard event files (events.out.tfevents.*, or "
+      "folders of them / of rank_<r>/ folders), or torchtitan console logs (rounded: cannot prove "
       "bitwise parity).");
   cmd->add_option("BASELINE", a->baseline, "Baseline run")->required();
   cmd->add_option("CANDIDATE", a->candidate, "Candidate run")->required();

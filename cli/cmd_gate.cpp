@@ -45,8 +45,15 @@ void register_gate(CLI::App& app, Action& action) {
     action = [a] {
       diff::GatePolicy p;
       if (!a->policy.empty()) p = diff::load_gate_policy(a->policy);
-      if (!a->baseline.empty()) p.baseline = a->baseline;
-      if (!a->candidate.empty()) p.candidate = a->candidate;
+      // A run named on the command line exists already: its policy command is not run.
+      if (!a->baseline.empty()) {
+        p.baseline = a->baseline;
+        p.baseline_command.clear();
+      }
+      if (!a->candidate.empty()) {
+        p.candidate = a->candidate;
+        p.candidate_command.clear();
+      }
       if (p.baseline.empty() || p.candidate.empty()) {
         throw model::InputError("gate",
                                 "name the runs: --baseline and --candidate, or a --policy file with both");
@@ -64,6 +71,13 @@ void register_gate(CLI::App& app, Action& action) {
         if (!parent.empty()) std::filesystem::create_directories(parent);
       }
       p.options.title = "gparity gate";
+      for (const auto& [argv, which] : {std::pair{&p.baseline_command, "baseline command"},
+                                        std::pair{&p.candidate_command, "candidate command"}}) {
+        if (argv->empty()) continue;
+        std::cerr << "gate: running the " << which << " (in " << (p.command_dir.empty() ? "." : p.command_dir)
+                  << ")\n";
+        diff::run_gate_command(*argv, p.command_dir, a->policy + ": " + which);
+      }
       const auto base = model::open_run(p.baseline);
       const auto cand = model::open_run(p.candidate);
       int rc = 0;

@@ -1,5 +1,11 @@
 #include "diff/gate_policy.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "core/model/input_error.hpp"
@@ -29,7 +35,81 @@ void check_keys(const json& j, std::initializer_list<std::string_view> known, co
   }
 }
 
+/// "baseline": "path" or {"command": ["prog", "arg", ...], "path": "path"}.
+void run_field(const json& j, const char* key, const std::string& source, std::string& path,
+               std::vector<std::string>& command) {
+  const auto it = j.find(key);
+  if (it == j.end()) return;
+  if (it->is_string()) {
+    path = it->get<std::string>();
+    return;
+  }
+  const std::string where = std::string("\"") + key + "\"";
+  if (!it->is_object()) {
+    throw InputError(source, where + " must be a path or {\"command\": [...], \"path\": \"...\"}");
+  }
+  check_keys(*it, {"command", "path"}, source, where);
+  path = string_field(*it, "path", source);
+  if (path.empty()) throw InputError(source, where + " needs a \"path\": the run its command writes");
+  const auto c = it->find("command");
+  if (c == it->end()) return;
+  if (!c->is_array() || c->empty()) {
+    throw InputError(source, where + " \"command\" must be a non-empty list of strings (argv, no shell)");
+  }
+  for (const auto& arg : *c) {
+    if (!arg.is_string())
+      throw InputError(source, where + " \"command\" has a non-string argument " + arg.dump());
+    command.push_back(arg.get<std::string>());
+  }
+}
+
+std::string quoted_command(std::span<const std::string> argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += a.find_first_of(" \t\"'") == std::string::npos && !a.empty() ? a : json(a).dump();
+  }
+  return out;
+}
+
+/// posix_spawn file actions, released on every path out.
+class FileActions {
+ public:
+  FileActions() { ::posix_spawn_file_actions_init(&fa_); }
+  ~FileActions() { ::posix_spawn_file_actions_destroy(&fa_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  posix_spawn_file_actions_t* get() noexcept { return &fa_; }
+
+ private:
+  posix_spawn_file_actions_t fa_{};
+};
+
 }  // namespace
+
+void run_gate_command(std::span<const std::string> argv, const std::string& dir, const std::string& what) {
+  if (argv.empty()) throw InputError(what, "empty command");
+  const std::string shown = quoted_command(argv);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  FileActions fa;
+  ::posix_spawn_file_actions_adddup2(fa.get(), STDERR_FILENO, STDOUT_FILENO);
+  if (!dir.empty()) ::posix_spawn_file_actions_addchdir_np(fa.get(), dir.c_str());
+  pid_t pid = 0;
+  if (const int err = ::posix_spawnp(&pid, args[0], fa.get(), nullptr, args.data(), environ); err != 0) {
+    throw InputError(what,
+                     "cannot run " + shown + (dir.empty() ? "" : " in " + dir) + ": " + std::strerror(err));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw InputError(what, "lost " + shown + ": " + std::strerror(errno));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                            : "was killed by signal " + std::to_string(WTERMSIG(status));
+  throw InputError(what, shown + " " + how + ": the gate compares nothing it produced");
+}
 
 GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   const json j = model::parse_json(text, source);
@@ -37,8 +117,8 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   check_keys(j, {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description"}, source,
              "the policy");
   GatePolicy p;
-  p.baseline = string_field(j, "baseline", source);
-  p.candidate = string_field(j, "candidate", source);
+  run_field(j, "baseline", source, p.baseline, p.baseline_command);
+  run_field(j, "candidate", source, p.candidate, p.candidate_command);
   if (const auto it = j.find("checks"); it != j.end()) {
     if (!it->is_array()) throw InputError(source, "\"checks\" must be a list");
     auto& o = p.options;
@@ -100,6 +180,7 @@ GatePolicy load_gate_policy(const std::string& path) {
   const model::MappedFile file(path);
   GatePolicy p = parse_gate_policy(file.text(), path);
   const auto dir = std::filesystem::path(path).parent_path();
+  p.command_dir = dir.string();
   for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json}) {
     if (!s->empty() && std::filesystem::path(*s).is_relative()) *s = (dir / *s).lexically_normal().string();
   }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/model/import_samples.hpp"
+#include "core/model/import_tensorboard.hpp"
 #include "core/model/import_titan.hpp"
 #include "core/model/input_error.hpp"
 #include "core/model/json_input.hpp"
@@ -90,6 +91,68 @@ RunSource open_titan_log(const std::string& path) {
   return run;
 }
 
+/// Event files directly inside `dir`, sorted by name (their names start with the creation time).
+std::vector<std::string> event_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && is_tensorboard_event_file(e.path().filename().string()))
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// "rank_<r>", "rank-<r>" or "rank<r>" -> r, or -1.
+int rank_of_dir(std::string_view name) {
+  if (!name.starts_with("rank")) return -1;
+  name.remove_prefix(4);
+  if (name.starts_with("_") || name.starts_with("-")) name.remove_prefix(1);
+  int r = -1;
+  const auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), r);
+  if (name.empty() || ec != std::errc() || p != name.data() + name.size() || r < 0) return -1;
+  return r;
+}
+
+/// A TensorBoard run: event files directly in `dir` (one rank, rank 0), or per-rank subfolders
+/// rank_<r>/ of event files (torchtitan's save_for_all_ranks). Empty map: neither.
+std::map<int, std::vector<std::string>> tensorboard_ranks(const fs::path& dir) {
+  std::map<int, std::vector<std::string>> out;
+  if (auto files = event_files(dir); !files.empty()) {
+    out[0] = std::move(files);
+    return out;
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const int r = e.is_directory() ? rank_of_dir(e.path().filename().string()) : -1;
+    if (r < 0) continue;
+    if (auto files = event_files(e.path()); !files.empty()) out[r] = std::move(files);
+  }
+  return out;
+}
+
+RunSource open_tensorboard(const std::string& path, std::map<int, std::vector<std::string>> files) {
+  RunSource run;
+  run.path = path;
+  run.format = RunFormat::TensorBoard;
+  const int world = files.rbegin()->first + 1;
+  run.manifest = synthetic_manifest(path, world);
+  auto shared = std::make_shared<std::map<int, std::vector<std::string>>>(std::move(files));
+  for (int r = 0; r < world; ++r) {
+    if (shared->contains(r)) {
+      run.ranks.push_back({r, shared->at(r).front(), true});
+    } else {
+      const auto expected = (fs::path(path) / ("rank_" + std::to_string(r))).string();
+      run.ranks.push_back({r, expected, false});
+      run.issues.push_back(
+          {TraceIssue::Kind::MissingFile, expected, 0,
+           "rank " + std::to_string(r) + " has no event files (rank " + std::to_string(world - 1) + " has)"});
+    }
+  }
+  run.load = [shared](const RankEntry& e) { return import_tensorboard_rank(shared->at(e.rank), e.rank); };
+  return run;
+}
+
 }  // namespace
 
 std::string_view run_format_name(RunFormat f) noexcept {
@@ -139,12 +202,19 @@ RunSource open_run(const std::string& path) {
     const auto samples = rank_files(p, "rank");
     if (!samples.empty()) return open_samples_dir(path, samples);
     if (!rank_files(p, "rank-").empty()) throw InputError(path, "rank-<r>.jsonl files but no manifest.json");
-    throw InputError(path, "not a run directory: no manifest.json and no rank<r>.jsonl files");
+    if (auto tb = tensorboard_ranks(p); !tb.empty()) return open_tensorboard(path, std::move(tb));
+    throw InputError(path,
+                     "not a run directory: no manifest.json, no rank<r>.jsonl files and no TensorBoard event "
+                     "files (events.out.tfevents.*, directly or in rank_<r>/ folders)");
   }
   if (!fs::exists(p, ec)) throw InputError(path, "no such file or directory");
   const auto name = p.filename().string();
+  // Event file names end in the writer's host name, which may look like a log suffix: first.
+  if (is_tensorboard_event_file(name)) return open_tensorboard(path, {{0, {path}}});
   if (name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out")) return open_titan_log(path);
-  throw InputError(path, "not a run: expected a run directory or a console log (.log, .txt, .out)");
+  throw InputError(path,
+                   "not a run: expected a run directory, a console log (.log, .txt, .out) or a TensorBoard "
+                   "event file (events.out.tfevents.*)");
 }
 
 }  // namespace gparity::model
