@@ -1,62 +1,18 @@
 // gparity: the command-line front end. Parsing and comparing live in the libraries; this file
-// only dispatches and maps errors to exit codes.
+// only lists the commands. `gparity run` is forwarded to gparity-run (LibTorch).
 
-#include <CLI/CLI.hpp>
-#include <cstdio>
-#include <exception>
 #include <iostream>
+#include <string_view>
 
-#include "cli/command.hpp"
-#include "core/model/input_error.hpp"
-#include "hash/block_view.hpp"
-
-namespace {
-
-int run(int argc, char** argv) {
-  using namespace gparity::cli;
-  CLI::App app{
-      "gparity: prove distributed PyTorch training runs are bitwise identical to their "
-      "eager baselines, and show where they are not.\n"
-      "Exit codes: 0 parity, 1 divergence, 2 bad input or usage."};
-  app.name("gparity");
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "gparity 0.1.0");
-
-  Action action;
-  register_hash(app, action);
-#if GPARITY_WITH_TORCH
-  register_run(app, action);
-#endif
-  register_compare(app, action);
-  register_gate(app, action);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitParity : kExitBadInput;
-  }
-  try {
-    return action ? action() : kExitBadInput;
-  } catch (const gparity::model::InputError& e) {
-    std::cerr << "gparity: error: " << e.what() << '\n';
-    return kExitBadInput;
-  } catch (const gparity::hash::BlockError& e) {
-    std::cerr << "gparity: error: " << e.what() << '\n';
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "gparity: internal error: " << e.what() << '\n';
-    return kExitBadInput;
-  }
-}
-
-}  // namespace
+#include "cli/app.hpp"
 
 int main(int argc, char** argv) {
+  using namespace gparity::cli;
   try {
-    return run(argc, argv);
+    if (argc > 1 && std::string_view(argv[1]) == "run") return exec_runtime_command(argc, argv);
+    return run_app(argc, argv, {register_hash, register_run_forwarder, register_compare, register_gate});
   } catch (...) {
     std::cerr << "gparity: internal error\n";
-    return gparity::cli::kExitBadInput;
+    return kExitBadInput;
   }
 }

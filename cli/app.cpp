@@ -1,0 +1,74 @@
+#include "cli/app.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/model/input_error.hpp"
+#include "hash/block_view.hpp"
+
+namespace gparity::cli {
+
+int run_app(int argc, char** argv, std::initializer_list<Registrar> registrars) {
+  CLI::App app{
+      "gparity: prove distributed PyTorch training runs are bitwise identical to their "
+      "eager baselines, and show where they are not.\n"
+      "Exit codes: 0 parity, 1 divergence, 2 bad input or usage."};
+  app.name("gparity");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gparity 0.1.0");
+
+  Action action;
+  for (const Registrar r : registrars) r(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitParity : kExitBadInput;
+  }
+  try {
+    return action ? action() : kExitBadInput;
+  } catch (const model::InputError& e) {
+    std::cerr << "gparity: error: " << e.what() << '\n';
+  } catch (const hash::BlockError& e) {
+    std::cerr << "gparity: error: " << e.what() << '\n';
+  } catch (const std::exception& e) {
+    std::cerr << "gparity: internal error: " << e.what() << '\n';
+  }
+  return kExitBadInput;
+}
+
+int exec_runtime_command(int argc, char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto runner = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "gparity-run";
+  if (!std::filesystem::exists(runner)) {
+    std::cerr << "gparity: error: `gparity run` needs " << runner.string()
+              << ", which is built only with LibTorch (GPARITY_WITH_TORCH=ON)\n";
+    return kExitBadInput;
+  }
+  std::vector<char*> args(argv, argv + argc);
+  std::string name = runner.string();
+  args[0] = name.data();
+  args.push_back(nullptr);
+  ::execv(name.c_str(), args.data());
+  std::cerr << "gparity: error: cannot start " << name << ": " << std::strerror(errno) << '\n';
+  return kExitBadInput;
+}
+
+void register_run_forwarder(CLI::App& app, Action& /*action*/) {
+  app.add_subcommand("run",
+                     "Train the built-in debug model on N ranks over c10d (Gloo on CPU, NCCL on GPU) "
+                     "and record a trace (see `gparity run --help`).")
+      ->allow_extras();
+}
+
+}  // namespace gparity::cli

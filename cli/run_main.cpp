@@ -1,0 +1,16 @@
+// gparity-run: the LibTorch half of the CLI (`gparity run`), kept in its own executable so that
+// every other command starts without loading LibTorch.
+
+#include <iostream>
+
+#include "cli/app.hpp"
+
+int main(int argc, char** argv) {
+  using namespace gparity::cli;
+  try {
+    return run_app(argc, argv, {register_run});
+  } catch (...) {
+    std::cerr << "gparity: internal error\n";
+    return kExitBadInput;
+  }
+}
