@@ -267,7 +267,16 @@ struct ScalarTrack {
   std::optional<std::int64_t> first;
   std::size_t compared = 0;
   bool missing_noted = false;
+  // Recorded at some step of each run: a hole at one step is then lost data, not a different
+  // recorder configuration.
+  bool in_both_runs = false;
 };
+
+bool records_scalar(const RankTrace& t, bool loss) {
+  return std::any_of(t.steps.begin(), t.steps.end(), [loss](const StepRecord& s) {
+    return loss ? s.loss.has_value() : s.grad_norm.has_value();
+  });
+}
 
 std::string scalar_message(const char* name, const TraceScalar& b, const TraceScalar& c,
                            const ScalarDiff& d) {
@@ -321,6 +330,8 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
 
   ScalarTrack loss{"loss", o.loss};
   ScalarTrack gn{"grad_norm", o.grad_norm};
+  loss.in_both_runs = records_scalar(b, true) && records_scalar(c, true);
+  gn.in_both_runs = records_scalar(b, false) && records_scalar(c, false);
   struct ArrayTrack {
     std::optional<std::int64_t> first;
     std::size_t compared = 0;
@@ -350,6 +361,22 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
       const auto& vb = track == &loss ? sb.loss : sb.grad_norm;
       const auto& vc = track == &loss ? sc.loss : sc.grad_norm;
       if (!vb || !vc) {
+        if ((vb || vc) && track->in_both_runs) {
+          divergent = true;
+          if (!track->first) track->first = step;
+          Finding f{Severity::Divergence,
+                    std::string(track->name) + "_missing_at_step",
+                    {},
+                    "",
+                    {{"recorded_in", vb ? "baseline" : "candidate"}}};
+          f.where.rank = rank;
+          f.where.step = step;
+          f.message = std::string(track->name) + " at step " + std::to_string(step) +
+                      " is recorded only in " + (vb ? "baseline" : "candidate") +
+                      " (both runs record it at other steps)";
+          step_findings.push_back(std::move(f));
+          continue;
+        }
         if ((vb || vc) && !track->missing_noted) {
           track->missing_noted = true;
           Finding f{Severity::Warning, std::string(track->name) + "_missing", {}, "", json::object()};

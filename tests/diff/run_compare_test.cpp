@@ -172,3 +172,40 @@ TEST(RunCompare, UlpDistanceAcrossZeroAndDtypes) {
 }
 
 }  // namespace
+
+namespace {
+
+void write_scalars(const std::filesystem::path& dir, int steps, std::optional<int> grad_norm_hole,
+                   bool grad_norm_at_all = true) {
+  model::RunManifest m;
+  model::write_manifest(dir, m);
+  model::TraceWriter w(dir, 0);
+  for (int i = 1; i <= steps; ++i) {
+    model::StepRecord s;
+    s.step = i;
+    s.loss = model::TraceScalar::from_f32(1.0F / static_cast<float>(i));
+    if (grad_norm_at_all && grad_norm_hole != i) s.grad_norm = model::TraceScalar::from_f32(0.5F);
+    w.write_step(s);
+  }
+}
+
+TEST(RunCompare, AScalarMissingAtOneStepOfARunThatRecordsItIsADivergence) {
+  gparity::testing::TempDir tmp;
+  write_scalars(tmp.path() / "a", 4, std::nullopt);
+  write_scalars(tmp.path() / "hole", 4, 3);
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "hole", out), 1);
+  const auto it = std::find_if(out.findings.begin(), out.findings.end(),
+                               [](const diff::Finding& f) { return f.kind == "grad_norm_missing_at_step"; });
+  ASSERT_NE(it, out.findings.end());
+  EXPECT_EQ(it->where.step, 3);
+
+  // A run that never records grad_norm is a different recorder configuration: a warning only.
+  write_scalars(tmp.path() / "none", 4, std::nullopt, false);
+  diff::CollectingConsumer none;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "none", none), 0);
+  EXPECT_TRUE(std::any_of(none.findings.begin(), none.findings.end(),
+                          [](const diff::Finding& f) { return f.kind == "grad_norm_missing"; }));
+}
+
+}  // namespace
