@@ -428,7 +428,11 @@ class Hasher {
   void node(const Node& n, std::size_t) {
     u64(static_cast<std::uint64_t>(n.kind));
     if (!norm_.ignore_node_names) text(g_.str(n.name));
-    text(g_.str(n.target));
+    if (n.kind == NodeKind::Placeholder && n.meta.kind == TensorMeta::Kind::Sym) {
+      symbolic(g_.str(n.target));  // a symbolic input is named by its symbol (s77)
+    } else {
+      text(g_.str(n.target));
+    }
     const int pg = norm_.ignore_process_groups ? process_group_arg(g_, n) : -1;
     u64(n.args.size());
     for (std::size_t i = 0; i < n.args.size(); ++i) {
