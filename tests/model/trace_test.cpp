@@ -1,0 +1,240 @@
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "core/model/input_error.hpp"
+#include "core/model/json_input.hpp"
+#include "core/model/mapped_file.hpp"
+#include "core/model/trace_reader.hpp"
+#include "core/model/trace_writer.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+using namespace gparity::model;
+using gparity::testing::TempDir;
+
+ParamsRecord two_params() {
+  ParamsRecord p;
+  p.params.push_back(
+      {"tok.weight", DType::F32, {512, 96}, {256, 0}, {256, 96}, {{Placement::Kind::Shard, 0}}, true});
+  p.params.push_back(
+      {"norm.weight", DType::BF16, {96}, {0}, {96}, {{Placement::Kind::Replicate, -1}}, false});
+  return p;
+}
+
+StepRecord step(std::int64_t n, float loss) {
+  StepRecord s;
+  s.step = n;
+  s.loss = TraceScalar::from_f32(loss);
+  s.grad_norm = TraceScalar::from_f64(0.5 + static_cast<double>(n));
+  s.scalars.push_back({"lr", TraceScalar::from_f32(1e-3F)});
+  s.hashes.push_back({"param.xxh3", {0x0123456789abcdefULL + static_cast<std::uint64_t>(n), ~0ULL}});
+  s.hashes.push_back({"param.shard", {static_cast<std::uint64_t>(n), 0}});
+  return s;
+}
+
+std::string slurp(const std::string& path) {
+  MappedFile f(path);
+  return std::string(f.text());
+}
+
+TEST(Trace, HashArraysRoundTripThroughBase64) {
+  for (std::size_t n : {0U, 1U, 2U, 3U, 1000U}) {
+    std::vector<std::uint64_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = 0x9E3779B97F4A7C15ULL * (i + 1);
+    const auto text = encode_hash_array(v);
+    EXPECT_EQ(text.size(), (n * 8 + 2) / 3 * 4);
+    EXPECT_EQ(decode_hash_array(text), v);
+  }
+  // 8 zero bytes are "AAAAAAAAAAA=" in any base64 implementation.
+  EXPECT_EQ(encode_hash_array(std::vector<std::uint64_t>{0}), "AAAAAAAAAAA=");
+  EXPECT_FALSE(decode_hash_array("AAAA"));          // 3 bytes, not a multiple of 8
+  EXPECT_FALSE(decode_hash_array("AAAAAAAAAA!="));  // not base64
+  EXPECT_FALSE(decode_hash_array("AAAAAAAAAAA"));   // bad length
+}
+
+TEST(Trace, WriterAndReaderRoundTripEveryRecordType) {
+  TempDir tmp;
+  RunManifest m;
+  m.run_id = "r1";
+  m.world_size = 2;
+  m.mesh_shape = {2};
+  m.mesh_dim_names = {"dp"};
+  m.ranks = {{0, 0, "h", "cuda:0"}, {1, 1, "h", "cuda:1"}};
+  m.framework_versions = {{"torch", "2.11.0"}};
+  write_manifest(tmp.path(), m);
+  const auto mj = parse_json(slurp(manifest_path(tmp.path()).string()), "manifest");
+  const auto back = manifest_from_json(mj, "manifest");
+  EXPECT_EQ(back.world_size, 2);
+  EXPECT_EQ(back.ranks, m.ranks);
+  EXPECT_EQ(back.mesh_dim_names, m.mesh_dim_names);
+
+  {
+    TraceWriter w(tmp.path(), 1);
+    w.write_params(two_params());
+    w.write_params(two_params());  // unchanged: not written again
+    w.write_step(step(1, 6.5F));
+    BucketsRecord b;
+    b.groups.push_back(
+        {"dp", {{"reduce_scatter", DType::F32, {{"tok.weight", 0, 98304}, {"norm.weight", 98304, 192}}}}});
+    w.write_buckets(b);
+    w.write_devices({{{"tok.weight", "param", "cuda:1"}}, nlohmann::json::object()});
+    w.write_graph({"graphs/fwd.txt", "aot_forward_graph", "0/0", "abc", nlohmann::json::object()});
+    w.write_event({"warning", 1, "recompiled", {{"reason", "shape"}}});
+    w.write_step(step(2, 6.25F));
+    EXPECT_EQ(w.lines_written(), 7);
+  }
+  const auto t = read_rank_trace(rank_trace_path(tmp.path(), 1).string(), 1);
+  EXPECT_TRUE(t.issues.empty());
+  ASSERT_EQ(t.params_tables.size(), 1U);
+  EXPECT_EQ(t.params_tables[0].params, two_params().params);
+  ASSERT_EQ(t.steps.size(), 2U);
+  const auto expected = step(2, 6.25F);
+  EXPECT_EQ(t.steps[1].loss, expected.loss);
+  EXPECT_EQ(t.steps[1].grad_norm, expected.grad_norm);
+  EXPECT_EQ(t.steps[1].scalars, expected.scalars);
+  EXPECT_EQ(t.steps[1].hashes, expected.hashes);
+  EXPECT_EQ(t.step_table, (std::vector<std::size_t>{0, 0}));
+  ASSERT_EQ(t.buckets.size(), 1U);
+  EXPECT_EQ(t.buckets[0].groups[0].buckets[0].members[1].offset_bytes, 98304);
+  ASSERT_EQ(t.devices.size(), 1U);
+  EXPECT_EQ(t.devices[0].entries[0].device, "cuda:1");
+  ASSERT_EQ(t.graphs.size(), 1U);
+  EXPECT_EQ(t.graphs[0].compile_id, "0/0");
+  ASSERT_EQ(t.events.size(), 1U);
+  EXPECT_EQ(t.events[0].data["reason"], "shape");
+}
+
+TEST(Trace, LossesKeepTheirBitsIncludingNanAndSignedZero) {
+  TempDir tmp;
+  const float nan_payload = std::bit_cast<float>(0x7fc00123U);
+  {
+    TraceWriter w(tmp.path(), 0);
+    w.write_step(step(1, nan_payload));
+    w.write_step(step(2, -0.0F));
+    w.write_step(step(3, 0.0F));
+    w.write_step(step(4, std::numeric_limits<float>::infinity()));
+  }
+  const auto t = read_rank_trace(rank_trace_path(tmp.path(), 0).string(), 0);
+  ASSERT_EQ(t.steps.size(), 4U);
+  EXPECT_EQ(t.steps[0].loss->bits, 0x7fc00123U);
+  EXPECT_TRUE(std::isnan(t.steps[0].loss->value));
+  EXPECT_EQ(t.steps[1].loss->bits, 0x80000000U);
+  EXPECT_TRUE(std::signbit(t.steps[1].loss->value));
+  EXPECT_EQ(t.steps[2].loss->bits, 0U);
+  EXPECT_EQ(t.steps[3].loss->bits, 0x7f800000U);
+}
+
+TEST(Trace, TruncatedLastLineIsReportedAndEarlierLinesUsed) {
+  TempDir tmp;
+  {
+    TraceWriter w(tmp.path(), 0);
+    w.write_params(two_params());
+    w.write_step(step(1, 1.0F));
+    w.write_step(step(2, 2.0F));
+  }
+  const auto path = rank_trace_path(tmp.path(), 0).string();
+  std::string text = slurp(path);
+  text.resize(text.size() - 30);  // cut into the last step line
+  tmp.write("rank-0.jsonl", text);
+  const auto t = read_rank_trace(path, 0);
+  ASSERT_EQ(t.steps.size(), 1U);
+  EXPECT_EQ(t.steps[0].step, 1);
+  ASSERT_EQ(t.issues.size(), 1U);
+  EXPECT_EQ(t.issues[0].kind, TraceIssue::Kind::TruncatedTail);
+  EXPECT_EQ(t.issues[0].line, 3);
+  EXPECT_NE(t.issues[0].text().find("rank-0.jsonl:3: truncated"), std::string::npos) << t.issues[0].text();
+}
+
+TEST(Trace, CorruptLineInTheMiddleIsReportedWithItsLineAndTheRestIsRead) {
+  TempDir tmp;
+  {
+    TraceWriter w(tmp.path(), 0);
+    w.write_params(two_params());
+    w.write_step(step(1, 1.0F));
+    w.write_step(step(2, 2.0F));
+    w.write_step(step(3, 3.0F));
+  }
+  const auto path = rank_trace_path(tmp.path(), 0).string();
+  std::string text = slurp(path);
+  // Corrupt line 3 (step 2): damage a base64 character of its hash array.
+  std::size_t start = 0;
+  for (int i = 0; i < 2; ++i) start = text.find('\n', start) + 1;
+  const auto h = text.find("\"param.xxh3\":\"", start) + 15;
+  text[h] = '*';
+  tmp.write("rank-0.jsonl", text);
+  const auto t = read_rank_trace(path, 0);
+  ASSERT_EQ(t.steps.size(), 2U);
+  EXPECT_EQ(t.steps[0].step, 1);
+  EXPECT_EQ(t.steps[1].step, 3);
+  ASSERT_EQ(t.issues.size(), 1U);
+  EXPECT_EQ(t.issues[0].kind, TraceIssue::Kind::CorruptLine);
+  EXPECT_EQ(t.issues[0].line, 3);
+  EXPECT_NE(t.issues[0].problem.find("param.xxh3"), std::string::npos) << t.issues[0].problem;
+
+  // Invalid JSON is reported too, by the JSON parser's own message.
+  tmp.write(
+      "rank-0.jsonl",
+      "{\"type\":\"step\",\"step\":1}\n{\"type\": \"step\", \"step\": }\n{\"type\":\"step\",\"step\":3}\n");
+  const auto t2 = read_rank_trace(path, 0);
+  EXPECT_EQ(t2.steps.size(), 2U);
+  ASSERT_EQ(t2.issues.size(), 1U);
+  EXPECT_EQ(t2.issues[0].line, 2);
+}
+
+TEST(Trace, HashArraysMustMatchTheParamsTable) {
+  TempDir tmp;
+  {
+    TraceWriter w(tmp.path(), 0);
+    w.write_params(two_params());
+    auto s = step(1, 1.0F);
+    s.hashes[0].values.push_back(7);  // three values for two params
+    w.write_step(s);
+  }
+  const auto t = read_rank_trace(rank_trace_path(tmp.path(), 0).string(), 0);
+  EXPECT_TRUE(t.steps.empty());
+  ASSERT_EQ(t.issues.size(), 1U);
+  EXPECT_NE(t.issues[0].problem.find("has 3 values but the params table has 2"), std::string::npos);
+}
+
+TEST(Trace, UnknownFieldsAndRecordTypesAreKept) {
+  TempDir tmp;
+  const auto path = tmp.write("rank-0.jsonl",
+                              "{\"type\":\"step\",\"step\":4,\"tokens\":123,\"hashes\":{}}\n"
+                              "{\"type\":\"memory\",\"bytes\":77}\n"
+                              "{\"step\":5,\"type\":\"step\",\"future\":{\"a\":[1,2]}}\n");
+  const auto t = read_rank_trace(path, 0);
+  ASSERT_TRUE(t.issues.empty()) << t.issues[0].text();
+  ASSERT_EQ(t.steps.size(), 2U);
+  EXPECT_EQ(t.steps[0].extra["tokens"], 123);
+  EXPECT_EQ(t.steps[1].extra["future"]["a"][1], 2);
+  ASSERT_EQ(t.unknown.size(), 1U);
+  EXPECT_EQ(t.unknown[0].type, "memory");
+  EXPECT_EQ(t.unknown[0].json["bytes"], 77);
+}
+
+TEST(Trace, ManifestSchemaVersionIsChecked) {
+  const auto j = nlohmann::json{{"schema_version", 2}, {"world_size", 1}};
+  try {
+    manifest_from_json(j, "m.json");
+    FAIL() << "schema 2 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("schema_version 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(manifest_from_json(nlohmann::json{{"world_size", 1}}, "m.json"), InputError);
+}
+
+TEST(Trace, ScalarBitsDecodeInTheirDtype) {
+  const auto bf = scalar_from_json({{"value", 1.0}, {"bits", "3f80"}, {"dtype", "bfloat16"}}, "s", 1);
+  EXPECT_EQ(bf.value, 1.0);
+  const auto h = scalar_from_json({{"value", 1.0}, {"bits", "3c00"}, {"dtype", "float16"}}, "s", 1);
+  EXPECT_EQ(h.value, 1.0);
+  EXPECT_THROW(scalar_from_json({{"bits", "3f8000000"}, {"dtype", "float32"}}, "s", 1), InputError);
+  EXPECT_THROW(scalar_from_json({{"bits", "zz"}, {"dtype", "float32"}}, "s", 1), InputError);
+}
+
+}  // namespace
