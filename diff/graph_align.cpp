@@ -72,6 +72,7 @@ class Aligner {
     propagate();
     sequence();
     propagate();
+    by_name(false, true);  // what is left and shares a name: the same node with another operator
     mark_moved();
     return std::move(r_);
   }
@@ -83,7 +84,7 @@ class Aligner {
     r_.how[x] = how;
   }
 
-  void by_name(bool strict) {
+  void by_name(bool strict, bool any_op = false) {
     if (names_.empty()) {
       const auto& gb = b_.graph();
       names_.reserve(gb.nodes.size());
@@ -95,8 +96,9 @@ class Aligner {
       if (r_.a_to_b[i] != kNoNode) continue;
       const auto it = names_.find(ga.node_name(static_cast<NodeId>(i)));
       if (it == names_.end() || r_.b_to_a[it->second] != kNoNode) continue;
-      const bool same = strict ? a_.content_hash(static_cast<NodeId>(i)) == b_.content_hash(it->second)
-                               : a_.op_hash(static_cast<NodeId>(i)) == b_.op_hash(it->second);
+      const bool same = any_op   ? true
+                        : strict ? a_.content_hash(static_cast<NodeId>(i)) == b_.content_hash(it->second)
+                                 : a_.op_hash(static_cast<NodeId>(i)) == b_.op_hash(it->second);
       if (same) match(static_cast<NodeId>(i), it->second, MatchHow::Name);
     }
   }

@@ -6,6 +6,7 @@
 //  3. names again, for same-name same-op nodes whose content changed;
 //  4. sequence: patience diff over topological order of what is left, on content hashes, and
 //     in the gaps between anchors, same-op pairing (LCS when the gap is small, greedy otherwise).
+//  5. names once more, for what is left: the same node with another operator.
 // Pairs whose order disagrees with the longest increasing run of matched positions are moved.
 
 #include <cstdint>

@@ -174,7 +174,7 @@ class ContentHasher {
       dims(m.strides);
       device(m.device);
     } else if (m.kind != TensorMeta::Kind::None) {
-      mix_.text(ng_.symbolic(g_.str(m.sym)));
+      mix_.text(ng_.localized(ng_.symbolic(g_.str(m.sym))));
     }
   }
 
@@ -247,6 +247,22 @@ NormalizedGraph::NormalizedGraph(const Graph& g, const GraphNormalization& norm,
   }
 }
 
+std::string NormalizedGraph::localized(std::string_view text) const {
+  if (!norm_.map_local_device || !local_) return std::string(text);
+  const std::string from = "cuda:" + std::to_string(*local_);
+  std::string out;
+  std::size_t last = 0;
+  for (auto at = text.find(from); at != std::string_view::npos; at = text.find(from, at + 1)) {
+    const std::size_t end = at + from.size();
+    if (end < text.size() && text[end] >= '0' && text[end] <= '9') continue;  // cuda:1 inside cuda:12
+    out.append(text.substr(last, at - last));
+    out += "cuda:local";
+    last = end;
+  }
+  out.append(text.substr(last));
+  return out;
+}
+
 std::string NormalizedGraph::symbolic(std::string_view expr) const {
   if (!norm_.renumber_symbols) return std::string(expr);
   std::string out;
@@ -271,7 +287,9 @@ bool leaf_equal(const NormalizedGraph& a, const Value& va, const NormalizedGraph
   const auto& gb = b.graph();
   const auto ka = device_index_of(ga, va);
   const auto kb = device_index_of(gb, vb);
-  if (ka && kb && a.is_local(*ka) && b.is_local(*kb)) return true;
+  // A local device equals only a local device: cuda:0 is rank 0's own device but a foreign
+  // one on rank 1, even though the text is the same.
+  if (ka && kb && (a.is_local(*ka) || b.is_local(*kb))) return a.is_local(*ka) && b.is_local(*kb);
   switch (va.kind) {
     case ValueKind::None: return true;
     case ValueKind::Bool:
@@ -282,6 +300,12 @@ bool leaf_equal(const NormalizedGraph& a, const Value& va, const NormalizedGraph
     case ValueKind::Symbolic: return a.symbolic(ga.str(va.s)) == b.symbolic(gb.str(vb.s));
     default: return ga.str(va.s) == gb.str(vb.s);
   }
+}
+
+std::string leaf_text(const NormalizedGraph& g, const Value& v) {
+  auto text = value_text(g.graph(), v);
+  if (const auto k = device_index_of(g.graph(), v); k && g.is_local(*k)) text += " (local)";
+  return text;
 }
 
 bool is_pg_arg(const NormalizedGraph& g, const Node& n, int arg) {
@@ -300,7 +324,7 @@ void diff_meta(const NormalizedGraph& a, const Node& na, const NormalizedGraph& 
   }
   if (x.kind == TensorMeta::Kind::None) return;
   if (x.kind != TensorMeta::Kind::Tensor) {
-    if (a.symbolic(ga.str(x.sym)) != b.symbolic(gb.str(y.sym)))
+    if (a.localized(a.symbolic(ga.str(x.sym))) != b.localized(b.symbolic(gb.str(y.sym))))
       out.push_back({"meta", meta_text(ga, x), meta_text(gb, y)});
     return;
   }

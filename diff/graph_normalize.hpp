@@ -58,6 +58,8 @@ class NormalizedGraph {
   [[nodiscard]] std::uint64_t op_hash(model::NodeId n) const { return op_[n]; }
   /// A symbol's canonical text under the normalization (s77 -> s#0 when renumbering).
   [[nodiscard]] std::string symbolic(std::string_view expr) const;
+  /// Verbatim annotation text with every "cuda:<local>" written "cuda:local" (DTensor(...)).
+  [[nodiscard]] std::string localized(std::string_view text) const;
   /// True when the device index compares as "local".
   [[nodiscard]] bool is_local(std::int32_t index) const noexcept {
     return norm_.map_local_device && local_ && index == *local_;
@@ -93,6 +95,8 @@ std::vector<FieldDiff> diff_nodes(const NormalizedGraph& a, model::NodeId na, co
 namespace detail {
 bool leaf_equal(const NormalizedGraph& a, const model::Value& va, const NormalizedGraph& b,
                 const model::Value& vb);
+/// value_text, with " (local)" after a device that is the graph's local device.
+std::string leaf_text(const NormalizedGraph& g, const model::Value& v);
 bool is_pg_arg(const NormalizedGraph& g, const model::Node& n, int arg);
 void diff_meta(const NormalizedGraph& a, const model::Node& na, const NormalizedGraph& b,
                const model::Node& nb, std::vector<FieldDiff>& out);
@@ -125,7 +129,7 @@ void diff_values(const NormalizedGraph& a, const model::Value& va, const Normali
     return;
   }
   if (!detail::leaf_equal(a, va, b, vb))
-    out.push_back({path, value_text(a.graph(), va), value_text(b.graph(), vb), &va, &vb});
+    out.push_back({path, detail::leaf_text(a, va), detail::leaf_text(b, vb), &va, &vb});
 }
 
 template <typename RefsEqual>
