@@ -18,5 +18,6 @@ inline constexpr int kExitBadInput = 2;
 using Action = std::function<int()>;
 
 void register_hash(CLI::App& app, Action& action);
+void register_graph(CLI::App& app, Action& action);
 
 }  // namespace gparity::cli

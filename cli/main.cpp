@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
 
   Action action;
   register_hash(app, action);
+  register_graph(app, action);
 
   try {
     app.parse(argc, argv);
