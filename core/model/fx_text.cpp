@@ -752,8 +752,8 @@ class Parser {
     expect(p, e, "=", s.line);
     n.args.push_back(value_until(p, e, body));
     std::string_view name = "setitem";
-    if (is_op(e, s.tok_end, ";") && e + 3 < s.tok_end + 1 && tok(e + 1).type == Tok::Name &&
-        is_op(e + 2, s.tok_end, "=") && e + 3 < s.tok_end && text(e + 3) == text(b)) {
+    if (is_op(e, s.tok_end, ";") && e + 3 < s.tok_end && tok(e + 1).type == Tok::Name &&
+        is_op(e + 2, s.tok_end, "=") && text(e + 3) == text(b)) {
       name = text(e + 1);
     }
     n.name = g.intern(name);
@@ -779,8 +779,6 @@ class Parser {
       if (span(p, de).ends_with("tree_unflatten") && is_op(de, e, "(")) {
         std::uint32_t q = de + 1;
         n.args.push_back(value(q, e, body));
-        n.target = body.g->intern("output");
-        n.comment = body.g->intern(comments);
         body.has_output = true;
         add_node(body, std::move(n), s.line);
         return;
