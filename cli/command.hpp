@@ -18,6 +18,7 @@ inline constexpr int kExitBadInput = 2;
 using Action = std::function<int()>;
 
 void register_hash(CLI::App& app, Action& action);
+void register_graph(CLI::App& app, Action& action);
 /// Adds `ranks`, `diff` and `devices` under `graph` (creating `graph` if no one did).
 void register_graph_diff(CLI::App& app, Action& action);
 

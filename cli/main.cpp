@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
 
   Action action;
   register_hash(app, action);
+  register_graph(app, action);
   register_graph_diff(app, action);
 
   try {
