@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   register_hash(app, action);
   register_graph(app, action);
   register_graph_diff(app, action);
+  register_compare(app, action);
+  register_gate(app, action);
 
   try {
     app.parse(argc, argv);
