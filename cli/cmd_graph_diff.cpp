@@ -47,8 +47,8 @@ void add_norm_options(CLI::App* cmd, NormOptions& n) {
   cmd->add_option("--strip-prefix", n.strip_prefixes, "Source path prefix to ignore (repeatable)");
 }
 
-int exit_for(diff::Verdict v) {
-  return v == diff::Verdict::Identical ? kExitParity : kExitDivergence;
+int exit_for(diff::GraphVerdict v) {
+  return v == diff::GraphVerdict::Identical ? kExitParity : kExitDivergence;
 }
 
 diff::RankLayout parse_layout(std::int32_t per_node, const std::string& mesh) {
@@ -120,9 +120,9 @@ int run_ranks(const RanksOptions& o) {
   for (const auto& f : report.findings) print_finding(f, colour);
   for (const auto& g : report.graphs) {
     const auto v = g.classification.verdict;
-    const Colour c = v == diff::Verdict::Identical   ? Colour::Green
-                     : v == diff::Verdict::Divergent ? Colour::Red
-                                                     : Colour::Yellow;
+    const Colour c = v == diff::GraphVerdict::Identical   ? Colour::Green
+                     : v == diff::GraphVerdict::Divergent ? Colour::Red
+                                                          : Colour::Yellow;
     std::cout << "  " << g.compile.text() << ' ' << g.kind;
     if (g.occurrence > 0) std::cout << " #" << g.occurrence;
     std::cout << ": " << paint(diff::verdict_name(v), c, colour) << " (" << g.classification.groups.size()

@@ -112,4 +112,91 @@ nlohmann::ordered_json to_json(const DeviceReport& r) {
   return j;
 }
 
+namespace {
+
+std::string graph_name(const TraceGraphReport& g) {
+  return g.compile.text() + " " + g.kind + (g.occurrence > 0 ? " #" + std::to_string(g.occurrence) : "");
+}
+
+Finding rank_finding(const RankFinding& f, const std::string& graph) {
+  Finding out;
+  out.severity = Severity::Divergence;
+  out.kind = "graph_" + std::string(finding_class_name(f.cls));
+  for (char& c : out.kind) c = c == '-' ? '_' : c;
+  out.where.graph = graph;
+  out.where.node = f.node;
+  out.message = std::string(finding_class_name(f.cls)) + ": " +
+                (f.node.empty() ? "" : f.node + " (" + f.target + ") ") + f.field;
+  for (const auto& v : f.values)
+    out.message += (&v == &f.values.front() ? ": r" : ", r") + std::to_string(v.rank) + "=" + v.text;
+  if (f.function) out.message += " = " + f.function->text();
+  out.values = to_json(f);
+  return out;
+}
+
+}  // namespace
+
+void emit(const TraceRanksReport& r, const std::string& path, FindingConsumer& out) {
+  ReportHeader h;
+  h.title = "gparity graph ranks";
+  h.baseline = path;
+  h.mode = "exact";
+  h.notes = r.normalizations;
+  out.begin(h);
+  for (const auto& p : r.problems) out.finding({Severity::Warning, "graph_trace_problem", {}, p, {}});
+  for (const auto& f : r.findings) out.finding(rank_finding(f, ""));
+  Verdict v;
+  for (const auto& g : r.graphs) {
+    const auto name = graph_name(g);
+    for (const auto& f : g.classification.findings) out.finding(rank_finding(f, name));
+    const bool same = g.classification.verdict == diff::GraphVerdict::Identical;
+    out.check({name, std::nullopt, same ? Check::Outcome::Pass : Check::Outcome::Fail,
+               std::string(verdict_name(g.classification.verdict))});
+    v.summary.push_back(name + ": " + std::string(verdict_name(g.classification.verdict)));
+  }
+  v.exit_code = r.verdict == diff::GraphVerdict::Identical ? 0 : 1;
+  v.headline = std::string(verdict_name(r.verdict));
+  v.data = to_json(r);
+  out.end(v);
+}
+
+void emit(const GraphDiffResult& r, const model::Graph& a, const std::string& a_label, const model::Graph& b,
+          const std::string& b_label, FindingConsumer& out) {
+  ReportHeader h;
+  h.title = "gparity graph diff";
+  h.baseline = a_label;
+  h.candidate = b_label;
+  h.mode = "exact";
+  h.notes = r.normalizations;
+  out.begin(h);
+  for (const auto& c : r.changes) {
+    Finding f;
+    f.severity = Severity::Divergence;
+    f.kind = c.added()           ? "node_added"
+             : c.removed()       ? "node_removed"
+             : !c.fields.empty() ? "node_changed"
+                                 : "node_moved";
+    f.where.node = c.added() ? std::string(b.node_name(c.b)) : std::string(a.node_name(c.a));
+    f.message = f.kind.substr(5) + " " + f.where.node;
+    auto fields = nlohmann::json::array();
+    for (const auto& d : c.fields) {
+      f.message += "; " + d.path + ": " + d.a_text + " -> " + d.b_text;
+      fields.push_back({{"field", d.path}, {"a", d.a_text}, {"b", d.b_text}});
+    }
+    f.values = {{"fields", fields}, {"moved", c.moved}};
+    out.finding(f);
+  }
+  out.check({"graph", std::nullopt, r.identical() ? Check::Outcome::Pass : Check::Outcome::Fail,
+             r.identical() ? "identical" : "different"});
+  Verdict v;
+  v.exit_code = r.identical() ? 0 : 1;
+  v.headline = r.identical() ? "identical" : "different";
+  const auto& s = r.summary;
+  v.summary.push_back(std::to_string(s.unchanged) + " unchanged, " + std::to_string(s.changed) +
+                      " changed, " + std::to_string(s.moved) + " moved, " + std::to_string(s.added) +
+                      " added, " + std::to_string(s.removed) + " removed");
+  v.data = to_json(r, a, b);
+  out.end(v);
+}
+
 }  // namespace gparity::diff

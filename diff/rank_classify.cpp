@@ -25,12 +25,12 @@ std::string_view finding_class_name(FindingClass c) noexcept {
   return "divergent";
 }
 
-std::string_view verdict_name(Verdict v) noexcept {
+std::string_view verdict_name(GraphVerdict v) noexcept {
   switch (v) {
-    case Verdict::Identical: return "identical";
-    case Verdict::DeviceParametric: return "device-parametric";
-    case Verdict::RankParametric: return "rank-parametric";
-    case Verdict::Divergent: return "divergent";
+    case GraphVerdict::Identical: return "identical";
+    case GraphVerdict::DeviceParametric: return "device-parametric";
+    case GraphVerdict::RankParametric: return "rank-parametric";
+    case GraphVerdict::Divergent: return "divergent";
   }
   return "divergent";
 }
@@ -143,13 +143,13 @@ std::string source_of(const Graph& g, const model::Node& n) {
   return std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line);
 }
 
-Verdict verdict_of(FindingClass c) {
+GraphVerdict verdict_of(FindingClass c) {
   switch (c) {
-    case FindingClass::DeviceParametric: return Verdict::DeviceParametric;
-    case FindingClass::RankParametric: return Verdict::RankParametric;
-    case FindingClass::Divergent: return Verdict::Divergent;
+    case FindingClass::DeviceParametric: return GraphVerdict::DeviceParametric;
+    case FindingClass::RankParametric: return GraphVerdict::RankParametric;
+    case FindingClass::Divergent: return GraphVerdict::Divergent;
   }
-  return Verdict::Divergent;
+  return GraphVerdict::Divergent;
 }
 
 class Classifier {
@@ -397,12 +397,12 @@ TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphN
     g.classification = classify_ranks(graphs, norm, layout);
     if (g.ranks.size() != report.ranks.size()) {
       g.classification.findings.insert(g.classification.findings.begin(), absent_finding("graph", g.ranks));
-      g.classification.verdict = Verdict::Divergent;
+      g.classification.verdict = GraphVerdict::Divergent;
     }
     report.verdict = std::max(report.verdict, g.classification.verdict);
     report.graphs.push_back(std::move(g));
   }
-  if (!report.findings.empty()) report.verdict = Verdict::Divergent;
+  if (!report.findings.empty()) report.verdict = GraphVerdict::Divergent;
   return report;
 }
 

@@ -22,10 +22,10 @@
 namespace gparity::diff {
 
 enum class FindingClass : std::uint8_t { DeviceParametric, RankParametric, Divergent };
-enum class Verdict : std::uint8_t { Identical, DeviceParametric, RankParametric, Divergent };
+enum class GraphVerdict : std::uint8_t { Identical, DeviceParametric, RankParametric, Divergent };
 
 std::string_view finding_class_name(FindingClass c) noexcept;  // "device-parametric", ...
-std::string_view verdict_name(Verdict v) noexcept;             // "identical", ...
+std::string_view verdict_name(GraphVerdict v) noexcept;        // "identical", ...
 
 /// How ranks map to local devices and mesh coordinates.
 struct RankLayout {
@@ -69,7 +69,7 @@ struct GraphClassification {
   std::vector<std::vector<std::int32_t>> groups;  // ranks with identical normalized graphs
   std::vector<std::uint64_t> fingerprints;        // per group
   std::vector<RankFinding> findings;
-  Verdict verdict = Verdict::Identical;
+  GraphVerdict verdict = GraphVerdict::Identical;
 };
 
 /// Classifies one graph given per rank (ranks in any order; at least one).
@@ -98,7 +98,7 @@ struct TraceRanksReport {
   std::vector<RankFinding> findings;
   std::vector<std::string> problems;  // damage reported by the reader
   std::vector<std::string> normalizations;
-  Verdict verdict = Verdict::Identical;
+  GraphVerdict verdict = GraphVerdict::Identical;
 };
 
 TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphNormalization& norm,

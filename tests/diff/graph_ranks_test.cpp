@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/model/torch_trace.hpp"
+#include "diff/graph_report.hpp"
 #include "diff/rank_classify.hpp"
 #include "tests/diff/graph_test_support.hpp"
 
@@ -54,14 +55,14 @@ GraphClassification classify(const std::vector<Graph>& gs, const RankLayout& lay
 TEST(GraphRanks, SameGraphOnEveryRankIsIdentical) {
   const auto gs = graphs_for(4, [](int) { return Plant{}; });
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::Identical);
+  EXPECT_EQ(c.verdict, GraphVerdict::Identical);
   EXPECT_TRUE(c.findings.empty());
 }
 
 TEST(GraphRanks, DeviceLiteralEqualToRankIsDeviceParametric) {
   const auto gs = graphs_for(4, [](int r) { return Plant{0, 16, 1, r}; });
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::DeviceParametric);
+  EXPECT_EQ(c.verdict, GraphVerdict::DeviceParametric);
   EXPECT_EQ(c.groups.size(),
             1U);  // annotations and literal say cuda:<rank>: the local-device mapping unifies them
   ASSERT_EQ(c.findings.size(), 1U);
@@ -77,19 +78,19 @@ TEST(GraphRanks, SameDeviceLiteralOnEveryRankIsNoRankFinding) {
   // cuda:0 baked on every rank is the same graph everywhere (graph devices reports it).
   const auto gs = graphs_for(4, [](int) { return Plant{0, 16, 1, 0}; });
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::Identical) << c.findings.size();
+  EXPECT_EQ(c.verdict, GraphVerdict::Identical) << c.findings.size();
 }
 
 TEST(GraphRanks, DeviceLiteralOfAnotherRankIsDivergent) {
   const auto gs = graphs_for(4, [](int r) { return Plant{0, 16, 1, (r + 1) % 4}; });
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::Divergent);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
 }
 
 TEST(GraphRanks, AffineSliceBoundsAreRankParametric) {
   const auto gs = graphs_for(4, [](int r) { return Plant{16 * r, 16 * r + 16, 1, 0}; });
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::RankParametric);
+  EXPECT_EQ(c.verdict, GraphVerdict::RankParametric);
   ASSERT_EQ(c.findings.size(), 2U);
   EXPECT_EQ(c.findings[0].field, "args[2]");
   ASSERT_TRUE(c.findings[0].function);
@@ -103,7 +104,7 @@ TEST(GraphRanks, NonAffineConstantIsDivergent) {
   const int cs[] = {0, 5, 7, 100};
   const auto gs = graphs_for(4, [&](int r) { return Plant{0, 16, cs[r], 0}; });
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::Divergent);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].field, "args[1]");
   EXPECT_FALSE(c.findings[0].function);
@@ -115,12 +116,12 @@ TEST(GraphRanks, MeshCoordinateConstantOn2x4Mesh) {
   RankLayout mesh;
   mesh.mesh = {2, 4};
   const auto c = classify(gs, mesh);
-  EXPECT_EQ(c.verdict, Verdict::RankParametric);
+  EXPECT_EQ(c.verdict, GraphVerdict::RankParametric);
   ASSERT_EQ(c.findings.size(), 1U);
   ASSERT_TRUE(c.findings[0].function);
   EXPECT_EQ(c.findings[0].function->text(), "10*mesh[0]+3");
   // Without the mesh, no affine function of the rank fits: divergent.
-  EXPECT_EQ(classify(gs).verdict, Verdict::Divergent);
+  EXPECT_EQ(classify(gs).verdict, GraphVerdict::Divergent);
   // A function of the other coordinate (column): -2*col+7.
   const auto cols = graphs_for(8, [](int r) { return Plant{0, 16, -2 * (r % 4) + 7, 0}; });
   const auto cc = classify(cols, mesh);
@@ -136,7 +137,7 @@ TEST(GraphRanks, OtherTargetIsDivergent) {
     gs[2] = fx_graph(replace_all(b, "aten.sin.default", "aten.tanh.default"), 2);
     return classify(gs);
   }();
-  EXPECT_EQ(c.verdict, Verdict::Divergent);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   bool target = false;
   for (const auto& f : c.findings) {
     if (f.field == "target") {
@@ -162,7 +163,7 @@ TEST(GraphRanks, ExtraNodeOnOneRankIsDivergent) {
                                 "return (add, sin, cos)")),
                3));
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::Divergent);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   ASSERT_FALSE(c.findings.empty());
   bool node = false;
   for (const auto& f : c.findings) {
@@ -181,7 +182,7 @@ TEST(GraphRanks, ReorderingOnOneRankIsDivergent) {
   gs.push_back(fx_graph(fill(kBody), 0));
   gs.push_back(fx_graph(fill(cos + replace_all(kBody, cos, "")), 1));
   const auto c = classify(gs);
-  EXPECT_EQ(c.verdict, Verdict::Divergent);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].field, "order");
   EXPECT_EQ(c.findings[0].node, "cos");
@@ -192,7 +193,7 @@ TEST(GraphRanks, RenamedNodesOnOneRankAreIdentical) {
   gs.push_back(fx_graph(fill(kBody), 0));
   gs.push_back(fx_graph(replace_all(replace_all(fill(kBody), "sin", "sine"), "aten.sine", "aten.sin"), 1));
   ASSERT_EQ(gs[1].find_node("sine") != gparity::model::kNoNode, true);
-  EXPECT_EQ(classify(gs).verdict, Verdict::Identical);
+  EXPECT_EQ(classify(gs).verdict, GraphVerdict::Identical);
 }
 
 TEST(GraphRanks, FitAffine) {
@@ -218,12 +219,12 @@ TEST(GraphRanksSamples, CompileRankbugIsRankParametricInTheSliceBoundsOnly) {
   const auto trace = gparity::model::read_torch_trace_dir(kData + "compile_rankbug");
   ASSERT_EQ(trace.ranks.size(), 2U);
   const auto r = classify_trace(trace, {}, {});
-  EXPECT_EQ(r.verdict, Verdict::RankParametric);
+  EXPECT_EQ(r.verdict, GraphVerdict::RankParametric);
   EXPECT_TRUE(r.findings.empty());
   std::size_t rank_findings = 0, device_findings = 0;
   for (const auto& g : r.graphs) {
     EXPECT_EQ(g.ranks.size(), 2U);
-    EXPECT_EQ(g.classification.verdict, Verdict::RankParametric) << g.kind;
+    EXPECT_EQ(g.classification.verdict, GraphVerdict::RankParametric) << g.kind;
     for (const auto& f : g.classification.findings) {
       ASSERT_NE(f.cls, FindingClass::Divergent) << g.kind << " " << f.node << " " << f.field;
       if (f.cls == FindingClass::RankParametric) {
@@ -255,19 +256,40 @@ TEST(GraphRanksSamples, CompileRankbugIsRankParametricInTheSliceBoundsOnly) {
 TEST(GraphRanksSamples, CompileIsDeviceParametricOnlyInAtenFull) {
   const auto trace = gparity::model::read_torch_trace_dir(kData + "compile");
   const auto r = classify_trace(trace, {}, {});
-  EXPECT_EQ(r.verdict, Verdict::DeviceParametric);
+  EXPECT_EQ(r.verdict, GraphVerdict::DeviceParametric);
   bool joint = false;
   for (const auto& g : r.graphs) {
-    EXPECT_NE(g.classification.verdict, Verdict::Divergent) << g.kind;
-    EXPECT_NE(g.classification.verdict, Verdict::RankParametric) << g.kind;
+    EXPECT_NE(g.classification.verdict, GraphVerdict::Divergent) << g.kind;
+    EXPECT_NE(g.classification.verdict, GraphVerdict::RankParametric) << g.kind;
     for (const auto& f : g.classification.findings) {
       EXPECT_EQ(f.cls, FindingClass::DeviceParametric);
       EXPECT_EQ(f.target, "aten.full.default");
       EXPECT_EQ(f.field, "kwargs.device");
     }
-    if (g.kind == "aot_joint_graph") joint = g.classification.verdict == Verdict::DeviceParametric;
+    if (g.kind == "aot_joint_graph") joint = g.classification.verdict == GraphVerdict::DeviceParametric;
   }
   EXPECT_TRUE(joint);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(GraphRanksSamples, EmitsToTheFindingConsumer) {
+  const auto trace = gparity::model::read_torch_trace_dir(kData + "compile_rankbug");
+  const auto r = classify_trace(trace, {}, {});
+  gparity::diff::CollectingConsumer c;
+  emit(r, "compile_rankbug", c);
+  EXPECT_EQ(c.verdict.exit_code, 1);
+  EXPECT_EQ(c.verdict.headline, "rank-parametric");
+  EXPECT_EQ(c.checks.size(), r.graphs.size());
+  std::size_t n = 0;
+  for (const auto& g : r.graphs) n += g.classification.findings.size();
+  ASSERT_EQ(c.findings.size(), n);
+  for (const auto& f : c.findings) {
+    EXPECT_TRUE(f.kind == "graph_rank_parametric" || f.kind == "graph_device_parametric") << f.kind;
+    EXPECT_FALSE(f.where.graph.empty());
+  }
 }
 
 }  // namespace
