@@ -23,7 +23,7 @@ bool is_trace_path(const std::string& path) {
 LoadedGraph from_trace(const GraphSelection& sel) {
   const auto trace = model::read_torch_trace_dir(sel.path);
   if (trace.ranks.empty()) throw model::InputError(sel.path, "no TORCH_TRACE rank logs found");
-  const model::RankTrace* rt = sel.rank ? trace.rank(*sel.rank) : &trace.ranks.front();
+  const model::TorchTraceRank* rt = sel.rank ? trace.rank(*sel.rank) : &trace.ranks.front();
   if (rt == nullptr) throw model::InputError(sel.path, "no log for rank " + std::to_string(*sel.rank));
   const auto found = rt->find_graphs(sel.kind, sel.compile);
   if (found.empty()) {

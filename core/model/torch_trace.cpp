@@ -68,7 +68,7 @@ bool is_graph_record_name(std::string_view kind, std::string_view name) noexcept
   return name.ends_with("_graph") || name.starts_with("before_") || name.starts_with("after_");
 }
 
-std::string RankTrace::payload(const TraceRecord& r) const {
+std::string TorchTraceRank::payload(const TraceRecord& r) const {
   std::string out;
   out.reserve(r.payload_bytes);
   std::string_view rest = text.substr(r.payload_offset, r.payload_bytes);
@@ -83,8 +83,8 @@ std::string RankTrace::payload(const TraceRecord& r) const {
   return out;
 }
 
-std::vector<const TraceGraph*> RankTrace::find_graphs(std::string_view kind,
-                                                      std::optional<CompileId> compile) const {
+std::vector<const TraceGraph*> TorchTraceRank::find_graphs(std::string_view kind,
+                                                           std::optional<CompileId> compile) const {
   std::vector<const TraceGraph*> out;
   for (const auto& g : graphs) {
     if ((kind.empty() || g.kind == kind) && (!compile || g.compile == *compile)) out.push_back(&g);
@@ -92,7 +92,7 @@ std::vector<const TraceGraph*> RankTrace::find_graphs(std::string_view kind,
   return out;
 }
 
-std::vector<CompileId> RankTrace::compile_ids() const {
+std::vector<CompileId> TorchTraceRank::compile_ids() const {
   std::set<CompileId> ids;
   for (const auto& r : records) {
     if (r.compile.frame_id >= 0) ids.insert(r.compile);
@@ -118,7 +118,7 @@ std::string to_hex(const unsigned char* d, unsigned n) {
 
 class TraceParser {
  public:
-  TraceParser(RankTrace& out, const TraceOptions& options)
+  TraceParser(TorchTraceRank& out, const TraceOptions& options)
       : out_(out), options_(options), md_(EVP_MD_CTX_new()) {}
 
   void run() {
@@ -274,14 +274,14 @@ class TraceParser {
     out_.filenames[idx] = e[0].get<std::string>();
   }
 
-  RankTrace& out_;
+  TorchTraceRank& out_;
   const TraceOptions& options_;
   std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> md_;
   std::int64_t current_ = -1;
   bool hashing_ = false;
 };
 
-void parse_into(RankTrace& t, const TraceOptions& options) {
+void parse_into(TorchTraceRank& t, const TraceOptions& options) {
   TraceParser p(t, options);
   p.run();
   if (options.parse_graphs) p.parse_graphs();
@@ -299,9 +299,9 @@ std::int32_t rank_from_filename(const std::string& path) {
 
 }  // namespace
 
-RankTrace read_torch_trace(const std::string& path, const TraceOptions& options) {
+TorchTraceRank read_torch_trace(const std::string& path, const TraceOptions& options) {
   auto file = std::make_shared<const MappedFile>(path);
-  RankTrace t;
+  TorchTraceRank t;
   t.path = path;
   t.text = file->text();
   t.owner = file;
@@ -310,9 +310,9 @@ RankTrace read_torch_trace(const std::string& path, const TraceOptions& options)
   return t;
 }
 
-RankTrace parse_torch_trace(std::string text, const std::string& source, const TraceOptions& options) {
+TorchTraceRank parse_torch_trace(std::string text, const std::string& source, const TraceOptions& options) {
   auto owned = std::make_shared<const std::string>(std::move(text));
-  RankTrace t;
+  TorchTraceRank t;
   t.path = source;
   t.text = *owned;
   t.owner = owned;
@@ -320,7 +320,7 @@ RankTrace parse_torch_trace(std::string text, const std::string& source, const T
   return t;
 }
 
-const RankTrace* MultiRankTrace::rank(std::int32_t r) const {
+const TorchTraceRank* MultiRankTrace::rank(std::int32_t r) const {
   for (const auto& t : ranks) {
     if (t.rank == r) return &t;
   }
@@ -374,7 +374,7 @@ MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions&
     if (e) std::rethrow_exception(e);
   }
   std::stable_sort(out.ranks.begin(), out.ranks.end(),
-                   [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
+                   [](const TorchTraceRank& a, const TorchTraceRank& b) { return a.rank < b.rank; });
   return out;
 }
 

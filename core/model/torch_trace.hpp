@@ -53,14 +53,14 @@ struct TraceRecord {
   std::uint64_t payload_offset = 0;  // byte offset of the first payload line's TAB
   std::uint64_t payload_bytes = 0;   // bytes spanned by the payload lines, TABs and newlines included
   std::uint32_t payload_lines = 0;
-  std::int32_t graph = -1;  // index into RankTrace::graphs when the payload is a graph
+  std::int32_t graph = -1;  // index into TorchTraceRank::graphs when the payload is a graph
 };
 
 /// A graph payload parsed into the IR.
 struct TraceGraph {
   std::string kind;  // the record's name: "aot_joint_graph", "inductor_post_grad_graph", ...
   CompileId compile;
-  std::size_t record = 0;  // index into RankTrace::records
+  std::size_t record = 0;  // index into TorchTraceRank::records
   Graph graph;
 };
 
@@ -72,7 +72,7 @@ struct TraceProblem {
 };
 
 /// The records of one rank's log file.
-class RankTrace {
+class TorchTraceRank {
  public:
   std::string path;
   std::int32_t rank = -1;
@@ -102,16 +102,17 @@ struct TraceOptions {
 
 /// Reads one log file. Never throws for damaged content (see problems); throws InputError only
 /// when the file cannot be opened.
-RankTrace read_torch_trace(const std::string& path, const TraceOptions& options = {});
+TorchTraceRank read_torch_trace(const std::string& path, const TraceOptions& options = {});
 /// The same over text in memory (`source` names it in problems), e.g. for fuzzing.
-RankTrace parse_torch_trace(std::string text, const std::string& source, const TraceOptions& options = {});
+TorchTraceRank parse_torch_trace(std::string text, const std::string& source,
+                                 const TraceOptions& options = {});
 
 /// A multi-rank trace: the dedicated_log_torch_trace_rank_<r>_*.log files of a directory (or a
 /// single file), sorted by rank, parsed in parallel on up to `threads` threads (0: one per core).
 struct MultiRankTrace {
   std::string path;
-  std::vector<RankTrace> ranks;
-  [[nodiscard]] const RankTrace* rank(std::int32_t r) const;
+  std::vector<TorchTraceRank> ranks;
+  [[nodiscard]] const TorchTraceRank* rank(std::int32_t r) const;
   [[nodiscard]] std::size_t problem_count() const;
 };
 MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions& options = {},

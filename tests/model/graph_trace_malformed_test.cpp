@@ -29,7 +29,7 @@ TEST(GraphTraceMalformed, TruncatedFileKeepsEverythingBeforeTheCut) {
   const std::string full = sample();
   const std::size_t joint = full.find("{\"aot_joint_graph\"");
   const std::size_t cut = full.find('\n', joint + 2000) + 10;  // inside the joint graph's payload
-  const RankTrace t = parse_torch_trace(full.substr(0, cut), "cut.log");
+  const TorchTraceRank t = parse_torch_trace(full.substr(0, cut), "cut.log");
   // The cut is reported, and so is the joint graph whose payload it cut short.
   ASSERT_EQ(t.problems.size(), 2U);
   EXPECT_NE(t.problems[0].problem.find("aot_joint_graph payload"), std::string::npos) << t.problems[0].text();
@@ -43,7 +43,7 @@ TEST(GraphTraceMalformed, TruncatedFileKeepsEverythingBeforeTheCut) {
 }
 
 TEST(GraphTraceMalformed, PayloadLineWithoutEnvelope) {
-  const RankTrace t = parse_torch_trace("\tclass G(torch.nn.Module):\n", "orphan.log");
+  const TorchTraceRank t = parse_torch_trace("\tclass G(torch.nn.Module):\n", "orphan.log");
   ASSERT_EQ(t.problems.size(), 1U);
   EXPECT_EQ(t.problems[0].line, 1);
   EXPECT_NE(t.problems[0].problem.find("no envelope"), std::string::npos);
@@ -53,7 +53,7 @@ TEST(GraphTraceMalformed, InvalidEnvelopeJsonNamesTheLine) {
   std::string text = sample();
   const std::size_t at = text.find("{\"aot_joint_graph\"");
   text.replace(at, 1, "[");
-  const RankTrace t = parse_torch_trace(text, "bad.log");
+  const TorchTraceRank t = parse_torch_trace(text, "bad.log");
   ASSERT_EQ(t.problems.size(), 1U);
   EXPECT_EQ(t.problems[0].line, line_of(text, at));
   EXPECT_NE(t.problems[0].problem.find("invalid JSON"), std::string::npos) << t.problems[0].text();
@@ -61,14 +61,14 @@ TEST(GraphTraceMalformed, InvalidEnvelopeJsonNamesTheLine) {
 }
 
 TEST(GraphTraceMalformed, NotAnEnvelope) {
-  const RankTrace t = parse_torch_trace("hello world\n", "x.log");
+  const TorchTraceRank t = parse_torch_trace("hello world\n", "x.log");
   ASSERT_EQ(t.problems.size(), 1U);
   EXPECT_NE(t.problems[0].problem.find("not a TORCH_TRACE envelope"), std::string::npos);
 }
 
 TEST(GraphTraceMalformed, DeeplyNestedEnvelopeIsCappedNotRecursed) {
   const std::string text = "V1121 04:50:33.123000 9 a.py:1] {\"x\": " + std::string(100000, '[') + "\n";
-  const RankTrace t = parse_torch_trace(text, "deep.log");
+  const TorchTraceRank t = parse_torch_trace(text, "deep.log");
   ASSERT_EQ(t.problems.size(), 1U);
   EXPECT_NE(t.problems[0].problem.find("nested deeper"), std::string::npos);
 }
@@ -82,7 +82,7 @@ TEST(GraphTraceMalformed, BadGraphPayloadIsReportedWithItsLineAndOthersStillPars
   const std::size_t bwd = text.find("{\"aot_backward_graph\"");
   const std::size_t ann = text.find("\"f32[", text.find('\n', text.find("def forward", bwd)));
   text.replace(ann + 1, 3, "x99");
-  const RankTrace t = parse_torch_trace(text, "graphs.log");
+  const TorchTraceRank t = parse_torch_trace(text, "graphs.log");
   ASSERT_EQ(t.problems.size(), 2U);
   EXPECT_EQ(t.problems[0].line, line_of(text, node));
   EXPECT_NE(t.problems[0].problem.find("aot_forward_graph payload: unbalanced brackets"), std::string::npos)

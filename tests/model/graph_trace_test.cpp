@@ -103,7 +103,7 @@ TEST(GraphTrace, EveryGraphPayloadOfEverySampleParsesWithIndependentNodeCounts) 
   ASSERT_EQ(files.size(), 6U);
   for (const auto& file : files) {
     SCOPED_TRACE(file);
-    const RankTrace t = read_torch_trace(file);
+    const TorchTraceRank t = read_torch_trace(file);
     for (const auto& p : t.problems) ADD_FAILURE() << p.text();
     EXPECT_EQ(t.md5_mismatches, 0U);
     EXPECT_GE(t.rank, 0);
@@ -128,7 +128,7 @@ TEST(GraphTrace, EveryGraphPayloadOfEverySampleParsesWithIndependentNodeCounts) 
 
 TEST(GraphTrace, JsonRoundTripKeepsEveryField) {
   for (const auto& file : trace_files()) {
-    const RankTrace t = read_torch_trace(file);
+    const TorchTraceRank t = read_torch_trace(file);
     for (const auto& tg : t.graphs) {
       const auto j = graph_to_json(tg.graph);
       const Graph back = graph_from_json(nlohmann::ordered_json::parse(j.dump()), "roundtrip");
