@@ -23,6 +23,8 @@ void register_graph(CLI::App& app, Action& action);
 void register_graph_diff(CLI::App& app, Action& action);
 void register_compare(CLI::App& app, Action& action);
 void register_gate(CLI::App& app, Action& action);
+void register_collectives(CLI::App& app, Action& action);
+void register_buckets(CLI::App& app, Action& action);
 
 struct ReportOptions;
 /// --json, --junit FILE, --markdown FILE, --json-file FILE, --verbose (cmd_compare.cpp).

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   register_graph_diff(app, action);
   register_compare(app, action);
   register_gate(app, action);
+  register_collectives(app, action);
+  register_buckets(app, action);
 
   try {
     app.parse(argc, argv);
