@@ -211,6 +211,10 @@ std::pair<std::size_t, std::size_t> common_start(const CollectiveStream& a, cons
   return {i, j};
 }
 
+bool is_flight_recorder_stream(const CollectiveStream& s) {
+  return s.name.starts_with("pg ");
+}
+
 std::string rank_name(std::int32_t r) {
   return "rank " + std::to_string(r);
 }
@@ -413,11 +417,26 @@ void check_against_baseline(const CollectiveRun& base, const CollectiveRun& run,
       t.see(f.severity);
       continue;
     }
+    // A run without graphs (eager) or without dumps has nothing of that source to compare.
+    const auto has_source = [](const RankCollectives& r, bool fr) {
+      return std::any_of(r.streams.begin(), r.streams.end(),
+                         [&](const CollectiveStream& x) { return is_flight_recorder_stream(x) == fr; });
+    };
+    const auto one_sided = [&](const CollectiveStream& s, const RankCollectives& other, const char* side) {
+      if (has_source(other, is_flight_recorder_stream(s))) return false;
+      Finding f = make_finding(Severity::Info, "collective_stream_not_compared", rb.rank, s.name,
+                               s.name + ": the " + side + " has no " +
+                                   (is_flight_recorder_stream(s) ? "Flight Recorder dump" : "graphs") +
+                                   " for this rank; not compared");
+      out.finding(f);
+      return true;
+    };
     for (const auto& s : rb.streams) {
       if (const auto* c = rc->find(s.name)) {
         compare_stream(s, *c, rb.rank, out, t);
         continue;
       }
+      if (one_sided(s, *rc, "candidate")) continue;
       Finding f = make_finding(
           Severity::Divergence, "collective_stream_removed", rb.rank, s.name,
           s.name + " (" + std::to_string(s.ops.size()) + " collectives) is in the baseline only");
@@ -426,7 +445,7 @@ void check_against_baseline(const CollectiveRun& base, const CollectiveRun& run,
       ++t.removed;
     }
     for (const auto& s : rc->streams) {
-      if (rb.find(s.name) != nullptr) continue;
+      if (rb.find(s.name) != nullptr || one_sided(s, rb, "baseline")) continue;
       Finding f = make_finding(
           Severity::Divergence, "collective_stream_added", rb.rank, s.name,
           s.name + " (" + std::to_string(s.ops.size()) + " collectives) is in the candidate only");

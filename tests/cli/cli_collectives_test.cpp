@@ -84,6 +84,17 @@ TEST(CliCollectives, CompileTpGraphsAgreeAcrossRanks) {
   EXPECT_EQ(j["result"]["ranks"], 2);
 }
 
+TEST(CliCollectives, RunFoldersCompileAgainstEager) {
+  // compile's folder also holds its TORCH_TRACE; eager has no graphs, so only the dumps compare.
+  const auto r = run_command(GPARITY_EXE,
+                             {"collectives", "--json", kGraphs + "compile", "--baseline", kGraphs + "eager"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out.substr(0, 3000);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"]["reorderings"], 0);
+  EXPECT_EQ(j["result"]["changed"], 0);
+  EXPECT_EQ(j["result"]["ranks"], 2);
+}
+
 TEST(CliCollectives, BadInputExitsTwo) {
   TempDir dir;
   const auto bad = dir.write("rank0_flight_recorder.json", "{\"entries\": [");
