@@ -21,8 +21,13 @@ void register_hash(CLI::App& app, Action& action);
 #if GPARITY_WITH_TORCH
 void register_run(CLI::App& app, Action& action);
 #endif
+void register_graph(CLI::App& app, Action& action);
+/// Adds `ranks`, `diff` and `devices` under `graph` (creating `graph` if no one did).
+void register_graph_diff(CLI::App& app, Action& action);
 void register_compare(CLI::App& app, Action& action);
 void register_gate(CLI::App& app, Action& action);
+void register_collectives(CLI::App& app, Action& action);
+void register_buckets(CLI::App& app, Action& action);
 
 struct ReportOptions;
 /// --json, --junit FILE, --markdown FILE, --json-file FILE, --verbose (cmd_compare.cpp).

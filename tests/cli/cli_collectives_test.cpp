@@ -1,0 +1,106 @@
+// `gparity collectives` through the real binary: the eager / compile Flight Recorder comparison,
+// a planted reordering shown as a permutation, the compile_tp graphs, the reporters (--json,
+// --junit, --markdown) and exit codes (0 same, 1 different, 2 bad input).
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+using gparity::testing::run_command;
+using gparity::testing::TempDir;
+
+const std::string kGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(CliCollectives, CompileMatchesEagerWithJunitAndMarkdown) {
+  TempDir dir;
+  const auto junit = (dir.path() / "c.xml").string();
+  const auto md = (dir.path() / "c.md").string();
+  const auto r = run_command(
+      GPARITY_EXE, {"collectives", kGraphs + "compile/rank0_flight_recorder.json",
+                    kGraphs + "compile/rank1_flight_recorder.json", "--baseline",
+                    kGraphs + "eager/rank0_flight_recorder.json", "--baseline",
+                    kGraphs + "eager/rank1_flight_recorder.json", "--junit", junit, "--markdown", md});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("every rank agrees and matches the baseline"), std::string::npos) << r.out;
+  const auto xml = slurp(junit);
+  EXPECT_NE(xml.find("baseline: pg 0 (default_pg)"), std::string::npos) << xml;
+  EXPECT_EQ(xml.find("<failure"), std::string::npos);
+  EXPECT_NE(slurp(md).find("gparity collectives"), std::string::npos);
+}
+
+TEST(CliCollectives, PlantedReorderingIsAPermutationInJson) {
+  TempDir dir;
+  auto dump = nlohmann::json::parse(slurp(kGraphs + "eager/rank0_flight_recorder.json"));
+  for (auto& e : dump["entries"]) {
+    if (e["collective_seq_id"] == 7) {
+      e["collective_seq_id"] = 8;
+    } else if (e["collective_seq_id"] == 8) {
+      e["collective_seq_id"] = 7;
+    }
+  }
+  const auto cand = dir.write("run/rank0_flight_recorder.json", dump.dump());
+  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", (dir.path() / "run").string(),
+                                           "--baseline", kGraphs + "eager/rank0_flight_recorder.json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  int reordered = 0;
+  for (const auto& f : j["findings"]) {
+    EXPECT_NE(f["kind"], "collective_added");
+    EXPECT_NE(f["kind"], "collective_removed");
+    if (f["kind"] == "collective_reordered") {
+      ++reordered;
+      EXPECT_EQ(f["values"]["permutation"], "2 1");
+      EXPECT_EQ(f["values"]["baseline_positions"], nlohmann::json::array({7, 8}));
+    }
+  }
+  EXPECT_EQ(reordered, 1);
+  // The text form says it too.
+  const auto t = run_command(
+      GPARITY_EXE, {"collectives", cand, "--baseline", kGraphs + "eager/rank0_flight_recorder.json"});
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_NE(t.out.find("come in the order (2 1)"), std::string::npos) << t.out;
+}
+
+TEST(CliCollectives, CompileTpGraphsAgreeAcrossRanks) {
+  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", kGraphs + "compile_tp"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["result"]["streams"].get<int>(), 0) << r.out.substr(0, 2000);
+  EXPECT_EQ(j["result"]["ranks"], 2);
+}
+
+TEST(CliCollectives, RunFoldersCompileAgainstEager) {
+  // compile's folder also holds its TORCH_TRACE; eager has no graphs, so only the dumps compare.
+  const auto r = run_command(GPARITY_EXE,
+                             {"collectives", "--json", kGraphs + "compile", "--baseline", kGraphs + "eager"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out.substr(0, 3000);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"]["reorderings"], 0);
+  EXPECT_EQ(j["result"]["changed"], 0);
+  EXPECT_EQ(j["result"]["ranks"], 2);
+}
+
+TEST(CliCollectives, BadInputExitsTwo) {
+  TempDir dir;
+  const auto bad = dir.write("rank0_flight_recorder.json", "{\"entries\": [");
+  EXPECT_EQ(run_command(GPARITY_EXE, {"collectives", bad}).exit_code, 2);
+  EXPECT_EQ(run_command(GPARITY_EXE, {"collectives", (dir.path() / "missing").string()}).exit_code, 2);
+  EXPECT_EQ(run_command(GPARITY_EXE, {"collectives"}).exit_code, 2);
+}
+
+}  // namespace
