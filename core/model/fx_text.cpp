@@ -1050,7 +1050,9 @@ class Parser {
         return Value::text(ValueKind::Opaque, g.intern("..."));
       }
       if (tt == "-" || tt == "~" || tt == "+") {  // any other unary expression: symbolic text
-        const std::uint32_t b = p++;
+        // A loop, not recursion: `- - - ... x` must not grow the stack (found by fuzz_fx_text).
+        const std::uint32_t b = p;
+        while (p < e && (is_op(p, e, "-") || is_op(p, e, "~") || is_op(p, e, "+"))) ++p;
         atom(p, e, body);
         return Value::text(ValueKind::Symbolic, g.intern(span(b, p)));
       }
