@@ -33,6 +33,12 @@ Json parse_impl(std::string_view text, const std::string& source, std::int64_t f
     if (const auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
     throw InputError(source, first_line + line_of_offset(text, std::min(at, text.size())) - 1,
                      "invalid JSON: " + what);
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but still bad input: a number too large for a double ("1e999999")
+    // throws out_of_range.406 (found by the fuzzers; docs/fuzzing.md).
+    std::string what = e.what();
+    if (const auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    throw InputError(source, first_line, "invalid JSON: " + what);
   }
 }
 

@@ -219,7 +219,7 @@ class TraceParser {
     }
     nlohmann::json doc;
     try {
-      doc = parse_json_checked(l.substr(close + 2), out_.path, line);
+      doc = parse_json(l.substr(close + 2), out_.path, line);
     } catch (const InputError& e) {
       out_.problems.push_back({e.source(), e.line(), "envelope: " + e.problem()});
       return false;

@@ -41,3 +41,19 @@ TEST(JsonInput, OrderedKeepsKeyOrder) {
 
 }  // namespace
 }  // namespace gparity::model
+
+namespace gparity::model {
+namespace {
+
+TEST(JsonInput, NumberTooLargeForADoubleIsBadInput) {
+  try {
+    parse_json("{\"a\": 1e999999}", "big.json", 7);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 7);
+    EXPECT_NE(std::string(e.what()).find("big.json:7: invalid JSON"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gparity::model
