@@ -2,25 +2,16 @@
 
 #include <vector>
 
+#include "diff/reporters.hpp"
+
 namespace gparity::diff {
 
 using model::Graph;
 using model::NodeId;
 
+// HTML5 reads every XML entity, so the JUnit reporter's escaping serves both.
 std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
+  return xml_escape(text);
 }
 
 namespace {

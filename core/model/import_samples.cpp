@@ -1,7 +1,5 @@
 #include "core/model/import_samples.hpp"
 
-#include <cstring>
-
 #include "core/model/input_error.hpp"
 #include "core/model/json_input.hpp"
 #include "core/model/mapped_file.hpp"
@@ -95,36 +93,19 @@ RankTrace import_sample_rank(const std::string& path, int rank) {
   RankTrace out;
   out.rank = rank;
   out.source = path;
-  const std::string_view text = file.text();
-  std::int64_t line_no = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    ++line_no;
-    const void* nl = std::memchr(text.data() + pos, '\n', text.size() - pos);
-    const bool complete = nl != nullptr;
-    const std::size_t end =
-        complete ? static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) : text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = complete ? end + 1 : text.size();
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    try {
-      StepRecord step;
-      ParamsRecord table;
-      parse_line(line, path, line_no, rank, step, table);
-      if (out.params_tables.empty() || out.params_tables.back().params != table.params) {
-        out.params_tables.push_back(std::move(table));
-      }
-      out.steps.push_back(std::move(step));
-      out.step_table.push_back(out.params_tables.size() - 1);
-    } catch (const InputError& e) {
-      const auto kind = complete ? TraceIssue::Kind::CorruptLine : TraceIssue::Kind::TruncatedTail;
-      out.issues.push_back({kind, path, line_no,
-                            (complete ? "corrupt line skipped: "
-                                      : "truncated last line (" + std::to_string(line.size()) +
-                                            " bytes, no newline), ignored: ") +
-                                e.problem()});
-    }
-  }
+  scan_jsonl(
+      file.text(), path,
+      [&](std::string_view line, std::int64_t line_no) {
+        StepRecord step;
+        ParamsRecord table;
+        parse_line(line, path, line_no, rank, step, table);
+        if (out.params_tables.empty() || out.params_tables.back().params != table.params) {
+          out.params_tables.push_back(std::move(table));
+        }
+        out.steps.push_back(std::move(step));
+        out.step_table.push_back(out.params_tables.size() - 1);
+      },
+      [&out](TraceIssue&& issue) { out.issues.push_back(std::move(issue)); });
   return out;
 }
 

@@ -225,10 +225,9 @@ TraceRecord parse_trace_line(std::string_view line, const std::string& source, s
   return UnknownRecord{type, j};
 }
 
-void scan_trace_text(std::string_view text, const std::string& source,
-                     const std::function<void(TraceRecord&&, std::int64_t line)>& on_record,
-                     const std::function<void(TraceIssue&&)>& on_issue) {
-  std::size_t params_size = kNoParamsTable;
+void scan_jsonl(std::string_view text, const std::string& source,
+                const std::function<void(std::string_view line, std::int64_t line_no)>& parse,
+                const std::function<void(TraceIssue&&)>& on_issue) {
   std::int64_t line_no = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -242,9 +241,7 @@ void scan_trace_text(std::string_view text, const std::string& source,
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     try {
-      TraceRecord record = parse_trace_line(line, source, line_no, params_size);
-      if (const auto* p = std::get_if<ParamsRecord>(&record)) params_size = p->params.size();
-      on_record(std::move(record), line_no);
+      parse(line, line_no);
     } catch (const InputError& e) {
       if (!complete) {
         on_issue({TraceIssue::Kind::TruncatedTail, source, line_no,
@@ -255,6 +252,20 @@ void scan_trace_text(std::string_view text, const std::string& source,
       }
     }
   }
+}
+
+void scan_trace_text(std::string_view text, const std::string& source,
+                     const std::function<void(TraceRecord&&, std::int64_t line)>& on_record,
+                     const std::function<void(TraceIssue&&)>& on_issue) {
+  std::size_t params_size = kNoParamsTable;
+  scan_jsonl(
+      text, source,
+      [&](std::string_view line, std::int64_t line_no) {
+        TraceRecord record = parse_trace_line(line, source, line_no, params_size);
+        if (const auto* p = std::get_if<ParamsRecord>(&record)) params_size = p->params.size();
+        on_record(std::move(record), line_no);
+      },
+      on_issue);
 }
 
 RankTrace read_rank_trace(const std::string& path, int rank) {

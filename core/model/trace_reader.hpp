@@ -69,6 +69,14 @@ struct RankTrace {
 TraceRecord parse_trace_line(std::string_view line, const std::string& source, std::int64_t line_no,
                              std::size_t params_size = kNoParamsTable);
 
+/// Splits JSON Lines text and classifies damage the same way for every JSONL format we read:
+/// `parse(line, line_no)` throws InputError for a bad line, which becomes a corrupt line when a
+/// newline follows it and a truncated tail when it is the unterminated last line. Blank lines
+/// are skipped; a trailing '\r' is dropped.
+void scan_jsonl(std::string_view text, const std::string& source,
+                const std::function<void(std::string_view line, std::int64_t line_no)>& parse,
+                const std::function<void(TraceIssue&&)>& on_issue);
+
 /// Calls `on_record` for every valid line of `text` and `on_issue` for every damaged one.
 void scan_trace_text(std::string_view text, const std::string& source,
                      const std::function<void(TraceRecord&&, std::int64_t line)>& on_record,
