@@ -187,8 +187,8 @@ void register_run(CLI::App& app, Action& action) {
   cmd->add_option("--hash-every", r.hash_every, "Hash all weights every N steps (and the last); 0: never")
       ->capture_default_str();
   cmd->add_flag("!--hash-sync", r.hash_async,
-                "CUDA: hash on the training stream and wait every step, instead of on a side stream "
-                "while the next step runs (records then come one step late)");
+                "CUDA: hash on the training stream and wait each step (default: on a side stream while the "
+                "next step runs, each step's record written one step late)");
   cmd->add_flag("--hash-grads", r.hash_grads, "Also hash gradients (after reduce-scatter and clipping)");
   cmd->add_flag("--hash-optim", r.hash_optim, "Also hash optimizer state");
   cmd->add_option("--bucket-order", o->bucket_order,
