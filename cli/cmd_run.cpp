@@ -108,6 +108,8 @@ int run_one_rank(const RunCliOptions& o) {
                                   {"steps", summary.steps},
                                   {"mean_step_ns", summary.mean_step_ns},
                                   {"mean_recorder_ns", summary.mean_recorder_ns},
+                                  {"median_step_ns", summary.median_step_ns},
+                                  {"median_recorder_ns", summary.median_recorder_ns},
                                   {"out", o.run.out_dir.string()}}
                        .dump()
                 << std::endl;
@@ -182,8 +184,11 @@ void register_run(CLI::App& app, Action& action) {
   cmd->add_option("--lr", r.lr, "Learning rate")->capture_default_str();
   cmd->add_option("--weight-decay", r.weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--clip", r.clip, "Clip the gradient norm to this (0: off)")->capture_default_str();
-  cmd->add_option("--hash-every", r.hash_every, "Hash all weights every N steps (and the last)")
+  cmd->add_option("--hash-every", r.hash_every, "Hash all weights every N steps (and the last); 0: never")
       ->capture_default_str();
+  cmd->add_flag("!--hash-sync", r.hash_async,
+                "CUDA: hash on the training stream and wait each step (default: on a side stream while the "
+                "next step runs, each step's record written one step late)");
   cmd->add_flag("--hash-grads", r.hash_grads, "Also hash gradients (after reduce-scatter and clipping)");
   cmd->add_flag("--hash-optim", r.hash_optim, "Also hash optimizer state");
   cmd->add_option("--bucket-order", o->bucket_order,

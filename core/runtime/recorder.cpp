@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "hash/shard_hash.hpp"
@@ -15,8 +16,12 @@
 #include "hash/cuda/xxh3_cuda.hpp"
 #endif
 #if GPARITY_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
+// Asynchronous recording needs both the CUDA hash kernels and LibTorch's CUDA streams.
+#define GPARITY_ASYNC_RECORDER (GPARITY_WITH_CUDA_HASH && GPARITY_TORCH_CUDA)
 
 namespace gparity::runtime {
 namespace {
@@ -83,9 +88,46 @@ BlockHashes hash_cpu(const at::Tensor& t, const Placed& p) {
 }
 
 #if GPARITY_WITH_CUDA_HASH
-/// Hashes CUDA blocks (all on one device) on the device: both hashes of every block are
-/// enqueued on the current stream into one device array, and only that array (16 bytes a
-/// block) comes back. Strided blocks are made contiguous on the device for XXH3 first.
+/// Enqueues both hashes of every CUDA block (all on one device) on `stream`, one launch per
+/// kernel where it can: block i's XXH3 into words[2i], its shard hash added into words[2i + 1]
+/// (zeroed by the caller). Strided blocks are
+/// made contiguous for XXH3 on PyTorch's current stream (the caller makes it `stream`); those
+/// copies go into `keep`, which must outlive the stream's work.
+void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements,
+                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep) {
+  std::vector<hash::DeviceBytes> bytes;
+  std::vector<hash::BlockView> views;
+  std::vector<hash::GlobalPlacement> globals;
+  bytes.reserve(tensors.size());
+  views.reserve(tensors.size());
+  globals.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    const auto& p = placements[i];
+    views.push_back({static_cast<const std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.element_size()),
+                     p.shape, p.stride});
+    globals.push_back({p.offsets, p.global});
+    if (t.is_contiguous()) {
+      bytes.push_back({t.data_ptr(), t.nbytes()});
+    } else {
+      keep.push_back(t.contiguous());
+      bytes.push_back({keep.back().data_ptr(), keep.back().nbytes()});
+    }
+  }
+  // PyTorch CUDA tensors and their buffers are device memory: no driver query per pointer.
+  hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false);
+  hash::xxh3_64_cuda_batch(bytes, words, 2, stream, /*check_pointers=*/false);
+}
+
+std::vector<BlockHashes> unpack(const std::int64_t* h, std::size_t n) {
+  std::vector<BlockHashes> result(n);
+  for (std::size_t i = 0; i < n; ++i)
+    result[i] = {std::bit_cast<std::uint64_t>(h[2 * i]), std::bit_cast<std::uint64_t>(h[2 * i + 1])};
+  return result;
+}
+
+/// Hashes CUDA blocks (all on one device) on the device's current stream and waits: only 16
+/// bytes a block come back.
 std::vector<BlockHashes> hash_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements) {
 #if GPARITY_TORCH_CUDA
   void* stream = c10::cuda::getCurrentCUDAStream(tensors.front().device().index()).stream();
@@ -94,26 +136,11 @@ std::vector<BlockHashes> hash_cuda(std::span<const at::Tensor> tensors, std::spa
 #endif
   const auto n = static_cast<std::int64_t>(tensors.size());
   auto out = at::zeros({2 * n}, at::TensorOptions().dtype(at::kLong).device(tensors.front().device()));
-  auto* words = reinterpret_cast<std::uint64_t*>(out.data_ptr<std::int64_t>());
-  std::vector<at::Tensor> dense;  // alive until the result is back
-  std::vector<hash::DeviceBytes> bytes;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto& t = tensors[i];
-    const auto& p = placements[i];
-    const hash::BlockView view{static_cast<const std::byte*>(t.data_ptr()),
-                               static_cast<std::size_t>(t.element_size()), p.shape, p.stride};
-    hash::shard_hash_cuda_accumulate(view, hash::GlobalPlacement{p.offsets, p.global}, words + 2 * i + 1,
-                                     stream);
-    dense.push_back(t.contiguous());
-    bytes.push_back({dense.back().data_ptr(), dense.back().nbytes()});
-  }
-  hash::xxh3_64_cuda_batch(bytes, words, 2, stream);
+  std::vector<at::Tensor> keep;  // alive until the result is back
+  enqueue_cuda(tensors, placements, reinterpret_cast<std::uint64_t*>(out.data_ptr<std::int64_t>()), stream,
+               keep);
   const auto host = out.cpu();  // waits for the current stream
-  const auto* h = host.data_ptr<std::int64_t>();
-  std::vector<BlockHashes> result(tensors.size());
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    result[i] = {std::bit_cast<std::uint64_t>(h[2 * i]), std::bit_cast<std::uint64_t>(h[2 * i + 1])};
-  return result;
+  return unpack(host.data_ptr<std::int64_t>(), tensors.size());
 }
 #endif
 
@@ -164,28 +191,67 @@ BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> of
   return hash_blocks(std::span<const at::Tensor>(&local, 1), o, g).front();
 }
 
+#if GPARITY_ASYNC_RECORDER
+struct Recorder::SideStream {
+  c10::cuda::CUDAStream stream;
+};
+
+/// One enqueued step. Everything the side stream reads or writes is held here until `done` has
+/// been observed, so PyTorch's caching allocator cannot hand that memory to other work first.
+struct Recorder::Pending {
+  model::StepRecord rec;
+  std::vector<std::string> prefixes;  // one per hashed group, table_.size() tensors each
+  at::Tensor words_host;              // pinned: 2 words per hashed tensor
+  at::Tensor loss_host, norm_host;    // pinned copies of the scalars (undefined: not recorded)
+  std::vector<at::Tensor> keep;
+  at::cuda::CUDAEvent done;
+  c10::DeviceIndex device = 0;
+  bool training_waits = false;  // before_update() made the training stream wait on `done`
+  std::int64_t cost_ns = 0;
+};
+#else
+struct Recorder::SideStream {};
+struct Recorder::Pending {};
+#endif
+
 Recorder::Recorder(const std::filesystem::path& run_dir, int rank) : writer_(run_dir, rank) {}
 
+Recorder::~Recorder() {
+  try {
+    flush();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; the trace keeps what it had
+  }
+}
+
 void Recorder::params(std::vector<model::ParamInfo> table) {
+  flush();  // a pending step is aligned with the table it was enqueued under
   table_ = std::move(table);
   writer_.write_params(model::ParamsRecord{table_, nlohmann::json::object()});
+}
+
+void Recorder::check_aligned(std::span<const at::Tensor> tensors, const std::string& prefix) const {
+  if (!tensors.empty() && tensors.size() != table_.size())
+    throw std::invalid_argument(prefix + " hashes: " + std::to_string(tensors.size()) + " tensors for " +
+                                std::to_string(table_.size()) + " parameters");
 }
 
 void Recorder::hash_all(std::span<const at::Tensor> tensors, const std::string& prefix,
                         model::StepRecord& out) const {
   if (tensors.empty()) return;
-  if (tensors.size() != table_.size())
-    throw std::invalid_argument(prefix + " hashes: " + std::to_string(tensors.size()) + " tensors for " +
-                                std::to_string(table_.size()) + " parameters");
+  check_aligned(tensors, prefix);
   std::vector<std::span<const std::int64_t>> offsets, shapes;
   for (const auto& info : table_) {
     offsets.emplace_back(info.local_offsets);
     shapes.emplace_back(info.global_shape);
   }
-  const auto hashes = hash_blocks(tensors, offsets, shapes);
+  add_hashes(hash_blocks(tensors, offsets, shapes), prefix, out);
+}
+
+void Recorder::add_hashes(std::span<const BlockHashes> hashes, const std::string& prefix,
+                          model::StepRecord& out) const {
   model::HashArray xxh{prefix + ".xxh3", {}};
   model::HashArray shard{prefix + ".shard", {}};
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
     const auto& info = table_[i];
     const auto& h = hashes[i];
     xxh.values.push_back(h.xxh3);
@@ -198,6 +264,7 @@ void Recorder::hash_all(std::span<const at::Tensor> tensors, const std::string& 
 
 std::int64_t Recorder::step(const StepTensors& t) {
   const std::int64_t start = now_ns();
+  flush();  // records stay in step order
   model::StepRecord rec;
   rec.step = t.step;
   if (t.loss) rec.loss = trace_scalar(*t.loss);
@@ -210,5 +277,144 @@ std::int64_t Recorder::step(const StepTensors& t) {
   writer_.write_step(rec);
   return cost;
 }
+
+#if GPARITY_ASYNC_RECORDER
+namespace {
+
+/// The CUDA device every given tensor lives on, or nullopt when any is elsewhere (or there are none).
+std::optional<at::Device> one_cuda_device(const StepTensors& t) {
+  std::optional<at::Device> device;
+  bool ok = true;
+  const auto visit = [&](const at::Tensor& x) {
+    if (!x.is_cuda() || (device && *device != x.device())) ok = false;
+    device = x.device();
+  };
+  if (t.loss) visit(*t.loss);
+  if (t.grad_norm) visit(*t.grad_norm);
+  for (const auto& x : t.params) visit(x);
+  for (const auto& x : t.grads) visit(x);
+  for (const auto& [name, states] : t.optim)
+    for (const auto& x : states) visit(x);
+  if (!ok) return std::nullopt;
+  return device;
+}
+
+at::Tensor pinned_copy(const at::Tensor& device_scalar) {
+  auto host = at::empty(device_scalar.sizes(), device_scalar.options().device(at::kCPU).pinned_memory(true));
+  host.copy_(device_scalar, /*non_blocking=*/true);
+  return host;
+}
+
+}  // namespace
+
+std::int64_t Recorder::step_async(const StepTensors& t) {
+  const auto device = one_cuda_device(t);
+  if (!device) return step(t);
+  const std::int64_t start = now_ns();
+  const std::int64_t flushed = flush();
+  check_aligned(t.params, "param");
+  check_aligned(t.grads, "grad");
+  for (const auto& [name, states] : t.optim) check_aligned(states, "optim." + name);
+
+  if (!side_)
+    side_ = std::make_unique<SideStream>(SideStream{c10::cuda::getStreamFromPool(false, device->index())});
+  const auto side = side_->stream;
+  const auto training = c10::cuda::getCurrentCUDAStream(device->index());
+  auto p = std::make_unique<Pending>();
+  p->rec.step = t.step;
+  p->device = device->index();
+  std::vector<at::Tensor> tensors;
+  std::vector<Placed> placements;
+  const auto add_group = [&](std::span<const at::Tensor> group, std::string prefix) {
+    if (group.empty()) return;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      tensors.push_back(group[i]);
+      placements.push_back(placed(group[i], table_[i].local_offsets, table_[i].global_shape));
+    }
+    p->prefixes.push_back(std::move(prefix));
+  };
+  add_group(t.params, "param");
+  add_group(t.grads, "grad");
+  for (const auto& [name, states] : t.optim) add_group(states, "optim." + name);
+
+  at::cuda::CUDAEvent ready;
+  ready.record(training);
+  ready.block(side);  // the side stream starts where the training stream is now
+  try {
+    const c10::cuda::CUDAStreamGuard guard(side);  // PyTorch's allocations and copies below go on `side`
+    if (!tensors.empty()) {
+      const auto n = static_cast<std::int64_t>(tensors.size());
+      auto words = at::zeros({2 * n}, at::TensorOptions().dtype(at::kLong).device(*device));
+      enqueue_cuda(tensors, placements, reinterpret_cast<std::uint64_t*>(words.data_ptr<std::int64_t>()),
+                   side.stream(), p->keep);
+      p->words_host = pinned_copy(words);
+      p->keep.push_back(std::move(words));
+    }
+    if (t.loss) p->loss_host = pinned_copy(*t.loss);
+    if (t.grad_norm) p->norm_host = pinned_copy(*t.grad_norm);
+    p->done.record(side);
+  } catch (...) {
+    side.synchronize();  // nothing enqueued may outlive the tensors it reads
+    throw;
+  }
+  for (auto& x : tensors) p->keep.push_back(std::move(x));
+  if (t.loss) p->keep.push_back(*t.loss);
+  if (t.grad_norm) p->keep.push_back(*t.grad_norm);
+  const std::int64_t cost = now_ns() - start;
+  p->cost_ns = cost - flushed;  // the flush is charged to the step it wrote
+  pending_ = std::move(p);
+  return cost;
+}
+
+std::int64_t Recorder::before_update() {
+  if (!pending_) return 0;
+  const std::int64_t start = now_ns();
+  if (!pending_->training_waits) {
+    pending_->done.block(c10::cuda::getCurrentCUDAStream(pending_->device));
+    pending_->training_waits = true;
+  }
+  if (pending_->done.query()) {
+    collect(now_ns() - start);
+  } else {
+    pending_->cost_ns += now_ns() - start;
+  }
+  return now_ns() - start;
+}
+
+std::int64_t Recorder::flush() {
+  if (!pending_) return 0;
+  const std::int64_t start = now_ns();
+  pending_->done.synchronize();
+  collect(now_ns() - start);
+  return now_ns() - start;
+}
+
+void Recorder::collect(std::int64_t extra_ns) {
+  auto p = std::move(pending_);  // gone even if writing throws: a record is written at most once
+  p->done.synchronize();
+  if (p->words_host.defined()) {
+    const auto hashes = unpack(p->words_host.data_ptr<std::int64_t>(), p->words_host.numel() / 2);
+    for (std::size_t g = 0; g < p->prefixes.size(); ++g)
+      add_hashes(std::span(hashes).subspan(g * table_.size(), table_.size()), p->prefixes[g], p->rec);
+  }
+  if (p->loss_host.defined()) p->rec.loss = trace_scalar(p->loss_host);
+  if (p->norm_host.defined()) p->rec.grad_norm = trace_scalar(p->norm_host);
+  p->rec.extra["recorder_ns"] = p->cost_ns + extra_ns;
+  p->rec.extra["recorder_async"] = true;
+  writer_.write_step(p->rec);
+}
+#else
+// Without CUDA hashing every step is recorded synchronously; nothing is ever pending.
+std::int64_t Recorder::step_async(const StepTensors& t) {
+  return step(t);
+}
+std::int64_t Recorder::before_update() {
+  return 0;
+}
+std::int64_t Recorder::flush() {
+  return 0;
+}
+void Recorder::collect(std::int64_t /*extra_ns*/) {}
+#endif
 
 }  // namespace gparity::runtime

@@ -6,9 +6,16 @@
 // the recorder then hashes each rank's local block with those global offsets, so the shard-invariant partials
 // of all ranks add up to the full tensor's hash. The recorder's own time per step goes into each step record
 // ("recorder_ns").
+//
+// Asynchronous CUDA recording (step_async / before_update / flush): a step's hashes run on a side stream
+// after the work already queued on the training stream, and the step record is written once they are back
+// (one step late), so the training stream never waits for the hashes unless it is about to overwrite what
+// they read. Order of calls per step: ... forward, backward ... before_update(); optimizer step;
+// step_async(tensors). flush() (also run by step(), params() and the destructor) writes what is pending.
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -60,12 +67,33 @@ struct StepTensors {
 class Recorder {
  public:
   Recorder(const std::filesystem::path& run_dir, int rank);
+  /// Writes the pending step record, if any (errors are swallowed: the trace keeps what it had).
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
 
   /// Writes the params table (again only when it changed); later steps are aligned with it.
   void params(std::vector<model::ParamInfo> table);
   /// Hashes the step's tensors and appends the step record; returns the recorder's own time
   /// for this step in nanoseconds (also written into the record).
   std::int64_t step(const StepTensors& tensors);
+
+  /// Like step(), but when every given tensor (loss and grad norm included) lives on one CUDA
+  /// device and this build hashes on CUDA, only enqueues: the hashes and the scalars' copies run
+  /// on the recorder's side stream once the training (current) stream has reached this point,
+  /// into pinned host memory, and the record is written by a later call. The tensors must stay
+  /// unchanged until before_update() has been called (the recorder keeps them alive). Other
+  /// steps are recorded synchronously by step(). Returns the host time spent here.
+  std::int64_t step_async(const StepTensors& tensors);
+  /// Call right before the tensors given to the last step_async are modified (the next
+  /// optimizer step): the current stream waits, on the device, for the pending hashes; the
+  /// record is written now if they are already done. Returns the host time spent here.
+  std::int64_t before_update();
+  /// Waits for the pending hashes, if any, and writes their step record. Returns the time spent.
+  std::int64_t flush();
+  /// True while a step record is waiting for its hashes.
+  [[nodiscard]] bool pending() const noexcept { return pending_ != nullptr; }
+
   void buckets(const model::BucketsRecord& plan) { writer_.write_buckets(plan); }
   void devices(const model::DevicesRecord& devices) { writer_.write_devices(devices); }
   void event(const model::EventRecord& event) { writer_.write_event(event); }
@@ -74,9 +102,18 @@ class Recorder {
 
  private:
   void hash_all(std::span<const at::Tensor> tensors, const std::string& prefix, model::StepRecord& out) const;
+  void check_aligned(std::span<const at::Tensor> tensors, const std::string& prefix) const;
+  void add_hashes(std::span<const BlockHashes> hashes, const std::string& prefix,
+                  model::StepRecord& out) const;
+
+  struct Pending;  // an enqueued step (CUDA state and tensors kept alive), see recorder.cpp
+  void collect(std::int64_t extra_ns);
 
   model::TraceWriter writer_;
   std::vector<model::ParamInfo> table_;
+  std::unique_ptr<Pending> pending_;
+  struct SideStream;  // the recorder's CUDA stream, made on first use
+  std::unique_ptr<SideStream> side_;
 };
 
 }  // namespace gparity::runtime

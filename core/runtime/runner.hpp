@@ -35,7 +35,10 @@ struct RunOptions {
   double lr = 1e-3;
   double weight_decay = 0.1;    // AdamW only
   double clip = 1.0;            // max grad norm; 0 turns clipping off
-  std::int64_t hash_every = 1;  // weight hashes every N steps (and on the last)
+  std::int64_t hash_every = 1;  // weight hashes every N steps (and on the last); 0: never
+  /// CUDA: hash on the recorder's side stream while the next step runs (records written one
+  /// step late); false: on the training stream, waiting for the result every step.
+  bool hash_async = true;
   bool hash_grads = false;
   bool hash_optim = false;
   BucketOrder bucket_order = BucketOrder::Registration;
@@ -63,6 +66,9 @@ struct RunSummary {
   std::int64_t steps = 0;
   double mean_step_ns = 0.0;
   double mean_recorder_ns = 0.0;
+  // Medians leave out the first steps' warm-up (allocator, NCCL communicators, kernel loading).
+  double median_step_ns = 0.0;
+  double median_recorder_ns = 0.0;
 };
 
 /// Runs this rank to the end. Throws RankFailure when another rank dies or hangs (after the

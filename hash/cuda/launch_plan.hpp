@@ -119,6 +119,10 @@ GPARITY_HD bool is_dense(const LaunchPlan& p) {
 
 /// Enqueues the hash of a non-empty plan, adding it into *device_sum (mod 2^64).
 void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream);
+/// Enqueues the hashes of n plans, plan i's added into *sums[i]: all dense plans in one launch,
+/// one launch per strided plan; empty plans are skipped.
+void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums,
+                             void* stream);
 /// Hashes a plan and waits for the result.
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream);
 /// Throws CudaError unless `p` is device (or managed) memory of the current context.

@@ -5,7 +5,9 @@
 // as void* (nullptr: the legacy default stream). Built only with GPARITY_WITH_CUDA (target
 // gparity_hash_cuda). Bad block descriptions throw BlockError, failing CUDA calls CudaError.
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "hash/cuda/launch_plan.hpp"
 #include "hash/shard_hash.hpp"
@@ -21,6 +23,15 @@ std::uint64_t shard_hash_cuda(const BlockView& device_block, const GlobalPlaceme
 /// costs one copy back at the end. The caller zeroes *device_sum first.
 void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlacement& placement,
                                 std::uint64_t* device_sum, void* stream = nullptr);
+
+/// Enqueues the partial hashes of many device blocks on `stream`, block i's added into
+/// device_out[i * out_stride] (zeroed by the caller), without waiting: one kernel launch for
+/// all dense blocks together, one per strided block. Validation as shard_hash_cuda_accumulate;
+/// `check_pointers` false skips asking the driver whether each pointer is device memory (about
+/// a microsecond each), for callers that know it is (PyTorch CUDA tensors).
+void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
+                           std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
+                           std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true);
 
 /// True when a CUDA device is usable from this process.
 bool cuda_device_present() noexcept;

@@ -6,7 +6,9 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
+#include <vector>
 
 #include "hash/cuda/launch_plan.hpp"
 
@@ -79,12 +81,12 @@ __device__ __forceinline__ void block_add(std::uint64_t acc, std::uint64_t* sum)
   }
 }
 
+/// This thread's share of a dense run: thread `tid` of `nthreads` working on it.
 template <int ES>
-__global__ void __launch_bounds__(kThreads)
-    dense_kernel(const unsigned char* data, std::uint64_t first, DenseSplit split, std::uint64_t* sum) {
+__device__ __forceinline__ std::uint64_t dense_sum(const unsigned char* data, std::uint64_t first,
+                                                   const DenseSplit& split, std::uint64_t tid,
+                                                   std::uint64_t nthreads) {
   constexpr std::uint64_t kPer = 16 / ES;
-  const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  const std::uint64_t nthreads = static_cast<std::uint64_t>(gridDim.x) * kThreads;
   const uint4* vec = reinterpret_cast<const uint4*>(data + split.head * ES);
   const std::uint64_t key0 = kSeed + (first + split.head) * kStep;  // key of vector 0's element 0
   const std::uint64_t vec_key_step = kPer * kStep;
@@ -105,7 +107,50 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint64_t i = tid < split.head ? tid : split.head + split.vectors * kPer + (tid - split.head);
     acc += mix_at(first + i, load_bits<ES>(data + i * ES));
   }
-  block_add(acc, sum);
+  return acc;
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kThreads)
+    dense_kernel(const unsigned char* data, std::uint64_t first, DenseSplit split, std::uint64_t* sum) {
+  const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const std::uint64_t nthreads = static_cast<std::uint64_t>(gridDim.x) * kThreads;
+  block_add(dense_sum<ES>(data, first, split, tid, nthreads), sum);
+}
+
+/// One dense block of a batch: CTAs [first_cta, first_cta + ctas) of the launch work on it.
+struct DenseSegment {
+  const unsigned char* data;
+  std::uint64_t first;  // global index of element 0
+  DenseSplit split;
+  std::uint64_t* sum;
+  std::uint64_t first_cta;
+  std::uint32_t ctas;
+  std::uint32_t elem_size;
+};
+
+/// Every dense block of a batch in one launch; each CTA finds its block by binary search
+/// (first_cta ascending) and the element size is uniform across a CTA.
+__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const DenseSegment* segs, std::uint32_t n) {
+  std::uint32_t lo = 0, hi = n;  // the last segment whose first_cta <= blockIdx.x
+  while (hi - lo > 1) {
+    const std::uint32_t mid = (lo + hi) / 2;
+    if (segs[mid].first_cta <= blockIdx.x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const DenseSegment seg = segs[lo];
+  const std::uint64_t tid = (blockIdx.x - seg.first_cta) * kThreads + threadIdx.x;
+  const std::uint64_t nthreads = static_cast<std::uint64_t>(seg.ctas) * kThreads;
+  std::uint64_t acc = 0;
+  switch (seg.elem_size) {
+    case 1: acc = dense_sum<1>(seg.data, seg.first, seg.split, tid, nthreads); break;
+    case 2: acc = dense_sum<2>(seg.data, seg.first, seg.split, tid, nthreads); break;
+    case 4: acc = dense_sum<4>(seg.data, seg.first, seg.split, tid, nthreads); break;
+    default: acc = dense_sum<8>(seg.data, seg.first, seg.split, tid, nthreads); break;
+  }
+  block_add(acc, seg.sum);
 }
 
 template <int ES>
@@ -120,19 +165,38 @@ __global__ void __launch_bounds__(kThreads) strided_kernel(const LaunchPlan plan
   block_add(acc, sum);
 }
 
-/// Enough resident blocks to fill the device, no more than the work needs.
-template <typename Kernel>
-unsigned grid_size(Kernel kernel, std::uint64_t work_items) {
+/// CTAs of `Kernel` that fit on the current device at once, queried once per device (the
+/// queries cost more than a launch).
+template <auto Kernel>
+std::uint64_t resident_ctas() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::uint64_t> known[kMaxDevices];  // 0: not asked yet
   int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  if (device < kMaxDevices) {
+    if (const std::uint64_t k = known[device].load(std::memory_order_relaxed)) return k;
+  }
   int sms = 0;
   int per_sm = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0), "occupancy query");
-  const std::uint64_t full =
-      static_cast<std::uint64_t>(sms) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0), "occupancy query");
+  const std::uint64_t full = static_cast<std::uint64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+  if (device < kMaxDevices) known[device].store(full, std::memory_order_relaxed);
+  return full;
+}
+
+/// Enough resident blocks to fill the device, no more than the work needs.
+template <auto Kernel>
+unsigned grid_size(std::uint64_t work_items) {
+  const std::uint64_t full = resident_ctas<Kernel>();
   const std::uint64_t needed = (work_items + kThreads - 1) / kThreads;
   return static_cast<unsigned>(needed < full ? (needed > 0 ? needed : 1) : full);
+}
+
+/// Work items of a dense run as launch_es counts them.
+std::uint64_t dense_work(const DenseSplit& split) {
+  const std::uint64_t edge = split.head + split.tail;
+  return split.vectors / kUnroll > edge ? split.vectors / kUnroll : edge;
 }
 
 template <int ES>
@@ -140,13 +204,11 @@ void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) 
   if (is_dense(plan)) {
     const DenseSplit split =
         split_dense(reinterpret_cast<std::uintptr_t>(plan.data), ES, static_cast<std::uint64_t>(plan.total));
-    const std::uint64_t edge = split.head + split.tail;
-    const std::uint64_t work = split.vectors / kUnroll > edge ? split.vectors / kUnroll : edge;
-    dense_kernel<ES>
-        <<<grid_size(dense_kernel<ES>, work), kThreads, 0, stream>>>(plan.data, plan.global_base, split, sum);
+    dense_kernel<ES><<<grid_size<dense_kernel<ES>>(dense_work(split)), kThreads, 0, stream>>>(
+        plan.data, plan.global_base, split, sum);
   } else {
     const auto total = static_cast<std::uint64_t>(plan.total);
-    strided_kernel<ES><<<grid_size(strided_kernel<ES>, total), kThreads, 0, stream>>>(plan, sum);
+    strided_kernel<ES><<<grid_size<strided_kernel<ES>>(total), kThreads, 0, stream>>>(plan, sum);
   }
   check(cudaGetLastError(), "shard hash kernel launch");
 }
@@ -174,6 +236,41 @@ void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* 
     case 8: launch_es<8>(plan, device_sum, s); break;
     default: throw CudaError("element size " + std::to_string(plan.elem_size) + " has no kernel");
   }
+}
+
+void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums,
+                             void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  std::vector<DenseSegment> dense;
+  std::uint64_t ctas = 0;
+  const std::uint64_t full = resident_ctas<dense_batch_kernel>();
+  for (std::size_t i = 0; i < n; ++i) {
+    const LaunchPlan& plan = plans[i];
+    if (plan.total == 0) continue;
+    if (!is_dense(plan) || plan.elem_size > 8 || (plan.elem_size & (plan.elem_size - 1)) != 0) {
+      launch_shard_hash(plan, sums[i], stream);  // strided blocks (and bad sizes, which it rejects)
+      continue;
+    }
+    const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(plan.data), plan.elem_size,
+                                         static_cast<std::uint64_t>(plan.total));
+    const std::uint64_t needed = (dense_work(split) + kThreads - 1) / kThreads;
+    const auto mine = static_cast<std::uint32_t>(needed < full ? (needed > 0 ? needed : 1) : full);
+    dense.push_back({plan.data, plan.global_base, split, sums[i], ctas, mine, plan.elem_size});
+    ctas += mine;
+  }
+  if (dense.empty()) return;
+  if (ctas > 0x7FFFFFFFU) throw CudaError("shard hash: too many blocks in one batch");
+  const std::size_t bytes = dense.size() * sizeof(DenseSegment);
+  void* table = nullptr;
+  check(cudaMallocAsync(&table, bytes, s), "cudaMallocAsync");
+  cudaError_t e = cudaMemcpyAsync(table, dense.data(), bytes, cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) {
+    dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(
+        static_cast<const DenseSegment*>(table), static_cast<std::uint32_t>(dense.size()));
+    e = cudaGetLastError();
+  }
+  cudaFreeAsync(table, s);
+  check(e, "shard hash batch");
 }
 
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream) {

@@ -25,8 +25,9 @@ std::uint64_t xxh3_64_cuda(DeviceBytes bytes, void* stream = nullptr);
 
 /// Enqueues the digests of `buffers` on `stream`, digest i into device_out[i * out_stride],
 /// without waiting (two kernel launches for the whole batch). The buffers must stay alive and
-/// unchanged until the stream reaches that point.
+/// unchanged until the stream reaches that point. `check_pointers` false skips asking the driver
+/// whether each pointer is device memory, for callers that know it is (PyTorch CUDA tensors).
 void xxh3_64_cuda_batch(std::span<const DeviceBytes> buffers, std::uint64_t* device_out,
-                        std::size_t out_stride = 1, void* stream = nullptr);
+                        std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true);
 
 }  // namespace gparity::hash

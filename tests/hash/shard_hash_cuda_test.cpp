@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "tests/hash/cuda_cases.hpp"
 
@@ -54,6 +56,35 @@ TEST_F(ShardHashCuda, MatchesCpuOnEveryStandardCase) {
     ++checked;
   }
   std::printf("[ cuda ] %d standard cases agree with the CPU\n", checked);
+}
+
+// Every standard case (all element sizes, dense and strided, unaligned, empty) in one batch: the
+// dense ones share one launch, and each block's sum lands in its own strided slot.
+TEST_F(ShardHashCuda, BatchMatchesTheCpuBlockByBlock) {
+  const auto cases = testing::standard_cases();
+  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<BlockView> views;
+  std::vector<GlobalPlacement> placements;
+  for (const auto& c : cases) {
+    dev.push_back(std::make_unique<DeviceBytes>(c.storage));
+    views.push_back(c.view(dev.back()->data()));
+    placements.push_back(c.placement());
+  }
+  constexpr std::size_t kStride = 3;
+  std::uint64_t* out = nullptr;
+  cuda_ok(cudaMalloc(&out, cases.size() * kStride * sizeof(std::uint64_t)));
+  cuda_ok(cudaMemset(out, 0, cases.size() * kStride * sizeof(std::uint64_t)));
+  shard_hash_cuda_batch(views, placements, out, kStride);
+  std::vector<std::uint64_t> host(cases.size() * kStride);
+  cuda_ok(cudaMemcpy(host.data(), out, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  EXPECT_THROW(shard_hash_cuda_batch(views, std::span(placements).first(1), out, kStride), BlockError);
+  cudaFree(out);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(host[i * kStride], shard_hash(cases[i].view(cases[i].storage.data()), cases[i].placement()))
+        << cases[i].name;
+    EXPECT_EQ(host[i * kStride + 1], 0u) << "slot between blocks written: " << cases[i].name;
+  }
+  EXPECT_THROW(shard_hash_cuda_batch(views, std::span(placements).first(1), out, kStride), BlockError);
 }
 
 TEST_F(ShardHashCuda, BlocksOfAMeshSumToTheFullHash) {

@@ -143,6 +143,94 @@ TEST(Recorder, StepRecordReadsBackWithTheSameHashes) {
   EXPECT_THROW(rec.step({4, &loss, nullptr, one, {}, {}}), std::invalid_argument);
 }
 
+model::ParamInfo whole_param(const std::string& fqn, const at::Tensor& t) {
+  model::ParamInfo info;
+  info.fqn = fqn;
+  info.global_shape.assign(t.sizes().begin(), t.sizes().end());
+  info.local_offsets.assign(t.dim(), 0);
+  info.local_shape = info.global_shape;
+  info.placements = {model::Placement{model::Placement::Kind::Replicate, 0}};
+  return info;
+}
+
+model::RankTrace read_trace(const testing::TempDir& dir) {
+  return model::read_rank_trace(model::rank_trace_path(dir.path(), 0).string(), 0);
+}
+
+// CPU tensors are recorded synchronously by step_async: the line is there at once, with the
+// same hashes as step() writes.
+TEST(AsyncRecorder, CpuStepsAreWrittenAtOnceLikeStep) {
+  testing::TempDir dir;
+  const auto w = sample({5, 3});
+  const auto loss = at::full({}, 1.5, at::kFloat);
+  const std::vector<at::Tensor> params{w};
+  {
+    Recorder rec(dir.path(), 0);
+    rec.params({whole_param("w", w)});
+    rec.step_async({1, &loss, nullptr, params, {}, {}});
+    EXPECT_FALSE(rec.pending());
+    EXPECT_EQ(rec.before_update(), 0);
+    EXPECT_EQ(read_trace(dir).steps.size(), 1u);
+    rec.step({2, &loss, nullptr, params, {}, {}});
+  }
+  const auto trace = read_trace(dir);
+  ASSERT_EQ(trace.steps.size(), 2u);
+  for (const char* name : {"param.xxh3", "param.shard"}) {
+    ASSERT_TRUE(trace.steps[0].find_hashes(name) && trace.steps[1].find_hashes(name));
+    EXPECT_EQ(trace.steps[0].find_hashes(name)->values, trace.steps[1].find_hashes(name)->values);
+  }
+  EXPECT_EQ(trace.steps[0].find_hashes("param.xxh3")->values[0], hash_block(w).xxh3);
+  EXPECT_EQ(trace.steps[0].loss->bits, 0x3FC00000u);
+}
+
+// CUDA: the record holds the tensors as they were when step_async was called, even though the
+// training stream overwrites them right after before_update (the update waits for the hashes),
+// and records come out in step order, the last one at flush. Skips without a GPU.
+TEST(AsyncRecorder, CudaHashesSeeTheTensorsAsEnqueued) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): async recording not run";
+  testing::TempDir dir;
+  const auto big_cpu = sample({2048, 4096});  // 32 MiB: long enough for the update to overtake it
+  const auto small_cpu = sample({7, 33}, at::kBFloat16);
+  auto big = big_cpu.to(at::kCUDA);
+  auto small = small_cpu.to(at::kCUDA);
+  const auto loss = at::full({}, 2.5, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA));
+  const auto norm = at::full({}, 0.5, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA));
+  const std::vector<at::Tensor> params{big, small};
+  Recorder rec(dir.path(), 0);
+  rec.params({whole_param("big", big_cpu), whole_param("small", small_cpu)});
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    rec.before_update();
+    big.add_(1.0);  // the "optimizer step": overwrites what the previous hashes read
+    small.mul_(2.0);
+    rec.step_async({step, &loss, &norm, params, {}, {}});
+    EXPECT_TRUE(rec.pending());
+  }
+  EXPECT_EQ(read_trace(dir).steps.size(), 2u);  // one step late
+  rec.flush();
+  EXPECT_FALSE(rec.pending());
+  const auto trace = read_trace(dir);
+  ASSERT_TRUE(trace.issues.empty());
+  ASSERT_EQ(trace.steps.size(), 3u);
+  auto big_want = big_cpu.clone();
+  auto small_want = small_cpu.clone();
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    big_want.add_(1.0);
+    small_want.mul_(2.0);
+    const auto& s = trace.steps[static_cast<std::size_t>(step - 1)];
+    EXPECT_EQ(s.step, step);
+    EXPECT_EQ(s.loss->bits, 0x40200000u);
+    EXPECT_EQ(s.grad_norm->bits, 0x3F000000u);
+    EXPECT_TRUE(s.extra.value("recorder_async", false));
+    const auto* xxh = s.find_hashes("param.xxh3");
+    const auto* shard = s.find_hashes("param.shard");
+    ASSERT_TRUE(xxh && shard);
+    EXPECT_EQ(xxh->values[0], hash_block(big_want).xxh3) << "step " << step;
+    EXPECT_EQ(shard->values[0], hash_block(big_want).shard) << "step " << step;
+    EXPECT_EQ(xxh->values[1], hash_block(small_want).xxh3) << "step " << step;
+    EXPECT_EQ(shard->values[1], hash_block(small_want).shard) << "step " << step;
+  }
+}
+
 TEST(DebugModel, LossIsDeterministicAndNearLogVocab) {
   const DebugModelConfig cfg{
       .vocab = 64, .dim = 32, .layers = 1, .heads = 2, .hidden = 64, .seq_len = 8, .batch = 2};
