@@ -117,6 +117,15 @@ TEST(GparityRun, BucketPlansRecordRegistrationAndExecutionOrder) {
   EXPECT_EQ(offset_of(lb, "layers.0.attention.wq.weight"), 16 * 4);
   EXPECT_EQ(offset_of(lb, "layers.0.feed_forward.w2.weight"), (16 + 4 * 512 + 16 + 1024 + 1024) * 4);
   EXPECT_EQ(la.collective, "reduce_scatter");
+
+  // `gparity buckets` reads both traces and names each moved member with both byte offsets.
+  const auto cmp = run_command(GPARITY_EXE, {"buckets", reg.string(), exe.string()});
+  EXPECT_EQ(cmp.exit_code, 1) << cmp.err;
+  const std::string moved = "layers.0.attention_norm.weight moved in bucket layers.0: member 8 at byte " +
+                            std::to_string(offset_of(la, "layers.0.attention_norm.weight")) +
+                            " in the baseline, member 1 at byte 0 in the candidate";
+  EXPECT_NE(cmp.out.find(moved), std::string::npos) << cmp.out;
+  EXPECT_EQ(run_command(GPARITY_EXE, {"buckets", reg.string(), reg.string()}).exit_code, 0);
 }
 
 TEST(GparityRun, KilledRankEndsTheRunWithItsNameAndAReadablePartialTrace) {
