@@ -18,5 +18,14 @@ inline constexpr int kExitBadInput = 2;
 using Action = std::function<int()>;
 
 void register_hash(CLI::App& app, Action& action);
+void register_graph(CLI::App& app, Action& action);
+/// Adds `ranks`, `diff` and `devices` under `graph` (creating `graph` if no one did).
+void register_graph_diff(CLI::App& app, Action& action);
+void register_compare(CLI::App& app, Action& action);
+void register_gate(CLI::App& app, Action& action);
+
+struct ReportOptions;
+/// --json, --junit FILE, --markdown FILE, --json-file FILE, --verbose (cmd_compare.cpp).
+void add_report_options(CLI::App& cmd, ReportOptions& r);
 
 }  // namespace gparity::cli

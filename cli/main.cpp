@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
 
   Action action;
   register_hash(app, action);
+  register_graph(app, action);
+  register_graph_diff(app, action);
+  register_compare(app, action);
+  register_gate(app, action);
 
   try {
     app.parse(argc, argv);

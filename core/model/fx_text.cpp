@@ -46,6 +46,32 @@ bool is_ident_char(char c) noexcept {
 bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
 }
+bool is_single_op(char c) noexcept {
+  switch (c) {
+    case '+':
+    case '-':
+    case '*':
+    case '/':
+    case '%':
+    case '@':
+    case '<':
+    case '>':
+    case '=':
+    case '&':
+    case '|':
+    case '^':
+    case '~':
+    case ',':
+    case ':':
+    case ';':
+    case '.':
+    case '!': return true;
+    default: return false;
+  }
+}
+bool triple_quote(std::string_view s, std::size_t i, char q) noexcept {
+  return i + 2 < s.size() && s[i] == q && s[i + 1] == q && s[i + 2] == q;
+}
 
 class Lexer {
  public:
@@ -55,6 +81,8 @@ class Lexer {
   }
 
   void run() {
+    tokens_.reserve(text_.size() / 5);
+    statements_.reserve(text_.size() / 60);
     std::size_t i = 0;
     std::int64_t line = 1;
     while (i < text_.size()) {
@@ -171,16 +199,16 @@ class Lexer {
         continue;
       }
       // Operators: the longest of ... ** // == != <= >= << >> -> and single characters.
-      static constexpr std::string_view kTwo[] = {"**", "//", "==", "!=", "<=", ">=", "<<", ">>", "->"};
+      const char c2 = i + 1 < n ? text_[i + 1] : '\0';
       std::size_t len = 1;
-      if (text_.substr(i, 3) == "...") {
+      if (c == '.' && c2 == '.' && i + 2 < n && text_[i + 2] == '.') {
         len = 3;
-      } else {
-        for (const auto op : kTwo) {
-          if (text_.substr(i, 2) == op) len = 2;
-        }
+      } else if ((c == '*' && c2 == '*') || (c == '/' && c2 == '/') || (c == '=' && c2 == '=') ||
+                 (c == '!' && c2 == '=') || (c == '<' && (c2 == '=' || c2 == '<')) ||
+                 (c == '>' && (c2 == '=' || c2 == '>')) || (c == '-' && c2 == '>')) {
+        len = 2;
       }
-      if (len == 1 && std::string_view("+-*/%@<>=&|^~,:;.!").find(c) == std::string_view::npos) {
+      if (len == 1 && !is_single_op(c)) {
         fail(line,
              std::string("unexpected character '") + (c >= 0x20 && c < 0x7f ? std::string(1, c) : "?") + "'");
       }
@@ -197,7 +225,7 @@ class Lexer {
   std::size_t string_end(std::size_t i, std::int64_t& line) {
     const char q = text_[i];
     const std::int64_t start_line = line;
-    const bool triple = text_.substr(i, 3) == std::string(3, q);
+    const bool triple = triple_quote(text_, i, q);
     i += triple ? 3 : 1;
     while (i < text_.size()) {
       const char c = text_[i];
@@ -210,7 +238,7 @@ class Lexer {
         if (!triple) fail(start_line, "unterminated string");
         ++line;
       }
-      if (c == q && (!triple || text_.substr(i, 3) == std::string(3, q))) return i + (triple ? 3 : 1);
+      if (c == q && (!triple || triple_quote(text_, i, q))) return i + (triple ? 3 : 1);
       ++i;
     }
     fail(start_line, "unterminated string");
@@ -242,9 +270,10 @@ std::optional<std::string> decode_string(std::string_view lit) {
   }
   if (p >= lit.size()) return std::nullopt;
   const char q = lit[p];
-  const std::size_t qn = lit.substr(p, 3) == std::string(3, q) && lit.size() - p >= 6 ? 3 : 1;
+  const std::size_t qn = triple_quote(lit, p, q) && lit.size() - p >= 6 ? 3 : 1;
   if (lit.size() < p + 2 * qn) return std::nullopt;
   const std::string_view body = lit.substr(p + qn, lit.size() - p - 2 * qn);
+  if (raw || body.find('\\') == std::string_view::npos) return std::string(body);
   std::string out;
   out.reserve(body.size());
   for (std::size_t i = 0; i < body.size(); ++i) {
@@ -280,26 +309,27 @@ std::optional<std::string> decode_string(std::string_view lit) {
 
 // ---- annotations -----------------------------------------------------------------------------
 
-/// Splits "a, b, Max(1, c)" at top-level commas.
-std::vector<std::string_view> split_top(std::string_view s) {
-  std::vector<std::string_view> out;
+/// Calls f on each part of "a, b, Max(1, c)" split at top-level commas, blanks trimmed; nothing
+/// for an empty list.
+template <typename F>
+void for_each_top(std::string_view s, F&& f) {
+  const auto trimmed = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  if (trimmed(s).empty()) return;
   int depth = 0;
   std::size_t b = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '(' || s[i] == '[') ++depth;
     if (s[i] == ')' || s[i] == ']') --depth;
     if (s[i] == ',' && depth == 0) {
-      out.push_back(s.substr(b, i - b));
+      f(trimmed(s.substr(b, i - b)));
       b = i + 1;
     }
   }
-  out.push_back(s.substr(b));
-  for (auto& v : out) {
-    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-  }
-  if (out.size() == 1 && out[0].empty()) out.clear();
-  return out;
+  f(trimmed(s.substr(b)));
 }
 
 /// The text inside the bracket group starting at s[at] == '['; advances `at` past it.
@@ -369,13 +399,13 @@ TensorMeta parse_fx_annotation(std::string_view a, Graph& g, const std::string& 
   m.dtype = *dt;
   const auto sizes = bracket_group(a, p);
   if (!sizes) throw InputError(source, line, "unbalanced brackets in annotation \"" + std::string(a) + "\"");
-  for (const auto s : split_top(*sizes)) m.sizes.push_back(parse_dim(s, g));
+  for_each_top(*sizes, [&](std::string_view s) { m.sizes.push_back(parse_dim(s, g)); });
   if (p < a.size() && a[p] == '[') {
     const auto strides = bracket_group(a, p);
     if (!strides)
       throw InputError(source, line, "unbalanced brackets in annotation \"" + std::string(a) + "\"");
     m.has_strides = true;
-    for (const auto s : split_top(*strides)) m.strides.push_back(parse_dim(s, g));
+    for_each_top(*strides, [&](std::string_view s) { m.strides.push_back(parse_dim(s, g)); });
   }
   if (p < a.size()) m.device = parse_device_text(a.substr(p), g);
   return m;
@@ -447,7 +477,16 @@ class Parser {
   [[nodiscard]] std::string_view text(const Token& t) const { return text_.substr(t.begin, t.end - t.begin); }
   [[nodiscard]] std::string_view text(std::uint32_t i) const { return text(tok(i)); }
   [[nodiscard]] bool is_op(std::uint32_t i, std::uint32_t end, std::string_view op) const {
-    return i < end && tok(i).type == Tok::Op && text(i) == op;
+    if (i >= end) return false;
+    const Token& t = tok(i);
+    return t.type == Tok::Op && t.end - t.begin == op.size() && text_[t.begin] == op[0] &&
+           (op.size() == 1 || text(t) == op);
+  }
+  [[nodiscard]] bool is_delim(std::uint32_t i) const {
+    const Token& t = tok(i);
+    if (t.type != Tok::Op || t.end - t.begin != 1) return false;
+    const char c = text_[t.begin];
+    return c == ',' || c == ')' || c == ']' || c == '}' || c == ':';
   }
   [[nodiscard]] bool is_keyword(const Statement& s, std::string_view kw) const {
     return s.tok_begin < s.tok_end && tok(s.tok_begin).type == Tok::Name && text(s.tok_begin) == kw;
@@ -589,7 +628,14 @@ class Parser {
   }
 
   TensorMeta annotation(const Token& t) {
-    const auto s = decode_string(text(t));
+    const std::string_view lit = text(t);
+    // The common case, a plain "..." literal, is parsed in place without a copy.
+    if (lit.size() >= 2 && (lit.front() == '"' || lit.front() == '\'') && lit.back() == lit.front() &&
+        lit.substr(1, lit.size() - 2).find_first_of("\\\"'") == std::string_view::npos) {
+      return parse_fx_annotation(lit.substr(1, lit.size() - 2), *body_graph_, source_,
+                                 first_line_ + t.line - 1);
+    }
+    const auto s = decode_string(lit);
     if (!s) fail(t.line, "malformed string literal");
     return parse_fx_annotation(*s, *body_graph_, source_, first_line_ + t.line - 1);
   }
@@ -706,8 +752,8 @@ class Parser {
     expect(p, e, "=", s.line);
     n.args.push_back(value_until(p, e, body));
     std::string_view name = "setitem";
-    if (is_op(e, s.tok_end, ";") && e + 3 < s.tok_end + 1 && tok(e + 1).type == Tok::Name &&
-        is_op(e + 2, s.tok_end, "=") && e + 3 < s.tok_end && text(e + 3) == text(b)) {
+    if (is_op(e, s.tok_end, ";") && e + 3 < s.tok_end && tok(e + 1).type == Tok::Name &&
+        is_op(e + 2, s.tok_end, "=") && text(e + 3) == text(b)) {
       name = text(e + 1);
     }
     n.name = g.intern(name);
@@ -733,8 +779,6 @@ class Parser {
       if (span(p, de).ends_with("tree_unflatten") && is_op(de, e, "(")) {
         std::uint32_t q = de + 1;
         n.args.push_back(value(q, e, body));
-        n.target = body.g->intern("output");
-        n.comment = body.g->intern(comments);
         body.has_output = true;
         add_node(body, std::move(n), s.line);
         return;
@@ -785,6 +829,7 @@ class Parser {
         continue;
       }
       if (p == b) continue;  // a leading sign is unary
+      if (std::string_view("|^&<>+-*/%@=!").find(text_[t.begin]) == std::string_view::npos) continue;
       const Token& prev = tok(p - 1);
       const bool operand_before =
           prev.type != Tok::Op || std::string_view(")]}").find(text_[prev.begin]) != std::string_view::npos;
@@ -910,10 +955,6 @@ class Parser {
     ++p;
   }
 
-  static bool is_delim(std::string_view t) {
-    return t == "," || t == ")" || t == "]" || t == "}" || t == ":";
-  }
-
   Value value_until(std::uint32_t& p, std::uint32_t e, Body& body) {
     const std::uint32_t start = p;
     Value v = value(p, e, body);
@@ -925,8 +966,8 @@ class Parser {
   Value value(std::uint32_t& p, std::uint32_t e, Body& body) {
     const std::uint32_t start = p;
     Value v = atom(p, e, body);
-    if (p < e && !(tok(p).type == Tok::Op && is_delim(text(p)))) {
-      while (p < e && !(tok(p).type == Tok::Op && is_delim(text(p)))) {
+    if (p < e && !is_delim(p)) {
+      while (p < e && !is_delim(p)) {
         p = tok(p).type == Tok::Op &&
                     std::string_view("([{").find(text_[tok(p).begin]) != std::string_view::npos
                 ? skip_group(p, e)

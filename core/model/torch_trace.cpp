@@ -195,7 +195,8 @@ class TraceParser {
     } else if (!r.md5.empty() && options_.verify_md5) {
       r.md5_ok = false;
     }
-    if (!r.md5.empty() && r.payload_lines == 0) r.md5_ok = false;  // announced a payload, has none
+    // A payload announced but absent, or present but not announced, does not match either.
+    if (r.md5.empty() != (r.payload_lines == 0)) r.md5_ok = false;
     if (!r.md5_ok) ++out_.md5_mismatches;
     current_ = -1;
   }

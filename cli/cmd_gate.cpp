@@ -1,0 +1,80 @@
+// `gparity gate`: the CI parity gate. Compares a candidate run against its baseline under a
+// policy (docs/gate.md) and always writes JUnit XML, Markdown and JSON reports.
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/command.hpp"
+#include "cli/report_options.hpp"
+#include "core/model/input_error.hpp"
+#include "core/model/run_source.hpp"
+#include "diff/gate_policy.hpp"
+
+namespace gparity::cli {
+namespace {
+
+struct GateArgs {
+  std::string policy;
+  std::string baseline;
+  std::string candidate;
+  std::string out_dir = "gparity-gate";
+  ReportOptions report;
+};
+
+}  // namespace
+
+void register_gate(CLI::App& app, Action& action) {
+  auto a = std::make_shared<GateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "gate",
+      "CI parity gate: compare --candidate against --baseline (bitwise, every rank, step and parameter) or "
+      "as a "
+      "policy file says (docs/gate.md); writes JUnit XML, Markdown and JSON reports. Exit 0 parity, 1 "
+      "divergence, 2 bad input.");
+  cmd->add_option("--policy", a->policy, "Policy file (JSON, docs/gate.md)");
+  cmd->add_option("--baseline", a->baseline, "Baseline run (overrides the policy)");
+  cmd->add_option("--candidate", a->candidate, "Candidate run (overrides the policy)");
+  cmd->add_option("--out", a->out_dir,
+                  "Folder for the reports the policy does not place: junit.xml, report.md, report.json")
+      ->capture_default_str();
+  add_report_options(*cmd, a->report);
+  cmd->callback([a, &action] {
+    action = [a] {
+      diff::GatePolicy p;
+      if (!a->policy.empty()) p = diff::load_gate_policy(a->policy);
+      if (!a->baseline.empty()) p.baseline = a->baseline;
+      if (!a->candidate.empty()) p.candidate = a->candidate;
+      if (p.baseline.empty() || p.candidate.empty()) {
+        throw model::InputError("gate",
+                                "name the runs: --baseline and --candidate, or a --policy file with both");
+      }
+      ReportOptions r = a->report;
+      const std::filesystem::path out(a->out_dir);
+      const auto pick = [&out](std::string& flag, const std::string& policy, const char* name) {
+        if (flag.empty()) flag = policy.empty() ? (out / name).string() : policy;
+      };
+      pick(r.junit, p.junit, "junit.xml");
+      pick(r.markdown, p.markdown, "report.md");
+      pick(r.json_file, p.json, "report.json");
+      for (const auto& f : {r.junit, r.markdown, r.json_file}) {
+        const auto parent = std::filesystem::path(f).parent_path();
+        if (!parent.empty()) std::filesystem::create_directories(parent);
+      }
+      p.options.title = "gparity gate";
+      const auto base = model::open_run(p.baseline);
+      const auto cand = model::open_run(p.candidate);
+      int rc = 0;
+      {
+        ReportSinks sinks(r, "gparity.gate");
+        rc = diff::compare_runs(base, cand, p.options, sinks.consumer());
+      }
+      if (!r.json) std::cout << "reports: " << r.junit << ", " << r.markdown << ", " << r.json_file << '\n';
+      return rc;
+    };
+  });
+}
+
+}  // namespace gparity::cli

@@ -1,0 +1,309 @@
+// `gparity graph ranks|diff|devices`: graph comparison across ranks, between two graphs, and
+// device placement. Everything is computed in diff/; this file parses options and prints.
+// Exit codes: 0 when identical (no device literal for `devices`), 1 for any difference (the
+// verdict says whether it is only device- or rank-parametric), 2 for bad input.
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/terminal.hpp"
+#include "core/model/input_error.hpp"
+#include "core/model/torch_trace.hpp"
+#include "diff/device_check.hpp"
+#include "diff/graph_diff.hpp"
+#include "diff/graph_report.hpp"
+#include "diff/graph_source.hpp"
+#include "diff/rank_classify.hpp"
+#include "diff/report_html.hpp"
+
+namespace gparity::cli {
+namespace {
+
+struct NormOptions {
+  bool no_local_device = false;
+  bool symbols = false;
+  bool process_groups = false;
+  std::vector<std::string> strip_prefixes;
+  [[nodiscard]] diff::GraphNormalization get() const {
+    diff::GraphNormalization n;
+    n.map_local_device = !no_local_device;
+    n.renumber_symbols = symbols;
+    n.ignore_process_groups = process_groups;
+    n.strip_path_prefixes = strip_prefixes;
+    return n;
+  }
+};
+
+void add_norm_options(CLI::App* cmd, NormOptions& n) {
+  cmd->add_flag("--no-local-device", n.no_local_device,
+                "Compare device indices as they are (default: the rank's own device compares as 'local')");
+  cmd->add_flag("--symbols", n.symbols, "Renumber symbols by first appearance (s77 ~ s0)");
+  cmd->add_flag("--process-groups", n.process_groups, "Ignore process-group names of functional collectives");
+  cmd->add_option("--strip-prefix", n.strip_prefixes, "Source path prefix to ignore (repeatable)");
+}
+
+int exit_for(diff::GraphVerdict v) {
+  return v == diff::GraphVerdict::Identical ? kExitParity : kExitDivergence;
+}
+
+diff::RankLayout parse_layout(std::int32_t per_node, const std::string& mesh) {
+  diff::RankLayout l;
+  l.ranks_per_node = per_node;
+  std::size_t p = 0;
+  while (p < mesh.size()) {
+    const auto x = mesh.find('x', p);
+    const auto part = mesh.substr(p, x == std::string::npos ? std::string::npos : x - p);
+    try {
+      const int v = std::stoi(part);
+      if (v <= 0) throw std::invalid_argument("not positive");
+      l.mesh.push_back(v);
+    } catch (const std::exception&) {
+      throw model::InputError("--mesh", "expected sizes like 2x4, got '" + mesh + "'");
+    }
+    if (x == std::string::npos) break;
+    p = x + 1;
+  }
+  return l;
+}
+
+std::string values_text(const diff::RankFinding& f) {
+  std::string s;
+  for (const auto& v : f.values)
+    s += (s.empty() ? "" : ", ") + std::string("r") + std::to_string(v.rank) + "=" + v.text;
+  return s;
+}
+
+void print_finding(const diff::RankFinding& f, bool colour) {
+  const auto cls = diff::finding_class_name(f.cls);
+  const Colour c = f.cls == diff::FindingClass::Divergent ? Colour::Red : Colour::Yellow;
+  std::cout << "    " << paint(cls, c, colour) << "  ";
+  if (!f.node.empty()) std::cout << f.node << " (" << f.target << ") ";
+  std::cout << f.field << ": " << values_text(f);
+  if (f.function) std::cout << "  = " << f.function->text();
+  if (!f.source.empty()) std::cout << "  [" << f.source << "]";
+  if (f.graph_line > 0) std::cout << "  (line " << f.graph_line << ")";
+  std::cout << '\n';
+}
+
+// ---- graph ranks ---------------------------------------------------------------------------
+
+struct RanksOptions {
+  std::string path;
+  bool json = false;
+  std::int32_t per_node = 0;
+  std::string mesh;
+  NormOptions norm;
+};
+
+int run_ranks(const RanksOptions& o) {
+  model::TraceOptions topt;
+  const auto trace = model::read_torch_trace_dir(o.path, topt);
+  if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
+  const auto norm = o.norm.get();
+  const auto report = diff::classify_trace(trace, norm, parse_layout(o.per_node, o.mesh));
+  if (o.json) {
+    std::cout << diff::to_json(report).dump(2) << '\n';
+    return exit_for(report.verdict);
+  }
+  const bool colour = colour_enabled(stdout);
+  std::cout << paint(o.path, Colour::Bold, colour) << ": " << report.ranks.size() << " ranks, "
+            << report.graphs.size() << " graphs; normalizations:";
+  for (const auto& n : report.normalizations) std::cout << ' ' << n;
+  std::cout << '\n';
+  for (const auto& p : report.problems)
+    std::cout << "  " << paint("problem", Colour::Red, colour) << "  " << p << '\n';
+  for (const auto& f : report.findings) print_finding(f, colour);
+  for (const auto& g : report.graphs) {
+    const auto v = g.classification.verdict;
+    const Colour c = v == diff::GraphVerdict::Identical   ? Colour::Green
+                     : v == diff::GraphVerdict::Divergent ? Colour::Red
+                                                          : Colour::Yellow;
+    std::cout << "  " << g.compile.text() << ' ' << g.kind;
+    if (g.occurrence > 0) std::cout << " #" << g.occurrence;
+    std::cout << ": " << paint(diff::verdict_name(v), c, colour) << " (" << g.classification.groups.size()
+              << (g.classification.groups.size() == 1 ? " group" : " groups") << ")\n";
+    for (const auto& f : g.classification.findings) print_finding(f, colour);
+  }
+  std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
+  return exit_for(report.verdict);
+}
+
+// ---- graph diff ----------------------------------------------------------------------------
+
+struct DiffOptions {
+  std::string a, b;
+  std::vector<std::int32_t> ranks;
+  std::vector<std::string> kinds, compiles;
+  bool json = false;
+  std::string html;
+  NormOptions norm;
+};
+
+template <typename T>
+std::optional<T> side(const std::vector<T>& v, std::size_t i) {
+  if (v.empty()) return std::nullopt;
+  return v[std::min(i, v.size() - 1)];
+}
+
+diff::GraphSelection selection(const DiffOptions& o, std::size_t i) {
+  diff::GraphSelection s;
+  s.path = i == 0 ? o.a : o.b;
+  s.rank = side(o.ranks, i);
+  s.kind = side(o.kinds, i).value_or("");
+  if (const auto c = side(o.compiles, i)) {
+    s.compile = model::CompileId::parse(*c);
+    if (!s.compile)
+      throw model::InputError("--compile-id", "malformed compile id '" + *c + "' (expected 0/0)");
+  }
+  return s;
+}
+
+void print_diff(const diff::GraphDiffResult& r, const diff::LoadedGraph& a, const diff::LoadedGraph& b) {
+  const bool colour = colour_enabled(stdout);
+  const auto& s = r.summary;
+  std::cout << "--- " << a.label << " (" << s.nodes_a << " nodes)\n+++ " << b.label << " (" << s.nodes_b
+            << " nodes)\n";
+  for (const auto& c : r.changes) {
+    if (c.removed()) {
+      std::cout << paint("- removed ", Colour::Red, colour) << a.graph.node_name(c.a) << " ("
+                << a.graph.str(a.graph.node(c.a).target) << ")\n";
+    } else if (c.added()) {
+      std::cout << paint("+ added   ", Colour::Green, colour) << b.graph.node_name(c.b) << " ("
+                << b.graph.str(b.graph.node(c.b).target) << ")\n";
+    } else {
+      const char* what = c.fields.empty() ? "~ moved   " : c.moved ? "! changed+moved " : "! changed ";
+      std::cout << paint(what, Colour::Yellow, colour) << a.graph.node_name(c.a);
+      if (a.graph.node_name(c.a) != b.graph.node_name(c.b)) std::cout << " -> " << b.graph.node_name(c.b);
+      std::cout << " (" << a.graph.str(a.graph.node(c.a).target) << ")\n";
+      for (const auto& f : c.fields)
+        std::cout << "      " << f.path << ": " << f.a_text << " -> " << f.b_text << '\n';
+    }
+  }
+  std::cout << "summary: " << s.unchanged << " unchanged, " << s.changed << " changed, " << s.moved
+            << " moved, " << s.added << " added, " << s.removed << " removed (matched by name " << s.by_name
+            << ", structure " << s.by_structure << ", sequence " << s.by_sequence << "); normalizations:";
+  for (const auto& n : r.normalizations) std::cout << ' ' << n;
+  std::cout << '\n' << (r.identical() ? "identical" : "different") << '\n';
+}
+
+int run_diff(const DiffOptions& o) {
+  const auto a = diff::load_graph(selection(o, 0));
+  const auto b = diff::load_graph(selection(o, 1));
+  const auto norm = o.norm.get();
+  const diff::NormalizedGraph na(a.graph, norm, a.rank);
+  const diff::NormalizedGraph nb(b.graph, norm, b.rank);
+  const auto r = diff::diff_graphs(na, nb);
+  if (!o.html.empty()) {
+    std::ofstream out(o.html, std::ios::binary);
+    if (!out) throw model::InputError(o.html, "cannot write the HTML report");
+    out << diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label);
+  }
+  if (o.json) {
+    auto j = diff::to_json(r, a.graph, b.graph);
+    j["a"] = a.label;
+    j["b"] = b.label;
+    std::cout << j.dump(2) << '\n';
+  } else {
+    print_diff(r, a, b);
+  }
+  return r.identical() ? kExitParity : kExitDivergence;
+}
+
+// ---- graph devices -------------------------------------------------------------------------
+
+struct DevicesOptions {
+  diff::GraphSelection sel;
+  std::string compile;
+  std::optional<std::int32_t> target;
+  bool json = false;
+};
+
+int run_devices(DevicesOptions o) {
+  if (!o.compile.empty()) {
+    o.sel.compile = model::CompileId::parse(o.compile);
+    if (!o.sel.compile) throw model::InputError("--compile-id", "malformed compile id '" + o.compile + "'");
+  }
+  const auto g = diff::load_graph(o.sel);
+  const auto r = diff::check_devices(g.graph, g.rank, o.target);
+  if (o.json) {
+    auto j = diff::to_json(r);
+    j["graph"] = g.label;
+    std::cout << j.dump(2) << '\n';
+  } else {
+    const bool colour = colour_enabled(stdout);
+    std::cout << paint(g.label, Colour::Bold, colour) << ": " << r.literals << " device literals, "
+              << r.foreign_annotations << " annotations on another rank's device, " << r.mixed_inputs
+              << " nodes with inputs on different devices\n";
+    for (const auto& f : r.findings) {
+      std::cout << "  " << paint(diff::device_finding_kind_name(f.kind), Colour::Yellow, colour) << "  "
+                << f.node << " (" << f.target << ") " << f.field << ": " << f.text;
+      if (!f.source.empty()) std::cout << "  [" << f.source << "]";
+      std::cout << '\n';
+    }
+    if (o.target) {
+      std::cout << r.remaps.size() << " remaps to load on rank " << *o.target << ":\n";
+      for (const auto& m : r.remaps)
+        std::cout << "  " << m.node << ' ' << m.field << ": cuda:" << m.from << " -> cuda:" << m.to << '\n';
+    }
+  }
+  return r.findings.empty() ? kExitParity : kExitDivergence;
+}
+
+CLI::App* graph_parent(CLI::App& app) {
+  const auto found = app.get_subcommands([](CLI::App* s) { return s->get_name() == "graph"; });
+  if (!found.empty()) return found.front();
+  CLI::App* g = app.add_subcommand("graph", "Inspect and compare FX graphs.");
+  g->require_subcommand(1);
+  return g;
+}
+
+}  // namespace
+
+void register_graph_diff(CLI::App& app, Action& action) {
+  CLI::App* graph = graph_parent(app);
+
+  auto ro = std::make_shared<RanksOptions>();
+  CLI::App* ranks = graph->add_subcommand(
+      "ranks",
+      "Is every graph the same on every rank, up to device- and rank-parametric values? Reads a TORCH_TRACE "
+      "directory; exit 0 when identical, 1 for any difference (the verdict names its kind).");
+  ranks->add_option("TRACE_DIR", ro->path, "TORCH_TRACE directory (or one log file)")->required();
+  ranks->add_flag("--json", ro->json, "Machine-readable output");
+  ranks->add_option("--ranks-per-node", ro->per_node, "Local device = rank % N (default: rank)");
+  ranks->add_option("--mesh", ro->mesh, "Device-mesh shape, row-major over ranks, e.g. 2x4");
+  add_norm_options(ranks, ro->norm);
+  ranks->callback([ro, &action] { action = [ro] { return run_ranks(*ro); }; });
+
+  auto d = std::make_shared<DiffOptions>();
+  CLI::App* gd = graph->add_subcommand("diff",
+                                       "Align two graphs node by node: added, removed, moved and changed "
+                                       "nodes. Exit 0 identical, 1 different.");
+  gd->add_option("A", d->a, "FX text, graph JSON, or TORCH_TRACE log/directory")->required();
+  gd->add_option("B", d->b, "The same kinds of input")->required();
+  gd->add_option("--rank", d->ranks, "Rank to pick (once for both sides, twice for A then B)");
+  gd->add_option("--graph", d->kinds, "Graph kind to pick, e.g. aot_joint_graph (once or twice)");
+  gd->add_option("--compile-id", d->compiles, "Compile id to pick, e.g. 0/0 (once or twice)");
+  gd->add_flag("--json", d->json, "Machine-readable output");
+  gd->add_option("--html", d->html, "Also write a self-contained HTML page here");
+  add_norm_options(gd, d->norm);
+  gd->callback([d, &action] { action = [d] { return run_diff(*d); }; });
+
+  auto dv = std::make_shared<DevicesOptions>();
+  CLI::App* dev = graph->add_subcommand(
+      "devices",
+      "Device literals, annotations on another rank's device, mixed-device inputs; exit 1 when any.");
+  dev->add_option("PATH", dv->sel.path, "FX text, graph JSON, or TORCH_TRACE log/directory")->required();
+  dev->add_option("--rank", dv->sel.rank, "Rank the graph was captured on (TORCH_TRACE: which rank to read)");
+  dev->add_option("--graph", dv->sel.kind, "Graph kind to pick");
+  dev->add_option("--compile-id", dv->compile, "Compile id to pick");
+  dev->add_option("--target-rank", dv->target, "List what must be remapped to load the graph on this rank");
+  dev->add_flag("--json", dv->json, "Machine-readable output");
+  dev->callback([dv, &action] { action = [dv] { return run_devices(*dv); }; });
+}
+
+}  // namespace gparity::cli

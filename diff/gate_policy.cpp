@@ -1,0 +1,109 @@
+#include "diff/gate_policy.hpp"
+
+#include <filesystem>
+
+#include "core/model/input_error.hpp"
+#include "core/model/json_input.hpp"
+#include "core/model/mapped_file.hpp"
+
+namespace gparity::diff {
+namespace {
+
+using model::InputError;
+using nlohmann::json;
+
+std::string string_field(const json& j, const char* key, const std::string& source) {
+  const auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (!it->is_string()) throw InputError(source, std::string("\"") + key + "\" must be a string");
+  return it->get<std::string>();
+}
+
+void check_keys(const json& j, std::initializer_list<std::string_view> known, const std::string& source,
+                const std::string& where) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool ok = false;
+    for (const auto k : known) ok = ok || it.key() == k;
+    // A misspelt key would silently weaken the gate: refuse it.
+    if (!ok) throw InputError(source, "unknown key \"" + it.key() + "\" in " + where);
+  }
+}
+
+}  // namespace
+
+GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
+  const json j = model::parse_json(text, source);
+  if (!j.is_object()) throw InputError(source, "policy is not a JSON object");
+  check_keys(j, {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description"}, source,
+             "the policy");
+  GatePolicy p;
+  p.baseline = string_field(j, "baseline", source);
+  p.candidate = string_field(j, "candidate", source);
+  if (const auto it = j.find("checks"); it != j.end()) {
+    if (!it->is_array()) throw InputError(source, "\"checks\" must be a list");
+    auto& o = p.options;
+    o.loss = o.grad_norm = o.weights = o.grads = o.optimizer = false;
+    for (const auto& c : *it) {
+      const auto name = c.is_string() ? c.get<std::string>() : c.dump();
+      if (name == "loss") {
+        o.loss = true;
+      } else if (name == "grad_norm") {
+        o.grad_norm = true;
+      } else if (name == "weights") {
+        o.weights = true;
+      } else if (name == "grads") {
+        o.grads = true;
+      } else if (name == "optimizer") {
+        o.optimizer = true;
+      } else {
+        throw InputError(source, "unknown check " + name + " (loss, grad_norm, weights, grads, optimizer)");
+      }
+    }
+  }
+  if (const auto it = j.find("steps"); it != j.end()) {
+    if (!it->is_object()) throw InputError(source, "\"steps\" must be an object {\"first\": N, \"last\": M}");
+    check_keys(*it, {"first", "last"}, source, "\"steps\"");
+    try {
+      if (it->contains("first")) p.options.first_step = it->at("first").get<std::int64_t>();
+      if (it->contains("last")) p.options.last_step = it->at("last").get<std::int64_t>();
+    } catch (const json::exception&) {
+      throw InputError(source, "\"steps\" bounds must be integers");
+    }
+  }
+  if (const auto it = j.find("tolerance"); it != j.end()) {
+    if (it->is_string() && it->get<std::string>() == "bitwise") {
+      // the default
+    } else if (it->is_object()) {
+      check_keys(*it, {"ulp", "rtol", "atol"}, source, "\"tolerance\"");
+      try {
+        if (it->contains("ulp")) p.options.tolerance.ulp = it->at("ulp").get<std::uint64_t>();
+        if (it->contains("rtol")) p.options.tolerance.rtol = it->at("rtol").get<double>();
+        if (it->contains("atol")) p.options.tolerance.atol = it->at("atol").get<double>();
+      } catch (const json::exception&) {
+        throw InputError(source, "\"tolerance\" values must be numbers (ulp: a non-negative integer)");
+      }
+    } else {
+      throw InputError(source, "\"tolerance\" must be \"bitwise\" or {\"ulp\": N, \"rtol\": X, \"atol\": X}");
+    }
+  }
+  if (const auto it = j.find("reports"); it != j.end()) {
+    if (!it->is_object()) throw InputError(source, "\"reports\" must be an object");
+    check_keys(*it, {"junit", "markdown", "json"}, source, "\"reports\"");
+    p.junit = string_field(*it, "junit", source);
+    p.markdown = string_field(*it, "markdown", source);
+    p.json = string_field(*it, "json", source);
+  }
+  return p;
+}
+
+GatePolicy load_gate_policy(const std::string& path) {
+  const model::MappedFile file(path);
+  GatePolicy p = parse_gate_policy(file.text(), path);
+  const auto dir = std::filesystem::path(path).parent_path();
+  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json}) {
+    if (!s->empty() && std::filesystem::path(*s).is_relative()) *s = (dir / *s).lexically_normal().string();
+  }
+  return p;
+}
+
+}  // namespace gparity::diff

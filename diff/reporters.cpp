@@ -1,0 +1,258 @@
+#include "diff/reporters.hpp"
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+namespace gparity::diff {
+namespace {
+
+std::string ansi(std::string_view text, const char* code, bool on) {
+  if (!on) return std::string(text);
+  return std::string("\033[") + code + "m" + std::string(text) + "\033[0m";
+}
+
+const char* severity_colour(Severity s) {
+  switch (s) {
+    case Severity::Error: return "1;31";
+    case Severity::Divergence: return "31";
+    case Severity::Warning: return "33";
+    case Severity::Info: return "2";
+  }
+  return "0";
+}
+
+std::string check_name(const Check& c) {
+  return c.rank ? c.name + " [rank " + std::to_string(*c.rank) + "]" : c.name + " [all ranks]";
+}
+
+class TextReporter final : public FindingConsumer {
+ public:
+  TextReporter(std::ostream& out, TextOptions o) : out_(out), o_(o) {}
+  void begin(const ReportHeader& h) override {
+    out_ << ansi(h.title, "1", o_.colour) << ": " << h.baseline << " (baseline) vs " << h.candidate
+         << " (candidate)\n";
+    out_ << "  comparison: " << h.mode << '\n';
+    for (const auto& n : h.notes) out_ << "  note: " << n << '\n';
+  }
+  void finding(const Finding& f) override {
+    if (f.severity == Severity::Info && !o_.verbose) return;
+    out_ << ansi(std::string(severity_name(f.severity)), severity_colour(f.severity), o_.colour);
+    const auto where = f.where.text();
+    if (!where.empty()) out_ << " [" << where << "]";
+    out_ << ": " << f.message << '\n';
+  }
+  void check(const Check& c) override { checks_.push_back(c); }
+  void end(const Verdict& v) override {
+    if (!checks_.empty()) {
+      std::size_t count[4] = {0, 0, 0, 0};
+      for (const auto& c : checks_) ++count[static_cast<int>(c.outcome)];
+      out_ << "checks: " << count[0] << " passed, " << count[1] << " failed, " << count[3] << " errors, " << count[2]
+           << " skipped (not recorded in both runs)\n";
+    }
+    for (const auto& s : v.summary) out_ << "  " << s << '\n';
+    const char* colour = v.exit_code == 0 ? "1;32" : "1;31";
+    out_ << ansi(v.headline, colour, o_.colour) << '\n';
+  }
+
+ private:
+  std::ostream& out_;
+  TextOptions o_;
+  std::vector<Check> checks_;
+};
+
+class JsonReporter final : public FindingConsumer {
+ public:
+  explicit JsonReporter(std::ostream& out) : out_(out) {}
+  void begin(const ReportHeader& h) override {
+    doc_["title"] = h.title;
+    doc_["baseline"] = h.baseline;
+    doc_["candidate"] = h.candidate;
+    doc_["mode"] = h.mode;
+    doc_["notes"] = h.notes;
+    doc_["findings"] = nlohmann::json::array();
+    doc_["checks"] = nlohmann::json::array();
+  }
+  void finding(const Finding& f) override {
+    doc_["findings"].push_back({{"severity", severity_name(f.severity)},
+                                {"kind", f.kind},
+                                {"where", f.where.to_json()},
+                                {"message", f.message},
+                                {"values", f.values}});
+  }
+  void check(const Check& c) override {
+    nlohmann::json j = {{"name", c.name}, {"outcome", outcome_name(c.outcome)}, {"message", c.message}};
+    if (c.rank) j["rank"] = *c.rank;
+    doc_["checks"].push_back(j);
+  }
+  void end(const Verdict& v) override {
+    doc_["exit_code"] = v.exit_code;
+    doc_["parity"] = v.exit_code == 0;
+    doc_["headline"] = v.headline;
+    doc_["summary"] = v.summary;
+    doc_["result"] = v.data;
+    out_ << doc_.dump(2) << '\n';
+  }
+
+ private:
+  std::ostream& out_;
+  nlohmann::json doc_ = nlohmann::json::object();
+};
+
+class JunitReporter final : public FindingConsumer {
+ public:
+  JunitReporter(std::ostream& out, std::string suite) : out_(out), suite_(std::move(suite)) {}
+  void begin(const ReportHeader& h) override { header_ = h; }
+  void finding(const Finding& f) override {
+    if (f.severity == Severity::Info) return;
+    // Findings go into the failure text of the check on the same rank, so a CI page shows the
+    // first divergent values right under the failed test case.
+    auto& bucket = details_[f.where.rank ? *f.where.rank : -1];
+    if (bucket.size() < 20) bucket.push_back(std::string(severity_name(f.severity)) + ": " + f.message);
+  }
+  void check(const Check& c) override { checks_.push_back(c); }
+  void end(const Verdict& v) override {
+    std::size_t failures = 0;
+    std::size_t errors = 0;
+    std::size_t skipped = 0;
+    for (const auto& c : checks_) {
+      failures += c.outcome == Check::Outcome::Fail;
+      errors += c.outcome == Check::Outcome::Error;
+      skipped += c.outcome == Check::Outcome::Skipped;
+    }
+    out_ << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    out_ << "<testsuites name=\"" << xml_escape(suite_) << "\" tests=\"" << checks_.size() << "\" failures=\""
+         << failures << "\" errors=\"" << errors << "\">\n";
+    out_ << "  <testsuite name=\"" << xml_escape(suite_) << "\" tests=\"" << checks_.size()
+         << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
+    out_ << "    <properties>\n";
+    out_ << "      <property name=\"baseline\" value=\"" << xml_escape(header_.baseline) << "\"/>\n";
+    out_ << "      <property name=\"candidate\" value=\"" << xml_escape(header_.candidate) << "\"/>\n";
+    out_ << "      <property name=\"comparison\" value=\"" << xml_escape(header_.mode) << "\"/>\n";
+    out_ << "    </properties>\n";
+    for (const auto& c : checks_) {
+      out_ << "    <testcase classname=\"" << xml_escape(suite_ + "." + c.name) << "\" name=\""
+           << xml_escape(check_name(c)) << "\"";
+      if (c.outcome == Check::Outcome::Pass) {
+        out_ << "/>\n";
+        continue;
+      }
+      out_ << ">\n";
+      const char* tag = c.outcome == Check::Outcome::Fail    ? "failure"
+                        : c.outcome == Check::Outcome::Error ? "error"
+                                                             : "skipped";
+      out_ << "      <" << tag << " message=\"" << xml_escape(c.message) << "\">";
+      if (c.outcome != Check::Outcome::Skipped) {
+        const auto it = details_.find(c.rank ? *c.rank : -1);
+        if (it != details_.end()) {
+          for (const auto& d : it->second) out_ << xml_escape(d) << "&#10;";
+        }
+      }
+      out_ << "</" << tag << ">\n    </testcase>\n";
+    }
+    out_ << "    <system-out>" << xml_escape(v.headline);
+    for (const auto& s : v.summary) out_ << "&#10;" << xml_escape(s);
+    out_ << "</system-out>\n  </testsuite>\n</testsuites>\n";
+  }
+
+ private:
+  std::ostream& out_;
+  std::string suite_;
+  ReportHeader header_;
+  std::vector<Check> checks_;
+  std::map<int, std::vector<std::string>> details_;
+};
+
+std::string md_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|' || c == '*' || c == '_' || c == '`' || c == '<' || c == '>') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+class MarkdownReporter final : public FindingConsumer {
+ public:
+  explicit MarkdownReporter(std::ostream& out) : out_(out) {}
+  void begin(const ReportHeader& h) override { header_ = h; }
+  void finding(const Finding& f) override {
+    if (f.severity != Severity::Info && findings_.size() < 50) findings_.push_back(f);
+    if (f.severity != Severity::Info) ++total_;
+  }
+  void check(const Check& c) override { checks_.push_back(c); }
+  void end(const Verdict& v) override {
+    out_ << "## " << (v.exit_code == 0 ? "✅ " : "❌ ") << md_escape(header_.title) << "\n\n";
+    out_ << "**" << md_escape(v.headline) << "**\n\n";
+    out_ << "Baseline `" << header_.baseline << "` vs candidate `" << header_.candidate
+         << "`; comparison: " << md_escape(header_.mode) << ".\n\n";
+    for (const auto& n : header_.notes) out_ << "> " << md_escape(n) << "\n\n";
+    for (const auto& s : v.summary) out_ << "- " << md_escape(s) << '\n';
+    if (!v.summary.empty()) out_ << '\n';
+    if (!checks_.empty()) {
+      out_ << "| check | rank | result | detail |\n| --- | --- | --- | --- |\n";
+      for (const auto& c : checks_) {
+        out_ << "| " << md_escape(c.name) << " | " << (c.rank ? std::to_string(*c.rank) : "all") << " | "
+             << outcome_name(c.outcome) << " | " << md_escape(c.message) << " |\n";
+      }
+      out_ << '\n';
+    }
+    if (!findings_.empty()) {
+      out_ << "<details><summary>" << total_ << " finding" << (total_ == 1 ? "" : "s") << "</summary>\n\n";
+      for (const auto& f : findings_) {
+        out_ << "- **" << severity_name(f.severity) << "** " << md_escape(f.where.text()) << ": "
+             << md_escape(f.message) << '\n';
+      }
+      if (total_ > findings_.size()) out_ << "- … " << (total_ - findings_.size()) << " more\n";
+      out_ << "\n</details>\n";
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  ReportHeader header_;
+  std::vector<Finding> findings_;
+  std::size_t total_ = 0;
+  std::vector<Check> checks_;
+};
+
+}  // namespace
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\t': out += "&#9;"; break;
+      default:
+        // XML 1.0 forbids other control characters even as references.
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<FindingConsumer> make_text_reporter(std::ostream& out, TextOptions options) {
+  return std::make_unique<TextReporter>(out, options);
+}
+std::unique_ptr<FindingConsumer> make_json_reporter(std::ostream& out) {
+  return std::make_unique<JsonReporter>(out);
+}
+std::unique_ptr<FindingConsumer> make_junit_reporter(std::ostream& out, std::string suite) {
+  return std::make_unique<JunitReporter>(out, std::move(suite));
+}
+std::unique_ptr<FindingConsumer> make_markdown_reporter(std::ostream& out) {
+  return std::make_unique<MarkdownReporter>(out);
+}
+
+}  // namespace gparity::diff

@@ -1,0 +1,28 @@
+#pragma once
+// The standard FindingConsumers: human text (ANSI colour only when asked, i.e. on a TTY), one
+// JSON document, JUnit XML (a test case per check), and Markdown for CI job summaries. Each
+// collects what it is sent and writes its document to the stream at end().
+
+#include <memory>
+#include <ostream>
+
+#include "diff/finding.hpp"
+
+namespace gparity::diff {
+
+struct TextOptions {
+  bool colour = false;
+  /// Info findings are shown only when verbose.
+  bool verbose = false;
+};
+
+std::unique_ptr<FindingConsumer> make_text_reporter(std::ostream& out, TextOptions options = {});
+std::unique_ptr<FindingConsumer> make_json_reporter(std::ostream& out);
+/// `suite` names the JUnit test suite ("gparity.compare", "gparity.gate").
+std::unique_ptr<FindingConsumer> make_junit_reporter(std::ostream& out, std::string suite);
+std::unique_ptr<FindingConsumer> make_markdown_reporter(std::ostream& out);
+
+/// XML text escaping (&, <, >, ", ' and control characters), for the JUnit reporter.
+std::string xml_escape(std::string_view text);
+
+}  // namespace gparity::diff

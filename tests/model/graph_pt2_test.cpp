@@ -1,0 +1,123 @@
+// torch.export .pt2 archives (the real 2.11 archive and a synthesized flat zip of the older
+// layout) and hostile zips: huge members, zip bombs, path tricks, too many members.
+
+#include <gtest/gtest.h>
+#include <zip.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/model/fx_text.hpp"
+#include "core/model/input_error.hpp"
+#include "core/model/pt2.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+using namespace gparity::model;
+
+const std::string kPt2 = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/eager/tiny_export.pt2";
+
+// Writes a zip with the given (name, content) members through libzip.
+std::string make_zip(const gparity::testing::TempDir& dir, const std::string& name,
+                     const std::vector<std::pair<std::string, std::string>>& members) {
+  const std::string path = (dir.path() / name).string();
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  EXPECT_NE(z, nullptr);
+  for (const auto& [m, content] : members) {
+    zip_source_t* src = zip_source_buffer(z, content.data(), content.size(), 0);
+    EXPECT_GE(zip_file_add(z, m.c_str(), src, ZIP_FL_ENC_UTF_8), 0) << m;
+  }
+  EXPECT_EQ(zip_close(z), 0);
+  return path;
+}
+
+std::string model_json() {
+  const ZipArchive zip(kPt2);
+  return zip.read("tiny_export/models/model.json");
+}
+
+TEST(GraphPt2, RealArchiveMatchesItsPrintReadableText) {
+  const auto programs = read_pt2(kPt2);
+  ASSERT_EQ(programs.size(), 1U);
+  EXPECT_EQ(programs[0].member, "tiny_export/models/model.json");
+  const Graph& g = programs[0].graph;
+  std::ifstream f(std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/eager/tiny_export_graph.txt");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const Graph text = parse_fx_text(ss.str(), "tiny_export_graph.txt");
+  // The same program from two importers: node for node the same names, kinds and targets.
+  ASSERT_EQ(g.nodes.size(), text.nodes.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    EXPECT_EQ(g.node_name(static_cast<NodeId>(i)), text.node_name(static_cast<NodeId>(i)));
+    EXPECT_EQ(g.nodes[i].kind, text.nodes[i].kind) << i;
+    if (g.nodes[i].kind == NodeKind::CallFunction) {
+      EXPECT_EQ(g.str(g.nodes[i].target), text.str(text.nodes[i].target)) << i;
+      EXPECT_EQ(g.nodes[i].meta.sizes.size(), text.nodes[i].meta.sizes.size()) << i;
+    }
+  }
+  const Node& rms = g.node(g.find_node("rms_norm"));
+  EXPECT_EQ(g.str(rms.module_path), "layers.0.norm1");
+  EXPECT_EQ(g.str(rms.source.file), "/usr/lib/python3/site-packages/torch/nn/modules/normalization.py");
+  EXPECT_EQ(rms.source.line, 419);
+  EXPECT_EQ(g.str(rms.source.function), "forward");
+  const Node& sdpa = g.node(g.find_node("scaled_dot_product_attention"));
+  EXPECT_EQ(g.str(sdpa.kwargs.empty() ? kEmptyStr : sdpa.kwargs[0].name), "");
+  EXPECT_EQ(sdpa.args[4].kind, ValueKind::Float);
+  EXPECT_EQ(g.str(sdpa.args[4].s), "0.0");
+  EXPECT_EQ(g.node(0).meta.dtype, DType::F32);
+  EXPECT_EQ(g.str(g.node(0).meta.device.type), "cpu");
+}
+
+TEST(GraphPt2, OldFlatLayoutIsRead) {
+  gparity::testing::TempDir dir;
+  const auto path = make_zip(dir, "old.pt2",
+                             {{"serialized_exported_program.json", model_json()},
+                              {"serialized_state_dict.pt", std::string(64, '\x80')},
+                              {"version", "1"}});
+  const auto programs = read_pt2(path);
+  ASSERT_EQ(programs.size(), 1U);
+  EXPECT_EQ(programs[0].member, "serialized_exported_program.json");
+  EXPECT_EQ(programs[0].graph.nodes.size(), 80U);
+}
+
+void expect_error(const std::function<void()>& f, const std::string& source, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.source().find(source), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(GraphPt2, HostileArchivesAreRejectedNamingTheMember) {
+  gparity::testing::TempDir dir;
+  for (const auto& bad : {std::string("../evil/models/m.json"), std::string("/abs/models/m.json"),
+                          std::string("a\\b/models/m.json"), std::string("x/../../models/m.json")}) {
+    const auto p = make_zip(dir, "trick.pt2", {{bad, "{}"}});
+    expect_error([&] { read_pt2(p); }, "trick.pt2!" + bad, "member");
+  }
+  // A zip bomb: 64 MiB of zeros compress to ~64 KiB; the cap stops inflation.
+  const auto bomb = make_zip(dir, "bomb.pt2", {{"a/models/m.json", std::string(64u << 20, ' ')}});
+  ZipLimits small;
+  small.max_member_bytes = 1u << 20;
+  expect_error([&] { read_pt2(bomb, small); }, "bomb.pt2!a/models/m.json", "limit");
+  ZipLimits few;
+  few.max_members = 2;
+  const auto many = make_zip(dir, "many.pt2", {{"a", ""}, {"b", ""}, {"c", ""}});
+  expect_error([&] { read_pt2(many, few); }, "many.pt2", "more than the limit");
+  // Not a zip at all, and a zip without a program.
+  const auto junk = dir.write("junk.pt2", "PK\x03\x04 this is not a zip");
+  expect_error([&] { read_pt2(junk); }, "junk.pt2", "not a readable zip");
+  const auto empty = make_zip(dir, "none.pt2", {{"a/data/weights/w0", "x"}});
+  expect_error([&] { read_pt2(empty); }, "none.pt2", "no exported program");
+  // A program referring to a tensor nobody defines.
+  std::string broken = model_json();
+  broken.replace(broken.find("\"p_tok_weight\"}}, \"kind\""), 14, "\"p_nowhere__\"");
+  const auto bad_ref = make_zip(dir, "ref.pt2", {{"r/models/model.json", broken}});
+  expect_error([&] { read_pt2(bad_ref); }, "ref.pt2!r/models/model.json", "unknown tensor 'p_nowhere__'");
+}
+
+}  // namespace
