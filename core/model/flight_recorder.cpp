@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/model/graph_json.hpp"
 #include "core/model/input_error.hpp"
 #include "core/model/json_input.hpp"
 #include "core/model/mapped_file.hpp"
@@ -190,7 +191,7 @@ std::int32_t rank_of(const std::string& path) {
 }  // namespace
 
 FlightRecorderDump parse_flight_recorder(std::string_view text, const std::string& source) {
-  const Json j = parse_json(text, source);
+  const Json j = parse_json_checked(text, source);
   Reader r(source);
   FlightRecorderDump d = r.dump(j);
   d.rank = rank_of(source);

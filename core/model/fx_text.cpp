@@ -69,6 +69,30 @@ bool is_single_op(char c) noexcept {
     default: return false;
   }
 }
+bool is_open(char c) noexcept {
+  return c == '(' || c == '[' || c == '{';
+}
+bool is_close(char c) noexcept {
+  return c == ')' || c == ']' || c == '}';
+}
+bool is_binary_start(char c) noexcept {
+  switch (c) {
+    case '|':
+    case '^':
+    case '&':
+    case '<':
+    case '>':
+    case '+':
+    case '-':
+    case '*':
+    case '/':
+    case '%':
+    case '@':
+    case '=':
+    case '!': return true;
+    default: return false;
+  }
+}
 bool triple_quote(std::string_view s, std::size_t i, char q) noexcept {
   return i + 2 < s.size() && s[i] == q && s[i + 1] == q && s[i + 2] == q;
 }
@@ -606,10 +630,7 @@ class Parser {
       }
       if (is_op(p, close, "=")) {  // a default value: kept out of the IR, as FX does
         while (p < close && !is_op(p, close, ","))
-          p = tok(p).type == Tok::Op &&
-                      std::string_view("([{").find(text_[tok(p).begin]) != std::string_view::npos
-                  ? skip_group(p, close)
-                  : p + 1;
+          p = tok(p).type == Tok::Op && is_open(text_[tok(p).begin]) ? skip_group(p, close) : p + 1;
       }
       if (!(first && star.empty() && text(name) == "self")) {
         Node n;
@@ -696,8 +717,7 @@ class Parser {
     std::uint32_t e = s.tok_end;
     // `;  a = b = None` release lists carry nothing: cut at the first top-level ';'.
     for (std::uint32_t p = b; p < e; ++p) {
-      if (tok(p).type == Tok::Op &&
-          std::string_view("([{").find(text_[tok(p).begin]) != std::string_view::npos) {
+      if (tok(p).type == Tok::Op && is_open(text_[tok(p).begin])) {
         p = skip_group(p, e) - 1;
       } else if (is_op(p, e, ";")) {
         e = p;
@@ -824,15 +844,14 @@ class Parser {
     for (std::uint32_t p = b; p < e; ++p) {
       const Token& t = tok(p);
       if (t.type != Tok::Op) continue;
-      if (std::string_view("([{").find(text_[t.begin]) != std::string_view::npos) {
+      if (is_open(text_[t.begin])) {
         p = skip_group(p, e) - 1;
         continue;
       }
       if (p == b) continue;  // a leading sign is unary
-      if (std::string_view("|^&<>+-*/%@=!").find(text_[t.begin]) == std::string_view::npos) continue;
+      if (!is_binary_start(text_[t.begin])) continue;
       const Token& prev = tok(p - 1);
-      const bool operand_before =
-          prev.type != Tok::Op || std::string_view(")]}").find(text_[prev.begin]) != std::string_view::npos;
+      const bool operand_before = prev.type != Tok::Op || is_close(text_[prev.begin]);
       if (!operand_before) continue;
       for (const auto& op : kBinaryOps) {
         if (text(t) == op.text && (!best || op.precedence <= best->second->precedence)) best.emplace(p, &op);
@@ -968,10 +987,7 @@ class Parser {
     Value v = atom(p, e, body);
     if (p < e && !is_delim(p)) {
       while (p < e && !is_delim(p)) {
-        p = tok(p).type == Tok::Op &&
-                    std::string_view("([{").find(text_[tok(p).begin]) != std::string_view::npos
-                ? skip_group(p, e)
-                : p + 1;
+        p = tok(p).type == Tok::Op && is_open(text_[tok(p).begin]) ? skip_group(p, e) : p + 1;
       }
       return Value::text(ValueKind::Symbolic, body.g->intern(span(start, p)));
     }
@@ -1034,7 +1050,9 @@ class Parser {
         return Value::text(ValueKind::Opaque, g.intern("..."));
       }
       if (tt == "-" || tt == "~" || tt == "+") {  // any other unary expression: symbolic text
-        const std::uint32_t b = p++;
+        // A loop, not recursion: `- - - ... x` must not grow the stack (found by fuzz_fx_text).
+        const std::uint32_t b = p;
+        while (p < e && (is_op(p, e, "-") || is_op(p, e, "~") || is_op(p, e, "+"))) ++p;
         atom(p, e, body);
         return Value::text(ValueKind::Symbolic, g.intern(span(b, p)));
       }

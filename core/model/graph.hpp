@@ -3,7 +3,7 @@
 // produces and every consumer (graph diff, CLI, GUI) reads. A Graph is an ordered list of nodes in
 // the order the source printed them (FX order is a topological order); nodes refer to each other
 // by index (NodeId), and every string (names, targets, source files and code lines, symbols) is
-// interned in the graph's own StringPool, so an 100,000-node graph is a few flat vectors.
+// interned in the graph's own StringPool, so a 100,000-node graph is a few flat vectors.
 // Strings are compared across graphs by text (graph.str(id)), never by StrId.
 // docs/graph-format.md describes the model and its JSON form (graph_json.hpp).
 

@@ -69,7 +69,7 @@ GraphCollection load_graphs(const std::string& path) {
     } else if (text.find_first_not_of(" \t\r\n") != std::string_view::npos &&
                text[text.find_first_not_of(" \t\r\n")] == '{') {
       c = single(path, "gparity_json", "gparity_graph",
-                 graph_from_json(parse_ordered_json(text, path), path));
+                 graph_from_json(parse_ordered_json_checked(text, path), path));
     } else {
       c = single(path, "fx_text", "fx_text", parse_fx_text(text, path));
     }

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "core/model/graph_json.hpp"
 #include "core/model/input_error.hpp"
 #include "core/model/json_input.hpp"
 
@@ -377,7 +378,7 @@ std::vector<ExportedGraph> read_pt2(const std::string& path, ZipLimits limits) {
   for (const auto& m : programs) {
     const std::string where = path + "!" + m;
     const std::string text = zip.read(m);
-    Graph g = exported_program_to_graph(parse_json(text, where), where);
+    Graph g = exported_program_to_graph(parse_json_checked(text, where), where);
     const auto slash = m.rfind('/');
     const auto stem = m.substr(slash == std::string::npos ? 0 : slash + 1);
     g.name = g.intern(stem.substr(0, stem.size() - 5));

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/model/fx_text.hpp"
+#include "core/model/graph_json.hpp"
 #include "core/model/input_error.hpp"
 #include "core/model/json_input.hpp"
 #include "core/model/mapped_file.hpp"
@@ -218,7 +219,7 @@ class TraceParser {
     }
     nlohmann::json doc;
     try {
-      doc = parse_json(l.substr(close + 2), out_.path, line);
+      doc = parse_json_checked(l.substr(close + 2), out_.path, line);
     } catch (const InputError& e) {
       out_.problems.push_back({e.source(), e.line(), "envelope: " + e.problem()});
       return false;

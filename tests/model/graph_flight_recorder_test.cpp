@@ -9,6 +9,7 @@
 
 #include "core/model/flight_recorder.hpp"
 #include "core/model/input_error.hpp"
+#include "core/model/torch_trace.hpp"
 
 namespace {
 
@@ -66,6 +67,24 @@ TEST(GraphFlightRecorder, MalformedDumpsNameTheEntry) {
   expect_error("{\"entries\": [], \"pg_config\": {\"0\": {\"ranks\": 5}}}", "pg_config[\"0\"]: ranks");
   expect_error("{\"entries\": [" + std::string(10000, '['), "nested deeper");
   expect_error("{\"entries\": [}", "invalid JSON");
+}
+
+}  // namespace
+
+namespace {
+
+// Found by fuzz_flight_recorder: a number that overflows a double made nlohmann throw
+// out_of_range instead of parse_error, which escaped as a crash.
+TEST(GraphFlightRecorder, NumberOverflowIsAnInputErrorNotACrash) {
+  expect_error("{\"entries\": [{\"record_id\": 17952E6636819044315}]}", "number overflow");
+}
+
+TEST(GraphFlightRecorder, EnvelopeNumberOverflowIsReportedByTheTraceReader) {
+  // The same input in a TORCH_TRACE envelope is damage, not an exception (fuzz_torch_trace).
+  const auto t =
+      gparity::model::parse_torch_trace("V1121 04:50:33.123000 9 a.py:1] {\"x\": 587194e751}\n", "o.log");
+  ASSERT_EQ(t.problems.size(), 1U);
+  EXPECT_NE(t.problems[0].problem.find("number overflow"), std::string::npos) << t.problems[0].text();
 }
 
 }  // namespace

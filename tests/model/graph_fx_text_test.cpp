@@ -230,6 +230,10 @@ TEST(GraphFxText, MalformedTextNamesLineAndProblem) {
   expect_error("", 10, "no FX module");
   expect_error(head + "        a = " + std::string(500, '(') + "x" + std::string(500, ')') + "\n", 12,
                "nested deeper");
+  // Found by fuzz_fx_text: a long chain of unary minus signs overflowed the stack.
+  std::string minus;
+  for (int i = 0; i < 200000; ++i) minus += "- ";
+  expect_error(head + "        a = f(" + minus + "x)\n", 11, "no return");
 }
 
 }  // namespace
