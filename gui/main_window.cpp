@@ -67,7 +67,8 @@ MainWindow::MainWindow(QWidget* parent)
       graphs_model_(std::make_unique<GraphListModel>()),
       table_model_(std::make_unique<NodeTableModel>()),
       table_proxy_(std::make_unique<QSortFilterProxyModel>()),
-      inspector_model_(std::make_unique<NodeInspectorModel>()) {
+      inspector_model_(std::make_unique<NodeInspectorModel>()),
+      findings_model_(std::make_unique<FindingsModel>()) {
   setWindowTitle(QStringLiteral("gparity-view"));
   setAcceptDrops(true);
   resize(1400, 860);
@@ -119,6 +120,17 @@ MainWindow::MainWindow(QWidget* parent)
   right_dock->setWidget(inspector_view_);
   addDockWidget(Qt::RightDockWidgetArea, right_dock);
 
+  findings_view_ = make_table(this);
+  findings_view_->setModel(findings_model_.get());
+  auto* findings_dock = new QDockWidget(tr("Rank findings"), this);
+  findings_dock->setObjectName(QStringLiteral("findings_dock"));
+  findings_dock->setWidget(findings_view_);
+  addDockWidget(Qt::BottomDockWidgetArea, findings_dock);
+  connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (current.isValid()) jump_to_finding(current.row());
+          });
+
   messages_ = new QPlainTextEdit(this);
   messages_->setReadOnly(true);
   messages_->setMaximumBlockCount(2000);
@@ -127,7 +139,9 @@ MainWindow::MainWindow(QWidget* parent)
   bottom_dock->setWidget(messages_);
   addDockWidget(Qt::BottomDockWidgetArea, bottom_dock);
   resizeDocks({left_dock, right_dock}, {380, 380}, Qt::Horizontal);
-  resizeDocks({bottom_dock}, {110}, Qt::Vertical);
+  tabifyDockWidget(findings_dock, bottom_dock);
+  findings_dock->raise();
+  resizeDocks({bottom_dock}, {150}, Qt::Vertical);
 
   connect(selector_, &QComboBox::currentIndexChanged, this, [this](int i) { show_graph(i); });
   connect(search_, &QLineEdit::returnPressed, this, [this] {
@@ -269,6 +283,7 @@ void MainWindow::show_graph(int index) {
   inspector_model_->clear();
   canvas_->set_graph(doc_, e.graph);
   search_status_->clear();
+  classify_current();
 }
 
 void MainWindow::select_node(model::NodeId id) {
@@ -306,6 +321,39 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 void MainWindow::dropEvent(QDropEvent* event) {
   for (const QUrl& url : event->mimeData()->urls())
     if (url.isLocalFile()) open_path(url.toLocalFile());
+}
+
+void MainWindow::classify_current() {
+  // Diff mode across ranks: diff/ classifies the shown graph against the same graph on every
+  // rank; the findings list and the node colours come from its result.
+  const auto& e = doc_->graphs[static_cast<std::size_t>(current_)];
+  const auto same = doc_->same_graph_on_ranks(e);
+  if (same.size() < 2) {
+    findings_model_->set_classification({});
+    return;
+  }
+  std::vector<diff::RankGraph> ranks;
+  for (const auto* s : same) ranks.push_back({s->rank, s->graph});
+  findings_model_->set_classification(
+      diff::classify_ranks(ranks, diff::GraphNormalization{}, diff::RankLayout{}));
+  const auto& c = findings_model_->classification();
+  std::vector<QColor> colors(e.graph->nodes.size());
+  for (const auto& f : c.findings)
+    if (const auto id = e.graph->find_node(f.node); id != model::kNoNode && !colors[id].isValid())
+      colors[id] = finding_color(f.cls);
+  canvas_->set_node_colors(std::move(colors));
+  findings_view_->resizeColumnsToContents();
+  report(tr("%1 across %2 ranks: %3, %n finding(s)", nullptr, static_cast<int>(c.findings.size()))
+             .arg(QString::fromStdString(e.kind))
+             .arg(same.size())
+             .arg(QString::fromUtf8(diff::verdict_name(c.verdict).data())));
+}
+
+void MainWindow::jump_to_finding(int row) {
+  const QString name = findings_model_->index(row, 0).data(kNodeNameRole).toString();
+  if (name.isEmpty() || !doc_ || current_ < 0) return;
+  const auto* g = doc_->graphs[static_cast<std::size_t>(current_)].graph;
+  if (const auto id = g->find_node(name.toStdString()); id != model::kNoNode) canvas_->select_node(id);
 }
 
 }  // namespace gparity::gui

@@ -24,6 +24,7 @@ class GraphCanvas;
 class GraphListModel;
 class NodeTableModel;
 class NodeInspectorModel;
+class FindingsModel;
 
 class MainWindow final : public QMainWindow {
  public:
@@ -43,6 +44,9 @@ class MainWindow final : public QMainWindow {
   [[nodiscard]] QComboBox* graph_selector() const { return selector_; }
   [[nodiscard]] const NodeTableModel* node_table() const { return table_model_.get(); }
   [[nodiscard]] const NodeInspectorModel* inspector() const { return inspector_model_.get(); }
+  [[nodiscard]] const FindingsModel* findings() const { return findings_model_.get(); }
+  /// Selects the node a findings row names (what a click on the row does).
+  void jump_to_finding(int row);
   [[nodiscard]] QString messages() const;
   [[nodiscard]] int current_graph() const { return current_; }
 
@@ -57,6 +61,7 @@ class MainWindow final : public QMainWindow {
   void adopt(std::shared_ptr<const Document> doc);
   void report(const QString& text);
   void on_node_selected(model::NodeId id);
+  void classify_current();
 
   std::shared_ptr<const Document> doc_;
   int current_ = -1;
@@ -72,6 +77,8 @@ class MainWindow final : public QMainWindow {
   std::unique_ptr<NodeTableModel> table_model_;
   std::unique_ptr<QSortFilterProxyModel> table_proxy_;
   std::unique_ptr<NodeInspectorModel> inspector_model_;
+  std::unique_ptr<FindingsModel> findings_model_;
+  QTableView* findings_view_ = nullptr;
   int loads_running_ = 0;
   int load_generation_ = 0;
 };

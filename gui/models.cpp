@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
 #include <algorithm>
 #include <utility>
 
@@ -231,6 +232,58 @@ int NodeInspectorModel::differing_rows() const {
   return static_cast<int>(std::count_if(cells_.begin(), cells_.end(), [](const auto& row) {
     return std::any_of(row.begin(), row.end(), [&](const QString& c) { return c != row.front(); });
   }));
+}
+
+// --- FindingsModel ----------------------------------------------------------------------------
+
+QColor finding_color(diff::FindingClass c) {
+  switch (c) {
+    case diff::FindingClass::DeviceParametric: return {173, 208, 255};
+    case diff::FindingClass::RankParametric: return {255, 196, 120};
+    case diff::FindingClass::Divergent: return {255, 140, 140};
+  }
+  return {};
+}
+
+void FindingsModel::set_classification(diff::GraphClassification c) {
+  beginResetModel();
+  c_ = std::move(c);
+  endResetModel();
+}
+
+int FindingsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(c_.findings.size());
+}
+
+int FindingsModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant FindingsModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const auto& f = c_.findings[static_cast<std::size_t>(index.row())];
+  if (role == kNodeNameRole) return qs(f.node);
+  if (role == Qt::BackgroundRole && index.column() == Class) return QBrush(finding_color(f.cls));
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  switch (index.column()) {
+    case Class: return qs(diff::finding_class_name(f.cls));
+    case Node: return qs(f.node);
+    case Field: return qs(f.field);
+    case Values: {
+      QStringList parts;
+      for (const auto& v : f.values) parts << QStringLiteral("%1: %2").arg(v.rank).arg(qs(v.text));
+      return parts.join(QStringLiteral("; "));
+    }
+    case Function: return f.function ? qs(f.function->text()) : QString();
+    default: return {};
+  }
+}
+
+QVariant FindingsModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, o, role);
+  static const char* const kNames[] = {"class", "node", "field", "per rank", "fit"};
+  return section >= 0 && section < ColumnCount ? QString::fromLatin1(kNames[section]) : QVariant();
 }
 
 }  // namespace gparity::gui

@@ -5,16 +5,20 @@
 // - NodeInspectorModel: every field of one node, one column per rank holding the same graph
 //   (same compile id, kind and occurrence); cells whose text differs from rank 0's column are
 //   marked (kDiffersRole true, tinted background).
+// - FindingsModel: diff/'s rank classification of one graph across ranks (rank-parametric,
+//   device-parametric, divergent), one row per finding; kNodeNameRole gives the node to jump to.
 // They hold a shared_ptr to the Document, so the graphs they point into stay alive. The models
 // only format what core/model parsed; they never parse.
 
 #include <QAbstractItemModel>
 #include <QAbstractListModel>
 #include <QAbstractTableModel>
+#include <QColor>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "diff/rank_classify.hpp"
 #include "gui/document.hpp"
 
 namespace gparity::gui {
@@ -23,6 +27,9 @@ namespace gparity::gui {
 inline constexpr int kDiffersRole = Qt::UserRole + 1;
 /// Item data role: the NodeId of a node table row.
 inline constexpr int kNodeIdRole = Qt::UserRole + 2;
+
+/// Item data role: the node name of a finding row (QString, empty for graph-level findings).
+inline constexpr int kNodeNameRole = Qt::UserRole + 3;
 
 /// Short annotation text: "f32[2, 16, 96] cuda:0", "Sym(s77)", "".
 std::string meta_text(const model::Graph& g, const model::TensorMeta& m);
@@ -70,5 +77,22 @@ class NodeInspectorModel final : public QAbstractTableModel {
   std::vector<QString> columns_;             // "rank 0", ...
   std::vector<std::vector<QString>> cells_;  // [row][column]
 };
+
+class FindingsModel final : public QAbstractTableModel {
+ public:
+  enum Column { Class, Node, Field, Values, Function, ColumnCount };
+  void set_classification(diff::GraphClassification c);
+  [[nodiscard]] const diff::GraphClassification& classification() const { return c_; }
+  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  diff::GraphClassification c_;
+};
+
+/// Fill colour of a finding class (also used by the canvas in diff mode).
+QColor finding_color(diff::FindingClass c);
 
 }  // namespace gparity::gui

@@ -156,6 +156,37 @@ TEST_F(GuiTest, InspectorMarksTheRankDependentSliceOfCompileRankbug) {
   EXPECT_GT(slices_differing, 0) << "no slice with bound 0 on rank 0 and 32 on rank 1";
 }
 
+TEST_F(GuiTest, RankDiffModeListsFindingsAndJumpsToTheirNodes) {
+  open(kData + QStringLiteral("compile_rankbug"));
+  const auto doc = window_->document();
+  const auto fwd = doc->find(0, "aot_forward_graph");
+  ASSERT_TRUE(fwd.has_value());
+  window_->show_graph(static_cast<int>(*fwd));
+  ASSERT_TRUE(window_->canvas()->wait_for_layout());
+  const auto* findings = window_->findings();
+  QAbstractItemModelTester tester(const_cast<FindingsModel*>(findings),
+                                  QAbstractItemModelTester::FailureReportingMode::Warning);
+  ASSERT_GT(findings->rowCount(), 0);
+  // Per the samples README the forward graph differs in slice bounds, affine in rank.
+  int slice_rows = 0;
+  for (int r = 0; r < findings->rowCount(); ++r) {
+    const QString cls = findings->index(r, FindingsModel::Class).data().toString();
+    const QString node = findings->index(r, FindingsModel::Node).data().toString();
+    if (cls == QStringLiteral("rank-parametric") && node.startsWith(QStringLiteral("slice"))) {
+      ++slice_rows;
+      window_->jump_to_finding(r);
+      const auto* g = doc->graphs[*fwd].graph;
+      EXPECT_EQ(QString::fromUtf8(g->node_name(window_->canvas()->selected()).data()), node);
+    }
+  }
+  EXPECT_GT(slice_rows, 0);
+  EXPECT_TRUE(window_->messages().contains(QStringLiteral("rank-parametric")));
+  screenshot(*window_, "rank_diff_findings");
+  // A single-rank document has no findings.
+  open(kData + QStringLiteral("eager/tiny_export_graph.txt"));
+  EXPECT_EQ(window_->findings()->rowCount(), 0);
+}
+
 TEST_F(GuiTest, SearchFindsNamesAndTargetsAndStepsThroughThem) {
   open(kData + QStringLiteral("eager/tiny_export_graph.txt"));
   const auto* g = window_->document()->graphs[0].graph;
