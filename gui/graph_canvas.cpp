@@ -548,3 +548,13 @@ void GraphCanvas::set_group_collapsed(std::uint32_t group, bool collapsed) {
 }
 
 }  // namespace gparity::gui
+
+namespace gparity::gui {
+
+void GraphCanvas::set_all_groups_collapsed(bool collapsed) {
+  if (!layout_) return;
+  center_on_adopt_ = selected_ != model::kNoNode;
+  request_layout(std::vector<char>(layout_->collapsed.size(), collapsed ? 1 : 0));
+}
+
+}  // namespace gparity::gui

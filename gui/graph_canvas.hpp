@@ -72,6 +72,8 @@ class GraphCanvas final : public QAbstractScrollArea {
   [[nodiscard]] int match_count() const { return static_cast<int>(matches_.size()); }
 
   void set_group_collapsed(std::uint32_t group, bool collapsed);
+  /// Collapses (true) or expands (false) every group at once.
+  void set_all_groups_collapsed(bool collapsed);
   void fit();
   void zoom_by(double factor, QPointF anchor_view = QPointF(-1, -1));
   [[nodiscard]] double scale() const { return scale_; }
