@@ -82,12 +82,10 @@ const gui::Document& big_graph() {
   return *doc;
 }
 
+QApplication* g_app = nullptr;  // made in main, so it ends before static destruction
+
 QApplication& app() {
-  static int argc = 1;
-  static char name[] = "gui_bench";
-  static char* argv[] = {name, nullptr};
-  static QApplication a(argc, argv);
-  return a;
+  return *g_app;
 }
 
 std::vector<char> groups_state(const model::Graph& g, bool collapsed) {
@@ -164,6 +162,8 @@ BENCHMARK(BM_PanFrame100k)
 
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication a(argc, argv);
+  g_app = &a;
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
