@@ -1,0 +1,359 @@
+#include "gui/main_window.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QElapsedTimer>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeySequence>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressDialog>
+#include <QPushButton>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QStatusBar>
+#include <QTableView>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "gui/graph_canvas.hpp"
+#include "gui/models.hpp"
+
+namespace gparity::gui {
+namespace {
+
+constexpr int kMaxRecent = 8;
+
+struct LoadOutcome {
+  std::shared_ptr<const Document> doc;
+  QString error;
+};
+
+LoadOutcome load(const QString& path) {
+  try {
+    return {load_document(path.toStdString()), {}};
+  } catch (const std::exception& e) {
+    return {nullptr, QString::fromUtf8(e.what())};
+  }
+}
+
+QTableView* make_table(QWidget* parent) {
+  auto* t = new QTableView(parent);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  t->setSelectionMode(QAbstractItemView::SingleSelection);
+  t->verticalHeader()->setDefaultSectionSize(20);
+  t->horizontalHeader()->setStretchLastSection(true);
+  t->setWordWrap(false);
+  return t;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      graphs_model_(std::make_unique<GraphListModel>()),
+      table_model_(std::make_unique<NodeTableModel>()),
+      table_proxy_(std::make_unique<QSortFilterProxyModel>()),
+      inspector_model_(std::make_unique<NodeInspectorModel>()),
+      findings_model_(std::make_unique<FindingsModel>()) {
+  setWindowTitle(QStringLiteral("gparity-view"));
+  setAcceptDrops(true);
+  resize(1400, 860);
+
+  canvas_ = new GraphCanvas(this);
+  setCentralWidget(canvas_);
+
+  // Left: graph selector, search, node table.
+  auto* left = new QWidget(this);
+  auto* lv = new QVBoxLayout(left);
+  lv->setContentsMargins(4, 4, 4, 4);
+  selector_ = new QComboBox(left);
+  selector_->setModel(graphs_model_.get());
+  selector_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  lv->addWidget(selector_);
+  auto* search_row = new QHBoxLayout();
+  search_ = new QLineEdit(left);
+  search_->setPlaceholderText(tr("Search name or target (Enter)"));
+  auto* prev = new QPushButton(QStringLiteral("◀"), left);
+  auto* next = new QPushButton(QStringLiteral("▶"), left);
+  prev->setMaximumWidth(28);
+  next->setMaximumWidth(28);
+  search_row->addWidget(search_);
+  search_row->addWidget(prev);
+  search_row->addWidget(next);
+  lv->addLayout(search_row);
+  search_status_ = new QLabel(left);
+  lv->addWidget(search_status_);
+  table_ = make_table(left);
+  table_proxy_->setSourceModel(table_model_.get());
+  table_proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  table_proxy_->setFilterKeyColumn(-1);
+  table_->setModel(table_proxy_.get());
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(NodeTableModel::Index, Qt::AscendingOrder);
+  lv->addWidget(table_);
+  auto* left_dock = new QDockWidget(tr("Graph"), this);
+  left_dock->setObjectName(QStringLiteral("graph_dock"));
+  left_dock->setWidget(left);
+  addDockWidget(Qt::LeftDockWidgetArea, left_dock);
+
+  inspector_view_ = make_table(this);
+  inspector_view_->setModel(inspector_model_.get());
+  inspector_view_->setWordWrap(true);
+  inspector_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  inspector_view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  auto* right_dock = new QDockWidget(tr("Node inspector"), this);
+  right_dock->setObjectName(QStringLiteral("inspector_dock"));
+  right_dock->setWidget(inspector_view_);
+  addDockWidget(Qt::RightDockWidgetArea, right_dock);
+
+  findings_view_ = make_table(this);
+  findings_view_->setModel(findings_model_.get());
+  auto* findings_dock = new QDockWidget(tr("Rank findings"), this);
+  findings_dock->setObjectName(QStringLiteral("findings_dock"));
+  findings_dock->setWidget(findings_view_);
+  addDockWidget(Qt::BottomDockWidgetArea, findings_dock);
+  connect(findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (current.isValid()) jump_to_finding(current.row());
+          });
+
+  messages_ = new QPlainTextEdit(this);
+  messages_->setReadOnly(true);
+  messages_->setMaximumBlockCount(2000);
+  auto* bottom_dock = new QDockWidget(tr("Messages"), this);
+  bottom_dock->setObjectName(QStringLiteral("messages_dock"));
+  bottom_dock->setWidget(messages_);
+  addDockWidget(Qt::BottomDockWidgetArea, bottom_dock);
+  resizeDocks({left_dock, right_dock}, {380, 380}, Qt::Horizontal);
+  tabifyDockWidget(findings_dock, bottom_dock);
+  findings_dock->raise();
+  resizeDocks({bottom_dock}, {150}, Qt::Vertical);
+
+  connect(selector_, &QComboBox::currentIndexChanged, this, [this](int i) { show_graph(i); });
+  connect(search_, &QLineEdit::returnPressed, this, [this] {
+    const int n = canvas_->search(search_->text());
+    table_proxy_->setFilterFixedString(search_->text());
+    search_status_->setText(search_->text().isEmpty() ? QString() : tr("%n match(es)", nullptr, n));
+  });
+  connect(next, &QPushButton::clicked, canvas_, &GraphCanvas::next_match);
+  connect(prev, &QPushButton::clicked, canvas_, &GraphCanvas::previous_match);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (!current.isValid()) return;
+            const auto id = static_cast<model::NodeId>(current.data(kNodeIdRole).toInt());
+            if (id != canvas_->selected()) canvas_->select_node(id);
+          });
+  connect(canvas_, &GraphCanvas::node_selected, this, [this](quint32 id) { on_node_selected(id); });
+  build_menus();
+  statusBar()->showMessage(
+      tr("Open a TORCH_TRACE directory or an FX text file (File > Open, or drop it here)"));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  auto* open_file = file->addAction(tr("&Open file…"), this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, tr("Open a trace log or FX text"));
+    if (!p.isEmpty()) open_path(p);
+  });
+  open_file->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open &directory…"), this, [this] {
+    const QString p = QFileDialog::getExistingDirectory(this, tr("Open a TORCH_TRACE directory"));
+    if (!p.isEmpty()) open_path(p);
+  });
+  recent_menu_ = file->addMenu(tr("Open &recent"));
+  refresh_recent_menu();
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
+
+  auto* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Fit"), QKeySequence(Qt::Key_F), canvas_, &GraphCanvas::fit);
+  view->addAction(tr("Zoom &in"), QKeySequence::ZoomIn, this, [this] { canvas_->zoom_by(1.25); });
+  view->addAction(tr("Zoom &out"), QKeySequence::ZoomOut, this, [this] { canvas_->zoom_by(0.8); });
+  view->addAction(tr("Find &next"), QKeySequence::FindNext, canvas_, &GraphCanvas::next_match);
+  view->addAction(tr("Find &previous"), QKeySequence::FindPrevious, canvas_, &GraphCanvas::previous_match);
+  view->addAction(tr("&Search"), QKeySequence::Find, this, [this] { search_->setFocus(); });
+}
+
+void MainWindow::refresh_recent_menu() {
+  recent_menu_->clear();
+  const QStringList recent = QSettings().value(QStringLiteral("recent")).toStringList();
+  for (const QString& p : recent) recent_menu_->addAction(p, this, [this, p] { open_path(p); });
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::add_recent(const QString& path) {
+  QSettings s;
+  QStringList recent = s.value(QStringLiteral("recent")).toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  s.setValue(QStringLiteral("recent"), recent);
+  refresh_recent_menu();
+}
+
+void MainWindow::open_path(const QString& path, bool quiet) {
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  const int generation = ++load_generation_;
+  ++loads_running_;
+  statusBar()->showMessage(tr("Loading %1…").arg(abs));
+  auto* watcher = new QFutureWatcher<LoadOutcome>(this);
+  QProgressDialog* progress = nullptr;
+  if (!quiet) {
+    progress =
+        new QProgressDialog(tr("Reading %1…").arg(QFileInfo(abs).fileName()), tr("Cancel"), 0, 0, this);
+    progress->setWindowModality(Qt::WindowModal);
+    progress->setMinimumDuration(300);
+    // Cancelling abandons the result: the reader cannot be interrupted, but its output is dropped
+    // and the window stays usable at once.
+    connect(progress, &QProgressDialog::canceled, this, [this, abs, generation] {
+      if (generation == load_generation_) ++load_generation_;
+      report(tr("Cancelled loading %1").arg(abs));
+    });
+  }
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, progress, abs, generation] {
+    --loads_running_;
+    if (progress) {
+      progress->reset();
+      progress->deleteLater();
+    }
+    const LoadOutcome out = watcher->result();
+    watcher->deleteLater();
+    if (generation != load_generation_) return;  // cancelled or superseded
+    if (!out.doc) {
+      report(tr("Cannot open %1: %2").arg(abs, out.error));
+      statusBar()->showMessage(tr("Failed to open %1").arg(abs));
+      return;
+    }
+    add_recent(abs);
+    adopt(out.doc);
+  });
+  watcher->setFuture(QtConcurrent::run([abs] { return load(abs); }));
+}
+
+bool MainWindow::wait_idle(int timeout_ms) {
+  QElapsedTimer t;
+  t.start();
+  while (loads_running_ > 0 && t.elapsed() < timeout_ms)
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+  return loads_running_ == 0 && canvas_->wait_for_layout(timeout_ms);
+}
+
+void MainWindow::adopt(std::shared_ptr<const Document> doc) {
+  doc_ = std::move(doc);
+  current_ = -1;
+  setWindowTitle(QStringLiteral("gparity-view — %1").arg(QString::fromStdString(doc_->path)));
+  report(tr("Opened %1 (%2, %n graph(s))", nullptr, static_cast<int>(doc_->graphs.size()))
+             .arg(QString::fromStdString(doc_->path), QString::fromStdString(doc_->format)));
+  for (const auto& p : doc_->problems) report(tr("Problem: %1").arg(QString::fromStdString(p)));
+  graphs_model_->set_document(doc_);
+  // Start on the first joint graph when there is one: it is the largest and most telling.
+  int first = 0;
+  for (std::size_t i = 0; i < doc_->graphs.size(); ++i)
+    if (doc_->graphs[i].kind == "aot_joint_graph") {
+      first = static_cast<int>(i);
+      break;
+    }
+  selector_->setCurrentIndex(first);
+  show_graph(first);
+  statusBar()->showMessage(tr("%1 graphs").arg(doc_->graphs.size()));
+}
+
+void MainWindow::show_graph(int index) {
+  if (!doc_ || index < 0 || index >= static_cast<int>(doc_->graphs.size()) || index == current_) return;
+  current_ = index;
+  if (selector_->currentIndex() != index) selector_->setCurrentIndex(index);
+  const auto& e = doc_->graphs[static_cast<std::size_t>(index)];
+  table_model_->set_graph(doc_, e.graph);
+  inspector_model_->clear();
+  canvas_->set_graph(doc_, e.graph);
+  search_status_->clear();
+  classify_current();
+}
+
+void MainWindow::select_node(model::NodeId id) {
+  canvas_->select_node(id);
+}
+
+void MainWindow::on_node_selected(model::NodeId id) {
+  if (!doc_ || current_ < 0) return;
+  const auto& e = doc_->graphs[static_cast<std::size_t>(current_)];
+  inspector_model_->set_node(doc_, doc_->same_graph_on_ranks(e), std::string(e.graph->node_name(id)));
+  const QModelIndex src = table_model_->index(static_cast<int>(id), 0);
+  const QModelIndex proxied = table_proxy_->mapFromSource(src);
+  if (proxied.isValid() && table_->currentIndex().row() != proxied.row()) {
+    table_->setCurrentIndex(proxied);
+    table_->scrollTo(proxied);
+  }
+  const int differing = inspector_model_->differing_rows();
+  statusBar()->showMessage(tr("%1: %2").arg(
+      QString::fromUtf8(e.graph->node_name(id).data(), static_cast<int>(e.graph->node_name(id).size())),
+      differing ? tr("%n field(s) differ across ranks", nullptr, differing) : tr("same on every rank")));
+}
+
+QString MainWindow::messages() const {
+  return messages_->toPlainText();
+}
+
+void MainWindow::report(const QString& text) {
+  messages_->appendPlainText(text);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) open_path(url.toLocalFile());
+}
+
+void MainWindow::classify_current() {
+  // Diff mode across ranks: diff/ classifies the shown graph against the same graph on every
+  // rank; the findings list and the node colours come from its result.
+  const auto& e = doc_->graphs[static_cast<std::size_t>(current_)];
+  const auto same = doc_->same_graph_on_ranks(e);
+  if (same.size() < 2) {
+    findings_model_->set_classification({});
+    return;
+  }
+  std::vector<diff::RankGraph> ranks;
+  for (const auto* s : same) ranks.push_back({s->rank, s->graph});
+  findings_model_->set_classification(
+      diff::classify_ranks(ranks, diff::GraphNormalization{}, diff::RankLayout{}));
+  const auto& c = findings_model_->classification();
+  std::vector<QColor> colors(e.graph->nodes.size());
+  for (const auto& f : c.findings)
+    if (const auto id = e.graph->find_node(f.node); id != model::kNoNode && !colors[id].isValid())
+      colors[id] = finding_color(f.cls);
+  canvas_->set_node_colors(std::move(colors));
+  findings_view_->resizeColumnsToContents();
+  report(tr("%1 across %2 ranks: %3, %n finding(s)", nullptr, static_cast<int>(c.findings.size()))
+             .arg(QString::fromStdString(e.kind))
+             .arg(same.size())
+             .arg(QString::fromUtf8(diff::verdict_name(c.verdict).data())));
+}
+
+void MainWindow::jump_to_finding(int row) {
+  const QString name = findings_model_->index(row, 0).data(kNodeNameRole).toString();
+  if (name.isEmpty() || !doc_ || current_ < 0) return;
+  const auto* g = doc_->graphs[static_cast<std::size_t>(current_)].graph;
+  if (const auto id = g->find_node(name.toStdString()); id != model::kNoNode) canvas_->select_node(id);
+}
+
+}  // namespace gparity::gui

@@ -1,0 +1,86 @@
+#pragma once
+// The gparity-view main window: graph selector, node table, canvas, node inspector with per-rank
+// values, and a messages pane. Inputs are loaded on a worker thread (QtConcurrent) with a
+// cancellable progress dialog; a load that fails shows its message in the window and leaves the
+// previous document open. Recent files live in QSettings; files dropped on the window are opened.
+
+#include <QMainWindow>
+#include <QStringList>
+#include <memory>
+
+#include "gui/document.hpp"
+
+class QComboBox;
+class QLineEdit;
+class QLabel;
+class QTableView;
+class QPlainTextEdit;
+class QMenu;
+class QSortFilterProxyModel;
+
+namespace gparity::gui {
+
+class GraphCanvas;
+class GraphListModel;
+class NodeTableModel;
+class NodeInspectorModel;
+class FindingsModel;
+
+class MainWindow final : public QMainWindow {
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  /// Starts loading `path` in the background (progress dialog unless `quiet`).
+  void open_path(const QString& path, bool quiet = false);
+  /// Spins the event loop until no load is running (tests, screenshots).
+  bool wait_idle(int timeout_ms = 60000);
+  /// Shows graph `index` of the current document.
+  void show_graph(int index);
+  void select_node(model::NodeId id);
+
+  [[nodiscard]] std::shared_ptr<const Document> document() const { return doc_; }
+  [[nodiscard]] GraphCanvas* canvas() const { return canvas_; }
+  [[nodiscard]] QComboBox* graph_selector() const { return selector_; }
+  [[nodiscard]] const NodeTableModel* node_table() const { return table_model_.get(); }
+  [[nodiscard]] const NodeInspectorModel* inspector() const { return inspector_model_.get(); }
+  [[nodiscard]] const FindingsModel* findings() const { return findings_model_.get(); }
+  /// Selects the node a findings row names (what a click on the row does).
+  void jump_to_finding(int row);
+  [[nodiscard]] QString messages() const;
+  [[nodiscard]] int current_graph() const { return current_; }
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void build_menus();
+  void add_recent(const QString& path);
+  void refresh_recent_menu();
+  void adopt(std::shared_ptr<const Document> doc);
+  void report(const QString& text);
+  void on_node_selected(model::NodeId id);
+  void classify_current();
+
+  std::shared_ptr<const Document> doc_;
+  int current_ = -1;
+  GraphCanvas* canvas_ = nullptr;
+  QComboBox* selector_ = nullptr;
+  QLineEdit* search_ = nullptr;
+  QLabel* search_status_ = nullptr;
+  QTableView* table_ = nullptr;
+  QTableView* inspector_view_ = nullptr;
+  QPlainTextEdit* messages_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  std::unique_ptr<GraphListModel> graphs_model_;
+  std::unique_ptr<NodeTableModel> table_model_;
+  std::unique_ptr<QSortFilterProxyModel> table_proxy_;
+  std::unique_ptr<NodeInspectorModel> inspector_model_;
+  std::unique_ptr<FindingsModel> findings_model_;
+  QTableView* findings_view_ = nullptr;
+  int loads_running_ = 0;
+  int load_generation_ = 0;
+};
+
+}  // namespace gparity::gui

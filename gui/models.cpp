@@ -1,0 +1,289 @@
+#include "gui/models.hpp"
+
+#include <QBrush>
+#include <QColor>
+#include <QStringList>
+#include <algorithm>
+#include <utility>
+
+namespace gparity::gui {
+namespace {
+
+QString qs(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
+std::string device_text(const model::Graph& g, const model::Device& d) {
+  std::string out(g.str(d.type));
+  if (d.index >= 0) out += ":" + std::to_string(d.index);
+  return out;
+}
+
+std::string dim_text(const model::Graph& g, const model::Dim& d) {
+  return d.is_symbolic() ? std::string(g.str(d.expr)) : std::to_string(d.value);
+}
+
+std::string value_text(const model::Graph& g, const model::Value& v) {
+  using K = model::ValueKind;
+  auto join = [&](const char* open, const char* close) {
+    std::string out = open;
+    for (std::size_t i = 0; i < v.items.size(); ++i) out += (i ? ", " : "") + value_text(g, v.items[i]);
+    return out + close;
+  };
+  switch (v.kind) {
+    case K::None: return "None";
+    case K::Bool: return v.i ? "True" : "False";
+    case K::Int: return std::to_string(v.i);
+    case K::String: return "'" + std::string(g.str(v.s)) + "'";
+    case K::List: return join("[", "]");
+    case K::Tuple: return join("(", v.items.size() == 1 ? ",)" : ")");
+    case K::Slice: return join("slice(", ")");
+    case K::Node: return v.node < g.nodes.size() ? std::string(g.node_name(v.node)) : "?";
+    case K::DType: return std::string(model::dtype_name(static_cast<model::DType>(v.i)));
+    case K::Device: return "device('" + device_text(g, v.device) + "')";
+    default: return std::string(g.str(v.s));
+  }
+}
+
+std::string names(const model::Graph& g, std::span<const model::NodeId> ids) {
+  std::string out;
+  for (auto id : ids) out += (out.empty() ? "" : ", ") + std::string(g.node_name(id));
+  return out;
+}
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+Fields node_fields(const model::Graph& g, const model::UseEdges& edges, model::NodeId id) {
+  const auto& n = g.node(id);
+  Fields f{{"name", std::string(g.str(n.name))},
+           {"op", std::string(model::node_kind_name(n.kind))},
+           {"target", std::string(g.str(n.target))},
+           {"result", meta_text(g, n.meta)}};
+  for (std::size_t i = 0; i < n.args.size(); ++i)
+    f.emplace_back("args[" + std::to_string(i) + "]", value_text(g, n.args[i]));
+  for (const auto& kw : n.kwargs) f.emplace_back(std::string(g.str(kw.name)), value_text(g, kw.value));
+  if (n.source.known()) {
+    f.emplace_back("source", std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line) +
+                                 " in " + std::string(g.str(n.source.function)));
+    f.emplace_back("code", std::string(g.str(n.source.code)));
+  }
+  if (n.module_path != model::kEmptyStr) f.emplace_back("module", std::string(g.str(n.module_path)));
+  if (n.comment != model::kEmptyStr) f.emplace_back("comment", std::string(g.str(n.comment)));
+  f.emplace_back("line", std::to_string(n.line));
+  f.emplace_back("inputs", names(g, edges.inputs(id)));
+  f.emplace_back("users", names(g, edges.users(id)));
+  return f;
+}
+
+}  // namespace
+
+std::string meta_text(const model::Graph& g, const model::TensorMeta& m) {
+  using K = model::TensorMeta::Kind;
+  switch (m.kind) {
+    case K::None: return {};
+    case K::Sym: return "Sym(" + std::string(g.str(m.sym)) + ")";
+    case K::Other: return std::string(g.str(m.sym));
+    case K::Tensor: break;
+  }
+  std::string out(model::dtype_short_name(m.dtype));
+  out += "[";
+  for (std::size_t i = 0; i < m.sizes.size(); ++i) out += (i ? ", " : "") + dim_text(g, m.sizes[i]);
+  out += "]";
+  if (m.device.type != model::kEmptyStr) out += " " + device_text(g, m.device);
+  return out;
+}
+
+// --- GraphListModel ---------------------------------------------------------------------------
+
+void GraphListModel::set_document(std::shared_ptr<const Document> doc) {
+  beginResetModel();
+  doc_ = std::move(doc);
+  endResetModel();
+}
+
+int GraphListModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !doc_ ? 0 : static_cast<int>(doc_->graphs.size());
+}
+
+QVariant GraphListModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const auto& e = doc_->graphs[static_cast<std::size_t>(index.row())];
+  if (role == Qt::DisplayRole) return qs(e.label);
+  if (role == Qt::ToolTipRole) return qs(doc_->path);
+  return {};
+}
+
+// --- NodeTableModel ---------------------------------------------------------------------------
+
+void NodeTableModel::set_graph(std::shared_ptr<const Document> doc, const model::Graph* graph) {
+  beginResetModel();
+  doc_ = std::move(doc);
+  graph_ = graph;
+  endResetModel();
+}
+
+int NodeTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !graph_ ? 0 : static_cast<int>(graph_->nodes.size());
+}
+
+int NodeTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant NodeTableModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const auto id = static_cast<model::NodeId>(index.row());
+  if (role == kNodeIdRole) return index.row();
+  if (role != Qt::DisplayRole) return {};
+  const auto& n = graph_->node(id);
+  switch (index.column()) {
+    case Index: return index.row();
+    case Name: return qs(graph_->str(n.name));
+    case Op: return qs(model::node_kind_name(n.kind));
+    case Target: return qs(graph_->str(n.target));
+    case Result: return qs(meta_text(*graph_, n.meta));
+    case Source:
+      if (n.module_path != model::kEmptyStr) return qs(graph_->str(n.module_path));
+      if (!n.source.known()) return QString();
+      return qs(graph_->str(n.source.file)).section(QLatin1Char('/'), -1) + QLatin1Char(':') +
+             QString::number(n.source.line);
+    default: return {};
+  }
+}
+
+QVariant NodeTableModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, o, role);
+  static const char* const kNames[] = {"#", "name", "op", "target", "result", "module / source"};
+  return section >= 0 && section < ColumnCount ? QString::fromLatin1(kNames[section]) : QVariant();
+}
+
+// --- NodeInspectorModel -----------------------------------------------------------------------
+
+void NodeInspectorModel::set_node(std::shared_ptr<const Document> doc, std::vector<const GraphEntry*> ranks,
+                                  const std::string& name) {
+  beginResetModel();
+  doc_ = std::move(doc);
+  fields_.clear();
+  columns_.clear();
+  cells_.clear();
+  std::vector<Fields> per_rank;
+  for (const auto* e : ranks) {
+    const auto id = e->graph->find_node(name);
+    columns_.push_back(e->rank >= 0 ? QStringLiteral("rank %1").arg(e->rank) : QStringLiteral("value"));
+    per_rank.push_back(id == model::kNoNode ? Fields{{"name", "(absent on this rank)"}}
+                                            : node_fields(*e->graph, model::UseEdges(*e->graph), id));
+  }
+  // Rows: the union of field names in first-seen order.
+  std::vector<std::string> labels;
+  for (const auto& f : per_rank)
+    for (const auto& [label, text] : f)
+      if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+  for (const auto& label : labels) {
+    fields_.push_back(qs(label));
+    std::vector<QString> row;
+    for (const auto& f : per_rank) {
+      auto it = std::find_if(f.begin(), f.end(), [&](const auto& p) { return p.first == label; });
+      row.push_back(it == f.end() ? QStringLiteral("—") : qs(it->second));
+    }
+    cells_.push_back(std::move(row));
+  }
+  endResetModel();
+}
+
+void NodeInspectorModel::clear() {
+  beginResetModel();
+  fields_.clear();
+  columns_.clear();
+  cells_.clear();
+  endResetModel();
+}
+
+int NodeInspectorModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(cells_.size());
+}
+
+int NodeInspectorModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(columns_.size());
+}
+
+QVariant NodeInspectorModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const auto& row = cells_[static_cast<std::size_t>(index.row())];
+  const auto& cell = row[static_cast<std::size_t>(index.column())];
+  const bool differs = cell != row.front();
+  switch (role) {
+    case Qt::DisplayRole:
+    case Qt::ToolTipRole: return cell;
+    case kDiffersRole: return differs;
+    case Qt::BackgroundRole: return differs ? QBrush(QColor(255, 214, 170)) : QVariant();
+    default: return {};
+  }
+}
+
+QVariant NodeInspectorModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  const auto s = static_cast<std::size_t>(section);
+  if (o == Qt::Horizontal) return s < columns_.size() ? columns_[s] : QVariant();
+  return s < fields_.size() ? fields_[s] : QVariant();
+}
+
+int NodeInspectorModel::differing_rows() const {
+  return static_cast<int>(std::count_if(cells_.begin(), cells_.end(), [](const auto& row) {
+    return std::any_of(row.begin(), row.end(), [&](const QString& c) { return c != row.front(); });
+  }));
+}
+
+// --- FindingsModel ----------------------------------------------------------------------------
+
+QColor finding_color(diff::FindingClass c) {
+  switch (c) {
+    case diff::FindingClass::DeviceParametric: return {173, 208, 255};
+    case diff::FindingClass::RankParametric: return {255, 196, 120};
+    case diff::FindingClass::Divergent: return {255, 140, 140};
+  }
+  return {};
+}
+
+void FindingsModel::set_classification(diff::GraphClassification c) {
+  beginResetModel();
+  c_ = std::move(c);
+  endResetModel();
+}
+
+int FindingsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(c_.findings.size());
+}
+
+int FindingsModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant FindingsModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const auto& f = c_.findings[static_cast<std::size_t>(index.row())];
+  if (role == kNodeNameRole) return qs(f.node);
+  if (role == Qt::BackgroundRole && index.column() == Class) return QBrush(finding_color(f.cls));
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  switch (index.column()) {
+    case Class: return qs(diff::finding_class_name(f.cls));
+    case Node: return qs(f.node);
+    case Field: return qs(f.field);
+    case Values: {
+      QStringList parts;
+      for (const auto& v : f.values) parts << QStringLiteral("%1: %2").arg(v.rank).arg(qs(v.text));
+      return parts.join(QStringLiteral("; "));
+    }
+    case Function: return f.function ? qs(f.function->text()) : QString();
+    default: return {};
+  }
+}
+
+QVariant FindingsModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, o, role);
+  static const char* const kNames[] = {"class", "node", "field", "per rank", "fit"};
+  return section >= 0 && section < ColumnCount ? QString::fromLatin1(kNames[section]) : QVariant();
+}
+
+}  // namespace gparity::gui
