@@ -1,4 +1,5 @@
-// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file).
+// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file), or,
+// when both paths are run directories, the run views of baseline PATH and candidate PATH.
 #include <QApplication>
 #include <QStringList>
 
@@ -11,6 +12,11 @@ int main(int argc, char** argv) {
   gparity::gui::MainWindow window;
   window.show();
   const QStringList args = QApplication::arguments().mid(1);
-  for (const QString& path : args) window.open_path(path);
+  if (args.size() == 2 && gparity::gui::MainWindow::is_run(args[0]) &&
+      gparity::gui::MainWindow::is_run(args[1])) {
+    window.open_runs(args[0], args[1]);
+  } else {
+    for (const QString& path : args) window.open_path(path);
+  }
   return QApplication::exec();
 }

@@ -31,6 +31,7 @@
 
 #include "gui/graph_canvas.hpp"
 #include "gui/models.hpp"
+#include "gui/run_views.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -176,6 +177,12 @@ void MainWindow::build_menus() {
     const QString p = QFileDialog::getExistingDirectory(this, tr("Open a TORCH_TRACE directory"));
     if (!p.isEmpty()) open_path(p);
   });
+  file->addAction(tr("Open r&uns (baseline, candidate)…"), this, [this] {
+    const QString b = QFileDialog::getExistingDirectory(this, tr("Baseline run"));
+    if (b.isEmpty()) return;
+    const QString c = QFileDialog::getExistingDirectory(this, tr("Candidate run"));
+    if (!c.isEmpty()) open_runs(b, c);
+  });
   recent_menu_ = file->addMenu(tr("Open &recent"));
   refresh_recent_menu();
   file->addSeparator();
@@ -244,6 +251,44 @@ void MainWindow::open_path(const QString& path, bool quiet) {
     adopt(out.doc);
   });
   watcher->setFuture(QtConcurrent::run([abs] { return load(abs); }));
+}
+
+bool MainWindow::is_run(const QString& path) {
+  // Only directories: a TORCH_TRACE .log file would pass as a console log.
+  if (!QFileInfo(path).isDir()) return false;
+  return is_run_path(path.toStdString());
+}
+
+void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
+  struct Outcome {
+    std::shared_ptr<RunPair> runs;
+    QString error;
+  };
+  ++loads_running_;
+  statusBar()->showMessage(tr("Loading runs %1 and %2…").arg(baseline, candidate));
+  auto* watcher = new QFutureWatcher<Outcome>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+    --loads_running_;
+    const Outcome out = watcher->result();
+    watcher->deleteLater();
+    if (!out.runs) {
+      report(tr("Cannot open runs: %1").arg(out.error));
+      statusBar()->showMessage(tr("Failed to open runs"));
+      return;
+    }
+    for (const auto& p : out.runs->problems) report(QString::fromStdString(p));
+    run_views_ = std::make_unique<RunViewsWidget>(std::move(*out.runs));
+    run_views_->resize(1200, 760);
+    run_views_->show();
+    statusBar()->showMessage(run_views_->summary());
+  });
+  watcher->setFuture(QtConcurrent::run([b = baseline.toStdString(), c = candidate.toStdString()] {
+    try {
+      return Outcome{std::make_shared<RunPair>(load_run_pair(b, c)), {}};
+    } catch (const std::exception& e) {
+      return Outcome{nullptr, QString::fromStdString(e.what())};
+    }
+  }));
 }
 
 bool MainWindow::wait_idle(int timeout_ms) {

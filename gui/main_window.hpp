@@ -25,6 +25,7 @@ class GraphListModel;
 class NodeTableModel;
 class NodeInspectorModel;
 class FindingsModel;
+class RunViewsWidget;
 
 class MainWindow final : public QMainWindow {
  public:
@@ -38,6 +39,12 @@ class MainWindow final : public QMainWindow {
   /// Shows graph `index` of the current document.
   void show_graph(int index);
   void select_node(model::NodeId id);
+  /// Loads a baseline and a candidate run (any format model::open_run reads) in the background
+  /// and shows the run views in their own window; errors go to the messages pane.
+  void open_runs(const QString& baseline, const QString& candidate);
+  /// True when `path` opens as a run (gparity-view BASELINE CANDIDATE opens the run views).
+  [[nodiscard]] static bool is_run(const QString& path);
+  [[nodiscard]] RunViewsWidget* run_views() const { return run_views_.get(); }
 
   [[nodiscard]] std::shared_ptr<const Document> document() const { return doc_; }
   [[nodiscard]] GraphCanvas* canvas() const { return canvas_; }
@@ -79,6 +86,7 @@ class MainWindow final : public QMainWindow {
   std::unique_ptr<NodeInspectorModel> inspector_model_;
   std::unique_ptr<FindingsModel> findings_model_;
   QTableView* findings_view_ = nullptr;
+  std::unique_ptr<RunViewsWidget> run_views_;
   int loads_running_ = 0;
   int load_generation_ = 0;
 };

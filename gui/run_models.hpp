@@ -1,0 +1,94 @@
+#pragma once
+// The run views' data: a baseline and a candidate run (model::open_run, any format it reads)
+// loaded rank by rank, and two item models over them. RunHeatmapModel is the step x parameter
+// table of one rank: a cell differs when any per-parameter hash array both runs recorded for that
+// step holds different values (bitwise; the values are read, not recomputed). Columns follow the
+// baseline's registration order; candidate parameters are matched by name. RunCurvesModel holds
+// loss and grad norm of both runs per step with diff::ulp_distance between them. No Qt widgets
+// here; load_run_pair throws model::InputError for input it cannot use.
+
+#include <QAbstractTableModel>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/trace_schema.hpp"
+
+namespace gparity::gui {
+
+/// One rank of both runs, aligned by step number (steps present in both, ascending).
+struct RankPair {
+  int rank = 0;
+  std::vector<std::int64_t> steps;
+  /// differs[s][p]: parameter p (baseline registration order) differs at steps[s].
+  std::vector<std::vector<bool>> differs;
+  /// missing[s][p]: no common hash array holds parameter p at steps[s] (not comparable).
+  std::vector<std::vector<bool>> missing;
+  std::vector<std::optional<model::TraceScalar>> base_loss, cand_loss, base_grad, cand_grad;
+  /// First (step row, parameter column) that differs, in step then registration order.
+  std::optional<std::pair<int, int>> first_divergence;
+};
+
+struct RunPair {
+  std::string baseline_path;
+  std::string candidate_path;
+  std::vector<std::string> params;  // baseline registration order
+  std::vector<RankPair> ranks;      // ranks present in both runs
+  std::vector<std::string> problems;
+};
+
+/// True when model::open_run accepts `path`.
+bool is_run_path(const std::string& path);
+
+/// Opens both runs and aligns every rank both hold. Throws model::InputError.
+RunPair load_run_pair(const std::string& baseline, const std::string& candidate);
+
+/// Rows: steps; columns: parameters. DisplayRole "≠" / "" / "?", ToolTipRole names the cell,
+/// BackgroundRole colours it, kDiffersRole (bool) and kFirstDivergenceRole (bool) for views.
+class RunHeatmapModel final : public QAbstractTableModel {
+ public:
+  static constexpr int kDiffersRole = Qt::UserRole + 1;
+  static constexpr int kFirstDivergenceRole = Qt::UserRole + 2;
+  static constexpr int kMissingRole = Qt::UserRole + 3;
+
+  explicit RunHeatmapModel(QObject* parent = nullptr);
+  void set_runs(const RunPair* runs);  // not owned; nullptr clears
+  void set_rank_index(int index);      // index into RunPair::ranks
+  [[nodiscard]] int rank_index() const noexcept { return rank_; }
+  [[nodiscard]] const RankPair* current() const noexcept;
+  /// Parameters that differ at `row`.
+  [[nodiscard]] int differing_in_row(int row) const;
+
+  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  const RunPair* runs_ = nullptr;
+  int rank_ = 0;
+};
+
+/// Rows: steps. Columns: step, baseline loss, candidate loss, loss ULP, baseline grad norm,
+/// candidate grad norm, grad norm ULP. Values are doubles (EditRole) or empty when absent.
+class RunCurvesModel final : public QAbstractTableModel {
+ public:
+  enum Column : std::uint8_t { Step, BaseLoss, CandLoss, LossUlp, BaseGrad, CandGrad, GradUlp, Count };
+
+  explicit RunCurvesModel(QObject* parent = nullptr);
+  void set_runs(const RunPair* runs);
+  void set_rank_index(int index);
+  [[nodiscard]] const RankPair* current() const noexcept;
+
+  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  const RunPair* runs_ = nullptr;
+  int rank_ = 0;
+};
+
+}  // namespace gparity::gui

@@ -1,0 +1,242 @@
+#include "gui/run_views.hpp"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QPainter>
+#include <QScrollArea>
+#include <QTabWidget>
+#include <QVBoxLayout>
+#include <QValueAxis>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace gparity::gui {
+namespace {
+
+constexpr int kCellW = 26;
+constexpr int kCellH = 20;
+constexpr int kLeft = 80;
+constexpr int kTop = 190;
+
+// One chart of `columns` against the step column; empty cells leave gaps out of the series.
+QChart* make_chart(const RunCurvesModel& m, const QString& title,
+                   std::initializer_list<std::pair<int, QColor>> columns) {
+  auto* chart = new QChart;  // owned by the QChartView it is set on
+  chart->setTitle(title);
+  double lo = std::numeric_limits<double>::max();
+  double hi = std::numeric_limits<double>::lowest();
+  double x_lo = lo;
+  double x_hi = hi;
+  for (const auto& [column, colour] : columns) {
+    auto* series = new QLineSeries(chart);
+    series->setName(m.headerData(column, Qt::Horizontal, Qt::DisplayRole).toString());
+    series->setColor(colour);
+    for (int row = 0; row < m.rowCount(); ++row) {
+      const QVariant v = m.data(m.index(row, column), Qt::EditRole);
+      if (!v.isValid()) continue;
+      const double x = m.data(m.index(row, RunCurvesModel::Step), Qt::EditRole).toDouble();
+      const double y = v.toDouble();
+      series->append(x, y);
+      lo = std::min(lo, y);
+      hi = std::max(hi, y);
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+    }
+    chart->addSeries(series);
+  }
+  auto* x_axis = new QValueAxis(chart);
+  auto* y_axis = new QValueAxis(chart);
+  x_axis->setTitleText(QStringLiteral("step"));
+  x_axis->setLabelFormat(QStringLiteral("%d"));
+  if (x_lo <= x_hi) x_axis->setRange(x_lo, std::max(x_hi, x_lo + 1));
+  if (lo <= hi) {
+    const double pad = hi > lo ? (hi - lo) * 0.05 : std::max(1.0, std::abs(hi) * 0.05);
+    y_axis->setRange(lo - pad, hi + pad);
+  }
+  chart->addAxis(x_axis, Qt::AlignBottom);
+  chart->addAxis(y_axis, Qt::AlignLeft);
+  for (auto* s : chart->series()) {
+    s->attachAxis(x_axis);
+    s->attachAxis(y_axis);
+  }
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  return chart;
+}
+
+}  // namespace
+
+// ---- RunHeatmapView ----
+
+RunHeatmapView::RunHeatmapView(QWidget* parent) : QWidget(parent) {}
+
+void RunHeatmapView::set_model(const RunHeatmapModel* model) {
+  model_ = model;
+  if (model_ != nullptr)
+    connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+      updateGeometry();
+      update();
+    });
+  updateGeometry();
+  update();
+}
+
+QSize RunHeatmapView::sizeHint() const {
+  if (model_ == nullptr) return {400, 300};
+  return {kLeft + model_->columnCount() * kCellW + 20, kTop + model_->rowCount() * kCellH + 20};
+}
+
+void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
+  QPainter p(this);
+  p.fillRect(rect(), palette().base());
+  if (model_ == nullptr) return;
+  p.setPen(palette().text().color());
+  for (int c = 0; c < model_->columnCount(); ++c) {
+    // Parameter names stand rotated above their column so 21+ columns stay narrow.
+    p.save();
+    p.translate(kLeft + c * kCellW + kCellW / 2 + 4, kTop - 6);
+    p.rotate(-60);
+    p.drawText(0, 0, model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
+    p.restore();
+  }
+  std::optional<QRect> first;
+  for (int r = 0; r < model_->rowCount(); ++r) {
+    const QRect label(0, kTop + r * kCellH, kLeft - 6, kCellH);
+    p.setPen(palette().text().color());
+    p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
+               model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
+    for (int c = 0; c < model_->columnCount(); ++c) {
+      const QModelIndex i = model_->index(r, c);
+      const QRect cell(kLeft + c * kCellW, kTop + r * kCellH, kCellW - 1, kCellH - 1);
+      p.fillRect(cell, model_->data(i, Qt::BackgroundRole).value<QBrush>());
+      if (model_->data(i, RunHeatmapModel::kFirstDivergenceRole).toBool()) first = cell;
+    }
+  }
+  if (first) {
+    p.setPen(QPen(Qt::black, 3));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(first->adjusted(1, 1, -1, -1));
+  }
+}
+
+// ---- RunCurvesView ----
+
+RunCurvesView::RunCurvesView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* top = new QHBoxLayout;
+  loss_ = new QChartView(this);
+  grad_ = new QChartView(this);
+  ulp_ = new QChartView(this);
+  for (auto* v : {loss_, grad_, ulp_}) v->setRenderHint(QPainter::Antialiasing);
+  top->addWidget(loss_);
+  top->addWidget(grad_);
+  layout->addLayout(top, 3);
+  layout->addWidget(ulp_, 2);
+}
+
+void RunCurvesView::set_model(const RunCurvesModel* model) {
+  model_ = model;
+  if (model_ != nullptr) connect(model_, &QAbstractItemModel::modelReset, this, &RunCurvesView::rebuild);
+  rebuild();
+}
+
+void RunCurvesView::rebuild() {
+  if (model_ == nullptr) return;
+  const QColor base(33, 102, 172);
+  const QColor cand(214, 96, 77);
+  // setChart deletes the chart it replaces.
+  loss_->setChart(
+      make_chart(*model_, tr("Loss"), {{RunCurvesModel::BaseLoss, base}, {RunCurvesModel::CandLoss, cand}}));
+  grad_->setChart(make_chart(*model_, tr("Grad norm"),
+                             {{RunCurvesModel::BaseGrad, base}, {RunCurvesModel::CandGrad, cand}}));
+  ulp_->setChart(make_chart(*model_, tr("ULP distance, candidate vs baseline"),
+                            {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}));
+}
+
+// ---- RunViewsWidget ----
+
+RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
+    : QWidget(parent),
+      runs_(std::make_unique<RunPair>(std::move(runs))),
+      heatmap_model_(std::make_unique<RunHeatmapModel>()),
+      curves_model_(std::make_unique<RunCurvesModel>()) {
+  setWindowTitle(tr("gparity-view · runs"));
+  heatmap_model_->set_runs(runs_.get());
+  curves_model_->set_runs(runs_.get());
+
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Rank:"), this));
+  rank_ = new QComboBox(this);
+  for (const auto& r : runs_->ranks) rank_->addItem(tr("rank %1").arg(r.rank));
+  bar->addWidget(rank_);
+  summary_ = new QLabel(this);
+  summary_->setWordWrap(true);
+  bar->addWidget(summary_, 1);
+  layout->addLayout(bar);
+
+  tabs_ = new QTabWidget(this);
+  heatmap_ = new RunHeatmapView;
+  heatmap_->set_model(heatmap_model_.get());
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(heatmap_);
+  scroll->setWidgetResizable(true);
+  tabs_->addTab(scroll, tr("Hash heatmap"));
+  curves_ = new RunCurvesView;
+  curves_->set_model(curves_model_.get());
+  tabs_->addTab(curves_, tr("Loss and grad norm"));
+  layout->addWidget(tabs_, 1);
+
+  connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) { set_rank_index(i); });
+  update_summary();
+}
+
+RunViewsWidget::~RunViewsWidget() = default;
+
+void RunViewsWidget::set_rank_index(int index) {
+  heatmap_model_->set_rank_index(index);
+  curves_model_->set_rank_index(index);
+  if (rank_->currentIndex() != index) rank_->setCurrentIndex(index);
+  update_summary();
+}
+
+void RunViewsWidget::show_heatmap() {
+  tabs_->setCurrentIndex(0);
+}
+void RunViewsWidget::show_curves() {
+  tabs_->setCurrentIndex(1);
+}
+
+QString RunViewsWidget::summary() const {
+  return summary_->text();
+}
+
+void RunViewsWidget::update_summary() {
+  const RankPair* r = heatmap_model_->current();
+  QString text =
+      tr("baseline %1 · candidate %2 · ")
+          .arg(QString::fromStdString(runs_->baseline_path), QString::fromStdString(runs_->candidate_path));
+  if (r == nullptr) {
+    summary_->setText(text + tr("no rank in common"));
+    return;
+  }
+  if (!r->first_divergence) {
+    summary_->setText(text +
+                      tr("rank %1: hashes bitwise equal at all %2 steps").arg(r->rank).arg(r->steps.size()));
+    return;
+  }
+  const auto [row, col] = *r->first_divergence;
+  summary_->setText(text + tr("rank %1: first divergence at step %2, %3 (%4 of %5 parameters differ)")
+                               .arg(r->rank)
+                               .arg(r->steps[static_cast<std::size_t>(row)])
+                               .arg(QString::fromStdString(runs_->params[static_cast<std::size_t>(col)]))
+                               .arg(heatmap_model_->differing_in_row(row))
+                               .arg(runs_->params.size()));
+}
+
+}  // namespace gparity::gui

@@ -1,0 +1,75 @@
+#pragma once
+// gparity-view's run views over gui/run_models.hpp: a step x parameter heatmap painted from
+// RunHeatmapModel (first divergence outlined), loss and grad-norm curves of baseline and
+// candidate with the ULP distance per step beneath (Qt Charts, from RunCurvesModel), and
+// RunViewsWidget, which holds a loaded RunPair, a rank selector and both views in tabs.
+
+#include <QWidget>
+#include <memory>
+
+#include "gui/run_models.hpp"
+
+class QAbstractItemModel;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QTabWidget;
+
+namespace gparity::gui {
+
+/// Paints a RunHeatmapModel: one cell per (step, parameter), red = differs, green = equal,
+/// grey = not comparable; the first divergence gets a thick black frame.
+class RunHeatmapView final : public QWidget {
+ public:
+  explicit RunHeatmapView(QWidget* parent = nullptr);
+  void set_model(const RunHeatmapModel* model);
+  [[nodiscard]] QSize sizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  const RunHeatmapModel* model_ = nullptr;
+};
+
+/// Loss, grad norm and their ULP distance per step, rebuilt whenever the model resets.
+class RunCurvesView final : public QWidget {
+ public:
+  explicit RunCurvesView(QWidget* parent = nullptr);
+  void set_model(const RunCurvesModel* model);
+  void rebuild();
+
+ private:
+  const RunCurvesModel* model_ = nullptr;
+  QChartView* loss_ = nullptr;
+  QChartView* grad_ = nullptr;
+  QChartView* ulp_ = nullptr;
+};
+
+class RunViewsWidget final : public QWidget {
+ public:
+  explicit RunViewsWidget(RunPair runs, QWidget* parent = nullptr);
+  ~RunViewsWidget() override;
+
+  void set_rank_index(int index);
+  void show_heatmap();
+  void show_curves();
+  [[nodiscard]] const RunPair& runs() const noexcept { return *runs_; }
+  [[nodiscard]] const RunHeatmapModel* heatmap_model() const noexcept { return heatmap_model_.get(); }
+  [[nodiscard]] const RunCurvesModel* curves_model() const noexcept { return curves_model_.get(); }
+  [[nodiscard]] QString summary() const;
+
+ private:
+  void update_summary();
+
+  std::unique_ptr<RunPair> runs_;
+  std::unique_ptr<RunHeatmapModel> heatmap_model_;
+  std::unique_ptr<RunCurvesModel> curves_model_;
+  QComboBox* rank_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  RunHeatmapView* heatmap_ = nullptr;
+  RunCurvesView* curves_ = nullptr;
+};
+
+}  // namespace gparity::gui

@@ -1,0 +1,168 @@
+// gparity-view's run views under QT_QPA_PLATFORM=offscreen, on the bundled sample runs
+// (samples/runs: FSDP2 2-rank, eager vs torch.compile; samples/runs/README.md): the heatmap
+// model marks step 1 as the first divergence on both ranks with 14 of 21 parameters differing,
+// eager vs eager_repeat has none, the curves carry ULP distances, the models pass
+// QAbstractItemModelTester, and the main window opens two runs. With GPARITY_GUI_SCREENSHOTS=DIR
+// set, the heatmap and curves are saved there as PNGs (docs/img).
+#include "gui/run_views.hpp"
+
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QDir>
+#include <QPixmap>
+#include <QStandardPaths>
+#include <memory>
+
+#include "core/model/input_error.hpp"
+#include "gui/main_window.hpp"
+#include "gui/run_models.hpp"
+
+namespace gparity::gui {
+namespace {
+
+const std::string kRuns = GPARITY_SOURCE_DIR "/samples/runs/";
+
+// The QApplication must be gone before static destruction: a test environment ends it.
+std::unique_ptr<QApplication>& app_instance() {
+  static std::unique_ptr<QApplication> instance;
+  return instance;
+}
+
+QApplication& app() {
+  static int argc = 1;
+  static char name[] = "gui_run_views_tests";
+  static char* argv[] = {name, nullptr};
+  auto& instance = app_instance();
+  if (!instance) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    QCoreApplication::setOrganizationName(QStringLiteral("gparity-tests"));
+    instance = std::make_unique<QApplication>(argc, argv);
+    QStandardPaths::setTestModeEnabled(true);
+  }
+  return *instance;
+}
+
+class AppEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { app_instance().reset(); }
+};
+const auto* const kAppEnvironment = ::testing::AddGlobalTestEnvironment(new AppEnvironment);  // gtest owns it
+
+void screenshot(QWidget& w, const char* name) {
+  const QByteArray dir = qgetenv("GPARITY_GUI_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  QDir().mkpath(QString::fromLocal8Bit(dir));
+  w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name) +
+                QStringLiteral(".png"));
+}
+
+class RunViewsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { app(); }
+};
+
+TEST_F(RunViewsTest, EagerVsCompileFirstDivergesAtStepOneOnEveryRank) {
+  const RunPair runs = load_run_pair(kRuns + "eager", kRuns + "compile");
+  ASSERT_EQ(runs.params.size(), 21U);
+  EXPECT_EQ(runs.params.front(), "tok.weight");
+  ASSERT_EQ(runs.ranks.size(), 2U);
+  RunHeatmapModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_runs(&runs);
+  for (int r = 0; r < 2; ++r) {
+    model.set_rank_index(r);
+    SCOPED_TRACE(r);
+    ASSERT_EQ(model.columnCount(), 21);
+    ASSERT_GE(model.rowCount(), 2);
+    EXPECT_EQ(model.headerData(0, Qt::Vertical, Qt::DisplayRole).toString(), QStringLiteral("step 1"));
+    ASSERT_TRUE(model.current()->first_divergence.has_value());
+    EXPECT_EQ(model.current()->first_divergence->first, 0);   // step 1
+    EXPECT_EQ(model.current()->first_divergence->second, 0);  // tok.weight
+    EXPECT_TRUE(model.data(model.index(0, 0), RunHeatmapModel::kFirstDivergenceRole).toBool());
+    EXPECT_FALSE(model.data(model.index(0, 1), RunHeatmapModel::kFirstDivergenceRole).toBool());
+    EXPECT_EQ(model.differing_in_row(0), 14);
+    int differing = 0;
+    for (int c = 0; c < model.columnCount(); ++c)
+      differing += model.data(model.index(0, c), RunHeatmapModel::kDiffersRole).toBool() ? 1 : 0;
+    EXPECT_EQ(differing, 14);
+    EXPECT_EQ(model.data(model.index(0, 0), Qt::DisplayRole).toString(), QStringLiteral("≠"));
+  }
+}
+
+TEST_F(RunViewsTest, EagerVsEagerRepeatHasNoDivergence) {
+  const RunPair runs = load_run_pair(kRuns + "eager", kRuns + "eager_repeat");
+  RunHeatmapModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_runs(&runs);
+  for (int r = 0; r < static_cast<int>(runs.ranks.size()); ++r) {
+    model.set_rank_index(r);
+    EXPECT_FALSE(model.current()->first_divergence.has_value());
+    for (int row = 0; row < model.rowCount(); ++row) EXPECT_EQ(model.differing_in_row(row), 0);
+    // Every cell was compared: a missing hash array would hide a divergence.
+    EXPECT_FALSE(model.data(model.index(0, 0), RunHeatmapModel::kMissingRole).toBool());
+  }
+}
+
+TEST_F(RunViewsTest, CurvesCarryBothRunsAndTheirUlpDistance) {
+  const RunPair runs = load_run_pair(kRuns + "eager", kRuns + "compile");
+  RunCurvesModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_runs(&runs);
+  model.set_rank_index(1);
+  ASSERT_EQ(model.columnCount(), RunCurvesModel::Count);
+  ASSERT_GE(model.rowCount(), 2);
+  bool some_loss_differs = false;
+  for (int row = 0; row < model.rowCount(); ++row) {
+    const double base = model.data(model.index(row, RunCurvesModel::BaseLoss), Qt::EditRole).toDouble();
+    const double cand = model.data(model.index(row, RunCurvesModel::CandLoss), Qt::EditRole).toDouble();
+    const QVariant ulp = model.data(model.index(row, RunCurvesModel::LossUlp), Qt::EditRole);
+    ASSERT_TRUE(ulp.isValid()) << row;
+    // Zero ULP exactly when the values are equal.
+    EXPECT_EQ(ulp.toULongLong() == 0, base == cand) << row;
+    some_loss_differs = some_loss_differs || base != cand;
+  }
+  // README: losses are still bitwise equal at step 1 while parameters already differ.
+  EXPECT_EQ(model.data(model.index(0, RunCurvesModel::LossUlp), Qt::EditRole).toULongLong(), 0U);
+  EXPECT_TRUE(some_loss_differs);
+}
+
+TEST_F(RunViewsTest, WidgetSummarisesAndPaints) {
+  RunViewsWidget w(load_run_pair(kRuns + "eager", kRuns + "compile"));
+  w.resize(1200, 760);
+  w.show();
+  EXPECT_TRUE(w.summary().contains(QStringLiteral("first divergence at step 1, tok.weight (14 of 21")))
+      << w.summary().toStdString();
+  w.set_rank_index(1);
+  EXPECT_TRUE(w.summary().contains(QStringLiteral("rank 1"))) << w.summary().toStdString();
+  w.set_rank_index(0);
+  w.show_heatmap();
+  QApplication::processEvents();
+  EXPECT_FALSE(w.grab().isNull());
+  screenshot(w, "run_heatmap");
+  w.show_curves();
+  QApplication::processEvents();
+  screenshot(w, "run_curves");
+}
+
+TEST_F(RunViewsTest, MainWindowOpensTwoRunsAndReportsBadOnes) {
+  EXPECT_TRUE(MainWindow::is_run(QString::fromStdString(kRuns + "eager")));
+  EXPECT_FALSE(MainWindow::is_run(QString::fromStdString(kRuns + "gate.json")));
+  MainWindow window;
+  window.open_runs(QString::fromStdString(kRuns + "eager"), QString::fromStdString(kRuns + "compile"));
+  ASSERT_TRUE(window.wait_idle());
+  ASSERT_NE(window.run_views(), nullptr);
+  EXPECT_TRUE(window.run_views()->heatmap_model()->current()->first_divergence.has_value());
+  window.open_runs(QString::fromStdString(kRuns + "eager"), QString::fromStdString(kRuns + "no_such_run"));
+  ASSERT_TRUE(window.wait_idle());
+  EXPECT_TRUE(window.messages().contains(QStringLiteral("Cannot open runs")))
+      << window.messages().toStdString();
+}
+
+TEST_F(RunViewsTest, NotARunIsAnInputError) {
+  EXPECT_THROW((void)load_run_pair(kRuns + "eager", kRuns + "gate.json"), model::InputError);
+}
+
+}  // namespace
+}  // namespace gparity::gui
