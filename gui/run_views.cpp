@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QPainter>
+#include <QPen>
 #include <QScrollArea>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -25,8 +26,9 @@ constexpr int kLeft = 80;
 constexpr int kTop = 190;
 
 // One chart of `columns` against the step column; empty cells leave gaps out of the series.
+// `counts` charts (ULP distances) get an integer axis from 0.
 QChart* make_chart(const RunCurvesModel& m, const QString& title,
-                   std::initializer_list<std::pair<int, QColor>> columns) {
+                   std::initializer_list<std::pair<int, QColor>> columns, bool counts = false) {
   auto* chart = new QChart;  // owned by the QChartView it is set on
   chart->setTitle(title);
   double lo = std::numeric_limits<double>::max();
@@ -36,7 +38,9 @@ QChart* make_chart(const RunCurvesModel& m, const QString& title,
   for (const auto& [column, colour] : columns) {
     auto* series = new QLineSeries(chart);
     series->setName(m.headerData(column, Qt::Horizontal, Qt::DisplayRole).toString());
-    series->setColor(colour);
+    // The first series is drawn wide and the second thin and dashed, so equal curves both show.
+    const bool first = chart->series().isEmpty();
+    series->setPen(QPen(colour, first ? 4.0 : 1.5, first ? Qt::SolidLine : Qt::DashLine));
     for (int row = 0; row < m.rowCount(); ++row) {
       const QVariant v = m.data(m.index(row, column), Qt::EditRole);
       if (!v.isValid()) continue;
@@ -54,8 +58,17 @@ QChart* make_chart(const RunCurvesModel& m, const QString& title,
   auto* y_axis = new QValueAxis(chart);
   x_axis->setTitleText(QStringLiteral("step"));
   x_axis->setLabelFormat(QStringLiteral("%d"));
-  if (x_lo <= x_hi) x_axis->setRange(x_lo, std::max(x_hi, x_lo + 1));
-  if (lo <= hi) {
+  if (x_lo <= x_hi) {
+    x_axis->setRange(x_lo, std::max(x_hi, x_lo + 1));
+    // One tick per step while they fit, so each label names a step.
+    if (x_hi - x_lo <= 20) x_axis->setTickCount(static_cast<int>(std::max(x_hi, x_lo + 1) - x_lo) + 1);
+  }
+  if (counts) {
+    const double top = std::max(1.0, std::ceil(lo <= hi ? hi : 0.0));
+    y_axis->setRange(0, top);
+    y_axis->setLabelFormat(QStringLiteral("%d"));
+    if (top <= 10) y_axis->setTickCount(static_cast<int>(top) + 1);
+  } else if (lo <= hi) {
     const double pad = hi > lo ? (hi - lo) * 0.05 : std::max(1.0, std::abs(hi) * 0.05);
     y_axis->setRange(lo - pad, hi + pad);
   }
@@ -155,7 +168,7 @@ void RunCurvesView::rebuild() {
   grad_->setChart(make_chart(*model_, tr("Grad norm"),
                              {{RunCurvesModel::BaseGrad, base}, {RunCurvesModel::CandGrad, cand}}));
   ulp_->setChart(make_chart(*model_, tr("ULP distance, candidate vs baseline"),
-                            {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}));
+                            {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}, true));
 }
 
 // ---- RunViewsWidget ----
