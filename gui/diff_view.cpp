@@ -1,6 +1,6 @@
 #include "gui/diff_view.hpp"
 
-#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -162,8 +162,13 @@ void DiffView::set_graphs(std::shared_ptr<const Document> doc_a, std::size_t a,
   const diff::NormalizedGraph nb(*entry_b_->graph, norm, local_device(*entry_b_));
   result_ = std::make_shared<const diff::GraphDiffResult>(diff::diff_graphs(na, nb));
   model_->set_diff(entry_a_->graph, entry_b_->graph, result_);
-  left_title_->setText(QStringLiteral("<b>left</b> %1 — %2").arg(qs(doc_a_->path), qs(entry_a_->label)));
-  right_title_->setText(QStringLiteral("<b>right</b> %1 — %2").arg(qs(doc_b_->path), qs(entry_b_->label)));
+  const auto title = [](const Document& d, const GraphEntry& e) {
+    return QStringLiteral("%1 — %2").arg(QFileInfo(qs(d.path)).fileName(), qs(e.label));
+  };
+  left_title_->setText(QStringLiteral("<b>left</b> ") + title(*doc_a_, *entry_a_));
+  right_title_->setText(QStringLiteral("<b>right</b> ") + title(*doc_b_, *entry_b_));
+  left_title_->setToolTip(qs(doc_a_->path));
+  right_title_->setToolTip(qs(doc_b_->path));
   const auto& s = result_->summary;
   summary_->setText(QStringLiteral("%1 unchanged, %2 changed, %3 moved, %4 added, %5 removed "
                                    "(matched by name %6, structure %7, sequence %8)")

@@ -56,6 +56,7 @@ class MainWindow final : public QMainWindow {
   /// `gparity-view A B`: loads both in the background, shows A and diffs its graph with the same
   /// kind of graph in B. Falls back to opening each path when either is not a graph input.
   void open_diff(const QString& a, const QString& b);
+  [[nodiscard]] DiffView* diff_view() const { return diff_view_; }
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;

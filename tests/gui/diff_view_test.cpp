@@ -17,6 +17,7 @@
 #include <string>
 
 #include "gui/graph_canvas.hpp"
+#include "gui/main_window.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -142,13 +143,13 @@ constexpr const char* kGraphA = R"FX(class GraphModule(torch.nn.Module):
         return (relu, neg)
 )FX";
 
-// The same graph with every computed node renamed, and one node added.
+// The same graph with every computed node renamed, the negation moved up, and one node added.
 constexpr const char* kGraphB = R"FX(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[4]", y: "f32[4]"):
         sum_0: "f32[4]" = torch.ops.aten.add.Tensor(x, y)
+        negated: "f32[4]" = torch.ops.aten.neg.default(sum_0)
         prod_0: "f32[4]" = torch.ops.aten.mul.Tensor(sum_0, y)
         act_0: "f32[4]" = torch.ops.aten.relu.default(prod_0)
-        negated: "f32[4]" = torch.ops.aten.neg.default(sum_0)
         extra: "f32[4]" = torch.ops.aten.sigmoid.default(negated)
         return (act_0, extra)
 )FX";
@@ -190,15 +191,50 @@ TEST_F(DiffViewTest, RenamedNodesStillSyncSelectionByStructure) {
   QAbstractItemModelTester tester(const_cast<DiffChangesModel*>(m),
                                   QAbstractItemModelTester::FailureReportingMode::Fatal);
   bool saw_extra = false;
-  for (int r = 0; r < m->rowCount(); ++r)
-    if (m->index(r, DiffChangesModel::Right).data().toString() == QStringLiteral("extra")) {
-      EXPECT_EQ(m->index(r, DiffChangesModel::Change).data().toString(), QStringLiteral("added"));
+  bool saw_moved = false;
+  for (int r = 0; r < m->rowCount(); ++r) {
+    const QString right = m->index(r, DiffChangesModel::Right).data().toString();
+    const QString change = m->index(r, DiffChangesModel::Change).data().toString();
+    if (right == QStringLiteral("extra")) {
+      EXPECT_EQ(change, QStringLiteral("added"));
       EXPECT_EQ(m->index(r, 0).data(kLeftNodeRole).toInt(), -1);
+      EXPECT_EQ(m->index(r, 0).data(kRightNodeRole).toInt(), static_cast<int>(gb.find_node("extra")));
       saw_extra = true;
     }
+    // A matched node out of order is "moved" and drawn in the move colour.
+    if (m->index(r, DiffChangesModel::Left).data().toString() == QStringLiteral("neg")) {
+      EXPECT_TRUE(change.startsWith(QStringLiteral("moved"))) << change.toStdString();
+      EXPECT_EQ(right, QStringLiteral("negated"));
+      saw_moved = true;
+    }
+  }
   EXPECT_TRUE(saw_extra);
+  EXPECT_TRUE(saw_moved);
   view_->right()->select_node(gb.find_node("extra"));
   EXPECT_EQ(name_of(ga, view_->left()->selected()), "mul");
+}
+
+TEST_F(DiffViewTest, MainWindowOpensTwoGraphInputsSideBySide) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  for (const auto& [name, text] : {std::pair{"a.txt", kGraphA}, std::pair{"b.txt", kGraphB}}) {
+    QFile f(dir.filePath(QLatin1String(name)));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(text);
+  }
+  MainWindow window;
+  window.open_diff(dir.filePath(QStringLiteral("a.txt")), dir.filePath(QStringLiteral("b.txt")));
+  ASSERT_TRUE(window.wait_idle());
+  ASSERT_NE(window.document(), nullptr) << window.messages().toStdString();
+  auto* diff = window.diff_view();
+  ASSERT_NE(diff, nullptr) << window.messages().toStdString();
+  ASSERT_TRUE(diff->wait_for_layout());
+  EXPECT_EQ(diff->left()->graph(), window.document()->graphs[0].graph);
+  EXPECT_EQ(diff->result()->summary.added, 1u);
+  // Selecting in the main window's graph is independent; the diff window follows its own canvases.
+  const auto* ga = diff->left()->graph();
+  diff->left()->select_node(ga->find_node("relu"));
+  EXPECT_EQ(name_of(*diff->right()->graph(), diff->right()->selected()), "act_0");
 }
 
 }  // namespace
