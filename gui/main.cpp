@@ -1,4 +1,5 @@
-// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file).
+// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file); two
+// graph inputs open in the side-by-side diff view.
 #include <QApplication>
 #include <QStringList>
 
@@ -11,6 +12,10 @@ int main(int argc, char** argv) {
   gparity::gui::MainWindow window;
   window.show();
   const QStringList args = QApplication::arguments().mid(1);
-  for (const QString& path : args) window.open_path(path);
+  // Two graph inputs open side by side in diff mode; anything else opens path by path.
+  if (args.size() == 2)
+    window.open_diff(args[0], args[1]);
+  else
+    for (const QString& path : args) window.open_path(path);
   return QApplication::exec();
 }
