@@ -47,8 +47,8 @@ class TextReporter final : public FindingConsumer {
     if (!checks_.empty()) {
       std::size_t count[4] = {0, 0, 0, 0};
       for (const auto& c : checks_) ++count[static_cast<int>(c.outcome)];
-      out_ << "checks: " << count[0] << " passed, " << count[1] << " failed, " << count[3] << " errors, " << count[2]
-           << " skipped (not recorded in both runs)\n";
+      out_ << "checks: " << count[0] << " passed, " << count[1] << " failed, " << count[3] << " errors, "
+           << count[2] << " skipped (not recorded in both runs)\n";
     }
     for (const auto& s : v.summary) out_ << "  " << s << '\n';
     const char* colour = v.exit_code == 0 ? "1;32" : "1;31";

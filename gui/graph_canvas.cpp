@@ -206,6 +206,7 @@ void GraphCanvas::fit() {
   horizontalScrollBar()->setValue(0);
   verticalScrollBar()->setValue(0);
   viewport()->update();
+  emit viewport_changed();
 }
 
 void GraphCanvas::zoom_by(double factor, QPointF anchor_view) {
@@ -218,6 +219,7 @@ void GraphCanvas::zoom_by(double factor, QPointF anchor_view) {
   horizontalScrollBar()->setValue(static_cast<int>(moved.x()));
   verticalScrollBar()->setValue(static_cast<int>(moved.y()));
   viewport()->update();
+  emit viewport_changed();
 }
 
 void GraphCanvas::pan_by(int dx, int dy) {
@@ -398,6 +400,11 @@ void GraphCanvas::resizeEvent(QResizeEvent* event) {
 
 void GraphCanvas::scrollContentsBy(int, int) {
   viewport()->update();
+  emit viewport_changed();
+}
+
+QPointF GraphCanvas::view_center() const {
+  return to_layout(QPointF(viewport()->width() / 2.0, viewport()->height() / 2.0));
 }
 
 void GraphCanvas::mousePressEvent(QMouseEvent* event) {

@@ -79,12 +79,18 @@ class GraphCanvas final : public QAbstractScrollArea {
   [[nodiscard]] double scale() const { return scale_; }
   void pan_by(int dx, int dy);
   void center_on_layout(QPointF p);
+  /// Centre of the viewport and extent of the drawn content, in layout units (diff mode syncs
+  /// two canvases through them).
+  [[nodiscard]] QPointF view_center() const;
+  [[nodiscard]] QRectF layout_bounds() const { return content_rect(); }
   /// Boxes painted by the last paint event (tests check the spatial query, the bench reports it).
   [[nodiscard]] std::size_t painted_items() const { return painted_items_; }
 
  signals:
   void node_selected(quint32 node);
   void layout_ready();
+  /// Scroll position or scale changed.
+  void viewport_changed();
 
  protected:
   void paintEvent(QPaintEvent* event) override;

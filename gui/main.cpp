@@ -1,5 +1,5 @@
-// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file), or,
-// when both paths are run directories, the run views of baseline PATH and candidate PATH.
+// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file); two
+// run directories open the run views (baseline, candidate), two graph inputs the side-by-side diff.
 #include <QApplication>
 #include <QStringList>
 
@@ -12,11 +12,14 @@ int main(int argc, char** argv) {
   gparity::gui::MainWindow window;
   window.show();
   const QStringList args = QApplication::arguments().mid(1);
+  // Two run directories open the run views; two graph inputs open side by side in diff mode;
+  // anything else opens path by path.
   if (args.size() == 2 && gparity::gui::MainWindow::is_run(args[0]) &&
-      gparity::gui::MainWindow::is_run(args[1])) {
+      gparity::gui::MainWindow::is_run(args[1]))
     window.open_runs(args[0], args[1]);
-  } else {
+  else if (args.size() == 2)
+    window.open_diff(args[0], args[1]);
+  else
     for (const QString& path : args) window.open_path(path);
-  }
   return QApplication::exec();
 }

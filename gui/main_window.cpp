@@ -12,6 +12,7 @@
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QKeySequence>
 #include <QLabel>
 #include <QLineEdit>
@@ -28,7 +29,9 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
+#include <utility>
 
+#include "gui/diff_view.hpp"
 #include "gui/graph_canvas.hpp"
 #include "gui/models.hpp"
 #include "gui/run_views.hpp"
@@ -182,6 +185,15 @@ void MainWindow::build_menus() {
     if (b.isEmpty()) return;
     const QString c = QFileDialog::getExistingDirectory(this, tr("Candidate run"));
     if (!c.isEmpty()) open_runs(b, c);
+  });
+  file->addAction(tr("&Diff with graph…"), this, [this] {
+    if (!doc_ || current_ < 0) return;
+    QStringList labels;
+    for (const auto& e : doc_->graphs) labels << QString::fromStdString(e.label);
+    bool ok = false;
+    const QString pick =
+        QInputDialog::getItem(this, tr("Diff with"), tr("Right-hand graph:"), labels, current_, false, &ok);
+    if (ok) show_diff(doc_, static_cast<int>(labels.indexOf(pick)));
   });
   recent_menu_ = file->addMenu(tr("Open &recent"));
   refresh_recent_menu();
@@ -392,6 +404,45 @@ void MainWindow::classify_current() {
              .arg(QString::fromStdString(e.kind))
              .arg(same.size())
              .arg(QString::fromUtf8(diff::verdict_name(c.verdict).data())));
+}
+
+DiffView* MainWindow::show_diff(std::shared_ptr<const Document> other, int index) {
+  if (!doc_ || current_ < 0 || !other || index < 0) return nullptr;
+  if (!diff_view_) {
+    diff_view_ = new DiffView(this);
+    diff_view_->setWindowFlag(Qt::Window);
+    diff_view_->resize(1500, 900);
+  }
+  diff_view_->set_graphs(doc_, static_cast<std::size_t>(current_), std::move(other),
+                         static_cast<std::size_t>(index));
+  diff_view_->show();
+  diff_view_->raise();
+  return diff_view_;
+}
+
+void MainWindow::open_diff(const QString& a, const QString& b) {
+  ++loads_running_;
+  auto* watcher = new QFutureWatcher<std::pair<LoadOutcome, LoadOutcome>>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, a, b] {
+    --loads_running_;
+    const auto [oa, ob] = watcher->result();
+    watcher->deleteLater();
+    if (!oa.doc || !ob.doc) {
+      open_path(a);
+      open_path(b);
+      return;
+    }
+    adopt(oa.doc);
+    const auto& shown = doc_->graphs[static_cast<std::size_t>(current_)];
+    auto pick = ob.doc->find(shown.rank, shown.kind);
+    for (std::size_t i = 0; !pick && i < ob.doc->graphs.size(); ++i)
+      if (ob.doc->graphs[i].kind == shown.kind) pick = i;
+    report(tr("Diff with %1").arg(QString::fromStdString(ob.doc->path)));
+    show_diff(ob.doc, static_cast<int>(pick.value_or(0)));
+  });
+  watcher->setFuture(QtConcurrent::run([a, b] {
+    return std::pair{load(QFileInfo(a).absoluteFilePath()), load(QFileInfo(b).absoluteFilePath())};
+  }));
 }
 
 void MainWindow::jump_to_finding(int row) {

@@ -26,6 +26,7 @@ class NodeTableModel;
 class NodeInspectorModel;
 class FindingsModel;
 class RunViewsWidget;
+class DiffView;
 
 class MainWindow final : public QMainWindow {
  public:
@@ -56,6 +57,13 @@ class MainWindow final : public QMainWindow {
   void jump_to_finding(int row);
   [[nodiscard]] QString messages() const;
   [[nodiscard]] int current_graph() const { return current_; }
+  /// Side-by-side diff of the shown graph (left) with graph `index` of `other` (right), in a
+  /// window of its own (gui/diff_view.hpp).
+  DiffView* show_diff(std::shared_ptr<const Document> other, int index);
+  /// `gparity-view A B`: loads both in the background, shows A and diffs its graph with the same
+  /// kind of graph in B. Falls back to opening each path when either is not a graph input.
+  void open_diff(const QString& a, const QString& b);
+  [[nodiscard]] DiffView* diff_view() const { return diff_view_; }
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -87,6 +95,7 @@ class MainWindow final : public QMainWindow {
   std::unique_ptr<FindingsModel> findings_model_;
   QTableView* findings_view_ = nullptr;
   std::unique_ptr<RunViewsWidget> run_views_;
+  DiffView* diff_view_ = nullptr;  // a child window, made on first use
   int loads_running_ = 0;
   int load_generation_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "hash/block_view.hpp"
@@ -48,12 +49,18 @@ class BlockWalk {
 
   [[nodiscard]] std::size_t elem_size() const noexcept { return elem_size_; }
 
- private:
   struct Dim {
     std::int64_t extent;
-    std::int64_t local_stride;
-    std::uint64_t global_stride;
+    std::int64_t local_stride;    // elements
+    std::uint64_t global_stride;  // elements of the global row-major tensor
   };
+  /// Coalesced dims, outermost first; the innermost has global stride 1. Never empty (a scalar
+  /// is one dim of extent 1). The CUDA planner copies these, so both paths walk alike.
+  [[nodiscard]] std::span<const Dim> dims() const noexcept { return dims_; }
+  /// Global flat index of local element [0, ..., 0].
+  [[nodiscard]] std::uint64_t global_base() const noexcept { return global_base_; }
+
+ private:
   [[nodiscard]] Row locate(std::int64_t row) const noexcept;
 
   const std::byte* data_;

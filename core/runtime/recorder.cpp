@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/runtime/clock.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
 
@@ -24,16 +25,6 @@
 #define GPARITY_ASYNC_RECORDER (GPARITY_WITH_CUDA_HASH && GPARITY_TORCH_CUDA)
 
 namespace gparity::runtime {
-namespace {
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 model::DType trace_dtype(const at::Tensor& t) {
   switch (t.scalar_type()) {
     case at::kFloat: return model::DType::F32;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/model/trace_writer.hpp"
+#include "core/runtime/clock.hpp"
 #include "core/runtime/recorder.hpp"
 #include "hash/xxh3.hpp"
 
@@ -23,12 +24,6 @@
 
 namespace gparity::runtime {
 namespace {
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
