@@ -32,8 +32,7 @@ model::Value copy_value(const model::Graph& from, const model::Value& v, model::
 // one deep graph rather than side-by-side islands.
 std::shared_ptr<gui::Document> repeated(const model::Graph& g, std::size_t nodes) {
   auto doc = std::make_shared<gui::Document>();
-  doc->fx.emplace();
-  auto& out = *doc->fx;
+  auto& out = *doc->collection.owned.emplace_back(std::make_shared<model::Graph>());
   const auto n = static_cast<model::NodeId>(g.nodes.size());
   for (model::NodeId k = 0; out.nodes.size() < nodes; ++k) {
     const model::NodeId offset = k * n;

@@ -36,21 +36,6 @@ std::optional<std::int32_t> cuda_string_index(std::string_view s) {
   return k;
 }
 
-std::string quoted(std::string_view s) {
-  std::string out = "'";
-  for (const char c : s) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "'";
-}
-
-std::string device_text(const Graph& g, const model::Device& d) {
-  std::string out = "device(type='" + std::string(g.str(d.type)) + "'";
-  if (d.index >= 0) out += ", index=" + std::to_string(d.index);
-  return out + ")";
-}
-
 std::string dims_text(const Graph& g, const std::vector<model::Dim>& ds) {
   std::string out = "[";
   for (std::size_t i = 0; i < ds.size(); ++i) {
@@ -81,46 +66,6 @@ std::optional<std::int32_t> device_index_of(const Graph& g, const Value& v) {
     return v.device.index;
   if (v.kind == ValueKind::String) return cuda_string_index(g.str(v.s));
   return std::nullopt;
-}
-
-std::string value_text(const Graph& g, const Value& v) {
-  const auto seq = [&](std::string open, std::string_view close) {
-    for (std::size_t i = 0; i < v.items.size(); ++i) {
-      if (i > 0) open += ", ";
-      open += value_text(g, v.items[i]);
-    }
-    if (v.kind == ValueKind::Tuple && v.items.size() == 1) open += ",";
-    return open + std::string(close);
-  };
-  switch (v.kind) {
-    case ValueKind::None: return "None";
-    case ValueKind::Bool: return v.i != 0 ? "True" : "False";
-    case ValueKind::Int: return std::to_string(v.i);
-    case ValueKind::String: return quoted(g.str(v.s));
-    case ValueKind::List: return seq("[", "]");
-    case ValueKind::Tuple: return seq("(", ")");
-    case ValueKind::Slice: return seq("slice(", ")");
-    case ValueKind::Node: return v.node < g.nodes.size() ? std::string(g.node_name(v.node)) : "?";
-    case ValueKind::DType: return "torch." + std::string(model::dtype_name(static_cast<model::DType>(v.i)));
-    case ValueKind::Device: return device_text(g, v.device);
-    default: return std::string(g.str(v.s));
-  }
-}
-
-std::string meta_text(const Graph& g, const TensorMeta& m) {
-  switch (m.kind) {
-    case TensorMeta::Kind::None: return "";
-    case TensorMeta::Kind::Sym: return "Sym(" + std::string(g.str(m.sym)) + ")";
-    case TensorMeta::Kind::Other: return std::string(g.str(m.sym));
-    case TensorMeta::Kind::Tensor: break;
-  }
-  std::string out = std::string(model::dtype_short_name(m.dtype)) + dims_text(g, m.sizes);
-  if (m.has_strides) out += dims_text(g, m.strides);
-  if (m.device.type != model::kEmptyStr) {
-    out += g.str(m.device.type);
-    if (m.device.index >= 0) out += ":" + std::to_string(m.device.index);
-  }
-  return out;
 }
 
 // ---- NormalizedGraph ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/model/graph.hpp"
+#include "core/model/graph_load.hpp"
 
 namespace gparity::diff {
 
@@ -37,10 +38,8 @@ std::vector<std::string> normalization_names(const GraphNormalization& n);
 /// A device index inside a value: a device literal or a "cuda:k" string. nullopt otherwise.
 std::optional<std::int32_t> device_index_of(const model::Graph& g, const model::Value& v);
 
-/// Python-like text of a value as FX prints it (node references by name).
-std::string value_text(const model::Graph& g, const model::Value& v);
-/// Annotation text ("f32[4, 64][64, 1]cuda:0").
-std::string meta_text(const model::Graph& g, const model::TensorMeta& m);
+// Value and annotation texts in findings are model::value_text / model::meta_text
+// (core/model/graph_load.hpp), found here by argument-dependent lookup.
 
 /// One graph under a normalization, with its local device (nullopt: unknown, no mapping).
 class NormalizedGraph {

@@ -1,8 +1,8 @@
 #pragma once
-// What gparity-view has open: one input (a TORCH_TRACE directory or log file, or an FX
-// print_readable text file) read through core/model, and the flat list of graphs it holds, each
-// labelled by rank, compile id and kind for the graph selector. No Qt here: loading runs on a
-// worker thread and the Document is handed to the GUI thread as an immutable value
+// What gparity-view has open: one graph input (a TORCH_TRACE directory or log file, FX
+// print_readable text, a .pt2 archive or gparity graph JSON) read through model::load_graphs, and the flat
+// list of graphs it holds, each labelled by rank, compile id and kind for the graph selector. No Qt here:
+// loading runs on a worker thread and the Document is handed to the GUI thread as an immutable value
 // (shared_ptr<const Document>). load_document throws model::InputError for input it cannot use;
 // damage that core/model recovers from is kept in `problems` and shown in the window.
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/model/graph.hpp"
+#include "core/model/graph_load.hpp"
 #include "core/model/torch_trace.hpp"
 
 namespace gparity::gui {
@@ -27,9 +28,9 @@ struct GraphEntry {
 
 struct Document {
   std::string path;
-  std::string format;  // "TORCH_TRACE", "FX text"
-  std::optional<model::MultiRankTrace> trace;
-  std::optional<model::Graph> fx;
+  std::string format;  // as model::GraphCollection names it: "torch_trace", "fx_text", "pt2", ...
+  /// Owns every graph the entries below point into.
+  model::GraphCollection collection;
   std::vector<GraphEntry> graphs;
   std::vector<std::string> problems;
 

@@ -13,38 +13,6 @@ QString qs(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
 }
 
-std::string device_text(const model::Graph& g, const model::Device& d) {
-  std::string out(g.str(d.type));
-  if (d.index >= 0) out += ":" + std::to_string(d.index);
-  return out;
-}
-
-std::string dim_text(const model::Graph& g, const model::Dim& d) {
-  return d.is_symbolic() ? std::string(g.str(d.expr)) : std::to_string(d.value);
-}
-
-std::string value_text(const model::Graph& g, const model::Value& v) {
-  using K = model::ValueKind;
-  auto join = [&](const char* open, const char* close) {
-    std::string out = open;
-    for (std::size_t i = 0; i < v.items.size(); ++i) out += (i ? ", " : "") + value_text(g, v.items[i]);
-    return out + close;
-  };
-  switch (v.kind) {
-    case K::None: return "None";
-    case K::Bool: return v.i ? "True" : "False";
-    case K::Int: return std::to_string(v.i);
-    case K::String: return "'" + std::string(g.str(v.s)) + "'";
-    case K::List: return join("[", "]");
-    case K::Tuple: return join("(", v.items.size() == 1 ? ",)" : ")");
-    case K::Slice: return join("slice(", ")");
-    case K::Node: return v.node < g.nodes.size() ? std::string(g.node_name(v.node)) : "?";
-    case K::DType: return std::string(model::dtype_name(static_cast<model::DType>(v.i)));
-    case K::Device: return "device('" + device_text(g, v.device) + "')";
-    default: return std::string(g.str(v.s));
-  }
-}
-
 std::string names(const model::Graph& g, std::span<const model::NodeId> ids) {
   std::string out;
   for (auto id : ids) out += (out.empty() ? "" : ", ") + std::string(g.node_name(id));
@@ -58,10 +26,10 @@ Fields node_fields(const model::Graph& g, const model::UseEdges& edges, model::N
   Fields f{{"name", std::string(g.str(n.name))},
            {"op", std::string(model::node_kind_name(n.kind))},
            {"target", std::string(g.str(n.target))},
-           {"result", meta_text(g, n.meta)}};
+           {"result", model::meta_text(g, n.meta)}};
   for (std::size_t i = 0; i < n.args.size(); ++i)
-    f.emplace_back("args[" + std::to_string(i) + "]", value_text(g, n.args[i]));
-  for (const auto& kw : n.kwargs) f.emplace_back(std::string(g.str(kw.name)), value_text(g, kw.value));
+    f.emplace_back("args[" + std::to_string(i) + "]", model::value_text(g, n.args[i]));
+  for (const auto& kw : n.kwargs) f.emplace_back(std::string(g.str(kw.name)), model::value_text(g, kw.value));
   if (n.source.known()) {
     f.emplace_back("source", std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line) +
                                  " in " + std::string(g.str(n.source.function)));
@@ -76,22 +44,6 @@ Fields node_fields(const model::Graph& g, const model::UseEdges& edges, model::N
 }
 
 }  // namespace
-
-std::string meta_text(const model::Graph& g, const model::TensorMeta& m) {
-  using K = model::TensorMeta::Kind;
-  switch (m.kind) {
-    case K::None: return {};
-    case K::Sym: return "Sym(" + std::string(g.str(m.sym)) + ")";
-    case K::Other: return std::string(g.str(m.sym));
-    case K::Tensor: break;
-  }
-  std::string out(model::dtype_short_name(m.dtype));
-  out += "[";
-  for (std::size_t i = 0; i < m.sizes.size(); ++i) out += (i ? ", " : "") + dim_text(g, m.sizes[i]);
-  out += "]";
-  if (m.device.type != model::kEmptyStr) out += " " + device_text(g, m.device);
-  return out;
-}
 
 // --- GraphListModel ---------------------------------------------------------------------------
 
@@ -141,7 +93,7 @@ QVariant NodeTableModel::data(const QModelIndex& index, int role) const {
     case Name: return qs(graph_->str(n.name));
     case Op: return qs(model::node_kind_name(n.kind));
     case Target: return qs(graph_->str(n.target));
-    case Result: return qs(meta_text(*graph_, n.meta));
+    case Result: return qs(model::meta_text(*graph_, n.meta));
     case Source:
       if (n.module_path != model::kEmptyStr) return qs(graph_->str(n.module_path));
       if (!n.source.known()) return QString();

@@ -31,9 +31,6 @@ inline constexpr int kNodeIdRole = Qt::UserRole + 2;
 /// Item data role: the node name of a finding row (QString, empty for graph-level findings).
 inline constexpr int kNodeNameRole = Qt::UserRole + 3;
 
-/// Short annotation text: "f32[2, 16, 96] cuda:0", "Sym(s77)", "".
-std::string meta_text(const model::Graph& g, const model::TensorMeta& m);
-
 class GraphListModel final : public QAbstractListModel {
  public:
   void set_document(std::shared_ptr<const Document> doc);

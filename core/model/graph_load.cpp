@@ -132,7 +132,14 @@ std::string value_text(const Graph& g, const Value& v) {
     case ValueKind::None: return "None";
     case ValueKind::Bool: return v.i ? "True" : "False";
     case ValueKind::Int: return std::to_string(v.i);
-    case ValueKind::String: return "'" + std::string(g.str(v.s)) + "'";
+    case ValueKind::String: {
+      std::string out = "'";
+      for (const char c : g.str(v.s)) {
+        if (c == '\'' || c == '\\') out += '\\';
+        out += c;
+      }
+      return out + "'";
+    }
     case ValueKind::List: return seq("[", "]");
     case ValueKind::Tuple: return seq("(", ")");
     case ValueKind::Slice: return seq("slice(", ")");

@@ -79,8 +79,8 @@ TEST_F(GuiTest, OpensEveryTraceSampleAndShowsItsGraphs) {
     SCOPED_TRACE(sample);
     open(kData + QLatin1String(sample));
     const auto doc = window_->document();
-    EXPECT_EQ(doc->format, "TORCH_TRACE");
-    ASSERT_EQ(doc->trace->ranks.size(), 2u);
+    EXPECT_EQ(doc->format, "torch_trace");
+    ASSERT_EQ(doc->collection.ranks.size(), 2u);
     EXPECT_EQ(window_->graph_selector()->count(), static_cast<int>(doc->graphs.size()));
     // The window starts on the first joint graph and the table lists its nodes.
     const auto& shown = doc->graphs[static_cast<std::size_t>(window_->current_graph())];
@@ -263,6 +263,19 @@ TEST_F(GuiTest, CanvasPaintsOnlyVisibleBoxesAndExpandsGroups) {
   screenshot(*window_, "joint_graph_collapsed");
 }
 
+TEST_F(GuiTest, OpensAPt2ArchiveThroughTheModelImporter) {
+  open(kData + QStringLiteral("eager/tiny_export.pt2"));
+  const auto doc = window_->document();
+  ASSERT_NE(doc, nullptr);
+  EXPECT_EQ(doc->format, "pt2");
+  ASSERT_FALSE(doc->graphs.empty());
+  // The archive holds the same program as its print_readable() text beside it.
+  const auto& shown = doc->graphs[static_cast<std::size_t>(window_->current_graph())];
+  EXPECT_EQ(window_->node_table()->rowCount(), static_cast<int>(shown.graph->nodes.size()));
+  open(kData + QStringLiteral("eager/tiny_export_graph.txt"));
+  EXPECT_EQ(window_->document()->graphs.front().graph->nodes.size(), shown.graph->nodes.size());
+}
+
 TEST_F(GuiTest, BadInputIsReportedInTheWindow) {
   QTemporaryDir dir;
   const QString junk = dir.filePath(QStringLiteral("junk.txt"));
@@ -271,8 +284,7 @@ TEST_F(GuiTest, BadInputIsReportedInTheWindow) {
     ASSERT_TRUE(f.open(QIODevice::WriteOnly));
     f.write("this is not a graph\n");
   }
-  for (const QString& path :
-       {dir.filePath(QStringLiteral("missing")), junk, kData + QStringLiteral("eager/tiny_export.pt2")}) {
+  for (const QString& path : {dir.filePath(QStringLiteral("missing")), junk}) {
     window_->open_path(path, true);
     ASSERT_TRUE(window_->wait_idle());
     EXPECT_EQ(window_->document(), nullptr);
