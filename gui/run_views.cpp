@@ -17,6 +17,10 @@
 #include <limits>
 #include <optional>
 
+#include "core/model/input_error.hpp"
+#include "diff/buckets.hpp"
+#include "gui/bucket_view.hpp"
+
 namespace gparity::gui {
 namespace {
 
@@ -203,6 +207,7 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
   curves_ = new RunCurvesView;
   curves_->set_model(curves_model_.get());
   tabs_->addTab(curves_, tr("Loss and grad norm"));
+  add_buckets_tab();
   layout->addWidget(tabs_, 1);
 
   connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) { set_rank_index(i); });
@@ -214,6 +219,8 @@ RunViewsWidget::~RunViewsWidget() = default;
 void RunViewsWidget::set_rank_index(int index) {
   heatmap_model_->set_rank_index(index);
   curves_model_->set_rank_index(index);
+  if (bucket_model_ && index >= 0 && index < static_cast<int>(runs_->ranks.size()))
+    bucket_model_->set_rank(runs_->ranks[static_cast<std::size_t>(index)].rank);
   if (rank_->currentIndex() != index) rank_->setCurrentIndex(index);
   update_summary();
 }
@@ -223,6 +230,34 @@ void RunViewsWidget::show_heatmap() {
 }
 void RunViewsWidget::show_curves() {
   tabs_->setCurrentIndex(1);
+}
+
+bool RunViewsWidget::show_buckets() {
+  if (buckets_tab_ < 0) return false;
+  tabs_->setCurrentIndex(buckets_tab_);
+  return true;
+}
+
+void RunViewsWidget::add_buckets_tab() {
+  // A run without bucket records is normal (the tab is simply absent); load_bucket_plans says so
+  // with an InputError.
+  try {
+    base_buckets_ = std::make_unique<diff::BucketPlans>(diff::load_bucket_plans(runs_->baseline_path));
+    cand_buckets_ = std::make_unique<diff::BucketPlans>(diff::load_bucket_plans(runs_->candidate_path));
+  } catch (const model::InputError&) {
+    base_buckets_.reset();
+    cand_buckets_.reset();
+    return;
+  }
+  bucket_model_ = std::make_unique<BucketModel>();
+  bucket_model_->set_plans(base_buckets_.get(), cand_buckets_.get());
+  if (!runs_->ranks.empty()) bucket_model_->set_rank(runs_->ranks.front().rank);
+  buckets_ = new BucketView;
+  buckets_->set_model(bucket_model_.get());
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(buckets_);
+  scroll->setWidgetResizable(true);
+  buckets_tab_ = tabs_->addTab(scroll, tr("Buckets"));
 }
 
 QString RunViewsWidget::summary() const {

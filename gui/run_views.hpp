@@ -2,7 +2,8 @@
 // gparity-view's run views over gui/run_models.hpp: a step x parameter heatmap painted from
 // RunHeatmapModel (first divergence outlined), loss and grad-norm curves of baseline and
 // candidate with the ULP distance per step beneath (Qt Charts, from RunCurvesModel), and
-// RunViewsWidget, which holds a loaded RunPair, a rank selector and both views in tabs.
+// RunViewsWidget, which holds a loaded RunPair, a rank selector and the views in tabs (a third,
+// "Buckets", gui/bucket_view.hpp, when both run directories hold bucket plans).
 
 #include <QWidget>
 #include <memory>
@@ -15,7 +16,14 @@ class QComboBox;
 class QLabel;
 class QTabWidget;
 
+namespace gparity::diff {
+struct BucketPlans;
+}
+
 namespace gparity::gui {
+
+class BucketModel;
+class BucketView;
 
 /// Paints a RunHeatmapModel: one cell per (step, parameter), red = differs, green = equal,
 /// grey = not comparable; the first divergence gets a thick black frame.
@@ -54,22 +62,32 @@ class RunViewsWidget final : public QWidget {
   void set_rank_index(int index);
   void show_heatmap();
   void show_curves();
+  /// False when either run holds no bucket plan (no Buckets tab then).
+  bool show_buckets();
   [[nodiscard]] const RunPair& runs() const noexcept { return *runs_; }
   [[nodiscard]] const RunHeatmapModel* heatmap_model() const noexcept { return heatmap_model_.get(); }
   [[nodiscard]] const RunCurvesModel* curves_model() const noexcept { return curves_model_.get(); }
+  /// nullptr when either run holds no bucket plan.
+  [[nodiscard]] const BucketModel* bucket_model() const noexcept { return bucket_model_.get(); }
   [[nodiscard]] QString summary() const;
 
  private:
   void update_summary();
+  void add_buckets_tab();
 
   std::unique_ptr<RunPair> runs_;
   std::unique_ptr<RunHeatmapModel> heatmap_model_;
   std::unique_ptr<RunCurvesModel> curves_model_;
+  std::unique_ptr<diff::BucketPlans> base_buckets_;
+  std::unique_ptr<diff::BucketPlans> cand_buckets_;
+  std::unique_ptr<BucketModel> bucket_model_;
   QComboBox* rank_ = nullptr;
   QLabel* summary_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   RunHeatmapView* heatmap_ = nullptr;
   RunCurvesView* curves_ = nullptr;
+  BucketView* buckets_ = nullptr;
+  int buckets_tab_ = -1;
 };
 
 }  // namespace gparity::gui
