@@ -1,6 +1,8 @@
-// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text file); two
-// run directories open the run views (baseline, candidate), two graph inputs the side-by-side diff.
+// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text, .pt2, graph
+// JSON); two run directories open the run views (baseline, candidate), two graph inputs the
+// side-by-side diff.
 #include <QApplication>
+#include <QCommandLineParser>
 #include <QStringList>
 
 #include "gui/main_window.hpp"
@@ -9,11 +11,22 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("gparity"));
   QApplication::setApplicationName(QStringLiteral("gparity-view"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      QStringLiteral("Desktop viewer for gparity: graphs of TORCH_TRACE logs, FX print_readable text, .pt2 "
+                     "archives and graph JSON, with per-rank findings; two graph inputs open side by side in "
+                     "diff mode; two run directories (baseline, candidate) open the run views."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("PATH"), QStringLiteral("Inputs to open (zero, one or two)."),
+                               QStringLiteral("[PATH [PATH]]"));
+  parser.process(app);  // --help / --version print and exit here
+
   gparity::gui::MainWindow window;
   window.show();
-  const QStringList args = QApplication::arguments().mid(1);
-  // Two run directories open the run views; two graph inputs open side by side in diff mode;
-  // anything else opens path by path.
+  const QStringList args = parser.positionalArguments();
   if (args.size() == 2 && gparity::gui::MainWindow::is_run(args[0]) &&
       gparity::gui::MainWindow::is_run(args[1]))
     window.open_runs(args[0], args[1]);
