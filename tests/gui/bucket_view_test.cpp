@@ -20,6 +20,7 @@
 #include "core/model/trace_writer.hpp"
 #include "diff/buckets.hpp"
 #include "gui/run_views.hpp"
+#include "tests/support/qt_test_app.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace gparity::gui {
@@ -27,31 +28,8 @@ namespace {
 
 using gparity::testing::TempDir;
 
-std::unique_ptr<QApplication>& app_instance() {
-  static std::unique_ptr<QApplication> instance;
-  return instance;
-}
-
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "gui_bucket_view_tests";
-  static char* argv[] = {name, nullptr};
-  auto& instance = app_instance();
-  if (!instance) {
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-    QCoreApplication::setOrganizationName(QStringLiteral("gparity-tests"));
-    instance = std::make_unique<QApplication>(argc, argv);
-    QStandardPaths::setTestModeEnabled(true);
-  }
-  return *instance;
-}
-
-// The QApplication must be gone before static destruction.
-class AppEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override { app_instance().reset(); }
-};
-const auto* const kAppEnvironment = ::testing::AddGlobalTestEnvironment(new AppEnvironment);  // gtest owns it
+using gparity::testing::app;
+using gparity::testing::screenshot;
 
 struct Param {
   std::string fqn;

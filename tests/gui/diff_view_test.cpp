@@ -18,42 +18,15 @@
 
 #include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
+#include "tests/support/qt_test_app.hpp"
 
 namespace gparity::gui {
 namespace {
 
 const std::string kData = GPARITY_SOURCE_DIR "/tests/data/graph/";
 
-std::unique_ptr<QApplication>& app_instance() {
-  static std::unique_ptr<QApplication> instance;
-  return instance;
-}
-
-void app() {
-  static int argc = 1;
-  static char name[] = "gui_diff_tests";
-  static char* argv[] = {name, nullptr};
-  auto& instance = app_instance();
-  if (!instance) {
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-    instance = std::make_unique<QApplication>(argc, argv);
-  }
-}
-
-// Qt must be gone before static destruction (see gui_test.cpp).
-class AppEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override { app_instance().reset(); }
-};
-const auto* const kAppEnvironment = ::testing::AddGlobalTestEnvironment(new AppEnvironment);  // gtest owns it
-
-void screenshot(QWidget& w, const char* name) {
-  const QByteArray dir = qgetenv("GPARITY_GUI_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QDir().mkpath(QString::fromLocal8Bit(dir));
-  w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name) +
-                QStringLiteral(".png"));
-}
+using gparity::testing::app;
+using gparity::testing::screenshot;
 
 std::string name_of(const model::Graph& g, model::NodeId id) {
   return std::string(g.node_name(id));

@@ -17,46 +17,15 @@
 #include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models.hpp"
+#include "tests/support/qt_test_app.hpp"
 
 namespace gparity::gui {
 namespace {
 
 const QString kData = QStringLiteral(GPARITY_SOURCE_DIR "/tests/data/graph/");
 
-// The QApplication must be gone before static destruction (Qt's input devices crash when it
-// is destroyed from an exit handler): a global test environment ends it in TearDown.
-std::unique_ptr<QApplication>& app_instance() {
-  static std::unique_ptr<QApplication> instance;
-  return instance;
-}
-
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "gui_tests";
-  static char* argv[] = {name, nullptr};
-  auto& instance = app_instance();
-  if (!instance) {
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-    QCoreApplication::setOrganizationName(QStringLiteral("gparity-tests"));
-    instance = std::make_unique<QApplication>(argc, argv);
-    QStandardPaths::setTestModeEnabled(true);  // recent files go to a test location
-  }
-  return *instance;
-}
-
-class AppEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override { app_instance().reset(); }
-};
-const auto* const kAppEnvironment = ::testing::AddGlobalTestEnvironment(new AppEnvironment);  // gtest owns it
-
-void screenshot(QWidget& w, const char* name) {
-  const QByteArray dir = qgetenv("GPARITY_GUI_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QDir().mkpath(QString::fromLocal8Bit(dir));
-  w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name) +
-                QStringLiteral(".png"));
-}
+using gparity::testing::app;
+using gparity::testing::screenshot;
 
 class GuiTest : public ::testing::Test {
  protected:

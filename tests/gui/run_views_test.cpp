@@ -18,45 +18,15 @@
 #include "core/model/input_error.hpp"
 #include "gui/main_window.hpp"
 #include "gui/run_models.hpp"
+#include "tests/support/qt_test_app.hpp"
 
 namespace gparity::gui {
 namespace {
 
 const std::string kRuns = GPARITY_SOURCE_DIR "/samples/runs/";
 
-// The QApplication must be gone before static destruction: a test environment ends it.
-std::unique_ptr<QApplication>& app_instance() {
-  static std::unique_ptr<QApplication> instance;
-  return instance;
-}
-
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "gui_run_views_tests";
-  static char* argv[] = {name, nullptr};
-  auto& instance = app_instance();
-  if (!instance) {
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-    QCoreApplication::setOrganizationName(QStringLiteral("gparity-tests"));
-    instance = std::make_unique<QApplication>(argc, argv);
-    QStandardPaths::setTestModeEnabled(true);
-  }
-  return *instance;
-}
-
-class AppEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override { app_instance().reset(); }
-};
-const auto* const kAppEnvironment = ::testing::AddGlobalTestEnvironment(new AppEnvironment);  // gtest owns it
-
-void screenshot(QWidget& w, const char* name) {
-  const QByteArray dir = qgetenv("GPARITY_GUI_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QDir().mkpath(QString::fromLocal8Bit(dir));
-  w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name) +
-                QStringLiteral(".png"));
-}
+using gparity::testing::app;
+using gparity::testing::screenshot;
 
 class RunViewsTest : public ::testing::Test {
  protected:
