@@ -12,8 +12,8 @@
 #include <random>
 #include <string>
 
-#include "core/model/run_source.hpp"
-#include "core/model/trace_writer.hpp"
+#include "core/model/run/run_source.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "diff/run_compare.hpp"
 
 namespace {

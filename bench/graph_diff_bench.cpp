@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
 #include "diff/graph_diff.hpp"
 #include "diff/graph_normalize.hpp"
 #include "diff/rank_classify.hpp"

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
 
 namespace {
 

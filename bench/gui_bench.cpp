@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
 #include "gui/graph_canvas.hpp"
 
 namespace {

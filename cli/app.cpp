@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 #include "hash/block_view.hpp"
 
 namespace gparity::cli {

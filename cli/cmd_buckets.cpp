@@ -8,8 +8,8 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
-#include "core/model/dtype.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/dtype.hpp"
+#include "core/model/base/input_error.hpp"
 #include "diff/buckets.hpp"
 
 namespace gparity::cli {

@@ -6,7 +6,7 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
-#include "core/model/run_source.hpp"
+#include "core/model/run/run_source.hpp"
 #include "diff/run_compare.hpp"
 
 namespace gparity::cli {

@@ -9,8 +9,8 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/run_source.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/run/run_source.hpp"
 #include "diff/gate_policy.hpp"
 
 namespace gparity::cli {

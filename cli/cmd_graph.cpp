@@ -1,5 +1,5 @@
 // `gparity graph list|show|export`: the graphs of a TORCH_TRACE directory or log, FX text, a
-// .pt2 archive or our JSON form. Importing and selecting live in core/model/graph_load.hpp.
+// .pt2 archive or our JSON form. Importing and selecting live in core/model/graph/graph_load.hpp.
 
 #include <CLI/CLI.hpp>
 #include <fstream>
@@ -9,9 +9,9 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
-#include "core/model/graph_json.hpp"
-#include "core/model/graph_load.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/graph/graph_json.hpp"
+#include "core/model/graph/graph_load.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::cli {

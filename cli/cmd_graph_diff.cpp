@@ -12,8 +12,8 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/torch_trace.hpp"
 #include "diff/device_check.hpp"
 #include "diff/graph_diff.hpp"
 #include "diff/graph_report.hpp"

@@ -8,7 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
-#include "core/model/checkpoint_hash.hpp"
+#include "core/model/formats/checkpoint_hash.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::cli {

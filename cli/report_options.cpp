@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/terminal.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 #include "diff/reporters.hpp"
 
 namespace gparity::cli {

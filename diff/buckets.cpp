@@ -5,11 +5,11 @@
 #include <map>
 #include <unordered_map>
 
-#include "core/model/import_samples.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/json_input.hpp"
-#include "core/model/mapped_file.hpp"
-#include "core/model/trace_reader.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/base/json_input.hpp"
+#include "core/model/base/mapped_file.hpp"
+#include "core/model/formats/import_samples.hpp"
+#include "core/model/run/trace_reader.hpp"
 
 namespace gparity::diff {
 namespace {

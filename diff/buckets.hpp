@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/dtype.hpp"
+#include "core/model/base/dtype.hpp"
 #include "diff/finding.hpp"
 
 namespace gparity::diff {

@@ -7,9 +7,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "core/model/dtype.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/base/dtype.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/torch_trace.hpp"
 
 namespace gparity::diff {
 namespace {

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model/flight_recorder.hpp"
-#include "core/model/graph.hpp"
+#include "core/model/formats/flight_recorder.hpp"
+#include "core/model/graph/graph.hpp"
 #include "diff/finding.hpp"
 
 namespace gparity::diff {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/graph.hpp"
+#include "core/model/graph/graph.hpp"
 
 namespace gparity::diff {
 

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/model/input_error.hpp"
-#include "core/model/json_input.hpp"
-#include "core/model/mapped_file.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/base/json_input.hpp"
+#include "core/model/base/mapped_file.hpp"
 
 namespace gparity::diff {
 namespace {

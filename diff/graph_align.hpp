@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model/graph.hpp"
+#include "core/model/graph/graph.hpp"
 #include "diff/graph_normalize.hpp"
 
 namespace gparity::diff {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/graph.hpp"
+#include "core/model/graph/graph.hpp"
 #include "diff/graph_align.hpp"
 #include "diff/graph_normalize.hpp"
 

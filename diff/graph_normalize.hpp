@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model/graph.hpp"
-#include "core/model/graph_load.hpp"
+#include "core/model/graph/graph.hpp"
+#include "core/model/graph/graph_load.hpp"
 
 namespace gparity::diff {
 
@@ -39,7 +39,7 @@ std::vector<std::string> normalization_names(const GraphNormalization& n);
 std::optional<std::int32_t> device_index_of(const model::Graph& g, const model::Value& v);
 
 // Value and annotation texts in findings are model::value_text / model::meta_text
-// (core/model/graph_load.hpp), found here by argument-dependent lookup.
+// (core/model/graph/graph_load.hpp), found here by argument-dependent lookup.
 
 /// One graph under a normalization, with its local device (nullopt: unknown, no mapping).
 class NormalizedGraph {

@@ -2,11 +2,11 @@
 
 #include <filesystem>
 
-#include "core/model/fx_text.hpp"
-#include "core/model/graph_json.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/json_input.hpp"
-#include "core/model/mapped_file.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/base/json_input.hpp"
+#include "core/model/base/mapped_file.hpp"
+#include "core/model/graph/fx_text.hpp"
+#include "core/model/graph/graph_json.hpp"
 
 namespace gparity::diff {
 

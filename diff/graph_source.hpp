@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "core/model/graph.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
+#include "core/model/graph/graph.hpp"
 
 namespace gparity::diff {
 

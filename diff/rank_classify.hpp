@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/graph.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
+#include "core/model/graph/graph.hpp"
 #include "diff/graph_normalize.hpp"
 
 namespace gparity::diff {

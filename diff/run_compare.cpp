@@ -11,7 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "core/model/run_source.hpp"
+#include "core/model/run/run_source.hpp"
 #include "diff/finding.hpp"
 
 namespace gparity::diff {

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 
 namespace gparity::gui {
 namespace {

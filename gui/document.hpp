@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/model/graph.hpp"
-#include "core/model/graph_load.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
+#include "core/model/graph/graph.hpp"
+#include "core/model/graph/graph_load.hpp"
 
 namespace gparity::gui {
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <unordered_map>
 
-#include "core/model/input_error.hpp"
-#include "core/model/run_source.hpp"
-#include "core/model/trace_reader.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/run/run_source.hpp"
+#include "core/model/run/trace_reader.hpp"
 #include "diff/run_compare.hpp"
 
 namespace gparity::gui {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/trace_schema.hpp"
+#include "core/model/run/trace_schema.hpp"
 
 namespace gparity::gui {
 

@@ -17,7 +17,7 @@
 #include <limits>
 #include <optional>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 #include "diff/buckets.hpp"
 #include "gui/bucket_view.hpp"
 

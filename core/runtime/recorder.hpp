@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/model/trace_schema.hpp"
-#include "core/model/trace_writer.hpp"
+#include "core/model/run/trace_schema.hpp"
+#include "core/model/run/trace_writer.hpp"
 
 namespace at {
 class Tensor;

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/model/trace_writer.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "core/runtime/clock.hpp"
 #include "core/runtime/recorder.hpp"
 #include "hash/xxh3.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/graph.hpp"
+#include "core/model/graph/graph.hpp"
 #include "gui/layout/layered_layout.hpp"
 
 namespace gparity::gui {

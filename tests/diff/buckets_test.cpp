@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "core/model/input_error.hpp"
-#include "core/model/trace_writer.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {

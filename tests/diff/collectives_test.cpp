@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 #include "tests/diff/graph_test_support.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
 #include "diff/graph_report.hpp"
 #include "diff/rank_classify.hpp"
 #include "tests/diff/graph_test_support.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/model/fx_text.hpp"
+#include "core/model/graph/fx_text.hpp"
 
 namespace gparity::testing {
 

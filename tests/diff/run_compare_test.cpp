@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "core/model/run_source.hpp"
-#include "core/model/trace_writer.hpp"
+#include "core/model/run/run_source.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
 #include "tests/support/temp_dir.hpp"

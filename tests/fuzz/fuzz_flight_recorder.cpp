@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/model/flight_recorder.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/flight_recorder.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

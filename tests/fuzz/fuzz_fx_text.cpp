@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/model/fx_text.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/graph/fx_text.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto t =

@@ -17,7 +17,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "core/model/trace_writer.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "diff/buckets.hpp"
 #include "gui/run_views.hpp"
 #include "tests/support/qt_test_app.hpp"

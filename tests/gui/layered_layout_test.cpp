@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/model/fx_text.hpp"
+#include "core/model/graph/fx_text.hpp"
 #include "gui/layout/view_graph.hpp"
 
 namespace gparity::gui {

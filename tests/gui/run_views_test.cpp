@@ -15,7 +15,7 @@
 #include <QStandardPaths>
 #include <memory>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 #include "gui/main_window.hpp"
 #include "gui/run_models.hpp"
 #include "tests/support/qt_test_app.hpp"

@@ -7,9 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/model/flight_recorder.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/flight_recorder.hpp"
+#include "core/model/formats/torch_trace.hpp"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/model/fx_text.hpp"
-#include "core/model/graph_json.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/graph/fx_text.hpp"
+#include "core/model/graph/graph_json.hpp"
 
 namespace {
 

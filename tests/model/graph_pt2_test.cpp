@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/model/fx_text.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/pt2.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/pt2.hpp"
+#include "core/model/graph/fx_text.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {

@@ -10,8 +10,8 @@
 #include <regex>
 #include <sstream>
 
-#include "core/model/graph_json.hpp"
-#include "core/model/torch_trace.hpp"
+#include "core/model/formats/torch_trace.hpp"
+#include "core/model/graph/graph_json.hpp"
 
 namespace {
 

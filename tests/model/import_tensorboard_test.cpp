@@ -1,4 +1,4 @@
-#include "core/model/import_tensorboard.hpp"
+#include "core/model/formats/import_tensorboard.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/model/crc32c.hpp"
-#include "core/model/input_error.hpp"
-#include "core/model/run_source.hpp"
+#include "core/model/base/crc32c.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/run/run_source.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tensorboard_writer.hpp"
 

@@ -1,8 +1,8 @@
-#include "core/model/json_input.hpp"
+#include "core/model/base/json_input.hpp"
 
 #include <gtest/gtest.h>
 
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
 
 namespace gparity::model {
 namespace {

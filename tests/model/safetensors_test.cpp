@@ -1,12 +1,12 @@
-#include "core/model/safetensors.hpp"
+#include "core/model/formats/safetensors.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/model/checkpoint_hash.hpp"
-#include "core/model/input_error.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/checkpoint_hash.hpp"
 #include "hash/xxh3.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -5,11 +5,11 @@
 #include <fstream>
 #include <limits>
 
-#include "core/model/input_error.hpp"
-#include "core/model/json_input.hpp"
-#include "core/model/mapped_file.hpp"
-#include "core/model/trace_reader.hpp"
-#include "core/model/trace_writer.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/base/json_input.hpp"
+#include "core/model/base/mapped_file.hpp"
+#include "core/model/run/trace_reader.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "core/model/trace_reader.hpp"
+#include "core/model/run/trace_reader.hpp"
 #include "core/runtime/debug_model.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"

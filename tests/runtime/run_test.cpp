@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/trace_reader.hpp"
-#include "core/model/trace_writer.hpp"
+#include "core/model/run/trace_reader.hpp"
+#include "core/model/run/trace_writer.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 

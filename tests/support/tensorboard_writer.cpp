@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/model/crc32c.hpp"
-#include "core/model/proto/tensorboard_event.pb.h"
+#include "core/model/base/crc32c.hpp"
+#include "core/model/formats/proto/tensorboard_event.pb.h"
 
 namespace gparity::testing {
 namespace {

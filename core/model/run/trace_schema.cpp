@@ -1,0 +1,517 @@
+#include "core/model/run/trace_schema.hpp"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "core/model/base/input_error.hpp"
+#include "hash/xxh3.hpp"
+
+namespace gparity::model {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& source, std::int64_t line, const std::string& problem) {
+  throw InputError(source, line, problem);
+}
+
+const json& member(const json& j, const char* key, const std::string& source, std::int64_t line) {
+  const auto it = j.find(key);
+  if (it == j.end()) bad(source, line, std::string("missing field \"") + key + "\"");
+  return *it;
+}
+
+template <typename T>
+T get_as(const json& j, const char* key, const std::string& source, std::int64_t line) {
+  try {
+    return j.get<T>();
+  } catch (const json::exception&) {
+    bad(source, line, std::string("field \"") + key + "\" has the wrong type");
+  }
+}
+
+template <typename T>
+T required(const json& j, const char* key, const std::string& source, std::int64_t line) {
+  return get_as<T>(member(j, key, source, line), key, source, line);
+}
+
+template <typename T>
+T optional_or(const json& j, const char* key, T fallback, const std::string& source, std::int64_t line) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return get_as<T>(*it, key, source, line);
+}
+
+DType dtype_field(const json& j, const char* key, const std::string& source, std::int64_t line) {
+  const auto text = required<std::string>(j, key, source, line);
+  const auto d = parse_dtype(text);
+  if (!d) bad(source, line, "unknown dtype \"" + text + "\"");
+  return *d;
+}
+
+/// Copies every member of `j` whose key is not in `known` (and is not "type").
+json extras(const json& j, std::initializer_list<std::string_view> known) {
+  json out = json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "type") continue;
+    bool is_known = false;
+    for (const auto k : known) is_known = is_known || it.key() == k;
+    if (!is_known) out[it.key()] = it.value();
+  }
+  return out;
+}
+
+void merge_extras(json& out, const json& extra) {
+  if (!extra.is_object()) return;
+  for (auto it = extra.begin(); it != extra.end(); ++it) {
+    if (!out.contains(it.key())) out[it.key()] = it.value();
+  }
+}
+
+void require_object(const json& j, const std::string& source, std::int64_t line, const char* what) {
+  if (!j.is_object()) bad(source, line, std::string(what) + " is not a JSON object");
+}
+
+std::string bits_hex(std::uint64_t bits, DType dtype) {
+  const std::size_t digits = 2 * dtype_size(dtype);
+  std::string hex = hash::to_hex(bits);
+  return hex.substr(hex.size() - std::min(digits, hex.size()));
+}
+
+double float_from_half_bits(std::uint16_t h, bool bf16) noexcept {
+  if (bf16) return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+  const int sign = (h >> 15) & 1;
+  const int exp = (h >> 10) & 0x1f;
+  const int frac = h & 0x3ff;
+  double v = 0;
+  if (exp == 0) {
+    v = std::ldexp(frac, -24);
+  } else if (exp == 31) {
+    v = frac ? std::nan("") : INFINITY;
+  } else {
+    v = std::ldexp(frac + 1024, exp - 25);
+  }
+  return sign ? -v : v;
+}
+
+constexpr std::string_view kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+constexpr std::array<std::int8_t, 256> make_b64_table() {
+  std::array<std::int8_t, 256> t{};
+  for (auto& v : t) v = -1;
+  for (std::size_t i = 0; i < kB64.size(); ++i)
+    t[static_cast<unsigned char>(kB64[i])] = static_cast<std::int8_t>(i);
+  return t;
+}
+constexpr auto kB64Table = make_b64_table();
+
+}  // namespace
+
+TraceScalar TraceScalar::from_f32(float v) noexcept {
+  return {static_cast<double>(v), std::bit_cast<std::uint32_t>(v), DType::F32};
+}
+
+TraceScalar TraceScalar::from_f64(double v) noexcept {
+  return {v, std::bit_cast<std::uint64_t>(v), DType::F64};
+}
+
+TraceScalar TraceScalar::from_bits(std::uint64_t bits, DType dtype) noexcept {
+  switch (dtype) {
+    case DType::F64: return {std::bit_cast<double>(bits), bits, dtype};
+    case DType::F32:
+      bits &= 0xffffffffULL;
+      return {static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits))), bits, dtype};
+    case DType::F16:
+    case DType::BF16:
+      bits &= 0xffffULL;
+      return {float_from_half_bits(static_cast<std::uint16_t>(bits), dtype == DType::BF16), bits, dtype};
+    default: return {static_cast<double>(bits), bits, dtype};
+  }
+}
+
+std::string placement_text(const Placement& p) {
+  switch (p.kind) {
+    case Placement::Kind::Replicate: return "R";
+    case Placement::Kind::Partial: return "P";
+    case Placement::Kind::Shard: return "S(" + std::to_string(p.dim) + ")";
+  }
+  return "R";
+}
+
+std::optional<Placement> parse_placement(std::string_view text) noexcept {
+  if (text == "R") return Placement{Placement::Kind::Replicate, -1};
+  if (text == "P") return Placement{Placement::Kind::Partial, -1};
+  if (text.size() >= 4 && text.substr(0, 2) == "S(" && text.back() == ')') {
+    int dim = 0;
+    for (const char c : text.substr(2, text.size() - 3)) {
+      if (c < '0' || c > '9' || dim > 1000) return std::nullopt;
+      dim = dim * 10 + (c - '0');
+    }
+    return Placement{Placement::Kind::Shard, dim};
+  }
+  return std::nullopt;
+}
+
+bool is_shard_invariant(std::string_view name) noexcept {
+  return name.ends_with(".shard");
+}
+
+const HashArray* StepRecord::find_hashes(std::string_view name) const noexcept {
+  for (const auto& h : hashes) {
+    if (h.name == name) return &h;
+  }
+  return nullptr;
+}
+
+std::string encode_hash_array(std::span<const std::uint64_t> values) {
+  std::string out;
+  out.reserve((values.size() * 8 + 2) / 3 * 4);
+  std::array<unsigned char, 8> b{};
+  std::uint32_t acc = 0;
+  int have = 0;
+  for (const std::uint64_t v : values) {
+    for (int i = 0; i < 8; ++i) b[static_cast<std::size_t>(i)] = static_cast<unsigned char>(v >> (8 * i));
+    for (const unsigned char c : b) {
+      acc = (acc << 8) | c;
+      if (++have == 3) {
+        out += kB64[(acc >> 18) & 63];
+        out += kB64[(acc >> 12) & 63];
+        out += kB64[(acc >> 6) & 63];
+        out += kB64[acc & 63];
+        acc = 0;
+        have = 0;
+      }
+    }
+  }
+  if (have == 1) {
+    acc <<= 16;
+    out += kB64[(acc >> 18) & 63];
+    out += kB64[(acc >> 12) & 63];
+    out += "==";
+  } else if (have == 2) {
+    acc <<= 8;
+    out += kB64[(acc >> 18) & 63];
+    out += kB64[(acc >> 12) & 63];
+    out += kB64[(acc >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::vector<std::uint64_t>> decode_hash_array(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::size_t pad = 0;
+  if (!text.empty() && text.back() == '=') pad = (text.size() >= 2 && text[text.size() - 2] == '=') ? 2 : 1;
+  const std::size_t bytes = text.size() / 4 * 3 - pad;
+  if (bytes % 8 != 0) return std::nullopt;
+  std::vector<std::uint64_t> out(bytes / 8, 0);
+  auto* dst = reinterpret_cast<unsigned char*>(out.data());
+  std::size_t o = 0;
+  const std::size_t body = text.size() - (pad ? 4 : 0);
+  for (std::size_t i = 0; i < body; i += 4) {
+    const int a = kB64Table[static_cast<unsigned char>(text[i])];
+    const int b = kB64Table[static_cast<unsigned char>(text[i + 1])];
+    const int c = kB64Table[static_cast<unsigned char>(text[i + 2])];
+    const int d = kB64Table[static_cast<unsigned char>(text[i + 3])];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    const std::uint32_t v = (static_cast<std::uint32_t>(a) << 18) | (static_cast<std::uint32_t>(b) << 12) |
+                            (static_cast<std::uint32_t>(c) << 6) | static_cast<std::uint32_t>(d);
+    dst[o++] = static_cast<unsigned char>(v >> 16);
+    dst[o++] = static_cast<unsigned char>(v >> 8);
+    dst[o++] = static_cast<unsigned char>(v);
+  }
+  if (pad) {
+    const std::size_t i = body;
+    const int a = kB64Table[static_cast<unsigned char>(text[i])];
+    const int b = kB64Table[static_cast<unsigned char>(text[i + 1])];
+    const int c = pad == 1 ? kB64Table[static_cast<unsigned char>(text[i + 2])] : 0;
+    if ((a | b | c) < 0) return std::nullopt;
+    const std::uint32_t v = (static_cast<std::uint32_t>(a) << 18) | (static_cast<std::uint32_t>(b) << 12) |
+                            (static_cast<std::uint32_t>(c) << 6);
+    dst[o++] = static_cast<unsigned char>(v >> 16);
+    if (pad == 1) dst[o++] = static_cast<unsigned char>(v >> 8);
+  }
+  if constexpr (std::endian::native == std::endian::big) {
+    for (auto& v : out) v = __builtin_bswap64(v);
+  }
+  return out;
+}
+
+// ---- JSON forms ---------------------------------------------------------------------------
+
+json to_json(const TraceScalar& s) {
+  json j = {
+      {"value", nullptr}, {"bits", bits_hex(s.bits, s.dtype)}, {"dtype", std::string(dtype_name(s.dtype))}};
+  // JSON has no NaN or infinity: those values are null and the bits say which one it was.
+  if (std::isfinite(s.value)) j["value"] = s.value;
+  return j;
+}
+
+TraceScalar scalar_from_json(const json& j, const std::string& source, std::int64_t line) {
+  require_object(j, source, line, "scalar");
+  const DType dtype = dtype_field(j, "dtype", source, line);
+  const auto hex = required<std::string>(j, "bits", source, line);
+  const std::size_t digits = 2 * dtype_size(dtype);
+  if (hex.empty() || hex.size() > digits) {
+    bad(source, line, "scalar bits \"" + hex + "\" do not fit " + std::string(dtype_name(dtype)));
+  }
+  const auto bits = hash::from_hex(std::string(16 - hex.size(), '0') + hex);
+  if (!bits) bad(source, line, "scalar bits \"" + hex + "\" are not hex");
+  return TraceScalar::from_bits(*bits, dtype);
+}
+
+json to_json(const RunManifest& m) {
+  json ranks = json::array();
+  for (const auto& r : m.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"host", r.host}, {"device", r.device}});
+  }
+  json versions = json::object();
+  for (const auto& [k, v] : m.framework_versions) versions[k] = v;
+  json j = {{"schema_version", m.schema_version},
+            {"format", "gparity-trace"},
+            {"run_id", m.run_id},
+            {"world_size", m.world_size},
+            {"mesh_shape", m.mesh_shape},
+            {"mesh_dim_names", m.mesh_dim_names},
+            {"ranks", ranks},
+            {"framework_versions", versions},
+            {"command_line", m.command_line},
+            {"config_fingerprint", m.config_fingerprint},
+            {"start_time", m.start_time}};
+  merge_extras(j, m.extra);
+  return j;
+}
+
+RunManifest manifest_from_json(const json& j, const std::string& source) {
+  constexpr std::int64_t line = 0;
+  require_object(j, source, line, "manifest");
+  RunManifest m;
+  m.schema_version = required<int>(j, "schema_version", source, line);
+  if (m.schema_version != kTraceSchemaVersion) {
+    bad(source, line,
+        "schema_version " + std::to_string(m.schema_version) + " is not supported (this gparity reads " +
+            std::to_string(kTraceSchemaVersion) + ")");
+  }
+  m.run_id = optional_or<std::string>(j, "run_id", "", source, line);
+  m.world_size = required<int>(j, "world_size", source, line);
+  if (m.world_size < 1 || m.world_size > (1 << 20)) bad(source, line, "world_size out of range");
+  m.mesh_shape = optional_or<std::vector<std::int64_t>>(j, "mesh_shape", {}, source, line);
+  m.mesh_dim_names = optional_or<std::vector<std::string>>(j, "mesh_dim_names", {}, source, line);
+  if (const auto it = j.find("ranks"); it != j.end() && it->is_array()) {
+    for (const auto& r : *it) {
+      require_object(r, source, line, "ranks entry");
+      m.ranks.push_back({required<int>(r, "rank", source, line),
+                         optional_or<int>(r, "local_rank", 0, source, line),
+                         optional_or<std::string>(r, "host", "", source, line),
+                         optional_or<std::string>(r, "device", "", source, line)});
+    }
+  }
+  if (const auto it = j.find("framework_versions"); it != j.end() && it->is_object()) {
+    for (auto v = it->begin(); v != it->end(); ++v) {
+      m.framework_versions.emplace_back(v.key(), v->is_string() ? v->get<std::string>() : v->dump());
+    }
+  }
+  m.command_line = optional_or<std::vector<std::string>>(j, "command_line", {}, source, line);
+  m.config_fingerprint = optional_or<std::string>(j, "config_fingerprint", "", source, line);
+  m.start_time = optional_or<std::string>(j, "start_time", "", source, line);
+  m.extra = extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names",
+                       "ranks", "framework_versions", "command_line", "config_fingerprint", "start_time"});
+  return m;
+}
+
+json to_json(const ParamsRecord& r) {
+  json params = json::array();
+  for (const auto& p : r.params) {
+    json placements = json::array();
+    for (const auto& pl : p.placements) placements.push_back(placement_text(pl));
+    params.push_back({{"fqn", p.fqn},
+                      {"dtype", std::string(dtype_name(p.dtype))},
+                      {"shape", p.global_shape},
+                      {"offsets", p.local_offsets},
+                      {"local_shape", p.local_shape},
+                      {"placements", placements},
+                      {"counts", p.counts}});
+  }
+  json j = {{"type", "params"}, {"params", params}};
+  merge_extras(j, r.extra);
+  return j;
+}
+
+ParamsRecord params_from_json(const json& j, const std::string& source, std::int64_t line) {
+  ParamsRecord r;
+  const auto& params = member(j, "params", source, line);
+  if (!params.is_array()) bad(source, line, "\"params\" is not an array");
+  r.params.reserve(params.size());
+  for (const auto& p : params) {
+    require_object(p, source, line, "params entry");
+    ParamInfo info;
+    info.fqn = required<std::string>(p, "fqn", source, line);
+    info.dtype = dtype_field(p, "dtype", source, line);
+    info.global_shape = required<std::vector<std::int64_t>>(p, "shape", source, line);
+    info.local_shape =
+        optional_or<std::vector<std::int64_t>>(p, "local_shape", info.global_shape, source, line);
+    info.local_offsets = optional_or<std::vector<std::int64_t>>(
+        p, "offsets", std::vector<std::int64_t>(info.global_shape.size(), 0), source, line);
+    if (info.local_shape.size() != info.global_shape.size() ||
+        info.local_offsets.size() != info.global_shape.size()) {
+      bad(source, line, "parameter \"" + info.fqn + "\": offsets, local_shape and shape differ in rank");
+    }
+    for (const auto& text : optional_or<std::vector<std::string>>(p, "placements", {}, source, line)) {
+      const auto pl = parse_placement(text);
+      if (!pl) bad(source, line, "parameter \"" + info.fqn + "\": unknown placement \"" + text + "\"");
+      info.placements.push_back(*pl);
+    }
+    info.counts = optional_or<bool>(p, "counts", true, source, line);
+    r.params.push_back(std::move(info));
+  }
+  r.extra = extras(j, {"params"});
+  return r;
+}
+
+json to_json(const BucketsRecord& r) {
+  json groups = json::array();
+  for (const auto& g : r.groups) {
+    json buckets = json::array();
+    for (const auto& b : g.buckets) {
+      json members = json::array();
+      for (const auto& m : b.members) {
+        members.push_back({{"fqn", m.fqn}, {"offset", m.offset_bytes}, {"size", m.size_bytes}});
+      }
+      buckets.push_back(
+          {{"collective", b.collective}, {"dtype", std::string(dtype_name(b.dtype))}, {"members", members}});
+    }
+    groups.push_back({{"group", g.group}, {"buckets", buckets}});
+  }
+  json j = {{"type", "buckets"}, {"groups", groups}};
+  if (r.step) j["step"] = *r.step;
+  merge_extras(j, r.extra);
+  return j;
+}
+
+BucketsRecord buckets_from_json(const json& j, const std::string& source, std::int64_t line) {
+  BucketsRecord r;
+  if (const auto it = j.find("step"); it != j.end() && !it->is_null())
+    r.step = get_as<std::int64_t>(*it, "step", source, line);
+  const auto& groups = member(j, "groups", source, line);
+  if (!groups.is_array()) bad(source, line, "\"groups\" is not an array");
+  for (const auto& g : groups) {
+    require_object(g, source, line, "bucket group");
+    BucketGroup group{required<std::string>(g, "group", source, line), {}};
+    for (const auto& b : member(g, "buckets", source, line)) {
+      require_object(b, source, line, "bucket");
+      Bucket bucket{
+          required<std::string>(b, "collective", source, line), dtype_field(b, "dtype", source, line), {}};
+      for (const auto& m : member(b, "members", source, line)) {
+        require_object(m, source, line, "bucket member");
+        bucket.members.push_back({required<std::string>(m, "fqn", source, line),
+                                  required<std::int64_t>(m, "offset", source, line),
+                                  required<std::int64_t>(m, "size", source, line)});
+      }
+      group.buckets.push_back(std::move(bucket));
+    }
+    r.groups.push_back(std::move(group));
+  }
+  r.extra = extras(j, {"step", "groups"});
+  return r;
+}
+
+json to_json(const DevicesRecord& r) {
+  json entries = json::array();
+  for (const auto& e : r.entries)
+    entries.push_back({{"name", e.name}, {"kind", e.kind}, {"device", e.device}});
+  json j = {{"type", "devices"}, {"entries", entries}};
+  merge_extras(j, r.extra);
+  return j;
+}
+
+DevicesRecord devices_from_json(const json& j, const std::string& source, std::int64_t line) {
+  DevicesRecord r;
+  const auto& entries = member(j, "entries", source, line);
+  if (!entries.is_array()) bad(source, line, "\"entries\" is not an array");
+  for (const auto& e : entries) {
+    require_object(e, source, line, "devices entry");
+    r.entries.push_back({required<std::string>(e, "name", source, line),
+                         optional_or<std::string>(e, "kind", "", source, line),
+                         required<std::string>(e, "device", source, line)});
+  }
+  r.extra = extras(j, {"entries"});
+  return r;
+}
+
+json to_json(const GraphRef& r) {
+  json j = {{"type", "graph"},
+            {"path", r.path},
+            {"kind", r.kind},
+            {"compile_id", r.compile_id},
+            {"fingerprint", r.fingerprint}};
+  merge_extras(j, r.extra);
+  return j;
+}
+
+GraphRef graph_from_json(const json& j, const std::string& source, std::int64_t line) {
+  GraphRef r;
+  r.path = required<std::string>(j, "path", source, line);
+  r.kind = optional_or<std::string>(j, "kind", "", source, line);
+  r.compile_id = optional_or<std::string>(j, "compile_id", "", source, line);
+  r.fingerprint = optional_or<std::string>(j, "fingerprint", "", source, line);
+  r.extra = extras(j, {"path", "kind", "compile_id", "fingerprint"});
+  return r;
+}
+
+json to_json(const EventRecord& r) {
+  json j = {{"type", "event"}, {"kind", r.kind}, {"message", r.message}, {"data", r.data}};
+  if (r.step) j["step"] = *r.step;
+  return j;
+}
+
+EventRecord event_from_json(const json& j, const std::string& source, std::int64_t line) {
+  EventRecord r;
+  r.kind = optional_or<std::string>(j, "kind", "", source, line);
+  r.message = optional_or<std::string>(j, "message", "", source, line);
+  if (const auto it = j.find("step"); it != j.end() && !it->is_null())
+    r.step = get_as<std::int64_t>(*it, "step", source, line);
+  if (const auto it = j.find("data"); it != j.end()) r.data = *it;
+  const json rest = extras(j, {"kind", "message", "step", "data"});
+  if (!rest.empty()) {
+    if (!r.data.is_object()) r.data = json{{"data", r.data}};
+    merge_extras(r.data, rest);
+  }
+  return r;
+}
+
+std::string step_to_line(const StepRecord& r) {
+  // Small fields through nlohmann, hash arrays appended as raw strings: base64 needs no
+  // escaping, and building a multi-megabyte json::string only to copy it again would double
+  // the writer's cost.
+  // "type" goes first: the reader's fast path looks for it at the start of the line.
+  nlohmann::ordered_json head = {{"type", "step"}, {"step", r.step}};
+  if (r.loss) head["loss"] = to_json(*r.loss);
+  if (r.grad_norm) head["grad_norm"] = to_json(*r.grad_norm);
+  if (!r.scalars.empty()) {
+    nlohmann::ordered_json scalars = nlohmann::ordered_json::object();
+    for (const auto& s : r.scalars) scalars[s.name] = to_json(s.value);
+    head["scalars"] = scalars;
+  }
+  for (auto it = r.extra.begin(); r.extra.is_object() && it != r.extra.end(); ++it) {
+    if (!head.contains(it.key()) && it.key() != "hashes") head[it.key()] = it.value();
+  }
+  std::string line = head.dump();
+  if (r.hashes.empty()) return line;
+  line.pop_back();  // the closing brace
+  line += ",\"hashes\":{";
+  bool first = true;
+  for (const auto& h : r.hashes) {
+    if (!first) line += ',';
+    first = false;
+    line += json(h.name).dump();
+    line += ":\"";
+    line += encode_hash_array(h.values);
+    line += '"';
+  }
+  line += "}}";
+  return line;
+}
+
+}  // namespace gparity::model
