@@ -1,6 +1,7 @@
 #include "diff/run_compare.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -156,7 +157,32 @@ struct RankResult {
   json data = json::object();
   std::optional<std::int64_t> first_divergence;
   bool compared = false;
+  std::optional<model::DeviceMemoryPeaks> memory_b, memory_c;  // "device_memory" events, if any
 };
+
+/// Peak reserved device memory, candidate over baseline, per rank that has both (CUDA-graph
+/// runs against eager ones: docs/cuda-graphs.md). Null when no rank has both.
+json memory_ratio(const std::vector<RankResult>& results) {
+  json ranks = json::array();
+  double worst = 0;
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    const auto& b = results[r].memory_b;
+    const auto& c = results[r].memory_c;
+    if (!b || !c || b->peak_reserved <= 0) continue;
+    const double ratio = static_cast<double>(c->peak_reserved) / static_cast<double>(b->peak_reserved);
+    worst = std::max(worst, ratio);
+    ranks.push_back({{"rank", r},
+                     {"baseline_mode", b->mode},
+                     {"candidate_mode", c->mode},
+                     {"baseline_peak_reserved", b->peak_reserved},
+                     {"candidate_peak_reserved", c->peak_reserved},
+                     {"baseline_peak_allocated", b->peak_allocated},
+                     {"candidate_peak_allocated", c->peak_allocated},
+                     {"reserved_ratio", ratio}});
+  }
+  if (ranks.empty()) return nullptr;
+  return {{"ranks", ranks}, {"max_reserved_ratio", worst}};
+}
 
 Severity issue_severity(model::TraceIssue::Kind k) {
   switch (k) {
@@ -759,6 +785,8 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
         auto& res = results[static_cast<std::size_t>(r)];
         for (const auto& i : tb.issues) res.findings.push_back(issue_finding(i, "baseline", r));
         for (const auto& i : tc.issues) res.findings.push_back(issue_finding(i, "candidate", r));
+        res.memory_b = model::device_memory_peaks(tb.events);
+        res.memory_c = model::device_memory_peaks(tc.events);
         if (eb) local_b.add(tb, interner, o);
         if (ec) local_c.add(tc, interner, o);
         if (eb && ec && (same_layout || r == 0)) {
@@ -851,6 +879,16 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     v.summary.push_back("full tensors (shard-invariant sums) diverge at step " +
                         std::to_string(full["first_divergent_step"].get<std::int64_t>()));
   }
+  const json memory = memory_ratio(results);
+  if (!memory.is_null()) {
+    const auto& first = memory["ranks"][0];
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "peak reserved device memory, candidate (%s) / baseline (%s): %.3fx at most over %zu rank(s)",
+                  first["candidate_mode"].get<std::string>().c_str(), first["baseline_mode"].get<std::string>().c_str(),
+                  memory["max_reserved_ratio"].get<double>(), memory["ranks"].size());
+    v.summary.push_back(line);
+  }
   if (v.exit_code == 2) {
     v.headline = "BAD INPUT: some data could not be read (see errors above)";
   } else if (v.exit_code == 1) {
@@ -866,6 +904,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   }
   v.data = {{"ranks", rank_data}, {"rounded", rounded}, {"comparison", o.tolerance.describe()}};
   v.data["full_tensors"] = full;
+  v.data["device_memory"] = memory;
   v.data["bitwise_proof"] = !rounded && o.tolerance.bitwise() && v.exit_code == 0;
   out.end(v);
   return v.exit_code;

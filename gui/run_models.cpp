@@ -56,6 +56,8 @@ RankPair align_rank(int rank, const model::RankTrace& b, const model::RankTrace&
                     const std::vector<std::string>& params) {
   RankPair out;
   out.rank = rank;
+  out.base_memory = model::device_memory_peaks(b.events);
+  out.cand_memory = model::device_memory_peaks(c.events);
   std::map<std::int64_t, std::size_t> cand_steps;
   for (std::size_t i = 0; i < c.steps.size(); ++i) cand_steps.emplace(c.steps[i].step, i);
   std::map<std::int64_t, std::pair<std::size_t, std::size_t>> common;

@@ -28,6 +28,8 @@ struct RankPair {
   std::vector<std::optional<model::TraceScalar>> base_loss, cand_loss, base_grad, cand_grad;
   /// First (step row, parameter column) that differs, in step then registration order.
   std::optional<std::pair<int, int>> first_divergence;
+  /// Peak device memory of this rank in each run ("device_memory" events), when recorded.
+  std::optional<model::DeviceMemoryPeaks> base_memory, cand_memory;
 };
 
 struct RunPair {

@@ -48,7 +48,8 @@ struct CaptureStream::Impl {
 
 CaptureStream::CaptureStream(int device_index) {
   const auto dev = static_cast<c10::DeviceIndex>(device_index);
-  impl_ = std::make_unique<Impl>(Impl{c10::cuda::getCurrentCUDAStream(dev), c10::cuda::getStreamFromPool(false, dev)});
+  impl_ = std::make_unique<Impl>(
+      Impl{c10::cuda::getCurrentCUDAStream(dev), c10::cuda::getStreamFromPool(false, dev)});
   // The new stream starts after whatever the old one had queued (weights initialised on it).
   impl_->stream.synchronize();
   impl_->previous.synchronize();
@@ -63,14 +64,27 @@ CaptureStream::~CaptureStream() {
   c10::cuda::setCurrentCUDAStream(impl_->previous);
 }
 
+/// capture_begin in thread-local error mode where this LibTorch takes a mode (2.0 and later).
+template <typename Graph, typename Pool>
+void begin_capture(Graph& g, const Pool& pool) {
+  if constexpr (requires { g.capture_begin(pool, cudaStreamCaptureModeThreadLocal); }) {
+    g.capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+  } else {
+    g.capture_begin(pool);
+  }
+}
+
 struct StepGraphs::Impl {
   int device = 0;
-  at::cuda::MempoolId_t pool{};
+  decltype(at::cuda::graph_pool_handle()) pool{};
   std::unique_ptr<at::cuda::CUDAGraph> forward, backward;
 
   void capture(std::unique_ptr<at::cuda::CUDAGraph>& g, const char* phase, const std::function<void()>& fn) {
     g = std::make_unique<at::cuda::CUDAGraph>();
-    g->capture_begin(pool);
+    // Thread-local error mode: NCCL's watchdog and the store heartbeat poll CUDA from their own
+    // threads while we capture, which a global-mode capture would count against it. This
+    // thread's unsafe calls still fail the capture.
+    begin_capture(*g, pool);
     try {
       fn();
     } catch (const std::exception& e) {

@@ -19,7 +19,8 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 std::string Violation::text() const {
-  const std::string what = kind == Kind::ArgChanged || kind == Kind::ArgMissing ? "argument '" : "static input '";
+  const std::string what =
+      kind == Kind::ArgChanged || kind == Kind::ArgMissing ? "argument '" : "static input '";
   switch (kind) {
     case Kind::Moved:
       return what + input + "' moved: captured at " + captured + ", now at " + now +
@@ -48,7 +49,8 @@ std::vector<Violation> check_signature(const GraphSignature& captured, const Gra
     const StaticTensor& n = *it->second;
     current.erase(it);
     // All three are checked: a tensor reallocated with another shape is reported twice.
-    if (n.address != c.address) out.push_back({K::Moved, c.name, address_text(c.address), address_text(n.address)});
+    if (n.address != c.address)
+      out.push_back({K::Moved, c.name, address_text(c.address), address_text(n.address)});
     if (n.shape != c.shape || n.bytes != c.bytes)
       out.push_back({K::Resized, c.name, shape_text(c.shape), shape_text(n.shape)});
     if (n.dtype != c.dtype) out.push_back({K::Retyped, c.name, c.dtype, n.dtype});
@@ -72,7 +74,8 @@ std::vector<Violation> check_signature(const GraphSignature& captured, const Gra
 void require_unchanged(const GraphSignature& captured, const GraphSignature& now, std::int64_t step) {
   const auto v = check_signature(captured, now);
   if (v.empty()) return;
-  std::string msg = "CUDA graph check failed before the replay of step " + std::to_string(step) + ": " + v[0].text();
+  std::string msg =
+      "CUDA graph check failed before the replay of step " + std::to_string(step) + ": " + v[0].text();
   if (v.size() > 1) msg += " (and " + std::to_string(v.size() - 1) + " more)";
   throw CudaGraphCheckFailure(msg);
 }

@@ -481,6 +481,23 @@ EventRecord event_from_json(const json& j, const std::string& source, std::int64
   return r;
 }
 
+std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord> events) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (it->kind != "device_memory" || !it->data.is_object()) continue;
+    const auto& d = it->data;
+    const auto a = d.find("peak_allocated"), r = d.find("peak_reserved");
+    // A record a newer writer changed shape is skipped, not trusted.
+    if (a == d.end() || r == d.end() || !a->is_number_integer() || !r->is_number_integer()) continue;
+    DeviceMemoryPeaks p;
+    const auto m = d.find("mode");
+    p.mode = m != d.end() && m->is_string() ? m->get<std::string>() : "eager";
+    p.peak_allocated = a->get<std::int64_t>();
+    p.peak_reserved = r->get<std::int64_t>();
+    return p;
+  }
+  return std::nullopt;
+}
+
 std::string step_to_line(const StepRecord& r) {
   // Small fields through nlohmann, hash arrays appended as raw strings: base64 needs no
   // escaping, and building a multi-megabyte json::string only to copy it again would double
