@@ -226,12 +226,14 @@ void register_run(CLI::App& app, Action& action) {
                 "Capture forward and backward (NCCL collectives included) into CUDA graphs after the warm-up "
                 "steps and replay them every later step (--device cuda; docs/cuda-graphs.md)")
       ->group("CUDA graphs");
-  cmd->add_option("--cuda-graph-warmup", r.cuda_graph_warmup, "Eager steps on the capture stream before capturing")
+  cmd->add_option("--cuda-graph-warmup", r.cuda_graph_warmup,
+                  "Eager steps on the capture stream before capturing")
       ->capture_default_str()
       ->group("CUDA graphs");
-  cmd->add_flag("--cuda-graph-check", r.cuda_graph_check,
-                "Before each replay, check every static input's address, shape and dtype and every non-tensor "
-                "argument against capture time; stop naming the first that changed")
+  cmd->add_flag(
+         "--cuda-graph-check", r.cuda_graph_check,
+         "Before each replay, check every static input's address, shape and dtype and every non-tensor "
+         "argument against capture time; stop naming the first that changed")
       ->group("CUDA graphs");
   // Hidden, for tests: reallocates the first parameter at the start of this (replayed) step.
   cmd->add_option("--cuda-graph-plant-violation", r.cuda_graph_plant_violation)->group("");

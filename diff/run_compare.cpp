@@ -1,10 +1,10 @@
 #include "diff/run_compare.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -883,10 +883,11 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   if (!memory.is_null()) {
     const auto& first = memory["ranks"][0];
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "peak reserved device memory, candidate (%s) / baseline (%s): %.3fx at most over %zu rank(s)",
-                  first["candidate_mode"].get<std::string>().c_str(), first["baseline_mode"].get<std::string>().c_str(),
-                  memory["max_reserved_ratio"].get<double>(), memory["ranks"].size());
+    std::snprintf(
+        line, sizeof line,
+        "peak reserved device memory, candidate (%s) / baseline (%s): %.3fx at most over %zu rank(s)",
+        first["candidate_mode"].get<std::string>().c_str(), first["baseline_mode"].get<std::string>().c_str(),
+        memory["max_reserved_ratio"].get<double>(), memory["ranks"].size());
     v.summary.push_back(line);
   }
   if (v.exit_code == 2) {

@@ -274,7 +274,9 @@ void RunViewsWidget::update_summary() {
     return;
   }
   if (r->base_memory && r->cand_memory && r->base_memory->peak_reserved > 0) {
-    const auto mib = [](std::int64_t b) { return QString::number(static_cast<double>(b) / (1 << 20), 'f', 1); };
+    const auto mib = [](std::int64_t b) {
+      return QString::number(static_cast<double>(b) / (1 << 20), 'f', 1);
+    };
     text += tr("rank %1 peak reserved memory: %2 MiB (%3) vs %4 MiB (%5), %6x · ")
                 .arg(r->rank)
                 .arg(mib(r->base_memory->peak_reserved), QString::fromStdString(r->base_memory->mode),

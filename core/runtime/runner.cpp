@@ -232,10 +232,18 @@ class Trainer {
     graphs_.reset();
   }
 
-  [[nodiscard]] bool graph_mode() const noexcept { return o_.cuda_graph; }
-  [[nodiscard]] const CopyStats& copies() const noexcept { return copies_; }
-  [[nodiscard]] const DeviceMemory& warmup_memory() const noexcept { return warmup_memory_; }
-  [[nodiscard]] std::int64_t capture_step() const noexcept { return capture_step_; }
+  [[nodiscard]] bool graph_mode() const noexcept {
+    return o_.cuda_graph;
+  }
+  [[nodiscard]] const CopyStats& copies() const noexcept {
+    return copies_;
+  }
+  [[nodiscard]] const DeviceMemory& warmup_memory() const noexcept {
+    return warmup_memory_;
+  }
+  [[nodiscard]] std::int64_t capture_step() const noexcept {
+    return capture_step_;
+  }
 
  private:
   /// Captures the forward (all-gathers and loss) and the backward (autograd and reduce-scatters)
@@ -273,19 +281,20 @@ class Trainer {
     std::int64_t static_bytes = 0;
     for (const auto& t : signature_.tensors) static_bytes += t.bytes;
     const auto after = device_memory(dev);
-    rec_.event({"cuda_graph_capture",
-                step,
-                "captured forward and backward after " + std::to_string(o_.cuda_graph_warmup) + " warm-up steps",
-                {{"warmup_steps", o_.cuda_graph_warmup},
-                 {"graphs", {"forward", "backward"}},
-                 {"static_inputs", signature_.tensors.size()},
-                 {"static_bytes", static_bytes},
-                 {"non_tensor_args", signature_.args.size()},
-                 {"non_static_inputs", {{{"name", "input.tokens"}, {"bytes", static_tokens_.nbytes()}}}},
-                 {"warmup_peak_allocated", warmup_memory_.peak_allocated},
-                 {"warmup_peak_reserved", warmup_memory_.peak_reserved},
-                 {"reserved_after_capture", after.reserved},
-                 {"allocated_after_capture", after.allocated}}});
+    rec_.event(
+        {"cuda_graph_capture",
+         step,
+         "captured forward and backward after " + std::to_string(o_.cuda_graph_warmup) + " warm-up steps",
+         {{"warmup_steps", o_.cuda_graph_warmup},
+          {"graphs", {"forward", "backward"}},
+          {"static_inputs", signature_.tensors.size()},
+          {"static_bytes", static_bytes},
+          {"non_tensor_args", signature_.args.size()},
+          {"non_static_inputs", {{{"name", "input.tokens"}, {"bytes", static_tokens_.nbytes()}}}},
+          {"warmup_peak_allocated", warmup_memory_.peak_allocated},
+          {"warmup_peak_reserved", warmup_memory_.peak_reserved},
+          {"reserved_after_capture", after.reserved},
+          {"allocated_after_capture", after.allocated}}});
   }
 
   /// What the graphs depend on now: tensors used in place and the values baked in at capture.
@@ -319,7 +328,9 @@ class Trainer {
   /// --cuda-graph-plant-violation: what a careless caller does, replacing a parameter by a copy.
   /// Its values are equal, only the address moves: without the check the graphs would go on
   /// reading the old storage and every later update would be lost to them.
-  void plant_violation() { params_.front().shard = params_.front().shard.clone(); }
+  void plant_violation() {
+    params_.front().shard = params_.front().shard.clone();
+  }
 
   void gather(const PlanBucket& b, std::vector<at::Tensor>& full) {
     const std::int64_t n = b.numel_per_rank;
@@ -465,7 +476,8 @@ void validate(const RunOptions& o) {
   if (o.cuda_graph_plant_violation != 0 &&
       (o.cuda_graph_plant_violation <= o.cuda_graph_warmup || o.cuda_graph_plant_violation > o.steps))
     throw std::invalid_argument("--cuda-graph-plant-violation must name a replayed step (" +
-                                std::to_string(o.cuda_graph_warmup + 1) + ".." + std::to_string(o.steps) + ")");
+                                std::to_string(o.cuda_graph_warmup + 1) + ".." + std::to_string(o.steps) +
+                                ")");
 }
 
 RunSummary run_rank(const RunOptions& o, const RankEnv& env,
