@@ -133,7 +133,16 @@ void StepGraphs::release() {
   impl_->forward.reset();
 }
 
+namespace {
+/// The caching allocator refuses a device ("Invalid device argument") until CUDA is initialised
+/// in this process; creating an empty tensor there does that (lazily, once).
+void ensure_allocator(int device_index) {
+  (void)at::empty({0}, at::TensorOptions().device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index)));
+}
+}  // namespace
+
 DeviceMemory device_memory(int device_index) {
+  ensure_allocator(device_index);
   // Index 0 of each stat array is the aggregate over small and large pools (StatType::AGGREGATE,
   // whose namespace moved between releases).
   const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
@@ -141,6 +150,7 @@ DeviceMemory device_memory(int device_index) {
           s.reserved_bytes[0].peak};
 }
 void reset_peak_device_memory(int device_index) {
+  ensure_allocator(device_index);
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_index));
 }
 void release_cached_device_memory() {

@@ -494,11 +494,12 @@ RunSummary run_rank(const RunOptions& o, const RankEnv& env,
   Recorder rec(o.out_dir, env.rank);
   if (env.rank == 0) write_manifest_rank0(o, env, comm);
   const bool cuda = o.device == "cuda";
-  if (cuda) reset_peak_device_memory(env.local_rank);
   // --cuda-graph: the whole run (weights' initialisation, warm-up, capture, replays, optimizer,
   // recorder) on one side stream, as a capture needs a stream other than the default one.
   std::optional<CaptureStream> capture_stream;
   if (o.cuda_graph) capture_stream.emplace(env.local_rank);
+  // Peaks from here: the run's own (a process may run several, as bench_cuda_graph does).
+  if (cuda) reset_peak_device_memory(env.local_rank);
   Trainer trainer(o, env, comm, rec);
   trainer.record_plan();
 

@@ -4,10 +4,11 @@
 // capture and memory, the planted static-input violation caught by --cuda-graph-check (and the
 // silent divergence it causes without the check), and a killed rank named with graphs alive.
 
-#include <ATen/Context.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,9 +24,46 @@ namespace {
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
+/// GPUs this machine shows (/dev/nvidia<N>), without initialising CUDA in the test process:
+/// the runs are child processes.
 int gpus() {
-  return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0;
+  static const int n = [] {
+    int count = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+      const auto name = e.path().filename().string();
+      if (name.size() > 6 && name.starts_with("nvidia") &&
+          std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        ++count;
+    }
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr)
+      count = std::min(count, *v ? static_cast<int>(std::count(v, v + std::strlen(v), ',')) + 1 : 0);
+    return count;
+  }();
+  return n;
 }
+
+/// Skips (returns true) when this build of gparity cannot run on CUDA (a CPU LibTorch on a
+/// machine that has a GPU); any other failure of the probe is the test's to report.
+bool build_lacks_cuda(const std::filesystem::path& dir) {
+  const auto r = gparity::testing::run_command(GPARITY_EXE, {"run",      "--out",   (dir / "probe").string(),
+                                                             "--device", "cuda",    "--cuda-graph",
+                                                             "--steps",  "2",       "--cuda-graph-warmup",
+                                                             "1",        "--dim",   "8",
+                                                             "--heads",  "1",       "--hidden",
+                                                             "8",        "--vocab", "8",
+                                                             "--layers", "1",       "--seq-len",
+                                                             "4",        "--batch", "1"});
+  return r.err.find("no NCCL support") != std::string::npos ||
+         r.err.find("needs a LibTorch with CUDA") != std::string::npos;
+}
+
+#define SKIP_WITHOUT_GPUS(n)                                                         \
+  do {                                                                               \
+    if (gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s)";                  \
+    TempDir probe_dir;                                                               \
+    if (build_lacks_cuda(probe_dir.path())) GTEST_SKIP() << "no CUDA in this build"; \
+  } while (false)
 
 std::vector<std::string> tiny_run(const std::filesystem::path& out, int nproc,
                                   std::vector<std::string> extra) {
@@ -80,7 +118,7 @@ TEST(CudaGraphRun, OptionsAreChecked) {
 }
 
 TEST(CudaGraphRun, ReplayIsBitwiseEqualToEager) {
-  if (gpus() < 1) GTEST_SKIP() << "no GPU";
+  SKIP_WITHOUT_GPUS(1);
   const int nproc = std::min(gpus(), 2);
   for (const char* dtype : {"f32", "bf16"}) {
     TempDir dir;
@@ -115,7 +153,7 @@ TEST(CudaGraphRun, ReplayIsBitwiseEqualToEager) {
 }
 
 TEST(CudaGraphRun, PlantedViolationIsCaughtByTheCheck) {
-  if (gpus() < 1) GTEST_SKIP() << "no GPU";
+  SKIP_WITHOUT_GPUS(1);
   TempDir dir;
   const auto out = dir.path() / "planted";
   const auto r = run_command(
@@ -132,7 +170,7 @@ TEST(CudaGraphRun, PlantedViolationIsCaughtByTheCheck) {
 }
 
 TEST(CudaGraphRun, WithoutTheCheckThePlantedViolationDivergesSilently) {
-  if (gpus() < 1) GTEST_SKIP() << "no GPU";
+  SKIP_WITHOUT_GPUS(1);
   TempDir dir;
   const auto eager = dir.path() / "eager", bad = dir.path() / "bad";
   ASSERT_EQ(run_command(GPARITY_EXE, tiny_run(eager, 1, {})).exit_code, 0);
@@ -143,7 +181,7 @@ TEST(CudaGraphRun, WithoutTheCheckThePlantedViolationDivergesSilently) {
 }
 
 TEST(CudaGraphRun, KilledRankIsNamedWhileGraphsReplay) {
-  if (gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  SKIP_WITHOUT_GPUS(2);
   TempDir dir;
   const auto out = dir.path() / "killed";
   const auto r = run_command(
