@@ -81,7 +81,7 @@ fi
 if want 3; then
   say "3. step time without / with capture (median over 20 steps, --json; ms)"
   sizes=("small:--dim 64 --layers 2 --heads 4 --hidden 128 --seq-len 32 --batch 4 --vocab 256"
-    "large:--dim 1024 --layers 8 --heads 16 --hidden 2816 --seq-len 512 --batch 8 --vocab 32000")
+    "large:--dim 1024 --layers 8 --heads 16 --hidden 2816 --seq-len 512 --batch 4 --vocab 32000")
   for s in "${sizes[@]}"; do
     name=${s%%:*}
     # shellcheck disable=SC2086
