@@ -21,6 +21,9 @@ struct ReportOptions {
   std::string json_file;
 };
 
+/// --allow-incomplete (cmd_compare.cpp): missing evidence is reported but does not fail.
+void add_allow_incomplete(CLI::App& cmd, bool& flag);
+
 /// Owns the consumers and their files; `consumer()` fans out to all of them.
 class ReportSinks {
  public:

@@ -114,8 +114,10 @@ void run_gate_command(std::span<const std::string> argv, const std::string& dir,
 GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   const json j = model::parse_json(text, source);
   if (!j.is_object()) throw InputError(source, "policy is not a JSON object");
-  check_keys(j, {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description"}, source,
-             "the policy");
+  check_keys(j,
+             {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description", "require",
+              "allow_incomplete"},
+             source, "the policy");
   GatePolicy p;
   run_field(j, "baseline", source, p.baseline, p.baseline_command);
   run_field(j, "candidate", source, p.candidate, p.candidate_command);
@@ -165,6 +167,27 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
     } else {
       throw InputError(source, "\"tolerance\" must be \"bitwise\" or {\"ulp\": N, \"rtol\": X, \"atol\": X}");
     }
+  }
+  if (const auto it = j.find("require"); it != j.end()) {
+    if (!it->is_object()) {
+      throw InputError(source,
+                       "\"require\" must be an object {\"steps\": N, \"ranks\": N, \"parameters\": N}");
+    }
+    check_keys(*it, {"steps", "ranks", "parameters"}, source, "\"require\"");
+    for (const auto& [key, slot] :
+         {std::pair{"steps", &p.options.require.steps}, std::pair{"ranks", &p.options.require.ranks},
+          std::pair{"parameters", &p.options.require.parameters}}) {
+      const auto v = it->find(key);
+      if (v == it->end()) continue;
+      if (!v->is_number_unsigned()) {
+        throw InputError(source, std::string("\"require\" \"") + key + "\" must be a non-negative integer");
+      }
+      *slot = v->get<std::size_t>();
+    }
+  }
+  if (const auto it = j.find("allow_incomplete"); it != j.end()) {
+    if (!it->is_boolean()) throw InputError(source, "\"allow_incomplete\" must be true or false");
+    p.options.allow_incomplete = it->get<bool>();
   }
   if (const auto it = j.find("reports"); it != j.end()) {
     if (!it->is_object()) throw InputError(source, "\"reports\" must be an object");

@@ -16,6 +16,7 @@ const char* severity_colour(Severity s) {
   switch (s) {
     case Severity::Error: return "1;31";
     case Severity::Divergence: return "31";
+    case Severity::Incomplete: return "1;33";
     case Severity::Warning: return "33";
     case Severity::Info: return "2";
   }
@@ -36,6 +37,7 @@ class TextReporter final : public FindingConsumer {
     for (const auto& n : h.notes) out_ << "  note: " << n << '\n';
   }
   void finding(const Finding& f) override {
+    incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
     if (f.severity == Severity::Info && !o_.verbose) return;
     out_ << ansi(std::string(severity_name(f.severity)), severity_colour(f.severity), o_.colour);
     const auto where = f.where.text();
@@ -51,7 +53,7 @@ class TextReporter final : public FindingConsumer {
            << count[2] << " skipped (not recorded in both runs)\n";
     }
     for (const auto& s : v.summary) out_ << "  " << s << '\n';
-    const char* colour = v.exit_code == 0 ? "1;32" : "1;31";
+    const char* colour = v.exit_code != 0 ? "1;31" : (incomplete_ ? "1;33" : "1;32");
     out_ << ansi(v.headline, colour, o_.colour) << '\n';
   }
 
@@ -59,6 +61,7 @@ class TextReporter final : public FindingConsumer {
   std::ostream& out_;
   TextOptions o_;
   std::vector<Check> checks_;
+  bool incomplete_ = false;
 };
 
 class JsonReporter final : public FindingConsumer {
@@ -129,6 +132,9 @@ class JunitReporter final : public FindingConsumer {
     out_ << "      <property name=\"baseline\" value=\"" << xml_escape(header_.baseline) << "\"/>\n";
     out_ << "      <property name=\"candidate\" value=\"" << xml_escape(header_.candidate) << "\"/>\n";
     out_ << "      <property name=\"comparison\" value=\"" << xml_escape(header_.mode) << "\"/>\n";
+    // Notes carry what weakens the result (rounded text, --allow-incomplete): a CI page shows them.
+    for (const auto& n : header_.notes)
+      out_ << "      <property name=\"note\" value=\"" << xml_escape(n) << "\"/>\n";
     out_ << "    </properties>\n";
     for (const auto& c : checks_) {
       out_ << "    <testcase classname=\"" << xml_escape(suite_ + "." + c.name) << "\" name=\""
@@ -179,10 +185,13 @@ class MarkdownReporter final : public FindingConsumer {
   void finding(const Finding& f) override {
     if (f.severity != Severity::Info && findings_.size() < 50) findings_.push_back(f);
     if (f.severity != Severity::Info) ++total_;
+    incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
   }
   void check(const Check& c) override { checks_.push_back(c); }
   void end(const Verdict& v) override {
-    out_ << "## " << (v.exit_code == 0 ? "✅ " : "❌ ") << md_escape(header_.title) << "\n\n";
+    // Passing on incomplete evidence (--allow-incomplete) is not a plain green.
+    const char* mark = v.exit_code != 0 ? "❌ " : (incomplete_ ? "⚠️ " : "✅ ");
+    out_ << "## " << mark << md_escape(header_.title) << "\n\n";
     out_ << "**" << md_escape(v.headline) << "**\n\n";
     out_ << "Baseline `" << header_.baseline << "` vs candidate `" << header_.candidate
          << "`; comparison: " << md_escape(header_.mode) << ".\n\n";
@@ -213,6 +222,7 @@ class MarkdownReporter final : public FindingConsumer {
   ReportHeader header_;
   std::vector<Finding> findings_;
   std::size_t total_ = 0;
+  bool incomplete_ = false;
   std::vector<Check> checks_;
 };
 
