@@ -327,9 +327,9 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
         s != t->end() && s->is_number_integer() && s->get<std::int64_t>() >= 0)
       m.steps = s->get<std::int64_t>();
   }
-  m.extra =
-      extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names", "ranks",
-                 "framework_versions", "command_line", "config_fingerprint", "start_time", "steps"});
+  m.extra = extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names",
+                       "ranks", "framework_versions", "command_line", "config_fingerprint", "start_time"});
+  m.extra.erase("steps");
   return m;
 }
 
