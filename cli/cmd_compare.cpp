@@ -32,6 +32,7 @@ void add_report_options(CLI::App& cmd, ReportOptions& r) {
   cmd.add_option("--junit", r.junit, "Also write JUnit XML (a test case per check and rank) to FILE");
   cmd.add_option("--markdown", r.markdown, "Also write a Markdown report (CI job summary) to FILE");
   cmd.add_option("--json-file", r.json_file, "Also write the JSON report to FILE");
+  cmd.add_option("--html", r.html, "Also write a self-contained HTML report to FILE");
   cmd.add_flag("-v,--verbose", r.verbose, "Show informational findings too");
 }
 

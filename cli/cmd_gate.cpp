@@ -39,8 +39,9 @@ void register_gate(CLI::App& app, Action& action) {
   cmd->add_option("--policy", a->policy, "Policy file (JSON, docs/gate.md)");
   cmd->add_option("--baseline", a->baseline, "Baseline run (overrides the policy)");
   cmd->add_option("--candidate", a->candidate, "Candidate run (overrides the policy)");
-  cmd->add_option("--out", a->out_dir,
-                  "Folder for the reports the policy does not place: junit.xml, report.md, report.json")
+  cmd->add_option(
+         "--out", a->out_dir,
+         "Folder for the reports the policy does not place: junit.xml, report.md, report.json, report.html")
       ->capture_default_str();
   add_allow_incomplete(*cmd, a->allow_incomplete);
   add_report_options(*cmd, a->report);
@@ -69,7 +70,8 @@ void register_gate(CLI::App& app, Action& action) {
       pick(r.junit, p.junit, "junit.xml");
       pick(r.markdown, p.markdown, "report.md");
       pick(r.json_file, p.json, "report.json");
-      for (const auto& f : {r.junit, r.markdown, r.json_file}) {
+      pick(r.html, p.html, "report.html");
+      for (const auto& f : {r.junit, r.markdown, r.json_file, r.html}) {
         const auto parent = std::filesystem::path(f).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent);
       }
@@ -89,7 +91,9 @@ void register_gate(CLI::App& app, Action& action) {
         ReportSinks sinks(r, "gparity.gate");
         rc = diff::compare_runs(base, cand, p.options, sinks.consumer());
       }
-      if (!r.json) std::cout << "reports: " << r.junit << ", " << r.markdown << ", " << r.json_file << '\n';
+      if (!r.json)
+        std::cout << "reports: " << r.junit << ", " << r.markdown << ", " << r.json_file << ", " << r.html
+                  << '\n';
       return rc;
     };
   });

@@ -19,6 +19,7 @@ struct ReportOptions {
   std::string junit;     // file
   std::string markdown;  // file
   std::string json_file;
+  std::string html;  // file
 };
 
 /// --allow-incomplete (cmd_compare.cpp): missing evidence is reported but does not fail.

@@ -191,10 +191,11 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   }
   if (const auto it = j.find("reports"); it != j.end()) {
     if (!it->is_object()) throw InputError(source, "\"reports\" must be an object");
-    check_keys(*it, {"junit", "markdown", "json"}, source, "\"reports\"");
+    check_keys(*it, {"junit", "markdown", "json", "html"}, source, "\"reports\"");
     p.junit = string_field(*it, "junit", source);
     p.markdown = string_field(*it, "markdown", source);
     p.json = string_field(*it, "json", source);
+    p.html = string_field(*it, "html", source);
   }
   return p;
 }
@@ -204,7 +205,7 @@ GatePolicy load_gate_policy(const std::string& path) {
   GatePolicy p = parse_gate_policy(file.text(), path);
   const auto dir = std::filesystem::path(path).parent_path();
   p.command_dir = dir.string();
-  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json}) {
+  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json, &p.html}) {
     if (!s->empty() && std::filesystem::path(*s).is_relative()) *s = (dir / *s).lexically_normal().string();
   }
   return p;

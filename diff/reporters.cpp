@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "diff/report_html.hpp"
+
 namespace gparity::diff {
 namespace {
 
@@ -226,6 +228,72 @@ class MarkdownReporter final : public FindingConsumer {
   std::vector<Check> checks_;
 };
 
+/// One self-contained page (no scripts, no resources from elsewhere): verdict, notes (tolerance,
+/// --allow-incomplete), summary, checks and findings.
+class HtmlReporter final : public FindingConsumer {
+ public:
+  explicit HtmlReporter(std::ostream& out) : out_(out) {}
+  void begin(const ReportHeader& h) override { header_ = h; }
+  void finding(const Finding& f) override {
+    incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
+    if (findings_.size() < kMaxFindings) findings_.push_back(f);
+    ++total_;
+  }
+  void check(const Check& c) override { checks_.push_back(c); }
+  void end(const Verdict& v) override {
+    const char* state = v.exit_code != 0 ? "fail" : (incomplete_ ? "warn" : "pass");
+    out_ << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escape(header_.title)
+         << "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.pass{color:#070}.fail{color:#b00}"
+            ".warn{color:#a60}.incomplete{background:#fff3d0}.divergence{background:#fde}.error{background:#"
+            "fcc}"
+            "</style></head><body>\n";
+    out_ << "<h1>" << html_escape(header_.title) << "</h1>\n<p class=\"" << state << "\" id=\"verdict\"><b>"
+         << html_escape(v.headline) << "</b> (exit " << v.exit_code << ")</p>\n";
+    out_ << "<p>baseline <code>" << html_escape(header_.baseline) << "</code> vs candidate <code>"
+         << html_escape(header_.candidate) << "</code>; comparison: " << html_escape(header_.mode)
+         << "</p>\n";
+    list("notes", header_.notes);
+    list("summary", v.summary);
+    if (!checks_.empty()) {
+      out_ << "<h2>checks</h2><table><tr><th>check</th><th>rank</th><th>result</th><th>detail</th></tr>\n";
+      for (const auto& c : checks_) {
+        out_ << "<tr><td>" << html_escape(c.name) << "</td><td>" << (c.rank ? std::to_string(*c.rank) : "all")
+             << "</td><td>" << outcome_name(c.outcome) << "</td><td>" << html_escape(c.message)
+             << "</td></tr>\n";
+      }
+      out_ << "</table>\n";
+    }
+    if (!findings_.empty()) {
+      out_ << "<h2>findings</h2><table><tr><th>severity</th><th>where</th><th>kind</th><th>message</th></"
+              "tr>\n";
+      for (const auto& f : findings_) {
+        out_ << "<tr class=\"" << severity_name(f.severity) << "\"><td>" << severity_name(f.severity)
+             << "</td><td>" << html_escape(f.where.text()) << "</td><td>" << html_escape(f.kind)
+             << "</td><td>" << html_escape(f.message) << "</td></tr>\n";
+      }
+      out_ << "</table>\n";
+      if (total_ > findings_.size()) out_ << "<p>... " << (total_ - findings_.size()) << " more</p>\n";
+    }
+    out_ << "</body></html>\n";
+  }
+
+ private:
+  static constexpr std::size_t kMaxFindings = 1000;
+  void list(const char* id, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    out_ << "<ul id=\"" << id << "\">";
+    for (const auto& i : items) out_ << "<li>" << html_escape(i) << "</li>";
+    out_ << "</ul>\n";
+  }
+  std::ostream& out_;
+  ReportHeader header_;
+  std::vector<Finding> findings_;
+  std::size_t total_ = 0;
+  bool incomplete_ = false;
+  std::vector<Check> checks_;
+};
+
 }  // namespace
 
 std::string xml_escape(std::string_view text) {
@@ -263,6 +331,9 @@ std::unique_ptr<FindingConsumer> make_junit_reporter(std::ostream& out, std::str
 }
 std::unique_ptr<FindingConsumer> make_markdown_reporter(std::ostream& out) {
   return std::make_unique<MarkdownReporter>(out);
+}
+std::unique_ptr<FindingConsumer> make_html_reporter(std::ostream& out) {
+  return std::make_unique<HtmlReporter>(out);
 }
 
 }  // namespace gparity::diff

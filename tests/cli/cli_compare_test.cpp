@@ -179,6 +179,12 @@ TEST(CliEvidence, TwoRunsThatFailedAtStepOneCompareNothingAndFailTheGate) {
   const auto md = slurp(out / "report.md");
   EXPECT_NE(md.find("❌"), npos) << md;
   EXPECT_NE(md.find("NOTHING COMPARED"), npos) << md;
+  const auto html = slurp(out / "report.html");
+  EXPECT_NE(html.find("<p class=\"fail\" id=\"verdict\"><b>NOTHING COMPARED"), npos) << html;
+  EXPECT_NE(
+      html.find("<tr class=\"incomplete\"><td>incomplete</td><td>rank 0, step 1</td><td>rank_failure</td>"),
+      npos)
+      << html;
   const auto junit = slurp(out / "junit.xml");
   EXPECT_NE(junit.find("name=\"evidence [rank 0]\""), npos) << junit;
   EXPECT_EQ(junit.find("failures=\"0\""), npos) << junit;
@@ -233,9 +239,10 @@ TEST(CliEvidence, AllowIncompleteIsNamedInEveryReport) {
   const auto junit = tmp.path() / "junit.xml";
   const auto md = tmp.path() / "report.md";
   const auto json = tmp.path() / "report.json";
-  const auto r =
-      run_command(GPARITY_EXE, {"compare", "--allow-incomplete", run, run, "--junit", junit.string(),
-                                "--markdown", md.string(), "--json-file", json.string()});
+  const auto html = tmp.path() / "report.html";
+  const auto r = run_command(
+      GPARITY_EXE, {"compare", "--allow-incomplete", run, run, "--junit", junit.string(), "--markdown",
+                    md.string(), "--json-file", json.string(), "--html", html.string()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("note: --allow-incomplete: missing evidence"), npos) << r.out;
   EXPECT_NE(r.out.find("PARITY: bitwise identical on the evidence present (--allow-incomplete)"), npos)
@@ -252,6 +259,12 @@ TEST(CliEvidence, AllowIncompleteIsNamedInEveryReport) {
   const auto m = slurp(md);
   EXPECT_NE(m.find("## ⚠️"), npos) << m;
   EXPECT_NE(m.find("> --allow-incomplete: missing evidence"), npos) << m;
+  const auto h = slurp(html);
+  EXPECT_NE(h.find("<p class=\"warn\" id=\"verdict\"><b>PARITY: bitwise identical on the evidence present "
+                   "(--allow-incomplete)"),
+            npos)
+      << h;
+  EXPECT_NE(h.find("<li>--allow-incomplete: missing evidence"), npos) << h;
 }
 
 TEST(CliEvidence, GatePolicyRequiresMinimumsAndMayAllowIncomplete) {
