@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <tuple>
 
+#include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "hash/shard_hash.hpp"
@@ -399,6 +401,21 @@ TEST(RunEvidence, GateMinimumsOfStepsRanksAndParameters) {
   ASSERT_EQ(req.size(), 1U);
   EXPECT_EQ(req[0]->message,
             "less was compared than required: steps 3 of at least 4, parameters 1 of at least 2");
+}
+
+TEST(RunEvidence, ManifestStepsMustBeACount) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "a", {1, 2, {2}, {}});
+  const auto manifest = model::manifest_path(tmp.path() / "a");
+  auto j = nlohmann::json::parse(std::ifstream(manifest));
+  EXPECT_EQ(model::open_run((tmp.path() / "a").string()).manifest.steps, 2);
+  j["steps"] = "two";
+  std::ofstream(manifest) << j.dump();
+  EXPECT_THROW((void)model::open_run((tmp.path() / "a").string()), model::InputError);
+  j.erase("steps");
+  j["train"] = {{"steps", 5}};  // what `gparity run` wrote before "steps"
+  std::ofstream(manifest) << j.dump();
+  EXPECT_EQ(model::open_run((tmp.path() / "a").string()).manifest.steps, 5);
 }
 
 }  // namespace
