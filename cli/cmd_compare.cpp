@@ -50,7 +50,8 @@ void register_compare(CLI::App& app, Action& action) {
       "parameter hash, bitwise unless a tolerance is named. Runs: trace directories (docs/trace-format.md), "
       "folders of reference rank<r>.jsonl files, TensorBoard event files (events.out.tfevents.*, or "
       "folders of them / of rank_<r>/ folders), or torchtitan console logs (rounded: cannot prove "
-      "bitwise parity).");
+      "bitwise parity). Exit 0 parity, 1 divergence or INCOMPLETE evidence (failure events, killed or "
+      "missing ranks, declared steps not recorded; docs/gate.md), 2 bad input or nothing compared.");
   cmd->add_option("BASELINE", a->baseline, "Baseline run")->required();
   cmd->add_option("CANDIDATE", a->candidate, "Candidate run")->required();
   auto* ulp = cmd->add_option("--ulp", a->ulp, "Accept loss/grad_norm within N ULP (named in the report)");
