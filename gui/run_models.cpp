@@ -137,6 +137,13 @@ RunPair load_run_pair(const std::string& baseline, const std::string& candidate)
     out.ranks.push_back(align_rank(be.rank, b, c, out.params));
   }
   if (out.ranks.empty()) throw model::InputError(candidate, "no rank is present in both runs");
+  diff::CollectingConsumer verdict;
+  out.exit_code = diff::compare_runs(base, cand, {}, verdict);
+  out.verdict = verdict.verdict.headline;
+  for (const auto& f : verdict.findings) {
+    if (f.severity == diff::Severity::Incomplete)
+      out.missing_evidence.emplace_back(f.where.rank.value_or(-1), f.message);
+  }
   return out;
 }
 

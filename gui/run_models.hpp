@@ -38,12 +38,19 @@ struct RunPair {
   std::vector<std::string> params;  // baseline registration order
   std::vector<RankPair> ranks;      // ranks present in both runs
   std::vector<std::string> problems;
+  /// diff::compare_runs' verdict on the pair, as `gparity compare` gives it: headline, exit code,
+  /// and the missing evidence it names (failure events, killed or missing ranks, declared steps
+  /// not recorded; rank -1: the whole run), so no view is green on missing evidence.
+  std::string verdict;
+  int exit_code = 0;
+  std::vector<std::pair<int, std::string>> missing_evidence;
 };
 
 /// True when model::open_run accepts `path`.
 bool is_run_path(const std::string& path);
 
-/// Opens both runs and aligns every rank both hold. Throws model::InputError.
+/// Opens both runs, aligns every rank both hold and keeps the engine's verdict. Throws
+/// model::InputError.
 RunPair load_run_pair(const std::string& baseline, const std::string& candidate);
 
 /// Rows: steps; columns: parameters. DisplayRole "≠" / "" / "?", ToolTipRole names the cell,

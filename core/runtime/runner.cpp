@@ -416,6 +416,7 @@ void write_manifest_rank0(const RunOptions& o, const RankEnv& env, const Comm& c
   model::RunManifest m;
   m.run_id = "gparity-run-" + iso_now() + "-" + std::to_string(getpid());
   m.world_size = env.world_size;
+  m.steps = o.steps;
   m.mesh_shape = {env.world_size};
   m.mesh_dim_names = {"dp"};
   for (int r = 0; r < env.world_size; ++r) {

@@ -52,6 +52,9 @@ struct RunManifest {
   std::vector<std::string> command_line;
   std::string config_fingerprint;
   std::string start_time;  // ISO 8601
+  /// Steps the run declares it will record (1..steps on every rank): what a comparison must see
+  /// to call the evidence complete. From "steps", else "train.steps" (older `gparity run`).
+  std::optional<std::int64_t> steps;
   nlohmann::json extra = nlohmann::json::object();
 };
 
