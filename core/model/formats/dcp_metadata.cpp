@@ -110,9 +110,10 @@ DcpMetadata parse_dcp_metadata(std::span<const std::byte> bytes, const std::stri
   if (const Value* v = pickle::field(root, "version"); v && v->kind == Kind::Str) out.version = v->text;
 
   const Value& sdm = need(doc, root, "state_dict_metadata", "Metadata");
-  if (sdm.kind != Kind::Dict) pickle::fail_at(doc, sdm, "state_dict_metadata is not a dict");
+  const auto* sdm_items = pickle::as_dict(sdm);
+  if (!sdm_items) pickle::fail_at(doc, sdm, "state_dict_metadata is not a dict");
   std::map<std::string, std::size_t> by_fqn;
-  for (const auto& [k, m] : sdm.pairs) {
+  for (const auto& [k, m] : *sdm_items) {
     const std::string& fqn = pickle::as_str(doc, *k, "state_dict_metadata key");
     if (by_fqn.contains(fqn)) pickle::fail_at(doc, *k, "\"" + fqn + "\" appears twice");
     if (m->is_call_of(kMeta, "TensorStorageMetadata")) {
@@ -129,8 +130,9 @@ DcpMetadata parse_dcp_metadata(std::span<const std::byte> bytes, const std::stri
   }
 
   const Value& sd = need(doc, root, "storage_data", "Metadata");
-  if (sd.kind != Kind::Dict) pickle::fail_at(doc, sd, "storage_data is not a dict");
-  for (const auto& [k, info] : sd.pairs) {
+  const auto* sd_items = pickle::as_dict(sd);
+  if (!sd_items) pickle::fail_at(doc, sd, "storage_data is not a dict");
+  for (const auto& [k, info] : *sd_items) {
     if (!k->is_call_of(kMeta, "MetadataIndex"))
       pickle::fail_at(doc, *k, "storage_data key is " + pickle::describe(*k) + ", not MetadataIndex");
     const std::string& fqn = pickle::as_str(doc, need(doc, *k, "fqn", "MetadataIndex"), "fqn");

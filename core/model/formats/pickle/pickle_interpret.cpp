@@ -138,8 +138,13 @@ std::vector<std::int64_t> as_shape(const Document& doc, const Value& v, std::str
   return out;
 }
 
+const std::vector<std::pair<Value*, Value*>>* as_dict(const Value& v) noexcept {
+  if (v.kind == Kind::Dict || v.is_call_of("collections", "OrderedDict")) return &v.pairs;
+  return nullptr;
+}
+
 const Value* field(const Value& obj, std::string_view name) noexcept {
-  if (obj.kind != Kind::Object || !obj.state || obj.state->kind != Kind::Dict) return nullptr;
+  if (obj.kind != Kind::Object || !obj.state || !as_dict(*obj.state)) return nullptr;
   return obj.state->get(name);
 }
 
@@ -212,6 +217,9 @@ nlohmann::json to_json(const Document& doc, const Value& v, int max_depth) {
       for (const Value* x : v.items) a.push_back(to_json(doc, *x, max_depth - 1));
       return a;
     }
+    case Kind::Object:
+      if (!as_dict(v)) break;
+      [[fallthrough]];  // an OrderedDict is a dict here
     case Kind::Dict: {
       nlohmann::json o = nlohmann::json::object();
       for (const auto& [k, x] : v.pairs) {

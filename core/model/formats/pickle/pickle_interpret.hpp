@@ -56,6 +56,9 @@ struct TensorRecord {
 };
 TensorRecord as_tensor(const Document& doc, const Value& v);
 
+/// The items of a dict or of a collections.OrderedDict record; null for anything else.
+const std::vector<std::pair<Value*, Value*>>* as_dict(const Value& v) noexcept;
+
 /// An allow-listed object's field: the BUILD state dict's entry (dataclasses), or null.
 const Value* field(const Value& obj, std::string_view name) noexcept;
 
