@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,13 @@ namespace fs = std::filesystem;
 using gparity::testing::run_command;
 
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data";
-const fs::path kSamples = fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
+// ../shared relative to the source root (the main checkout), or $GPARITY_SHARED_DIR.
+fs::path shared_samples() {
+  if (const char* env = std::getenv("GPARITY_SHARED_DIR"))
+    return fs::path(env) / "samples" / "torch-2.11-dcp";
+  return fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
+}
+const fs::path kSamples = shared_samples();
 
 #define SKIP_WITHOUT_SAMPLES() \
   if (!fs::exists(kSamples)) GTEST_SKIP() << "no " << kSamples.string()

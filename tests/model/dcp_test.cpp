@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,7 +22,13 @@ using gparity::model::hash_file;
 using gparity::model::InputError;
 
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
-const fs::path kSamples = fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
+// ../shared relative to the source root (the main checkout), or $GPARITY_SHARED_DIR.
+fs::path shared_samples() {
+  if (const char* env = std::getenv("GPARITY_SHARED_DIR"))
+    return fs::path(env) / "samples" / "torch-2.11-dcp";
+  return fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
+}
+const fs::path kSamples = shared_samples();
 
 #define SKIP_WITHOUT_SAMPLES() \
   if (!fs::exists(kSamples)) GTEST_SKIP() << "no " << kSamples.string()

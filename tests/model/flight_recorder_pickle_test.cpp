@@ -47,7 +47,9 @@ TEST(FlightRecorderPickle, SameDumpAsTheJsonForm) {
       EXPECT_EQ(a.state, b.state);
       EXPECT_EQ(a.time_created_ns, b.time_created_ns);
       ASSERT_EQ(a.frames.size(), b.frames.size());
-      if (!a.frames.empty()) EXPECT_EQ(a.frames[0].filename, b.frames[0].filename);
+      if (!a.frames.empty()) {
+        EXPECT_EQ(a.frames[0].filename, b.frames[0].filename);
+      }
     }
     EXPECT_EQ(pkl.entries[0].profiling_name, "nccl:all_gather");
   }

@@ -57,7 +57,9 @@ TEST(Pickle, EveryProtocolDecodesToTheSameValue) {
     ASSERT_FALSE(text.empty());
     const auto doc = decode(text);
     EXPECT_EQ(pk::to_json(doc, *doc.root), expected) << "protocol " << p;
-    if (p >= 2) EXPECT_EQ(doc.protocol, p);
+    if (p >= 2) {
+      EXPECT_EQ(doc.protocol, p);
+    }
   }
 }
 

@@ -218,6 +218,12 @@ nlohmann::json to_json(const Document& doc, const Value& v, int max_depth) {
       return a;
     }
     case Kind::Object:
+      // Protocols 0 to 2 have no bytes opcodes: bytes pickle as _codecs.encode(str, 'latin1'),
+      // whose text is already the bytes as latin-1 code points.
+      if (v.is_call_of("_codecs", "encode") && v.args && v.args->kind == Kind::Tuple &&
+          v.args->items.size() == 2 && v.args->items[0]->is_str() && v.args->items[1]->is_str() &&
+          v.args->items[1]->text == "latin1")
+        return v.args->items[0]->text;
       if (!as_dict(v)) break;
       [[fallthrough]];  // an OrderedDict is a dict here
     case Kind::Dict: {
