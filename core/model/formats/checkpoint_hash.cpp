@@ -158,6 +158,7 @@ void stream_band(hash::Xxh3Stream& xs, const DcpEntry& e, std::vector<Loaded>& b
 }
 
 std::string layout_of(const DcpEntry& e) {
+  if (e.chunks.empty()) return "no chunks";
   if (e.chunks.size() == 1 && e.chunks[0].sizes == e.size) return "whole";
   bool same = true;
   for (const auto& c : e.chunks) same = same && c.sizes == e.chunks[0].sizes;
