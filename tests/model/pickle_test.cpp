@@ -147,6 +147,11 @@ TEST(Pickle, SelfReferenceAndDeepNestingStayBounded) {
   ASSERT_EQ(doc.root->items.size(), 1U);
   EXPECT_EQ(doc.root->items[0], doc.root);
   EXPECT_NE(error_of([&] { (void)pk::to_json(doc, *doc.root); }).find("nested deeper"), std::string::npos);
+  // 40 levels of a tuple holding its child twice: 81 values, 2^40 leaves once expanded.
+  std::string doubling = "\x80\x02N";
+  for (int i = 0; i < 40; ++i) doubling += "2\x86";
+  const auto wide = decode(doubling + ".");
+  EXPECT_NE(error_of([&] { (void)pk::to_json(wide, *wide.root); }).find("expands past"), std::string::npos);
   // 100,000 nested one-tuples: decoding is iterative, interpretation capped.
   const auto deep = decode("\x80\x02N" + std::string(100000, '\x85') + ".");
   EXPECT_NE(error_of([&] { (void)pk::to_json(deep, *deep.root); }).find("nested deeper"), std::string::npos);

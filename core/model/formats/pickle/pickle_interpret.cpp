@@ -1,5 +1,6 @@
 #include "core/model/formats/pickle/pickle_interpret.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -186,7 +187,13 @@ TensorRecord as_tensor(const Document& doc, const Value& v) {
   return t;
 }
 
-nlohmann::json to_json(const Document& doc, const Value& v, int max_depth) {
+namespace {
+
+// Shared references can make a small pickle a huge tree (a list holding one list twice, thirty
+// levels deep, is 2^30 nodes): the expansion is capped, not just the depth.
+nlohmann::json to_json_capped(const Document& doc, const Value& v, int max_depth, std::size_t& budget) {
+  if (budget == 0) fail_at(doc, v, "expands past the limit of values (shared references repeated too often)");
+  --budget;
   if (max_depth <= 0) fail_at(doc, v, "nested deeper than " + std::to_string(kMaxInterpretDepth) + " levels");
   switch (v.kind) {
     case Kind::None: return nullptr;
@@ -214,7 +221,7 @@ nlohmann::json to_json(const Document& doc, const Value& v, int max_depth) {
     case Kind::Set:
     case Kind::FrozenSet: {
       nlohmann::json a = nlohmann::json::array();
-      for (const Value* x : v.items) a.push_back(to_json(doc, *x, max_depth - 1));
+      for (const Value* x : v.items) a.push_back(to_json_capped(doc, *x, max_depth - 1, budget));
       return a;
     }
     case Kind::Object:
@@ -236,13 +243,20 @@ nlohmann::json to_json(const Document& doc, const Value& v, int max_depth) {
           key = std::to_string(k->i);
         else
           fail_at(doc, *k, "dict key is " + describe(*k) + ", not a str or an int");
-        o[key] = to_json(doc, *x, max_depth - 1);
+        o[key] = to_json_capped(doc, *x, max_depth - 1, budget);
       }
       return o;
     }
     default: break;
   }
   fail_at(doc, v, describe(v) + " is not plain data");
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Document& doc, const Value& v, int max_depth) {
+  std::size_t budget = std::max<std::size_t>(doc.arena.size() * 4, std::size_t{1} << 16);
+  return to_json_capped(doc, v, max_depth, budget);
 }
 
 }  // namespace gparity::model::pickle
