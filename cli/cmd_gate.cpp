@@ -82,7 +82,8 @@ void register_gate(CLI::App& app, Action& action) {
       int rc = 0;
       if (diff::is_checkpoint_path(p.baseline) && diff::is_checkpoint_path(p.candidate)) {
         ReportSinks sinks(r, "gparity.gate");  // checkpoints: per-parameter bitwise comparison
-        rc = diff::compare_checkpoints(p.baseline, p.candidate, {p.options.threads, p.options.title}, sinks.consumer());
+        rc = diff::compare_checkpoints(p.baseline, p.candidate, {p.options.threads, p.options.title},
+                                       sinks.consumer());
       } else {
         const auto base = model::open_run(p.baseline);
         const auto cand = model::open_run(p.candidate);
