@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
 #include "core/model/run/run_source.hpp"
+#include "diff/checkpoint_compare.hpp"
 #include "diff/run_compare.hpp"
 
 namespace gparity::cli {
@@ -51,7 +52,9 @@ void register_compare(CLI::App& app, Action& action) {
       "folders of reference rank<r>.jsonl files, TensorBoard event files (events.out.tfevents.*, or "
       "folders of them / of rank_<r>/ folders), or torchtitan console logs (rounded: cannot prove "
       "bitwise parity). Exit 0 parity, 1 divergence or INCOMPLETE evidence (failure events, killed or "
-      "missing ranks, declared steps not recorded; docs/gate.md), 2 bad input or nothing compared.");
+      "missing ranks, declared steps not recorded; docs/gate.md), 2 bad input or nothing compared. "
+      "Checkpoints (DCP folders, .safetensors files, or run folders of step-<n> "
+      "checkpoints) are compared per parameter, whatever their parallel layout (docs/checkpoints.md).");
   cmd->add_option("BASELINE", a->baseline, "Baseline run")->required();
   cmd->add_option("CANDIDATE", a->candidate, "Candidate run")->required();
   auto* ulp = cmd->add_option("--ulp", a->ulp, "Accept loss/grad_norm within N ULP (named in the report)");
@@ -72,6 +75,10 @@ void register_compare(CLI::App& app, Action& action) {
     o.threads = a->threads;
     o.allow_incomplete = a->allow_incomplete;
     action = [a, o] {
+      if (diff::is_checkpoint_path(a->baseline) && diff::is_checkpoint_path(a->candidate)) {
+        ReportSinks sinks(a->report, "gparity.compare");
+        return diff::compare_checkpoints(a->baseline, a->candidate, {o.threads}, sinks.consumer());
+      }
       const auto base = model::open_run(a->baseline);
       const auto cand = model::open_run(a->candidate);
       ReportSinks sinks(a->report, "gparity.compare");

@@ -11,6 +11,7 @@
 #include "cli/report_options.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
+#include "diff/checkpoint_compare.hpp"
 #include "diff/gate_policy.hpp"
 
 namespace gparity::cli {
@@ -84,10 +85,14 @@ void register_gate(CLI::App& app, Action& action) {
                   << ")\n";
         diff::run_gate_command(*argv, p.command_dir, a->policy + ": " + which);
       }
-      const auto base = model::open_run(p.baseline);
-      const auto cand = model::open_run(p.candidate);
       int rc = 0;
-      {
+      if (diff::is_checkpoint_path(p.baseline) && diff::is_checkpoint_path(p.candidate)) {
+        ReportSinks sinks(r, "gparity.gate");  // checkpoints: per-parameter bitwise comparison
+        rc = diff::compare_checkpoints(p.baseline, p.candidate, {p.options.threads, p.options.title},
+                                       sinks.consumer());
+      } else {
+        const auto base = model::open_run(p.baseline);
+        const auto cand = model::open_run(p.candidate);
         ReportSinks sinks(r, "gparity.gate");
         rc = diff::compare_runs(base, cand, p.options, sinks.consumer());
       }
