@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/node_compare.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -768,6 +769,12 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           res.data = std::move(cmp.data);
           res.first_divergence = cmp.first_divergence;
           res.compared = true;
+          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph.
+          if (const auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
+            node_findings(nodes, res.findings, res.checks);
+            res.data["nodes"] = node_summary(nodes);
+            res.data["nodes_summary"] = node_summary_line(nodes);
+          }
         } else if (same_layout && (eb || ec)) {
           Finding f{Severity::Error, "missing_rank", {}, "", json::object()};
           f.where.rank = r;
@@ -805,7 +812,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     rank_data.push_back(res.data);
     if (res.first_divergence) {
       diverge_at[*res.first_divergence].push_back(r);
-    } else {
+    } else if (!res.data.contains("nodes") || res.data["nodes"]["divergent"] == 0) {
       identical.push_back(r);
     }
   }
@@ -846,6 +853,10 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
       line += " " + name + " " + state.get<std::string>() + ";";
     line.pop_back();
     v.summary.push_back(line);
+  }
+  for (const auto& d : rank_data) {
+    if (d.contains("nodes_summary") && !d["nodes_summary"].get<std::string>().empty())
+      v.summary.push_back(d["nodes_summary"].get<std::string>());
   }
   if (!full.is_null() && !full["first_divergent_step"].is_null()) {
     v.summary.push_back("full tensors (shard-invariant sums) diverge at step " +
