@@ -62,8 +62,8 @@ DeviceReport check_devices(const Graph& g, std::optional<std::int32_t> rank,
 
 DeviceReport check_devices(const Graph& g, const DeviceCheckOptions& o) {
   DeviceReport r;
-  const auto local = [&](std::int32_t rank) { return o.ranks_per_node > 0 ? rank % o.ranks_per_node : rank; };
-  const std::optional<std::int32_t> rank = o.rank ? std::optional(local(*o.rank)) : std::nullopt;
+  // The local device of the capturing rank; -1 when unknown (no foreign-annotation findings).
+  const std::int32_t local = !o.rank ? -1 : o.ranks_per_node > 0 ? *o.rank % o.ranks_per_node : *o.rank;
   for (const auto& n : g.nodes) {
     DeviceFinding base;
     base.node = std::string(g.str(n.name));
@@ -84,7 +84,7 @@ DeviceReport check_devices(const Graph& g, const DeviceCheckOptions& o) {
     for (const auto& kw : n.kwargs) literals(g, kw.value, "kwargs." + std::string(g.str(kw.name)), literal);
     const auto& d = n.meta.device;
     if (n.meta.kind == model::TensorMeta::Kind::Tensor && g.str(d.type) == "cuda") {
-      if (rank && d.index != *rank) {
+      if (local >= 0 && d.index != local) {
         DeviceFinding f = base;
         f.kind = DeviceFindingKind::Annotation;
         f.field = "meta.device";

@@ -1,13 +1,11 @@
 #include "diff/node_compare.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
-#include "core/model/graph/graph_load.hpp"
-#include "diff/graph_normalize.hpp"
+#include "diff/node_plan.hpp"
 
 namespace gparity::diff {
 
@@ -101,67 +99,9 @@ RankNodeRecords node_records_of(const model::RankTrace& t) {
   return out;
 }
 
-// ---- graphs named by "graph" records --------------------------------------------------------------
-
-namespace {
-
-std::string ref_label(const model::GraphRef& ref) {
-  return ref.compile_id.empty() ? ref.kind : ref.kind + " " + ref.compile_id;
-}
-
-const model::GraphRef* find_ref(const model::RankTrace& t, const std::string& label) {
-  for (const auto& r : t.graphs) {
-    if (const auto it = r.extra.find("name"); it != r.extra.end() && it->is_string() && *it == label) return &r;
-  }
-  for (const auto& r : t.graphs) {
-    if (ref_label(r) == label) return &r;
-  }
-  for (const auto& r : t.graphs) {
-    if (r.kind == label) return &r;
-  }
-  return nullptr;
-}
-
-std::optional<std::int64_t> int_extra(const json& extra, const char* key) {
-  const auto it = extra.find(key);
-  if (it == extra.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<std::int64_t>();
-}
-
-}  // namespace
-
 std::optional<Graph> load_record_graph(const std::string& run_dir, const model::RankTrace& t,
                                        const std::string& label, std::string& problem) {
-  const auto* ref = find_ref(t, label);
-  if (ref == nullptr) {
-    problem = "no \"graph\" record names graph \"" + label + "\" in " + t.source;
-    return std::nullopt;
-  }
-  namespace fs = std::filesystem;
-  const fs::path p = fs::path(ref->path).is_absolute() ? fs::path(ref->path) : fs::path(run_dir) / ref->path;
-  try {
-    const auto c = model::load_graphs(p.string());
-    model::GraphSelector s;
-    if (c.format == "torch_trace") {
-      s.kind = ref->kind;
-      s.compile = model::CompileId::parse(ref->compile_id);
-      if (const auto r = int_extra(ref->extra, "rank")) {
-        s.rank = static_cast<std::int32_t>(*r);
-      } else if (c.ranks.size() > 1) {
-        s.rank = t.rank;
-      }
-    }
-    if (const auto i = int_extra(ref->extra, "index"); i && *i >= 0) s.occurrence = static_cast<std::size_t>(*i);
-    const auto found = model::select_graphs(c, s);
-    if (found.empty()) {
-      problem = p.string() + ": no graph " + ref_label(*ref) + " in it";
-      return std::nullopt;
-    }
-    return *found.front()->graph;
-  } catch (const InputError& e) {
-    problem = e.what();
-    return std::nullopt;
-  }
+  return load_ref_graph(run_dir, t.graphs, t.rank, label, problem);
 }
 
 // ---- comparison -----------------------------------------------------------------------------------
@@ -226,50 +166,9 @@ std::optional<NodeDivergence> outputs_diff(const Outputs& a, const Outputs& b) {
   return std::nullopt;
 }
 
-/// The order nodes are visited in and how A's nodes pair with B's.
-struct Plan {
-  std::vector<std::string> order_a;     // A node names in topological order
-  std::vector<std::string> partner;     // B name per entry of order_a ("" when none)
-  std::vector<MatchHow> how;            // per entry of order_a
-  std::vector<std::vector<std::size_t>> inputs;  // per entry: positions (in order_a) of its inputs
-  std::vector<bool> placeholder;
-  std::size_t unmatched_b = 0;
-  bool by_graph = false;
-};
-
-Plan plan_by_graph(const Graph& ga, const Graph& gb) {
-  Plan p;
-  p.by_graph = true;
-  GraphNormalization norm;
-  norm.map_local_device = false;
-  norm.ignore_process_groups = true;  // alignment only: an unhoisted group name must not unpair nodes
-  const NormalizedGraph na(ga, norm, std::nullopt);
-  const NormalizedGraph nb(gb, norm, std::nullopt);
-  const auto al = align_graphs(na, nb);
-  auto topo = model::topological_order(ga);
-  if (!topo) {
-    topo.emplace(ga.nodes.size());
-    for (NodeId i = 0; i < ga.nodes.size(); ++i) (*topo)[i] = i;
-  }
-  std::vector<std::size_t> pos(ga.nodes.size());
-  for (std::size_t i = 0; i < topo->size(); ++i) pos[(*topo)[i]] = i;
-  const model::UseEdges edges(ga);
-  for (const NodeId n : *topo) {
-    p.order_a.emplace_back(ga.node_name(n));
-    const NodeId m = al.a_to_b[n];
-    p.partner.push_back(m == model::kNoNode ? std::string() : std::string(gb.node_name(m)));
-    p.how.push_back(m == model::kNoNode ? MatchHow::None : al.how[n]);
-    std::vector<std::size_t> in;
-    for (const NodeId i : edges.inputs(n)) in.push_back(pos[i]);
-    p.inputs.push_back(std::move(in));
-    p.placeholder.push_back(ga.node(n).kind == model::NodeKind::Placeholder);
-  }
-  return p;
-}
-
 /// Without both graphs: A's graph (if any) gives order and inputs, names pair the nodes.
-Plan plan_by_name(const NodeSide& a, const NodeSide& b) {
-  Plan p;
+NodePlan plan_by_name(const NodeSide& a, const NodeSide& b) {
+  NodePlan p;
   std::unordered_map<std::string_view, bool> in_b;
   for (const auto& r : b.records) in_b[r.node] = true;
   if (a.graph != nullptr) {
@@ -302,7 +201,7 @@ Plan plan_by_name(const NodeSide& a, const NodeSide& b) {
   for (const auto& n : p.order_a) {
     const bool found = in_b.contains(n);
     p.partner.push_back(found ? n : std::string());
-    p.how.push_back(found ? MatchHow::Name : MatchHow::None);
+    p.how.emplace_back(found ? "name" : "none");
   }
   return p;
 }
@@ -315,13 +214,13 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
   r.graph = label;
   const auto ra = by_node(a.records);
   const auto rb = by_node(b.records);
-  const Plan p = a.graph && b.graph ? plan_by_graph(*a.graph, *b.graph) : plan_by_name(a, b);
+  const NodePlan p = a.graph && b.graph ? plan_by_graph(*a.graph, *b.graph) : plan_by_name(a, b);
   r.aligned_by_graph = p.by_graph;
   // Records whose node the plan does not know (a graph that does not match its records) are
   // visited after the graph's nodes, by name.
   std::vector<std::string> order = p.order_a;
   std::vector<std::string> partner = p.partner;
-  std::vector<MatchHow> how = p.how;
+  std::vector<std::string> how = p.how;
   {
     std::unordered_map<std::string_view, bool> known;
     for (const auto& n : order) known[n] = true;
@@ -330,7 +229,7 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
         order.push_back(rec.node);
         const bool in_b = rb.contains(rec.node);
         partner.push_back(in_b ? rec.node : std::string());
-        how.push_back(in_b ? MatchHow::Name : MatchHow::None);
+        how.emplace_back(in_b ? "name" : "none");
       }
     }
   }
@@ -464,16 +363,6 @@ json record_json(const std::optional<NodeRecordView>& r) {
   return {{"node", r->node}, {"dtype", r->dtype}, {"shape", r->shape}, {"xxh3", r->xxh3}, {"shard", r->shard}};
 }
 
-std::string_view match_name(MatchHow h) {
-  switch (h) {
-    case MatchHow::Name: return "name";
-    case MatchHow::Structure: return "structure";
-    case MatchHow::Sequence: return "sequence";
-    case MatchHow::None: return "none";
-  }
-  return "none";
-}
-
 json divergence_json(const NodeDivergence& d) {
   return {{"node", d.node_a},
           {"node_b", d.node_b},
@@ -486,7 +375,7 @@ json divergence_json(const NodeDivergence& d) {
           {"differing_inputs", d.differing_inputs},
           {"unrecorded_inputs", d.unrecorded_inputs},
           {"propagated_from", d.propagated_from},
-          {"matched_by", match_name(d.matched_by)},
+          {"matched_by", d.matched_by},
           {"baseline", record_json(d.a)},
           {"candidate", record_json(d.b)}};
 }

@@ -28,7 +28,6 @@
 #include "core/model/graph/graph.hpp"
 #include "core/model/run/trace_reader.hpp"
 #include "diff/finding.hpp"
-#include "diff/graph_align.hpp"
 
 namespace gparity::diff {
 
@@ -85,7 +84,7 @@ struct NodeDivergence {
   std::vector<std::string> differing_inputs;   // A names of inputs that already differed
   std::vector<std::string> unrecorded_inputs;  // inputs with no records (taken as equal)
   std::string propagated_from;  // a graph input that differs after an earlier graph diverged: that graph
-  MatchHow matched_by = MatchHow::Name;
+  std::string matched_by = "name";  // how the pair was aligned: "name", "structure", "sequence"
 };
 
 struct NodeGraphResult {

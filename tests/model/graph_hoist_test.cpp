@@ -18,7 +18,7 @@ namespace {
 
 using namespace gparity::model;
 
-const char* kGraph = R"(class GraphModule(torch.nn.Module):
+const char* kGraph = R"FX(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[8, 64][64, 1]cuda:0", idx: "i64[4][1]cpu"):
         _tensor_constant0: "f32[4][1]cuda:0" = self._tensor_constant0
         full: "f32[4][1]cuda:0" = torch.ops.aten.full.default([4], 0.0, dtype = torch.float32, device = device(type='cuda', index=0), pin_memory = False)
@@ -31,7 +31,7 @@ const char* kGraph = R"(class GraphModule(torch.nn.Module):
         gather: "f32[16, 32][32, 1]cuda:0" = torch.ops._c10d_functional.all_gather_into_tensor.default(slice_1, 2, '1')
         wait: "f32[8, 32][64, 1]cuda:0" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
         return (wait, copy, cat, odd, cpu_copy, gather, _tensor_constant0)
-)";
+)FX";
 
 // The 2x2 (dp, tp) mesh of the shared sample: rank = 2*dp + tp.
 ProcessGroupTable mesh_groups() {
@@ -118,11 +118,11 @@ TEST(Hoist, ProcessGroupsBecomeTheTargetRanksGroupOfTheSameMeshDimension) {
   EXPECT_EQ(fields_of(to3, "all_reduce").front(), "args[2] '3' -> '4'");
 
   // group_name= keyword form.
-  const auto kw = parse_fx_text(R"(class GraphModule(torch.nn.Module):
+  const auto kw = parse_fx_text(R"FX(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[4][1]cuda:0"):
         r: "f32[4][1]cuda:0" = torch.ops._c10d_functional.all_reduce.default(x, 'sum', group_name = '3')
         return (r,)
-)",
+)FX",
                                 "kw.py");
   const auto kw2 = hoist_graph(kw, options(0, 2, &table));
   EXPECT_EQ(kwarg_text(kw2.graph, node(kw2.graph, "r"), "group_name"), "'4'");
@@ -159,11 +159,11 @@ TEST(Hoist, UnresolvedDevicesAndGroupsAreReportedAndLeftAsTheyAre) {
 }
 
 TEST(Hoist, VerbatimAnnotationsAndRanksPerNode) {
-  const auto g = parse_fx_text(R"(class GraphModule(torch.nn.Module):
+  const auto g = parse_fx_text(R"FX(class GraphModule(torch.nn.Module):
     def forward(self, x: "DTensor(f32[4], cuda:1, mesh cuda:10)"):
         y: "f32[4][1]cuda:1" = torch.ops.aten.mul.Tensor(x, 2)
         return (y,)
-)",
+)FX",
                                "dt.py");
   // Rank 5 with 4 ranks per node is local device 1; target rank 6 is local device 2.
   HoistOptions o;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <optional>
 
 namespace gparity::model {
 
@@ -39,15 +38,14 @@ bool is_accelerator(std::string_view type) noexcept {
   return std::find(kAccelerators.begin(), kAccelerators.end(), type) != kAccelerators.end();
 }
 
-/// "cuda:3" -> ("cuda", 3); nullopt for anything else.
-std::optional<std::pair<std::string_view, std::int32_t>> device_string(std::string_view s) {
+/// "cuda:3" -> 3; -1 for anything that is not an accelerator device with an index.
+std::int32_t device_string_index(std::string_view s) {
   const auto colon = s.find(':');
-  if (colon == std::string_view::npos || !is_accelerator(s.substr(0, colon))) return std::nullopt;
+  if (colon == std::string_view::npos || !is_accelerator(s.substr(0, colon))) return -1;
   std::int32_t k = -1;
   const auto* end = s.data() + s.size();
   const auto r = std::from_chars(s.data() + colon + 1, end, k);
-  if (r.ec != std::errc() || r.ptr != end || k < 0) return std::nullopt;
-  return std::pair{s.substr(0, colon), k};
+  return r.ec == std::errc() && r.ptr == end ? k : -1;
 }
 
 bool ident_char(char c) noexcept {
@@ -68,16 +66,16 @@ std::string replace_device_text(std::string_view text, std::int32_t from, std::i
     std::size_t e = j + 1;
     while (e < text.size() && text[e] >= '0' && text[e] <= '9') ++e;
     const bool bounded = (b == 0 || !ident_char(text[b - 1])) && (e == text.size() || !ident_char(text[e]));
-    const auto dev = bounded && e > j + 1 ? device_string(text.substr(b, e - b)) : std::nullopt;
+    const auto index = bounded && e > j + 1 ? device_string_index(text.substr(b, e - b)) : -1;
     out.append(text.substr(i, j + 1 - i));
     i = j + 1;
-    if (!dev) continue;
-    if (dev->second == from) {
+    if (index < 0) continue;
+    if (index == from) {
       out += std::to_string(to);
       ++replaced;
     } else {
       out.append(text.substr(j + 1, e - j - 1));
-      if (dev->second != to) foreign.emplace_back(text.substr(b, e - b));
+      if (index != to) foreign.emplace_back(text.substr(b, e - b));
     }
     i = e;
   }
@@ -176,13 +174,13 @@ class Hoister {
         return;
       }
       case ValueKind::String: {
-        const auto dev = device_string(g.str(v.s));
-        if (!dev) return;
-        auto index = dev->second;
         const std::string before(g.str(v.s));
-        if (!remap_index(index)) return foreign(field, before);
-        if (index == dev->second) return;
-        const auto after = std::string(dev->first) + ":" + std::to_string(index);
+        const auto was = device_string_index(before);
+        if (was < 0) return;
+        auto index = was;
+        if (!remap_index(index)) return foreign(field, "'" + before + "'");
+        if (index == was) return;
+        const auto after = before.substr(0, before.find(':') + 1) + std::to_string(index);
         v.s = g.intern(after);
         change(HoistChangeKind::DeviceLiteral, field, "'" + before + "'", "'" + after + "'");
         return;
