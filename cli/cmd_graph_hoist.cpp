@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,13 +18,16 @@
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/hoist.hpp"
 #include "diff/device_check.hpp"
-#include "diff/graph_source.hpp"
+#include "core/model/graph/graph_load.hpp"
 
 namespace gparity::cli {
 namespace {
 
 struct HoistArgs {
-  diff::GraphSelection sel;
+  std::string path;
+  std::optional<std::int32_t> rank;
+  std::string kind;
+  std::optional<std::size_t> occurrence;
   std::string compile;
   std::string out;
   std::int32_t to_rank = 0;
@@ -33,24 +37,59 @@ struct HoistArgs {
   bool verbose = false;
 };
 
-int run_hoist(HoistArgs a) {
+struct Picked {
+  const model::Graph* graph = nullptr;
+  std::int32_t rank = 0;
+  std::string label;
+};
+
+/// One graph of the source: by rank (default: the lowest), kind, compile id and index; more
+/// than one match is bad input that lists the candidates.
+Picked pick(const model::GraphCollection& c, const HoistArgs& a) {
+  model::GraphSelector s;
+  s.rank = a.rank;
+  if (!s.rank && !c.ranks.empty()) s.rank = c.ranks.front();
+  s.kind = a.kind;
+  s.occurrence = a.occurrence;
   if (!a.compile.empty()) {
-    a.sel.compile = model::CompileId::parse(a.compile);
-    if (!a.sel.compile) throw model::InputError("--compile-id", "malformed compile id '" + a.compile + "'");
+    s.compile = model::CompileId::parse(a.compile);
+    if (!s.compile) throw model::InputError("--compile-id", "malformed compile id '" + a.compile + "'");
   }
+  const auto found = model::select_graphs(c, s);
+  if (found.empty()) throw model::InputError(a.path, "no graph matches the selection (see `gparity graph list`)");
+  if (found.size() > 1) {
+    std::string which;
+    for (const auto* e : found) {
+      which += "\n  --rank " + std::to_string(e->rank) + " --compile-id " + e->compile.text() + " --graph " + e->kind +
+               " --index " + std::to_string(e->occurrence);
+    }
+    throw model::InputError(a.path, std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
+  }
+  const auto& e = *found.front();
+  std::string label = a.path;
+  if (e.rank >= 0) label += " rank " + std::to_string(e.rank);
+  if (c.format == "torch_trace") {
+    label += " " + e.kind + (e.occurrence > 0 ? " #" + std::to_string(e.occurrence) : "") + " " + e.compile.text();
+  }
+  return {e.graph, e.rank >= 0 ? e.rank : a.rank.value_or(0), label};
+}
+
+int run_hoist(const HoistArgs& a) {
   if (a.to_rank < 0) throw model::InputError("--to-rank", "must be a rank (>= 0)");
   if (a.ranks_per_node < 0) throw model::InputError("--ranks-per-node", "must be positive");
-  const auto g = diff::load_graph(a.sel);
-  const std::int32_t from = g.rank.value_or(0);
+  const auto c = model::load_graphs(a.path);
+  for (const auto& p : c.problems) std::cerr << "gparity: error: " << p.text() << '\n';
+  const auto g = pick(c, a);
+  const std::int32_t from = g.rank;
   std::vector<std::string> dumps;
-  const auto table = a.groups.load(a.sel.path, dumps);
+  const auto table = a.groups.load(a.path, dumps);
   model::HoistOptions o;
   o.source_rank = from;
   o.target_rank = a.to_rank;
   o.source_device = a.ranks_per_node > 0 ? from % a.ranks_per_node : from;
   o.target_device = a.ranks_per_node > 0 ? a.to_rank % a.ranks_per_node : a.to_rank;
   o.groups = &table;
-  const auto r = model::hoist_graph(g.graph, o);
+  const auto r = model::hoist_graph(*g.graph, o);
 
   const std::string text = model::graph_to_json(r.graph).dump(2) + "\n";
   if (a.out == "-") {
@@ -60,7 +99,8 @@ int run_hoist(HoistArgs a) {
     f << text;
     if (!f) throw model::InputError(a.out, "cannot write the file");
   }
-  const int rc = r.unresolved.empty() ? kExitParity : kExitDivergence;
+  // Damage elsewhere in the source is bad input even when the chosen graph was intact.
+  const int rc = !c.problems.empty() ? kExitBadInput : r.unresolved.empty() ? kExitParity : kExitDivergence;
   if (a.json) {
     auto j = diff::hoist_to_json(r.changes, r.unresolved);
     j["graph"] = g.label;
@@ -107,12 +147,14 @@ void register_graph_hoist(CLI::App& graph, Action& action) {
       "Device hoisting for compile-on-one-rank: rewrite a graph captured on one rank for another rank "
       "(device literals, annotations, process-group names) and write it as gparity graph JSON. Exit 0 when "
       "everything was mapped, 1 when something was left as it is (listed), 2 for bad input.");
-  cmd->add_option("SOURCE", a->sel.path, "FX text, graph JSON, or TORCH_TRACE log/directory")->required();
+  cmd->add_option("SOURCE", a->path, "TORCH_TRACE directory or .log, FX text, .pt2 archive, or gparity graph JSON")
+      ->required();
   cmd->add_option("-o,--out", a->out, "Output file for the hoisted graph JSON ('-': stdout)")->required();
-  cmd->add_option("--rank", a->sel.rank, "Rank the graph was captured on (TORCH_TRACE: which rank's graph; default 0 "
-                                        "or the lowest rank)");
+  cmd->add_option("--rank", a->rank,
+                  "Rank the graph was captured on (TORCH_TRACE: which rank's graph; default: the lowest, or 0)");
   cmd->add_option("--to-rank", a->to_rank, "Rank to hoist the graph to")->required();
-  cmd->add_option("--graph", a->sel.kind, "Graph kind to pick, e.g. aot_forward_graph");
+  cmd->add_option("--graph", a->kind, "Graph kind to pick, e.g. aot_forward_graph");
+  cmd->add_option("--index", a->occurrence, "Which one when the kind occurs several times (0-based)");
   cmd->add_option("--compile-id", a->compile, "Compile id to pick, e.g. 0/0");
   cmd->add_option("--ranks-per-node", a->ranks_per_node, "Local device = rank % N (default: the rank)");
   a->groups.add_to(cmd);

@@ -100,8 +100,8 @@ RankNodeRecords node_records_of(const model::RankTrace& t) {
 }
 
 std::optional<Graph> load_record_graph(const std::string& run_dir, const model::RankTrace& t,
-                                       const std::string& label, std::string& problem) {
-  return load_ref_graph(run_dir, t.graphs, t.rank, label, problem);
+                                       const std::string& label, std::string& path, std::string& problem) {
+  return load_ref_graph(run_dir, t.graphs, t.rank, label, path, problem);
 }
 
 // ---- comparison -----------------------------------------------------------------------------------
@@ -327,9 +327,9 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
       one_sided(ga.label, "baseline", "candidate");
       continue;
     }
-    std::string pa, pb;
-    const auto graph_a = load_record_graph(run_a, a, ga.label, pa);
-    const auto graph_b = load_record_graph(run_b, b, ga.label, pb);
+    std::string pa, pb, path_a, path_b;
+    const auto graph_a = load_record_graph(run_a, a, ga.label, path_a, pa);
+    const auto graph_b = load_record_graph(run_b, b, ga.label, path_b, pb);
     for (const auto* problem : {&pa, &pb}) {
       if (problem->empty()) continue;
       Finding f{Severity::Warning, "node_graph_unavailable", {}, "", json::object()};
@@ -340,6 +340,7 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
     }
     auto res = compare_node_graph(ga.label, {ga.records, graph_a ? &*graph_a : nullptr},
                                   {gb->records, graph_b ? &*graph_b : nullptr}, o);
+    if (graph_a) res.graph_path = path_a;
     // Graphs run in record order: a backward graph's inputs are what the forward produced.
     if (res.first && res.first->cause == DivergenceCause::Input && !diverged_graph.empty()) {
       res.first->cause = DivergenceCause::Propagated;
@@ -425,6 +426,7 @@ Finding divergence_finding(const NodeRankResult& r, const NodeGraphResult& g, co
   f.where.graph = g.graph;
   f.where.node = d.node_a;
   f.values["graph"] = g.graph;
+  if (!g.graph_path.empty()) f.values["graph_path"] = g.graph_path;
   return f;
 }
 

@@ -65,10 +65,10 @@ RankNodeRecords node_records_of(const model::RankTrace& t);
 /// The graph a label names: the rank file's "graph" record whose `name` (extra field) equals the
 /// label, else whose "kind compile_id" or kind equals it; loaded from `run_dir`/path through
 /// model::load_graphs (selected by kind, compile id, and rank: the record's `rank` field, else
-/// the trace's rank when the source has ranks). nullopt with `problem` set when there is no such
-/// record or the graph cannot be loaded.
+/// the trace's rank when the source has ranks), its path in `path`. nullopt with `problem` set
+/// when there is no such record or the graph cannot be loaded.
 std::optional<model::Graph> load_record_graph(const std::string& run_dir, const model::RankTrace& t,
-                                              const std::string& label, std::string& problem);
+                                              const std::string& label, std::string& path, std::string& problem);
 
 enum class DivergenceCause : std::uint8_t { Origin, Propagated, Input, Unknown };
 std::string_view divergence_cause_name(DivergenceCause c) noexcept;  // "origin", "propagated", ...
@@ -89,6 +89,7 @@ struct NodeDivergence {
 
 struct NodeGraphResult {
   std::string graph;          // label
+  std::string graph_path;     // the baseline's graph source, when a "graph" record names it
   bool aligned_by_graph = false;  // both graphs loaded: alignment by names and structure
   std::size_t compared = 0;   // nodes with records on both sides
   std::size_t divergent = 0;
@@ -124,7 +125,7 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
                                     const NodeCompareOptions& o = {});
 
 /// Findings (kinds "node_divergence" for each first divergent node, "node_origin" for further
-/// origins, "node_unmatched" info, "node_records" problems) and one check per graph ("nodes
+/// origins; values hold the node, op, source, cause, both records and "graph_path" for viewers), "node_unmatched" info, "node_records" problems) and one check per graph ("nodes
 /// <graph>"), appended in a deterministic order.
 void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std::vector<Check>& checks);
 

@@ -82,7 +82,7 @@ NodePlan plan_by_graph(const Graph& ga, const Graph& gb) {
 }
 
 std::optional<Graph> load_ref_graph(const std::string& run_dir, const std::vector<model::GraphRef>& refs, int rank,
-                                    const std::string& label, std::string& problem) {
+                                    const std::string& label, std::string& path, std::string& problem) {
   const auto* ref = find_ref(refs, label);
   if (ref == nullptr) {
     problem = "no \"graph\" record names graph \"" + label + "\"";
@@ -90,6 +90,7 @@ std::optional<Graph> load_ref_graph(const std::string& run_dir, const std::vecto
   }
   namespace fs = std::filesystem;
   const fs::path p = fs::path(ref->path).is_absolute() ? fs::path(ref->path) : fs::path(run_dir) / ref->path;
+  path = p.string();
   try {
     const auto c = model::load_graphs(p.string());
     model::GraphSelector s;
