@@ -226,7 +226,8 @@ struct DevicesOptions {
   bool json = false;
 };
 
-void print_hoist(const diff::DeviceReport& r, std::int32_t from, std::int32_t to, std::size_t groups, bool colour) {
+void print_hoist(const diff::DeviceReport& r, std::int32_t from, std::int32_t to, std::size_t groups,
+                 bool colour) {
   std::size_t annotations = 0;
   for (const auto& c : r.hoist) annotations += c.kind == model::HoistChangeKind::Annotation ? 1 : 0;
   std::cout << "hoisting rank " << from << " -> rank " << to << ": " << r.hoist.size() - annotations
@@ -235,12 +236,13 @@ void print_hoist(const diff::DeviceReport& r, std::int32_t from, std::int32_t to
   for (const auto& c : r.hoist) {
     if (c.kind == model::HoistChangeKind::Annotation) continue;
     std::cout << "  " << paint(model::hoist_change_kind_name(c.kind), Colour::Green, colour) << "  "
-              << (c.graph.empty() ? "" : c.graph + ".") << c.node << " (" << c.target << ") " << c.field << ": "
-              << c.from << " -> " << c.to << '\n';
+              << (c.graph.empty() ? "" : c.graph + ".") << c.node << " (" << c.target << ") " << c.field
+              << ": " << c.from << " -> " << c.to << '\n';
   }
   for (const auto& p : r.unresolved) {
-    std::cout << "  " << paint("unresolved", Colour::Red, colour) << "  " << (p.graph.empty() ? "" : p.graph + ".")
-              << p.node << " (" << p.target << ") " << p.field << ": " << p.text << ": " << p.message << '\n';
+    std::cout << "  " << paint("unresolved", Colour::Red, colour) << "  "
+              << (p.graph.empty() ? "" : p.graph + ".") << p.node << " (" << p.target << ") " << p.field
+              << ": " << p.text << ": " << p.message << '\n';
   }
 }
 

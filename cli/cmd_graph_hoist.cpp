@@ -16,9 +16,9 @@
 #include "cli/terminal.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
+#include "core/model/graph/graph_load.hpp"
 #include "core/model/graph/hoist.hpp"
 #include "diff/device_check.hpp"
-#include "core/model/graph/graph_load.hpp"
 
 namespace gparity::cli {
 namespace {
@@ -56,20 +56,23 @@ Picked pick(const model::GraphCollection& c, const HoistArgs& a) {
     if (!s.compile) throw model::InputError("--compile-id", "malformed compile id '" + a.compile + "'");
   }
   const auto found = model::select_graphs(c, s);
-  if (found.empty()) throw model::InputError(a.path, "no graph matches the selection (see `gparity graph list`)");
+  if (found.empty())
+    throw model::InputError(a.path, "no graph matches the selection (see `gparity graph list`)");
   if (found.size() > 1) {
     std::string which;
     for (const auto* e : found) {
-      which += "\n  --rank " + std::to_string(e->rank) + " --compile-id " + e->compile.text() + " --graph " + e->kind +
-               " --index " + std::to_string(e->occurrence);
+      which += "\n  --rank " + std::to_string(e->rank) + " --compile-id " + e->compile.text() + " --graph " +
+               e->kind + " --index " + std::to_string(e->occurrence);
     }
-    throw model::InputError(a.path, std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
+    throw model::InputError(a.path,
+                            std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
   }
   const auto& e = *found.front();
   std::string label = a.path;
   if (e.rank >= 0) label += " rank " + std::to_string(e.rank);
   if (c.format == "torch_trace") {
-    label += " " + e.kind + (e.occurrence > 0 ? " #" + std::to_string(e.occurrence) : "") + " " + e.compile.text();
+    label +=
+        " " + e.kind + (e.occurrence > 0 ? " #" + std::to_string(e.occurrence) : "") + " " + e.compile.text();
   }
   return {e.graph, e.rank >= 0 ? e.rank : a.rank.value_or(0), label};
 }
@@ -116,18 +119,19 @@ int run_hoist(const HoistArgs& a) {
   }
   std::ostream& os = a.out == "-" ? std::cerr : std::cout;
   const bool colour = colour_enabled(a.out == "-" ? stderr : stdout);
-  os << paint(g.label, Colour::Bold, colour) << ": rank " << from << " (device " << o.source_device << ") -> rank "
-     << a.to_rank << " (device " << o.target_device << "); " << r.count(model::HoistChangeKind::DeviceLiteral)
-     << " device literals, " << r.count(model::HoistChangeKind::Annotation) << " annotations, "
-     << r.count(model::HoistChangeKind::ProcessGroup) << " process-group names remapped; " << table.groups().size()
-     << " known groups" << (dumps.empty() ? "" : " (" + std::to_string(dumps.size()) + " Flight Recorder dumps)")
-     << '\n';
-  for (const auto& c : r.changes) {
-    if (c.kind == model::HoistChangeKind::Annotation && !a.verbose) continue;
-    os << "  " << paint(model::hoist_change_kind_name(c.kind), Colour::Green, colour) << "  "
-       << (c.graph.empty() ? "" : c.graph + ".") << c.node << " (" << c.target << ") " << c.field << ": " << c.from
-       << " -> " << c.to;
-    if (!c.source.empty()) os << "  [" << c.source << "]";
+  os << paint(g.label, Colour::Bold, colour) << ": rank " << from << " (device " << o.source_device
+     << ") -> rank " << a.to_rank << " (device " << o.target_device << "); "
+     << r.count(model::HoistChangeKind::DeviceLiteral) << " device literals, "
+     << r.count(model::HoistChangeKind::Annotation) << " annotations, "
+     << r.count(model::HoistChangeKind::ProcessGroup) << " process-group names remapped; "
+     << table.groups().size() << " known groups"
+     << (dumps.empty() ? "" : " (" + std::to_string(dumps.size()) + " Flight Recorder dumps)") << '\n';
+  for (const auto& ch : r.changes) {
+    if (ch.kind == model::HoistChangeKind::Annotation && !a.verbose) continue;
+    os << "  " << paint(model::hoist_change_kind_name(ch.kind), Colour::Green, colour) << "  "
+       << (ch.graph.empty() ? "" : ch.graph + ".") << ch.node << " (" << ch.target << ") " << ch.field << ": "
+       << ch.from << " -> " << ch.to;
+    if (!ch.source.empty()) os << "  [" << ch.source << "]";
     os << '\n';
   }
   for (const auto& p : r.unresolved) {
@@ -147,11 +151,13 @@ void register_graph_hoist(CLI::App& graph, Action& action) {
       "Device hoisting for compile-on-one-rank: rewrite a graph captured on one rank for another rank "
       "(device literals, annotations, process-group names) and write it as gparity graph JSON. Exit 0 when "
       "everything was mapped, 1 when something was left as it is (listed), 2 for bad input.");
-  cmd->add_option("SOURCE", a->path, "TORCH_TRACE directory or .log, FX text, .pt2 archive, or gparity graph JSON")
+  cmd->add_option("SOURCE", a->path,
+                  "TORCH_TRACE directory or .log, FX text, .pt2 archive, or gparity graph JSON")
       ->required();
   cmd->add_option("-o,--out", a->out, "Output file for the hoisted graph JSON ('-': stdout)")->required();
-  cmd->add_option("--rank", a->rank,
-                  "Rank the graph was captured on (TORCH_TRACE: which rank's graph; default: the lowest, or 0)");
+  cmd->add_option(
+      "--rank", a->rank,
+      "Rank the graph was captured on (TORCH_TRACE: which rank's graph; default: the lowest, or 0)");
   cmd->add_option("--to-rank", a->to_rank, "Rank to hoist the graph to")->required();
   cmd->add_option("--graph", a->kind, "Graph kind to pick, e.g. aot_forward_graph");
   cmd->add_option("--index", a->occurrence, "Which one when the kind occurs several times (0-based)");

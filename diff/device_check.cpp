@@ -131,7 +131,8 @@ nlohmann::ordered_json hoist_to_json(const std::vector<model::HoistChange>& chan
   for (const auto& c : changes) {
     const auto kind = model::hoist_change_kind_name(c.kind);
     counts[std::string(kind)] = counts[std::string(kind)].get<std::size_t>() + 1;
-    J one{{"kind", kind}, {"node", c.node}, {"target", c.target}, {"field", c.field}, {"from", c.from}, {"to", c.to}};
+    J one{{"kind", kind},     {"node", c.node}, {"target", c.target},
+          {"field", c.field}, {"from", c.from}, {"to", c.to}};
     if (!c.graph.empty()) one["subgraph"] = c.graph;
     if (!c.source.empty()) one["source"] = c.source;
     cj.push_back(std::move(one));

@@ -7,11 +7,10 @@
 // what it could not map. Value types only.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/model/graph/graph.hpp"
 #include "core/model/graph/hoist.hpp"

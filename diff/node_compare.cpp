@@ -5,6 +5,9 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/run/run_source.hpp"
+#include "diff/node_runs.hpp"
+#include "diff/run_compare.hpp"
 #include "diff/node_plan.hpp"
 
 namespace gparity::diff {
@@ -25,7 +28,8 @@ std::string text_field(const json& j, const char* key, bool required, const std:
     if (required) throw InputError(source, line, std::string("node record without \"") + key + "\"");
     return {};
   }
-  if (!it->is_string()) throw InputError(source, line, std::string("node record: \"") + key + "\" is not a string");
+  if (!it->is_string())
+    throw InputError(source, line, std::string("node record: \"") + key + "\" is not a string");
   return it->get<std::string>();
 }
 
@@ -35,8 +39,10 @@ std::string hash_field(const json& j, const char* key, const std::string& source
   const bool hex = h.size() == 16 && std::all_of(h.begin(), h.end(), [](char c) {
                      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
                    });
-  if (!hex) throw InputError(source, line, std::string("node record: \"") + key + "\" is not 16 hex digits: \"" +
-                                               h.substr(0, 40) + "\"");
+  if (!hex)
+    throw InputError(
+        source, line,
+        std::string("node record: \"") + key + "\" is not 16 hex digits: \"" + h.substr(0, 40) + "\"");
   std::transform(h.begin(), h.end(), h.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
   return h;
 }
@@ -61,7 +67,8 @@ NodeRecordView node_record_from_json(const json& j, const std::string& source, s
   if (const auto it = j.find("shape"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) throw InputError(source, line, "node record: \"shape\" is not a list");
     for (const auto& d : *it) {
-      if (!d.is_number_integer()) throw InputError(source, line, "node record: \"shape\" holds a non-integer");
+      if (!d.is_number_integer())
+        throw InputError(source, line, "node record: \"shape\" holds a non-integer");
       r.shape.push_back(d.get<std::int64_t>());
     }
   }
@@ -239,8 +246,8 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto ia = ra.find(order[i]);
     const bool input_tainted =
-        i < p.inputs.size() &&
-        std::any_of(p.inputs[i].begin(), p.inputs[i].end(), [&](std::size_t k) { return k < i && tainted[k]; });
+        i < p.inputs.size() && std::any_of(p.inputs[i].begin(), p.inputs[i].end(),
+                                           [&](std::size_t k) { return k < i && tainted[k]; });
     const auto ib = partner[i].empty() ? rb.end() : rb.find(partner[i]);
     if (ib != rb.end()) b_used[ib->first] = true;
     if (ia == ra.end() && ib == rb.end()) {
@@ -361,7 +368,8 @@ namespace {
 
 json record_json(const std::optional<NodeRecordView>& r) {
   if (!r) return nullptr;
-  return {{"node", r->node}, {"dtype", r->dtype}, {"shape", r->shape}, {"xxh3", r->xxh3}, {"shard", r->shard}};
+  return {
+      {"node", r->node}, {"dtype", r->dtype}, {"shape", r->shape}, {"xxh3", r->xxh3}, {"shard", r->shard}};
 }
 
 json divergence_json(const NodeDivergence& d) {
@@ -387,16 +395,36 @@ std::string describe(const NodeDivergence& d) {
   s += " [" + (d.op.empty() ? std::string("?") : d.op);
   if (!d.source.empty()) s += ", " + d.source;
   s += "] output " + std::to_string(d.output) + ": ";
-  for (std::size_t i = 0; i < d.fields.size(); ++i) s += (i ? ", " : "") + d.fields[i];
-  if (d.a && d.b && std::find(d.fields.begin(), d.fields.end(), "xxh3") != d.fields.end())
-    s += " (xxh3 " + d.a->xxh3 + " vs " + d.b->xxh3 + ")";
-  s += " differ; ";
+  const auto shape = [](const std::vector<std::int64_t>& v) {
+    std::string t = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+    return t + "]";
+  };
+  for (std::size_t i = 0; i < d.fields.size(); ++i) {
+    const auto& f = d.fields[i];
+    s += i ? ", " : "";
+    if (f == "missing") {
+      s += d.a ? "missing in the candidate" : "missing in the baseline";
+    } else if (f == "hashes") {
+      s += "no hash recorded on both sides";
+    } else if (d.a && d.b) {
+      const auto& x = *d.a;
+      const auto& y = *d.b;
+      s += f + " " +
+           (f == "xxh3"    ? x.xxh3 + " vs " + y.xxh3
+            : f == "shard" ? x.shard + " vs " + y.shard
+            : f == "dtype" ? x.dtype + " vs " + y.dtype
+                           : shape(x.shape) + " vs " + shape(y.shape));
+    }
+  }
+  s += "; ";
   switch (d.cause) {
     case DivergenceCause::Origin:
       s += "origin: its inputs were equal";
       if (!d.unrecorded_inputs.empty()) {
         s += " (not recorded, taken as equal:";
-        for (std::size_t i = 0; i < d.unrecorded_inputs.size() && i < 3; ++i) s += " " + d.unrecorded_inputs[i];
+        for (std::size_t i = 0; i < d.unrecorded_inputs.size() && i < 3; ++i)
+          s += " " + d.unrecorded_inputs[i];
         s += d.unrecorded_inputs.size() > 3 ? " ...)" : ")";
       }
       break;
@@ -435,8 +463,10 @@ Finding divergence_finding(const NodeRankResult& r, const NodeGraphResult& g, co
 void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std::vector<Check>& checks) {
   for (const auto& p : r.problems) findings.push_back(p);
   for (const auto& g : r.graphs) {
-    if (g.first) findings.push_back(divergence_finding(r, g, *g.first, "node_divergence", "first divergent node "));
-    for (const auto& d : g.other_origins) findings.push_back(divergence_finding(r, g, d, "node_origin", "also an origin: "));
+    if (g.first)
+      findings.push_back(divergence_finding(r, g, *g.first, "node_divergence", "first divergent node "));
+    for (const auto& d : g.other_origins)
+      findings.push_back(divergence_finding(r, g, d, "node_origin", "also an origin: "));
     if (g.origins > (g.first && g.first->cause == DivergenceCause::Origin ? 1 : 0) + g.other_origins.size()) {
       Finding f{Severity::Info, "node_origins_truncated", {}, "", json::object()};
       f.where.rank = r.rank;
@@ -445,7 +475,11 @@ void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std:
       findings.push_back(std::move(f));
     }
     if (g.unmatched_a + g.unmatched_b > 0) {
-      Finding f{Severity::Info, "node_unmatched", {}, "", {{"baseline", g.unmatched_a}, {"candidate", g.unmatched_b}}};
+      Finding f{Severity::Info,
+                "node_unmatched",
+                {},
+                "",
+                {{"baseline", g.unmatched_a}, {"candidate", g.unmatched_b}}};
       f.where.rank = r.rank;
       f.where.graph = g.graph;
       f.message = std::to_string(g.unmatched_a) + " baseline and " + std::to_string(g.unmatched_b) +
@@ -457,7 +491,9 @@ void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std:
     c.rank = r.rank;
     c.outcome = g.divergent > 0 ? Check::Outcome::Fail : Check::Outcome::Pass;
     c.message = std::to_string(g.compared) + " nodes compared, " + std::to_string(g.divergent) + " divergent";
-    if (g.first) c.message += ", first " + g.first->node_a + " (" + std::string(divergence_cause_name(g.first->cause)) + ")";
+    if (g.first)
+      c.message +=
+          ", first " + g.first->node_a + " (" + std::string(divergence_cause_name(g.first->cause)) + ")";
     checks.push_back(std::move(c));
   }
 }
@@ -469,9 +505,13 @@ json node_summary(const NodeRankResult& r) {
   for (const auto& g : r.graphs) {
     compared += g.compared;
     divergent += g.divergent;
-    json gj = {{"graph", g.graph},         {"compared", g.compared},       {"divergent", g.divergent},
-               {"origins", g.origins},     {"unmatched_baseline", g.unmatched_a},
-               {"unmatched_candidate", g.unmatched_b}, {"aligned_by_graph", g.aligned_by_graph}};
+    json gj = {{"graph", g.graph},
+               {"compared", g.compared},
+               {"divergent", g.divergent},
+               {"origins", g.origins},
+               {"unmatched_baseline", g.unmatched_a},
+               {"unmatched_candidate", g.unmatched_b},
+               {"aligned_by_graph", g.aligned_by_graph}};
     gj["first"] = g.first ? divergence_json(*g.first) : json(nullptr);
     if (g.first && first.is_null()) {
       first = gj["first"];
@@ -491,6 +531,16 @@ std::string node_summary_line(const NodeRankResult& r) {
     return s + ") in " + g.graph + ", " + std::string(divergence_cause_name(d.cause));
   }
   return {};
+}
+
+std::vector<Finding> node_divergences_of_runs(const std::string& baseline, const std::string& candidate) {
+  CollectingConsumer out;
+  compare_runs(model::open_run(baseline), model::open_run(candidate), {}, out);
+  std::vector<Finding> nodes;
+  for (auto& f : out.findings) {
+    if (f.kind == "node_divergence" || f.kind == "node_origin") nodes.push_back(std::move(f));
+  }
+  return nodes;
 }
 
 }  // namespace gparity::diff

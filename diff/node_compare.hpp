@@ -40,8 +40,8 @@ struct NodeRecordView {
   std::int64_t output = 0;
   std::string dtype;  // "f32", "bf16", ...
   std::vector<std::int64_t> shape;
-  std::string xxh3;   // 16 lowercase hex digits, "" when absent
-  std::string shard;  // shard-invariant hash, 16 hex digits, "" when absent
+  std::string xxh3;       // 16 lowercase hex digits, "" when absent
+  std::string shard;      // shard-invariant hash, 16 hex digits, "" when absent
   std::int64_t line = 0;  // line in the rank file (for messages)
 };
 
@@ -68,30 +68,31 @@ RankNodeRecords node_records_of(const model::RankTrace& t);
 /// the trace's rank when the source has ranks), its path in `path`. nullopt with `problem` set
 /// when there is no such record or the graph cannot be loaded.
 std::optional<model::Graph> load_record_graph(const std::string& run_dir, const model::RankTrace& t,
-                                              const std::string& label, std::string& path, std::string& problem);
+                                              const std::string& label, std::string& path,
+                                              std::string& problem);
 
 enum class DivergenceCause : std::uint8_t { Origin, Propagated, Input, Unknown };
 std::string_view divergence_cause_name(DivergenceCause c) noexcept;  // "origin", "propagated", ...
 
 struct NodeDivergence {
-  std::string node_a, node_b;   // names in A's and B's graph (differ when matched by structure)
-  std::string op, source;       // A's record
-  std::size_t position = 0;     // in the topological order of A
-  std::int64_t output = 0;      // the first differing output
-  std::vector<std::string> fields;  // what differs there: "xxh3", "shard", "dtype", "shape", "missing"
+  std::string node_a, node_b;          // names in A's and B's graph (differ when matched by structure)
+  std::string op, source;              // A's record
+  std::size_t position = 0;            // in the topological order of A
+  std::int64_t output = 0;             // the first differing output
+  std::vector<std::string> fields;     // what differs there: "xxh3", "shard", "dtype", "shape", "missing"
   std::optional<NodeRecordView> a, b;  // that output's records (absent when missing on a side)
   DivergenceCause cause = DivergenceCause::Unknown;
   std::vector<std::string> differing_inputs;   // A names of inputs that already differed
   std::vector<std::string> unrecorded_inputs;  // inputs with no records (taken as equal)
-  std::string propagated_from;  // a graph input that differs after an earlier graph diverged: that graph
+  std::string propagated_from;      // a graph input that differs after an earlier graph diverged: that graph
   std::string matched_by = "name";  // how the pair was aligned: "name", "structure", "sequence"
 };
 
 struct NodeGraphResult {
-  std::string graph;          // label
-  std::string graph_path;     // the baseline's graph source, when a "graph" record names it
+  std::string graph;              // label
+  std::string graph_path;         // the baseline's graph source, when a "graph" record names it
   bool aligned_by_graph = false;  // both graphs loaded: alignment by names and structure
-  std::size_t compared = 0;   // nodes with records on both sides
+  std::size_t compared = 0;       // nodes with records on both sides
   std::size_t divergent = 0;
   std::size_t origins = 0;
   std::size_t unmatched_a = 0, unmatched_b = 0;  // nodes with records on one side only
@@ -125,8 +126,9 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
                                     const NodeCompareOptions& o = {});
 
 /// Findings (kinds "node_divergence" for each first divergent node, "node_origin" for further
-/// origins; values hold the node, op, source, cause, both records and "graph_path" for viewers), "node_unmatched" info, "node_records" problems) and one check per graph ("nodes
-/// <graph>"), appended in a deterministic order.
+/// origins; values hold the node, op, source, cause, both records and "graph_path" for viewers),
+/// "node_unmatched" info, "node_records" problems) and one check per graph ("nodes <graph>"), appended in a
+/// deterministic order.
 void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std::vector<Check>& checks);
 
 /// Per-rank summary for the verdict: {"graphs": n, "compared": n, "divergent": n, "first": {...}}.

@@ -32,7 +32,8 @@ std::string ref_label(const model::GraphRef& ref) {
 /// By the record's `name` (an extra field), else "kind compile_id", else kind.
 const model::GraphRef* find_ref(const std::vector<model::GraphRef>& refs, const std::string& label) {
   for (const auto& r : refs) {
-    if (const auto it = r.extra.find("name"); it != r.extra.end() && it->is_string() && *it == label) return &r;
+    if (const auto it = r.extra.find("name"); it != r.extra.end() && it->is_string() && *it == label)
+      return &r;
   }
   for (const auto& r : refs) {
     if (ref_label(r) == label) return &r;
@@ -81,8 +82,9 @@ NodePlan plan_by_graph(const Graph& ga, const Graph& gb) {
   return p;
 }
 
-std::optional<Graph> load_ref_graph(const std::string& run_dir, const std::vector<model::GraphRef>& refs, int rank,
-                                    const std::string& label, std::string& path, std::string& problem) {
+std::optional<Graph> load_ref_graph(const std::string& run_dir, const std::vector<model::GraphRef>& refs,
+                                    int rank, const std::string& label, std::string& path,
+                                    std::string& problem) {
   const auto* ref = find_ref(refs, label);
   if (ref == nullptr) {
     problem = "no \"graph\" record names graph \"" + label + "\"";
@@ -103,7 +105,8 @@ std::optional<Graph> load_ref_graph(const std::string& run_dir, const std::vecto
         s.rank = rank;
       }
     }
-    if (const auto i = int_extra(ref->extra, "index"); i && *i >= 0) s.occurrence = static_cast<std::size_t>(*i);
+    if (const auto i = int_extra(ref->extra, "index"); i && *i >= 0)
+      s.occurrence = static_cast<std::size_t>(*i);
     const auto found = model::select_graphs(c, s);
     if (found.empty()) {
       problem = p.string() + ": no graph " + ref_label(*ref) + " in it";

@@ -30,8 +30,8 @@ NodePlan plan_by_graph(const model::Graph& a, const model::Graph& b);
 /// The graph a label names among `refs` (a rank file's "graph" records), loaded from
 /// `run_dir`/path (set in `path`); nullopt with `problem` set when there is none or it cannot be
 /// loaded.
-std::optional<model::Graph> load_ref_graph(const std::string& run_dir, const std::vector<model::GraphRef>& refs,
-                                           int rank, const std::string& label, std::string& path,
-                                           std::string& problem);
+std::optional<model::Graph> load_ref_graph(const std::string& run_dir,
+                                           const std::vector<model::GraphRef>& refs, int rank,
+                                           const std::string& label, std::string& path, std::string& problem);
 
 }  // namespace gparity::diff

@@ -1,23 +1,16 @@
 #include "gui/node_findings.hpp"
 
 #include <QBrush>
-#include <algorithm>
 #include <QColor>
+#include <algorithm>
 
-#include "core/model/run/run_source.hpp"
-#include "diff/run_compare.hpp"
+#include "diff/node_runs.hpp"
 #include "gui/models.hpp"
 
 namespace gparity::gui {
 
 std::vector<diff::Finding> compute_node_findings(const std::string& baseline, const std::string& candidate) {
-  diff::CollectingConsumer out;
-  diff::compare_runs(model::open_run(baseline), model::open_run(candidate), {}, out);
-  std::vector<diff::Finding> nodes;
-  for (auto& f : out.findings) {
-    if (f.kind == "node_divergence" || f.kind == "node_origin") nodes.push_back(std::move(f));
-  }
-  return nodes;
+  return diff::node_divergences_of_runs(baseline, candidate);
 }
 
 std::optional<std::size_t> find_graph(const Document& doc, const diff::Finding& f) {
@@ -26,7 +19,8 @@ std::optional<std::size_t> find_graph(const Document& doc, const diff::Finding& 
   const auto space = label.rfind(' ');
   const std::string kind = space == std::string::npos ? label : label.substr(0, space);
   const std::string compile = space == std::string::npos ? std::string() : label.substr(space + 1);
-  const bool ranked = std::any_of(doc.graphs.begin(), doc.graphs.end(), [](const GraphEntry& e) { return e.rank >= 0; });
+  const bool ranked =
+      std::any_of(doc.graphs.begin(), doc.graphs.end(), [](const GraphEntry& e) { return e.rank >= 0; });
   for (std::size_t i = 0; i < doc.graphs.size(); ++i) {
     const auto& e = doc.graphs[i];
     if (e.kind != kind || (!compile.empty() && e.compile != compile)) continue;

@@ -35,8 +35,8 @@ const std::string kFx = R"FX(class GraphModule(torch.nn.Module):
 TEST(CliGraphHoist, Rank0JointGraphBecomesRank1s) {
   TempDir dir;
   const auto out = (dir.path() / "j.json").string();
-  const auto r = run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "aot_joint_graph",
-                                           "--to-rank", "1", "--out", out, "--json"});
+  const auto r = run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph",
+                                           "aot_joint_graph", "--to-rank", "1", "--out", out, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["from_rank"], 0);
@@ -46,19 +46,22 @@ TEST(CliGraphHoist, Rank0JointGraphBecomesRank1s) {
   EXPECT_EQ(j["changes"][0]["node"], "full");
   EXPECT_EQ(j["changes"][0]["to"], "cuda:1");
   // The file is rank 1's joint graph, exactly, without any normalization.
-  const auto d = run_command(GPARITY_EXE, {"graph", "diff", "--no-local-device", out, kGraphs + "compile", "--rank",
-                                           "0", "--rank", "1", "--graph", "aot_joint_graph"});
+  const auto d = run_command(GPARITY_EXE, {"graph", "diff", "--no-local-device", out, kGraphs + "compile",
+                                           "--rank", "0", "--rank", "1", "--graph", "aot_joint_graph"});
   EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
   // Two graphs of that kind (forward and backward post-grad): ambiguous without --index.
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "before_post_grad_graph",
-                                      "--rank", "0", "--to-rank", "1", "--out", out})
-                .exit_code,
-            2);
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "before_post_grad_graph",
-                                      "--index", "1", "--to-rank", "1", "--out", out})
-                .exit_code,
-            0);
-  const auto amb = run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--to-rank", "1", "--out", out});
+  EXPECT_EQ(
+      run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "before_post_grad_graph",
+                                "--rank", "0", "--to-rank", "1", "--out", out})
+          .exit_code,
+      2);
+  EXPECT_EQ(
+      run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "before_post_grad_graph",
+                                "--index", "1", "--to-rank", "1", "--out", out})
+          .exit_code,
+      0);
+  const auto amb =
+      run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--to-rank", "1", "--out", out});
   EXPECT_EQ(amb.exit_code, 2);
   EXPECT_NE(amb.err.find("graphs match; narrow the selection"), std::string::npos) << amb.err;
 }
@@ -70,25 +73,29 @@ TEST(CliGraphHoist, GroupsFromTheCommandLine) {
   // No group table: the device moves, the group is reported, exit 1.
   auto r = run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("unresolved  r (_c10d_functional.all_reduce.default) args[2]: 3"), std::string::npos) << r.out;
-  r = run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out, "--group", "3=0,1", "--group",
-                                "4=2,3"});
+  EXPECT_NE(r.out.find("unresolved  r (_c10d_functional.all_reduce.default) args[2]: 3"), std::string::npos)
+      << r.out;
+  r = run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out, "--group", "3=0,1",
+                                "--group", "4=2,3"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("group  r (_c10d_functional.all_reduce.default) args[2]: '3' -> '4'"), std::string::npos)
+  EXPECT_NE(r.out.find("group  r (_c10d_functional.all_reduce.default) args[2]: '3' -> '4'"),
+            std::string::npos)
       << r.out;
   const auto g = gparity::model::load_graphs(out);
   ASSERT_EQ(g.entries.size(), 1U);
   const auto& hg = *g.entries[0].graph;
   EXPECT_EQ(gparity::model::value_text(hg, hg.node(hg.find_node("r")).args.back()), "'4'");
   // Bad input: malformed spec, conflicting sets, unknown file.
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out, "--group", "3=a"}).exit_code,
-            2);
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out, "--group", "3=0,1",
-                                      "--group", "3=0,2"})
+  EXPECT_EQ(
+      run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out, "--group", "3=a"})
+          .exit_code,
+      2);
+  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out, "--group",
+                                      "3=0,1", "--group", "3=0,2"})
                 .exit_code,
             2);
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "1", "--out", out, "--flight-recorder",
-                                      dir.write("fr.json", "{\"pg_config\": 3}")})
+  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "1", "--out", out,
+                                      "--flight-recorder", dir.write("fr.json", "{\"pg_config\": 3}")})
                 .exit_code,
             2);
 }

@@ -58,14 +58,15 @@ constexpr const char* kH1 = "0000000000000001";
 constexpr const char* kH2 = "0000000000000002";
 
 /// Records of the graph with every hash kH1, except for nodes listed in `differ` (kH2).
-std::vector<NodeRecordView> records(const std::vector<std::string>& names, const std::vector<std::string>& differ = {}) {
+std::vector<NodeRecordView> records(const std::vector<std::string>& names,
+                                    const std::vector<std::string>& differ = {}) {
   std::vector<NodeRecordView> out;
   int line = 0;
   for (const auto& n : names) {
     const bool d = std::find(differ.begin(), differ.end(), n) != differ.end();
     const bool input = n == "x" || n == "w";
-    out.push_back(rec(n, input ? "placeholder" : "aten." + n.substr(0, n.find('_')) + ".default", d ? kH2 : kH1,
-                      line++));
+    out.push_back(rec(n, input ? "placeholder" : "aten." + n.substr(0, n.find('_')) + ".default",
+                      d ? kH2 : kH1, line++));
   }
   return out;
 }
@@ -187,12 +188,14 @@ TEST(NodeCompare, RecordsParseStrictlyAndDamageCostsOnlyTheBadRecord) {
   const auto r = diff::node_record_from_json(ok, "rank-0.jsonl", 3);
   EXPECT_EQ(r.xxh3, "00000000deadbeef");
   EXPECT_EQ(r.shape, (std::vector<std::int64_t>{4, 8}));
-  for (const char* bad : {R"({"type":"node","node":"mm","xxh3":"0000000000000001"})",
-                          R"({"type":"node","graph":"g","node":"mm","xxh3":"123"})",
-                          R"({"type":"node","graph":"g","node":"mm"})",
-                          R"({"type":"node","graph":"g","node":"mm","xxh3":"0000000000000001","shape":[1,"a"]})",
-                          R"({"type":"node","graph":"g","node":"mm","xxh3":"0000000000000001","output":-1})"}) {
-    EXPECT_THROW(diff::node_record_from_json(nlohmann::json::parse(bad), "rank-0.jsonl", 3), model::InputError)
+  for (const char* bad :
+       {R"({"type":"node","node":"mm","xxh3":"0000000000000001"})",
+        R"({"type":"node","graph":"g","node":"mm","xxh3":"123"})",
+        R"({"type":"node","graph":"g","node":"mm"})",
+        R"({"type":"node","graph":"g","node":"mm","xxh3":"0000000000000001","shape":[1,"a"]})",
+        R"({"type":"node","graph":"g","node":"mm","xxh3":"0000000000000001","output":-1})"}) {
+    EXPECT_THROW(diff::node_record_from_json(nlohmann::json::parse(bad), "rank-0.jsonl", 3),
+                 model::InputError)
         << bad;
   }
   model::RankTrace t;
@@ -210,8 +213,9 @@ TEST(NodeCompare, RecordsParseStrictlyAndDamageCostsOnlyTheBadRecord) {
 // ---- end to end: run directories ------------------------------------------------------------------
 
 nlohmann::json to_json(const NodeRecordView& r) {
-  return {{"type", "node"}, {"graph", r.graph}, {"node", r.node},   {"op", r.op},       {"source", r.source},
-          {"output", r.output}, {"dtype", r.dtype}, {"shape", r.shape}, {"xxh3", r.xxh3}, {"shard", r.shard}};
+  return {{"type", "node"},     {"graph", r.graph},   {"node", r.node},   {"op", r.op},
+          {"source", r.source}, {"output", r.output}, {"dtype", r.dtype}, {"shape", r.shape},
+          {"xxh3", r.xxh3},     {"shard", r.shard}};
 }
 
 /// A replay run: per rank a "graph" record (our graph JSON beside the trace) and node records.
@@ -241,7 +245,8 @@ TEST(NodeCompare, CompareRunsReportsTheFirstDivergentNodePerRank) {
   const auto gb = gparity::testing::fx_graph(kRenamed);
   write_replay_run(tmp.path() / "a", ga, {records(kNames), records(kNames)});
   // Rank 0: identical (renamed nodes); rank 1: tanh is an origin.
-  write_replay_run(tmp.path() / "b", gb, {records(kRenamedNames), records(kRenamedNames, {"tanh_9", "mul_1"})});
+  write_replay_run(tmp.path() / "b", gb,
+                   {records(kRenamedNames), records(kRenamedNames, {"tanh_9", "mul_1"})});
   diff::CollectingConsumer out;
   const int rc = diff::compare_runs(model::open_run((tmp.path() / "a").string()),
                                     model::open_run((tmp.path() / "b").string()), {}, out);
@@ -300,7 +305,8 @@ TEST(NodeCompare, BackwardInputsPropagateAForwardDivergence) {
   }
   // No "graph" record names the backward graph: its nodes pair by name, and its graph input x
   // differs because the forward diverged.
-  EXPECT_EQ(got, (std::vector<std::string>{"aot_forward_graph 0/0 mm origin", "aot_backward_graph 0/0 x propagated"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"aot_forward_graph 0/0 mm origin",
+                                           "aot_backward_graph 0/0 x propagated"}));
 }
 
 TEST(NodeCompare, RunsWithoutNodeRecordsAreUnaffected) {

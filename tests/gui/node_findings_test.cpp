@@ -48,15 +48,16 @@ void write_run(const std::filesystem::path& dir, const char* body, const std::ve
   int line = 10;
   for (const auto& n : names) {
     const bool d = std::find(differ.begin(), differ.end(), n) != differ.end();
-    w.write_raw({{"type", "node"},
-                 {"graph", "aot_forward_graph 0/0"},
-                 {"node", n},
-                 {"op", n == "x" || n == "w" ? "placeholder" : "aten." + n.substr(0, n.find('_')) + ".default"},
-                 {"source", "/workspace/train.py:" + std::to_string(line++)},
-                 {"output", 0},
-                 {"dtype", "f32"},
-                 {"shape", {8, 64}},
-                 {"xxh3", d ? "00000000000000bb" : "00000000000000aa"}});
+    w.write_raw(
+        {{"type", "node"},
+         {"graph", "aot_forward_graph 0/0"},
+         {"node", n},
+         {"op", n == "x" || n == "w" ? "placeholder" : "aten." + n.substr(0, n.find('_')) + ".default"},
+         {"source", "/workspace/train.py:" + std::to_string(line++)},
+         {"output", 0},
+         {"dtype", "f32"},
+         {"shape", {8, 64}},
+         {"xxh3", d ? "00000000000000bb" : "00000000000000aa"}});
   }
 }
 

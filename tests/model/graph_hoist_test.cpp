@@ -82,11 +82,12 @@ TEST(Hoist, RemapsDeviceLiteralsStringsAnnotationsAndConstants) {
   // Literals: the torch.device value, the string form, both nested in lists, and list kwargs.
   EXPECT_EQ(kwarg_text(g, node(g, "full"), "device"), "device(type='cuda', index=0)");
   EXPECT_EQ(kwarg_text(h, node(h, "full"), "device"), "device(type='cuda', index=2)");
-  EXPECT_EQ(fields_of(r, "copy"), (std::vector<std::string>{"kwargs.device 'cuda:0' -> 'cuda:2'",
-                                                            "meta.device cuda:0 -> cuda:2"}));
-  EXPECT_EQ(fields_of(r, "cat"),
-            (std::vector<std::string>{"args[0][1][0] cuda:0 -> cuda:2", "args[0][1][1] 'cuda:0' -> 'cuda:2'",
-                                      "kwargs.devices[0] 'cuda:0' -> 'cuda:2'", "meta.device cuda:0 -> cuda:2"}));
+  EXPECT_EQ(fields_of(r, "copy"),
+            (std::vector<std::string>{"kwargs.device 'cuda:0' -> 'cuda:2'", "meta.device cuda:0 -> cuda:2"}));
+  EXPECT_EQ(
+      fields_of(r, "cat"),
+      (std::vector<std::string>{"args[0][1][0] cuda:0 -> cuda:2", "args[0][1][1] 'cuda:0' -> 'cuda:2'",
+                                "kwargs.devices[0] 'cuda:0' -> 'cuda:2'", "meta.device cuda:0 -> cuda:2"}));
   EXPECT_EQ(value_text(h, node(h, "cat").args[0]), "[full, [device(type='cuda', index=2), 'cuda:2']]");
   // Placeholders and the device-placed constant move with their annotation.
   EXPECT_EQ(meta_text(h, node(h, "x").meta), "f32[8, 64][64, 1]cuda:2");
@@ -134,7 +135,8 @@ TEST(Hoist, UnresolvedDevicesAndGroupsAreReportedAndLeftAsTheyAre) {
   const auto none = hoist_graph(g, options(0, 1, nullptr));
   std::vector<std::string> problems;
   for (const auto& p : none.unresolved)
-    problems.push_back(std::string(hoist_problem_kind_name(p.kind)) + " " + p.node + " " + p.field + " " + p.text);
+    problems.push_back(std::string(hoist_problem_kind_name(p.kind)) + " " + p.node + " " + p.field + " " +
+                       p.text);
   EXPECT_EQ(problems, (std::vector<std::string>{"foreign-device odd kwargs.device 'cuda:3'",
                                                 "group all_reduce args[2] 3", "group gather args[2] 1"}));
   EXPECT_EQ(value_text(none.graph, node(none.graph, "odd").kwargs[0].value), "'cuda:3'");

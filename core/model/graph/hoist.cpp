@@ -31,8 +31,8 @@ std::size_t HoistResult::count(HoistChangeKind k) const noexcept {
 namespace {
 
 // Device types whose index names a per-rank accelerator. cpu and meta have no per-rank index.
-constexpr std::array<std::string_view, 7> kAccelerators = {"cuda", "xpu", "hpu", "npu", "mtia", "mps",
-                                                           "privateuseone"};
+constexpr std::array<std::string_view, 7> kAccelerators = {"cuda", "xpu", "hpu",          "npu",
+                                                           "mtia", "mps", "privateuseone"};
 
 bool is_accelerator(std::string_view type) noexcept {
   return std::find(kAccelerators.begin(), kAccelerators.end(), type) != kAccelerators.end();
@@ -105,7 +105,8 @@ class Hoister {
     base.graph = path;
     base.node = std::string(g.str(n.name));
     base.target = std::string(g.str(n.target));
-    if (n.source.known()) base.source = std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line);
+    if (n.source.known())
+      base.source = std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line);
     base_ = &base;
     const int pg = process_group_arg(g, n);
     for (std::size_t k = 0; k < n.args.size(); ++k) {

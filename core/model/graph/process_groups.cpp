@@ -42,8 +42,8 @@ void ProcessGroupTable::add(ProcessGroup g) {
   for (auto& have : groups_) {
     if (have.name != g.name) continue;
     if (have.ranks != g.ranks) {
-      throw InputError(g.origin, "process group '" + g.name + "' has ranks " + ranks_text(g.ranks) + " here but " +
-                                     ranks_text(have.ranks) + " in " + have.origin);
+      throw InputError(g.origin, "process group '" + g.name + "' has ranks " + ranks_text(g.ranks) +
+                                     " here but " + ranks_text(have.ranks) + " in " + have.origin);
     }
     if (have.desc.empty()) have.desc = g.desc;
     return;
@@ -101,7 +101,8 @@ ProcessGroup parse_group_spec(std::string_view spec) {
       const auto lo = parse_rank(item.substr(0, dash), spec);
       const auto hi = parse_rank(item.substr(dash + 1), spec);
       if (hi < lo || hi - lo > 1'000'000)
-        throw InputError("--group", "bad rank range '" + std::string(item) + "' in '" + std::string(spec) + "'");
+        throw InputError("--group",
+                         "bad rank range '" + std::string(item) + "' in '" + std::string(spec) + "'");
       for (auto r = lo; r <= hi; ++r) g.ranks.push_back(r);
     } else {
       g.ranks.push_back(parse_rank(item, spec));
@@ -140,7 +141,8 @@ std::vector<std::string> flight_recorder_dumps_near(const std::string& path) {
   return out;
 }
 
-ProcessGroupTable load_group_table(const std::vector<std::string>& paths, const std::vector<std::string>& specs) {
+ProcessGroupTable load_group_table(const std::vector<std::string>& paths,
+                                   const std::vector<std::string>& specs) {
   ProcessGroupTable t;
   for (const auto& p : paths) {
     std::error_code ec;

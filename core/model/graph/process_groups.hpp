@@ -23,9 +23,9 @@ struct FlightRecorderDump;
 
 struct ProcessGroup {
   std::string name;
-  std::string desc;                  // "mesh_tp", "default_pg"; empty when unknown
-  std::vector<std::int64_t> ranks;   // sorted, distinct
-  std::string origin;                // where it was read: a dump path, or "--group"
+  std::string desc;                 // "mesh_tp", "default_pg"; empty when unknown
+  std::vector<std::int64_t> ranks;  // sorted, distinct
+  std::string origin;               // where it was read: a dump path, or "--group"
 };
 
 /// The answer of counterpart(): the group, or why there is none.
@@ -63,7 +63,8 @@ std::vector<std::string> flight_recorder_dumps_near(const std::string& path);
 /// The table for `paths` (Flight Recorder dumps, or folders searched with
 /// flight_recorder_dumps_near) and `specs` (NAME=RANKS). Throws InputError for unreadable dumps,
 /// malformed specs and conflicting rank sets.
-ProcessGroupTable load_group_table(const std::vector<std::string>& paths, const std::vector<std::string>& specs);
+ProcessGroupTable load_group_table(const std::vector<std::string>& paths,
+                                   const std::vector<std::string>& specs);
 
 /// "[0, 1]".
 std::string ranks_text(const std::vector<std::int64_t>& ranks);
