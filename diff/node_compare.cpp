@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
+#include "diff/node_plan.hpp"
 #include "diff/node_runs.hpp"
 #include "diff/run_compare.hpp"
-#include "diff/node_plan.hpp"
 
 namespace gparity::diff {
 
@@ -229,10 +230,11 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
   std::vector<std::string> partner = p.partner;
   std::vector<std::string> how = p.how;
   {
-    std::unordered_map<std::string_view, bool> known;
-    for (const auto& n : order) known[n] = true;
+    // Views of the plan's strings (it does not change) and of the records, never of `order`,
+    // which reallocates while it grows.
+    std::unordered_set<std::string_view> known(p.order_a.begin(), p.order_a.end());
     for (const auto& rec : a.records) {
-      if (known.try_emplace(rec.node, true).second) {
+      if (known.insert(rec.node).second) {
         order.push_back(rec.node);
         const bool in_b = rb.contains(rec.node);
         partner.push_back(in_b ? rec.node : std::string());

@@ -181,6 +181,19 @@ TEST(NodeCompare, ShapeDtypeAndMissingOutputsDiffer) {
   EXPECT_EQ(r.first->fields, (std::vector<std::string>{"missing"}));
 }
 
+TEST(NodeCompare, RecordsOfNodesTheGraphLacksAreComparedByNameAfterIt) {
+  const auto g = gparity::testing::fx_graph(kBody);
+  std::vector<std::string> names = kNames;
+  for (int i = 0; i < 40; ++i) names.push_back("extra_" + std::to_string(i));  // grows the visit order
+  const auto a = records(names);
+  const auto b = records(names, {"extra_39"});
+  const auto r = diff::compare_node_graph(kGraphLabel, {a, &g}, {b, &g});
+  EXPECT_EQ(r.compared, 47U);
+  ASSERT_TRUE(r.first);
+  EXPECT_EQ(r.first->node_a, "extra_39");
+  EXPECT_EQ(r.first->cause, DivergenceCause::Unknown) << "not in the graph: its inputs are unknown";
+}
+
 TEST(NodeCompare, RecordsParseStrictlyAndDamageCostsOnlyTheBadRecord) {
   const auto ok = nlohmann::json::parse(
       R"({"type":"node","graph":"g","node":"mm","op":"aten.mm.default","source":"t.py:4","output":0,
