@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/node_compare.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -961,6 +962,13 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           res.values_compared = cmp.values_compared;
           res.steps_compared = cmp.steps_compared;
           res.params_compared = cmp.params_compared;
+          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph.
+          if (const auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
+            node_findings(nodes, res.findings, res.checks);
+            res.data["nodes"] = node_summary(nodes);
+            res.data["nodes_summary"] = node_summary_line(nodes);
+            for (const auto& g : nodes.graphs) res.values_compared += g.compared;
+          }
         } else if (same_layout && (eb || ec)) {
           Finding f{Severity::Incomplete, "missing_rank", {}, "", {{"run", eb ? "candidate" : "baseline"}}};
           f.where.rank = r;
@@ -1000,7 +1008,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     rank_data.push_back(res.data);
     if (res.first_divergence) {
       diverge_at[*res.first_divergence].push_back(r);
-    } else {
+    } else if (!res.data.contains("nodes") || res.data["nodes"]["divergent"] == 0) {
       identical.push_back(r);
     }
   }
@@ -1126,6 +1134,10 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
       line += " " + name + " " + state.get<std::string>() + ";";
     line.pop_back();
     v.summary.push_back(line);
+  }
+  for (const auto& d : rank_data) {
+    if (d.contains("nodes_summary") && !d["nodes_summary"].get<std::string>().empty())
+      v.summary.push_back(d["nodes_summary"].get<std::string>());
   }
   if (!full.is_null() && !full["first_divergent_step"].is_null()) {
     v.summary.push_back("full tensors (shard-invariant sums) diverge at step " +
