@@ -402,4 +402,22 @@ RingRewrite rewrite_ring_orders(NcclGraphFile& f, RingPattern p, std::uint64_t s
   return rw;
 }
 
+RingRewrite write_ring_orders_file(const std::filesystem::path& dump, const std::filesystem::path& out,
+                                   RingPattern p, std::uint64_t seed, int expected_gpus) {
+  auto f = read_nccl_graph_file(dump);
+  auto rw = rewrite_ring_orders(f, p, seed, expected_gpus);
+  const auto text = write_nccl_graph_xml(f);
+  auto tmp = out;
+  tmp += ".tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    o << text;
+    if (!o.flush()) throw InputError(out.string(), "cannot write the rewritten graph file");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw InputError(out.string(), "cannot write the rewritten graph file: " + ec.message());
+  return rw;
+}
+
 }  // namespace gparity::model
