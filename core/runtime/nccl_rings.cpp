@@ -1,5 +1,6 @@
 #include "core/runtime/nccl_rings.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -48,18 +49,21 @@ void setup_ring_orders(const RunOptions& o, const RankEnv& env, Comm& comm) {
   const auto graph = nccl_graph_path(o.out_dir);
   // NCCL dumps on rank NCCL_GRAPH_DUMP_FILE_RANK (0 unless the user says otherwise).
   setenv("NCCL_GRAPH_DUMP_FILE", dump.c_str(), 1);
+  // Only the throwaway communicator may dump: the run's own would overwrite the file.
+  struct UnsetDump {
+    ~UnsetDump() { unsetenv("NCCL_GRAPH_DUMP_FILE"); }
+  } unset_dump;
   std::string error;
   const bool ok = comm.nccl_side_round([&] {
     if (env.rank != 0) return true;
     try {
       const auto rw = model::write_ring_orders_file(dump, graph, *pattern, o.ring_seed, 0);
-      return rw.after.size() > 0;
+      return !rw.after.empty();
     } catch (const model::InputError& e) {
       error = e.what();
       return false;
     }
   });
-  unsetenv("NCCL_GRAPH_DUMP_FILE");
   if (!ok) {
     throw RankFailure(
         "rank " + std::to_string(env.rank) + ": --ring-orders: " +
