@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
