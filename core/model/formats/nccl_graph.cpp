@@ -249,6 +249,11 @@ NcclGraphFile parse_nccl_graph_xml(std::string_view text, const std::string& sou
   if (text.size() > (std::size_t{1} << 30)) bad(source, 0, "larger than 1 GiB: not an NCCL graph file");
   const auto st = XML_Parse(parser.get(), text.data(), static_cast<int>(text.size()), XML_TRUE);
   if (!b.error.empty()) bad(source, b.error_line, b.error);
+  if (st != XML_STATUS_OK && XML_GetErrorCode(parser.get()) == XML_ERROR_NO_ELEMENTS && !b.stack.empty()) {
+    bad(source, static_cast<std::int64_t>(XML_GetCurrentLineNumber(parser.get())),
+        "the file ends inside <" + b.stack.back()->name + "> (opened at line " +
+            std::to_string(b.stack.back()->line) + "): truncated?");
+  }
   if (st != XML_STATUS_OK) {
     bad(source, static_cast<std::int64_t>(XML_GetCurrentLineNumber(parser.get())),
         std::string("not well-formed XML: ") + XML_ErrorString(XML_GetErrorCode(parser.get())));
