@@ -207,6 +207,12 @@ void register_run(CLI::App& app, Action& action) {
                   "Reduce-scatter payload order: registration (eager FSDP2) or execution (graph order)")
       ->check(CLI::IsMember({"registration", "execution"}))
       ->capture_default_str();
+  cmd->add_option(
+         "--ring-orders", r.ring_orders,
+         "CUDA: run NCCL's rings in other rank orders per channel, as multi-node jobs do "
+         "(reverse-odd, rotate, random; sets NCCL_ALGO=Ring and NCCL_GRAPH_FILE; docs/ring-orders.md)")
+      ->check(CLI::IsMember({"reverse-odd", "rotate", "random"}));
+  cmd->add_option("--ring-seed", r.ring_seed, "Seed of --ring-orders random")->capture_default_str();
   cmd->add_option("--device", r.device, "cpu (Gloo) or cuda (NCCL, one GPU per local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

@@ -26,6 +26,8 @@ find_package(Threads REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(Protobuf REQUIRED)
 find_package(libzip REQUIRED)
+# expat (libexpat1-dev): NCCL graph XML (core/model/formats/nccl_graph.cpp).
+find_package(expat 2.2 CONFIG REQUIRED)
 if(GPARITY_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

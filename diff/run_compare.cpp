@@ -15,6 +15,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "diff/node_compare.hpp"
+#include "diff/nccl_rings.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -913,6 +914,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           "cannot prove bitwise parity (record a gparity trace for that)",
           json::object()});
   }
+  if (auto f = nccl_graph_finding(base.manifest, cand.manifest)) emit(*f);
   for (const auto& i : base.issues) emit(issue_finding(i, "baseline", std::nullopt));
   for (const auto& i : cand.issues) emit(issue_finding(i, "candidate", std::nullopt));
 

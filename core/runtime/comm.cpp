@@ -225,6 +225,32 @@ void shutdown_if_supported(Pg& pg) {
 }  // namespace
 #endif
 
+bool Comm::nccl_side_round(const std::function<bool()>& between) {
+#if GPARITY_HAVE_NCCL
+  if (impl_->nccl) {
+    const auto& env = impl_->env;
+    auto side_store = c10::make_intrusive<c10d::PrefixStore>("gparity_side_round", impl_->store);
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = impl_->timeout;
+    auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(side_store, env.rank, env.world_size, opts);
+    std::vector<at::Tensor> flag{
+        at::zeros({1}, at::TensorOptions()
+                           .dtype(at::kFloat)
+                           .device(at::kCUDA, static_cast<at::DeviceIndex>(env.local_rank)))};
+    impl_->run("NCCL side round", [&] { return pg->allreduce(flag); });
+    (void)flag[0].item<float>();  // NCCL's init (and its graph dump) is done on every rank
+    const bool ok = between();
+    flag[0].fill_(ok ? 0.0 : 1.0);
+    impl_->run("NCCL side round", [&] { return pg->allreduce(flag); });
+    const bool all_ok = flag[0].item<float>() == 0.0F;
+    shutdown_if_supported(*pg);
+    return all_ok;
+  }
+#endif
+  (void)between;
+  throw std::invalid_argument("NCCL side round: this run does not use NCCL (--device cuda)");
+}
+
 Comm::~Comm() {
 #if GPARITY_HAVE_NCCL
   if (impl_->nccl) shutdown_if_supported(*impl_->nccl);

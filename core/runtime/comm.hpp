@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -61,6 +62,13 @@ class Comm {
   /// t <- sum over ranks, in place.
   void all_reduce_sum(at::Tensor& t, const char* what);
   void barrier(const char* what);
+
+  /// NCCL only, before the first collective: one all-reduce on a throwaway communicator (so NCCL
+  /// initialises once, e.g. to dump its graph), then `between` on every rank, then a second
+  /// all-reduce that tells every rank whether `between` succeeded everywhere (the result). The
+  /// process group's own communicator is made later, at its first collective, with the
+  /// environment `between` left (NCCL_GRAPH_FILE for --ring-orders).
+  bool nccl_side_round(const std::function<bool()>& between);
 
   /// Publishes the step this rank is about to run (read by other ranks' failure reports).
   void announce_step(std::int64_t step);

@@ -19,6 +19,7 @@
 #include "core/model/run/trace_writer.hpp"
 #include "core/runtime/clock.hpp"
 #include "core/runtime/cuda_graph.hpp"
+#include "core/runtime/nccl_rings.hpp"
 #include "core/runtime/recorder.hpp"
 #include "core/runtime/static_inputs.hpp"
 #include "hash/xxh3.hpp"
@@ -430,6 +431,7 @@ void write_manifest_rank0(const RunOptions& o, const RankEnv& env, const Comm& c
   m.config_fingerprint = config_fingerprint(o, env.world_size);
   m.start_time = iso_now();
   m.extra["bucket_order"] = std::string(bucket_order_name(o.bucket_order));
+  if (o.device == "cuda") m.nccl = nccl_graph_info(o);
   m.extra["model"] = {{"kind", "debug-llama"},      {"vocab", o.model.vocab}, {"dim", o.model.dim},
                       {"layers", o.model.layers},   {"heads", o.model.heads}, {"hidden", o.model.hidden},
                       {"seq_len", o.model.seq_len}, {"batch", o.model.batch}};
@@ -480,6 +482,8 @@ void validate(const RunOptions& o) {
     throw std::invalid_argument("--cuda-graph-plant-violation must name a replayed step (" +
                                 std::to_string(o.cuda_graph_warmup + 1) + ".." + std::to_string(o.steps) +
                                 ")");
+  if (!o.ring_orders.empty() && o.device != "cuda")
+    throw std::invalid_argument("--ring-orders sets NCCL's rings: it needs --device cuda");
 }
 
 RunSummary run_rank(const RunOptions& o, const RankEnv& env,
@@ -501,6 +505,7 @@ RunSummary run_rank(const RunOptions& o, const RankEnv& env,
   }
   const CommBackend backend = o.device == "cuda" ? CommBackend::Nccl : CommBackend::Gloo;
   Comm comm(env, backend, o.timeout);
+  setup_ring_orders(o, env, comm);  // before the first collective makes NCCL's communicator
   Recorder rec(o.out_dir, env.rank);
   if (env.rank == 0) write_manifest_rank0(o, env, comm);
   const bool cuda = o.device == "cuda";

@@ -42,6 +42,10 @@ struct RunOptions {
   bool hash_grads = false;
   bool hash_optim = false;
   BucketOrder bucket_order = BucketOrder::Registration;
+  /// NCCL ring orders (core/runtime/nccl_rings.hpp): "" NCCL's own, else a pattern of
+  /// `gparity nccl-rings` ("reverse-odd", "rotate", "random" with ring_seed).
+  std::string ring_orders;
+  std::uint64_t ring_seed = 0;
   std::string device = "cpu";  // "cpu" | "cuda"
   std::chrono::milliseconds timeout{60'000};
   std::filesystem::path out_dir;

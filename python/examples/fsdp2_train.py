@@ -4,6 +4,10 @@
     torchrun --standalone --nproc_per_node 2 python/examples/fsdp2_train.py --out runs/a --seed 1
     gparity compare runs/a runs/b
 
+With NCCL_GRAPH_FILE from `gparity nccl-rings` (and NCCL_ALGO=Ring), `--bucket-order registration`
+vs `execution` shows on one node what moving bytes inside a reduce-scatter does on many
+(docs/ring-orders.md).
+
 A small Llama-like model (embedding, RMSNorm + SiLU-gated MLP blocks, output head) with
 fully_shard on every block and on the root, AdamW, gradient clipping, and synthetic tokens that
 are a pure function of (seed, rank, step). Every step records the loss, the global grad norm and
@@ -40,12 +44,24 @@ class RMSNorm(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, hidden):
+    # The order backward produces the gradients in: what a pass that packs reduce-scatter
+    # payloads in execution order would use instead of registration order.
+    EXECUTION_ORDER = ("w2", "w3", "w1", "ffn_norm")
+
+    def __init__(self, dim, hidden, bucket_order="registration"):
         super().__init__()
         self.ffn_norm = RMSNorm(dim)
         self.w1 = nn.Linear(dim, hidden, bias=False)
         self.w3 = nn.Linear(dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, dim, bias=False)
+        if bucket_order == "execution":
+            # FSDP2 packs a unit's reduce-scatter in parameter registration order: re-registering
+            # the same modules (same initial weights: they were made above, in the usual order)
+            # moves their gradients to other byte offsets of the payload, and changes nothing else.
+            mods = dict(self._modules)
+            self._modules.clear()
+            for name in self.EXECUTION_ORDER:
+                self._modules[name] = mods[name]
 
     def forward(self, x):
         h = self.ffn_norm(x)
@@ -53,10 +69,10 @@ class Block(nn.Module):
 
 
 class TinyModel(nn.Module):
-    def __init__(self, vocab, dim, hidden, layers):
+    def __init__(self, vocab, dim, hidden, layers, bucket_order="registration"):
         super().__init__()
         self.tok_embeddings = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList(Block(dim, hidden) for _ in range(layers))
+        self.layers = nn.ModuleList(Block(dim, hidden, bucket_order) for _ in range(layers))
         self.norm = RMSNorm(dim)
         self.output = nn.Linear(dim, vocab, bias=False)
 
@@ -79,6 +95,9 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    ap.add_argument("--bucket-order", choices=["registration", "execution"], default="registration",
+                    help="order of each block's parameters in its reduce-scatter payload (execution: "
+                    "w2, w3, w1, ffn_norm, as backward produces them)")
     args = ap.parse_args()
 
     cuda = torch.cuda.is_available()
@@ -90,7 +109,7 @@ def main():
     torch.use_deterministic_algorithms(True, warn_only=True)
 
     torch.manual_seed(args.seed)  # the same full initial weights on every rank
-    model = TinyModel(args.vocab, args.dim, args.hidden, args.layers).to(device)
+    model = TinyModel(args.vocab, args.dim, args.hidden, args.layers, args.bucket_order).to(device)
     if args.dtype == "bf16":
         model = model.to(torch.bfloat16)
     for layer in model.layers:
@@ -103,7 +122,7 @@ def main():
     # FSDP2 reduce-scatters one group per fully_shard unit: last block first, the root last.
     groups = [[f"layers.{i}.{n}" for n, _ in layer.named_parameters()] for i, layer in enumerate(model.layers)]
     root = [n for n, _ in model.named_parameters() if not n.startswith("layers.")]
-    rec.buckets(list(reversed(groups)) + [root], order="registration")
+    rec.buckets(list(reversed(groups)) + [root], order=args.bucket_order)
 
     for step in range(1, args.steps + 1):
         g = torch.Generator().manual_seed(args.seed * 1_000_003 + rank * 7_919 + step)

@@ -114,6 +114,33 @@ def _local_block(p):
     return p, [0] * p.dim(), list(p.shape), ["R"], counts
 
 
+def _gpu_id(gpu):
+    rank = gpu.get("rank")
+    return int(rank) if rank is not None else int(gpu.get("dev"), 16)
+
+
+def nccl_graph_info():
+    """The manifest's "nccl": NCCL_ALGO, NCCL_GRAPH_FILE and the ring orders of that file (as
+    `gparity nccl-rings` writes them), which alone change bf16 results (docs/ring-orders.md).
+    None when neither is set and the run is not on NCCL."""
+    algo = os.environ.get("NCCL_ALGO", "")
+    graph = os.environ.get("NCCL_GRAPH_FILE", "")
+    d = _dist()
+    if not (algo or graph or (d is not None and str(d.get_backend()) == "nccl")):
+        return None
+    info = {"algo": algo, "graph_file": graph, "rings": []}
+    if graph:
+        import xml.etree.ElementTree as ET
+        try:
+            for g in ET.parse(graph).getroot().findall("graph"):
+                if g.get("pattern") == "4" and len(g):
+                    info["rings"] = [[_gpu_id(x) for x in ch.findall("gpu")] for ch in g.findall("channel")]
+                    break
+        except (OSError, ET.ParseError, ValueError, TypeError) as e:
+            info["graph_error"] = f"{graph}: {e}"
+    return info
+
+
 class Recorder:
     def __init__(self, run_dir, rank=None, world_size=None, local_rank=None):
         d = _dist()
@@ -141,6 +168,9 @@ class Recorder:
             "command_line": list(sys.argv), "config_fingerprint": "",
             "start_time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
+        nccl = nccl_graph_info()
+        if nccl is not None:
+            m["nccl"] = nccl
         tmp = os.path.join(self.run_dir, "manifest.json.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(m, f, indent=2, sort_keys=True)

@@ -4,6 +4,7 @@ Run by ctest with /usr/bin/python3; GPARITY_TORCHOPS and GPARITY_EXE point at th
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,51 @@ class RecorderFormat(unittest.TestCase):
             self.assertEqual([l.split('"type":"')[1].split('"')[0] for l in lines if l.startswith("{")][:2],
                              ["params", "buckets"])
             self.assertIn('"optim.exp_avg.shard"', lines[-1])
+
+
+class NcclGraphInManifest(unittest.TestCase):
+    DUMP = os.path.join(ROOT, "tests", "data", "nccl", "graph-dump-4xh200-ring.xml")
+
+    def _run(self, d, name, env):
+        saved = {k: os.environ.get(k) for k in ("NCCL_GRAPH_FILE", "NCCL_ALGO")}
+        try:
+            for k in saved:
+                os.environ.pop(k, None)
+            os.environ.update(env)
+            train(os.path.join(d, name), 1e-2)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        with open(os.path.join(d, name, "manifest.json"), encoding="utf-8") as f:
+            return json.load(f)
+
+    def test_graph_file_and_rings_are_recorded_and_compare_says_so(self):
+        with tempfile.TemporaryDirectory() as d:
+            rings = os.path.join(d, "rings.xml")
+            made = subprocess.run([EXE, "nccl-rings", "--ranks", "4", "--out", rings, "--from", self.DUMP],
+                                  capture_output=True, text=True)
+            self.assertEqual(made.returncode, 0, made.stdout + made.stderr)
+            m = self._run(d, "a", {"NCCL_ALGO": "Ring"})
+            self.assertEqual(m["nccl"], {"algo": "Ring", "graph_file": "", "rings": []})
+            m = self._run(d, "b", {"NCCL_ALGO": "Ring", "NCCL_GRAPH_FILE": rings})
+            self.assertEqual(m["nccl"]["graph_file"], rings)
+            self.assertEqual(len(m["nccl"]["rings"]), 12)
+            self.assertEqual(m["nccl"]["rings"][1], [0, 3, 2, 1])
+            # Same numbers (one process, no NCCL), but the report says the rings differed.
+            out = subprocess.run([EXE, "compare", os.path.join(d, "a"), os.path.join(d, "b")],
+                                 capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertIn("different NCCL graphs or ring orders", out.stdout)
+            # An unreadable graph file is recorded as such, not a crash.
+            bad = os.path.join(d, "bad.xml")
+            with open(bad, "w", encoding="utf-8") as f:
+                f.write("<graphs version='1'><graph")
+            m = self._run(d, "c", {"NCCL_GRAPH_FILE": bad})
+            self.assertIn("graph_error", m["nccl"])
+            self.assertEqual(m["nccl"]["rings"], [])
 
 
 if __name__ == "__main__":

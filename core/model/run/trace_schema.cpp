@@ -281,6 +281,15 @@ json to_json(const RunManifest& m) {
             {"config_fingerprint", m.config_fingerprint},
             {"start_time", m.start_time}};
   if (m.steps) j["steps"] = *m.steps;
+  if (m.nccl) {
+    const auto& n = *m.nccl;
+    json nj = {{"algo", n.algo}, {"graph_file", n.graph_file}, {"rings", n.rings}};
+    if (!n.ring_pattern.empty()) nj["ring_pattern"] = n.ring_pattern;
+    if (n.ring_seed) nj["ring_seed"] = *n.ring_seed;
+    if (!n.graph_error.empty()) nj["graph_error"] = n.graph_error;
+    merge_extras(nj, n.extra);
+    j["nccl"] = std::move(nj);
+  }
   merge_extras(j, m.extra);
   return j;
 }
@@ -327,8 +336,22 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
         s != t->end() && s->is_number_integer() && s->get<std::int64_t>() >= 0)
       m.steps = s->get<std::int64_t>();
   }
+  if (const auto it = j.find("nccl"); it != j.end() && !it->is_null()) {
+    require_object(*it, source, line, "manifest \"nccl\"");
+    NcclGraphInfo n;
+    n.algo = optional_or<std::string>(*it, "algo", "", source, line);
+    n.graph_file = optional_or<std::string>(*it, "graph_file", "", source, line);
+    n.rings = optional_or<std::vector<std::vector<std::int64_t>>>(*it, "rings", {}, source, line);
+    n.ring_pattern = optional_or<std::string>(*it, "ring_pattern", "", source, line);
+    if (const auto s = it->find("ring_seed"); s != it->end() && !s->is_null())
+      n.ring_seed = get_as<std::uint64_t>(*s, "ring_seed", source, line);
+    n.graph_error = optional_or<std::string>(*it, "graph_error", "", source, line);
+    n.extra = extras(*it, {"algo", "graph_file", "rings", "ring_pattern", "ring_seed", "graph_error"});
+    m.nccl = std::move(n);
+  }
   m.extra = extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names",
-                       "ranks", "framework_versions", "command_line", "config_fingerprint", "start_time"});
+                       "ranks", "framework_versions", "command_line", "config_fingerprint", "start_time",
+                       "nccl"});
   m.extra.erase("steps");
   return m;
 }

@@ -41,6 +41,20 @@ struct RankInfo {
   friend bool operator==(const RankInfo&, const RankInfo&) = default;
 };
 
+/// Manifest "nccl": how NCCL picked its reduction orders, which change bf16 results on their own
+/// (docs/ring-orders.md). Written by `gparity run` on GPUs and by the Python recorder.
+struct NcclGraphInfo {
+  std::string algo;        // NCCL_ALGO as the ranks saw it ("" unset)
+  std::string graph_file;  // NCCL_GRAPH_FILE ("" unset: NCCL searched its own graph)
+  /// Ring graph channels of graph_file, GPUs in ring order (empty: no file, or unreadable).
+  std::vector<std::vector<std::int64_t>> rings;
+  std::string ring_pattern;  // `gparity run --ring-orders` pattern ("" none)
+  std::optional<std::uint64_t> ring_seed;
+  std::string graph_error;  // why graph_file could not be read ("" read or unset)
+  nlohmann::json extra = nlohmann::json::object();
+  friend bool operator==(const NcclGraphInfo&, const NcclGraphInfo&) = default;
+};
+
 struct RunManifest {
   int schema_version = kTraceSchemaVersion;
   std::string run_id;
@@ -55,6 +69,7 @@ struct RunManifest {
   /// Steps the run declares it will record (1..steps on every rank): what a comparison must see
   /// to call the evidence complete. From "steps", else "train.steps" (older `gparity run`).
   std::optional<std::int64_t> steps;
+  std::optional<NcclGraphInfo> nccl;
   nlohmann::json extra = nlohmann::json::object();
 };
 
