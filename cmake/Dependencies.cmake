@@ -27,7 +27,9 @@ find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(Protobuf REQUIRED)
 find_package(libzip REQUIRED)
 # expat (libexpat1-dev): NCCL graph XML (core/model/formats/nccl_graph.cpp).
-find_package(expat 2.2 CONFIG REQUIRED)
+# CMake's FindEXPAT module, not expat's own config: the config names the library by its absolute
+# install path (/lib/x86_64-linux-gnu/libexpat.so.1.x), which a carried sysroot does not have.
+find_package(EXPAT 2.2 MODULE REQUIRED)
 if(GPARITY_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

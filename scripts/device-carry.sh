@@ -79,6 +79,18 @@ find "$dest/sysroot" -name '*.so' -type l | while read -r l; do
   fi
 done
 
+# Absolute links (libexpat.so -> /lib/x86_64-linux-gnu/libexpat.so.1.8.10) would dangle there:
+# point each at its copy inside the sysroot instead.
+find "$dest/sysroot" -type l | while read -r l; do
+  t=$(readlink "$l")
+  case $t in
+    /*)
+      r=$(readlink -f "$t")
+      [ -e "$dest/sysroot$r" ] && ln -sfn "$(realpath --relative-to="$(dirname "$l")" "$dest/sysroot$r")" "$l"
+      ;;
+  esac
+done
+
 # Static archives that have a shared twin and that no CMake config names only add weight.
 find "$dest/sysroot" -name 'lib*.a' | while read -r a; do
   if [ -e "${a%.a}.so" ] && ! grep -rqs "$(basename "$a")" "$dest/sysroot/usr/lib/x86_64-linux-gnu/cmake" "$dest/sysroot/usr/share/cmake"; then
