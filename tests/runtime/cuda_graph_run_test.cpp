@@ -184,8 +184,7 @@ TEST(CudaGraphRun, KilledRankIsNamedWhileGraphsReplay) {
   SKIP_WITHOUT_GPUS(2);
   TempDir dir;
   const auto out = dir.path() / "killed";
-  const auto r = run_command(
-      GPARITY_EXE, tiny_run(out, 2, {"--cuda-graph", "--inject-fault", "kill:1:4", "--timeout", "10"}));
+  const auto r = run_command(GPARITY_EXE, tiny_run(out, 2, {"--cuda-graph", "--inject-fault", "kill:1:4"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("run failed: rank 1 was killed by signal 9"), std::string::npos) << r.err;
   const auto t0 = model::read_rank_trace(model::rank_trace_path(out, 0).string(), 0);
