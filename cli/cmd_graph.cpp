@@ -102,13 +102,15 @@ int list(const GraphOptions& o) {
                 << pad(e.compile.text(), 8) << "  " << pad(kind, 28) << "  "
                 << pad(std::to_string(e.graph->total_nodes()), 6) << "  " << fingerprint_hex(*e.graph);
       if (const auto opaque = e.graph->total_opaque(); opaque > 0) std::cout << "  " << opaque << " opaque";
-      if (e.problems > 0) std::cout << "  " << paint(std::to_string(e.problems) + " problem(s)", Colour::Red, colour);
+      if (e.problems > 0)
+        std::cout << "  " << paint(std::to_string(e.problems) + " problem(s)", Colour::Red, colour);
       std::cout << '\n';
     }
     for (const auto& u : c.unparsed) {
-      std::cout << "  " << pad(u.rank >= 0 ? std::to_string(u.rank) : "-", 5) << "  " << pad(u.compile.text(), 8)
-                << "  " << pad(u.kind, 28) << "  " << paint("unparsable", Colour::Red, colour) << "  " << u.file
-                << ':' << u.line << ": " << u.problem << '\n';
+      std::cout << "  " << pad(u.rank >= 0 ? std::to_string(u.rank) : "-", 5) << "  "
+                << pad(u.compile.text(), 8) << "  " << pad(u.kind, 28) << "  "
+                << paint("unparsable", Colour::Red, colour) << "  " << u.file << ':' << u.line << ": "
+                << u.problem << '\n';
     }
   }
   // Damage inside a readable input is reported and the rest listed: exit 1, never 2.

@@ -37,9 +37,9 @@ using KindCounts = std::map<std::string, std::size_t>;
 KindCounts scan_envelopes(const fs::path& file) {
   static const std::regex kEnvelope(R"re(^[VIWEF]\d{4} [^\]]*\] \{"([a-z_]+)": (\{"name": "([^"]*)")?)re");
   static const std::set<std::string> kGraphKinds = {
-      "dynamo_output_graph",      "aot_joint_graph",         "aot_forward_graph",
-      "aot_backward_graph",       "aot_inference_graph",     "inductor_pre_grad_graph",
-      "inductor_post_grad_graph", "compiled_autograd_graph", "graph_dump",
+      "dynamo_output_graph",      "aot_joint_graph",          "aot_forward_graph",
+      "aot_backward_graph",       "aot_inference_graph",      "inductor_pre_grad_graph",
+      "inductor_post_grad_graph", "compiled_autograd_graph",  "graph_dump",
       "optimize_ddp_split_graph", "optimize_ddp_split_child", "exported_program"};
   KindCounts out;
   std::ifstream in(file, std::ios::binary);
@@ -112,7 +112,8 @@ TEST(GraphTraceCorpus, EveryInputListsAndEveryGraphPayloadIsImported) {
       EXPECT_EQ(imported[log.string()], scan_envelopes(log)) << log;
     }
   }
-  const double fully = nodes == 0 ? 0.0 : 100.0 * static_cast<double>(nodes - opaque) / static_cast<double>(nodes);
+  const double fully =
+      nodes == 0 ? 0.0 : 100.0 * static_cast<double>(nodes - opaque) / static_cast<double>(nodes);
   std::cout << "tlparse corpus: " << inputs.size() << " inputs, " << files << " log files, " << failing
             << " failing, " << graphs << " graphs, " << nodes << " nodes, " << opaque << " opaque, " << fully
             << "% fully parsed, " << problems << " problems\n";

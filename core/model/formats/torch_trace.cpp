@@ -70,9 +70,9 @@ bool looks_like_torch_trace(std::string_view text) noexcept {
 
 bool is_graph_record_name(std::string_view kind, std::string_view name) noexcept {
   static constexpr std::string_view kGraphKinds[] = {
-      "dynamo_output_graph",      "aot_joint_graph",         "aot_forward_graph",
-      "aot_backward_graph",       "aot_inference_graph",     "inductor_pre_grad_graph",
-      "inductor_post_grad_graph", "compiled_autograd_graph", "graph_dump",
+      "dynamo_output_graph",      "aot_joint_graph",          "aot_forward_graph",
+      "aot_backward_graph",       "aot_inference_graph",      "inductor_pre_grad_graph",
+      "inductor_post_grad_graph", "compiled_autograd_graph",  "graph_dump",
       "optimize_ddp_split_graph", "optimize_ddp_split_child", "exported_program"};
   for (const auto k : kGraphKinds) {
     if (kind == k) return true;
@@ -169,7 +169,8 @@ class TraceParser {
         skipping_ = false;
         if (!envelope(l, line)) {
           skipping_ = true;  // read on at the next envelope: one bad record costs only itself
-          if (!complete && !out_.problems.empty()) out_.problems.back().problem += " (file ends in this line: truncated?)";
+          if (!complete && !out_.problems.empty())
+            out_.problems.back().problem += " (file ends in this line: truncated?)";
         }
       }
       pos = next;
@@ -185,7 +186,8 @@ class TraceParser {
       // Artifacts and graph dumps hold code as often as graphs; the graph kinds always hold one.
       if (!looks_like_fx_text(text) && (r.kind == "artifact" || r.kind == "graph_dump")) continue;
       FxParse p = read_fx_text(text, out_.path, r.line + 1);
-      for (auto& pr : p.problems) out_.problems.push_back({out_.path, pr.line, r.name + " payload: " + pr.problem});
+      for (auto& pr : p.problems)
+        out_.problems.push_back({out_.path, pr.line, r.name + " payload: " + pr.problem});
       if (p.graph) {
         TraceGraph g{r.name, r.compile, i, std::move(*p.graph)};
         g.problems = static_cast<std::uint32_t>(p.problems.size());

@@ -82,7 +82,7 @@ class TorchTraceRank {
   std::int32_t rank = -1;
   std::vector<TraceRecord> records;
   std::vector<TraceGraph> graphs;
-  std::vector<std::size_t> unparsed;  // records of graph payloads that held no module at all
+  std::vector<std::size_t> unparsed;   // records of graph payloads that held no module at all
   std::vector<std::string> filenames;  // interned filename records ({"str": [path, index]})
   std::size_t md5_mismatches = 0;
   std::vector<TraceProblem> problems;  // damage and unparsable graph payloads, in file order

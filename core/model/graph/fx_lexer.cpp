@@ -100,8 +100,8 @@ void Lexer::run() {
     error_.clear();
     i = statement(j, line);
     st.text_end = static_cast<std::uint32_t>(i);
-    while (st.text_end > st.text_begin &&
-           (text_[st.text_end - 1] == '\n' || text_[st.text_end - 1] == '\r' || text_[st.text_end - 1] == ' '))
+    while (st.text_end > st.text_begin && (text_[st.text_end - 1] == '\n' || text_[st.text_end - 1] == '\r' ||
+                                           text_[st.text_end - 1] == ' '))
       --st.text_end;
     st.tok_end = static_cast<std::uint32_t>(tokens_.size());
     st.com_end = static_cast<std::uint32_t>(comments_.size());
@@ -182,7 +182,8 @@ std::size_t Lexer::statement(std::size_t i, std::int64_t& line) {
         if (is_ident_char(d) || d == '.') {
           ++i;
         } else if ((d == '+' || d == '-') && (text_[i - 1] == 'e' || text_[i - 1] == 'E') &&
-                   !(text_[start] == '0' && i > start + 1 && (text_[start + 1] == 'x' || text_[start + 1] == 'X'))) {
+                   !(text_[start] == '0' && i > start + 1 &&
+                     (text_[start + 1] == 'x' || text_[start + 1] == 'X'))) {
           ++i;
         } else {
           break;
@@ -226,9 +227,9 @@ std::size_t Lexer::statement(std::size_t i, std::int64_t& line) {
       len = 2;
     }
     if (len == 1 && !is_single_op(c)) {
-      return recover(i, line, line,
-                     std::string("unexpected character '") + (c >= 0x20 && c < 0x7f ? std::string(1, c) : "?") +
-                         "'");
+      return recover(
+          i, line, line,
+          std::string("unexpected character '") + (c >= 0x20 && c < 0x7f ? std::string(1, c) : "?") + "'");
     }
     push(Tok::Op, start, static_cast<std::uint32_t>(i + len), line);
     i += len;

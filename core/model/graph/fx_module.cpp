@@ -71,7 +71,8 @@ FxParse Parser::parse() {
       continue;
     }
     const bool is_class = is_keyword(s, "class");
-    const bool is_def = is_keyword(s, "def") && s.tok_begin + 1 < s.tok_end && text(s.tok_begin + 1) == "forward";
+    const bool is_def =
+        is_keyword(s, "def") && s.tok_begin + 1 < s.tok_end && text(s.tok_begin + 1) == "forward";
     if (!is_class && !is_def) {
       // Text around the module (`ExportedProgram:`, `Graph signature: ...`): not part of the graph.
       if (first_other == 0) first_other = s.line;
@@ -182,7 +183,8 @@ void Parser::parse_signature(const Statement& s, Body& body) {
     std::string star;
     while (is_op(p, close, "*") || is_op(p, close, "**")) star += text(p++);
     if (p >= close && !star.empty()) break;  // a bare `*` separator
-    if (p >= close || tok(p).type != Tok::Name) fail(tok(std::min(p, close)).line, "expected a parameter name");
+    if (p >= close || tok(p).type != Tok::Name)
+      fail(tok(std::min(p, close)).line, "expected a parameter name");
     const Token& name = tok(p++);
     TensorMeta meta;
     if (is_op(p, close, ":")) {

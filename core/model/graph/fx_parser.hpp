@@ -107,8 +107,10 @@ class Parser {
   void rename_placeholder(const Statement& s, std::string_view from, Body& body, Node& n);
 
   // -- values (fx_value.cpp)
-  std::optional<std::pair<std::uint32_t, const BinaryOp*>> binary_split(std::uint32_t b, std::uint32_t e) const;
-  void call_args(std::uint32_t& p, std::uint32_t e, Body& body, std::vector<Value>& args, std::vector<Kwarg>& kwargs);
+  std::optional<std::pair<std::uint32_t, const BinaryOp*>> binary_split(std::uint32_t b,
+                                                                        std::uint32_t e) const;
+  void call_args(std::uint32_t& p, std::uint32_t e, Body& body, std::vector<Value>& args,
+                 std::vector<Kwarg>& kwargs);
   Value value_until(std::uint32_t& p, std::uint32_t e, Body& body);
   Value value(std::uint32_t& p, std::uint32_t e, Body& body);
   Value sequence(std::uint32_t& p, std::uint32_t e, Body& body, std::string_view close, ValueKind kind);

@@ -16,7 +16,8 @@ void Parser::statement(const Statement& s, Body& body) {
     return opaque(s, body);
   }
   // A docstring or `pass`: nothing the graph holds.
-  if (s.tok_end == s.tok_begin + 1 && (tok(s.tok_begin).type == Tok::String || text(s.tok_begin) == "pass")) return;
+  if (s.tok_end == s.tok_begin + 1 && (tok(s.tok_begin).type == Tok::String || text(s.tok_begin) == "pass"))
+    return;
   const std::size_t before = body.g->nodes.size();
   try {
     body_statement(s, body);
@@ -63,7 +64,8 @@ void Parser::opaque(const Statement& s, Body& body) {
   std::string name = bound.empty() ? std::string() : std::string(bound.front());
   if (name.empty() || body.names.contains(name)) {
     name = "opaque_" + std::to_string(n.line);
-    for (int k = 1; body.names.contains(name); ++k) name = "opaque_" + std::to_string(n.line) + "_" + std::to_string(k);
+    for (int k = 1; body.names.contains(name); ++k)
+      name = "opaque_" + std::to_string(n.line) + "_" + std::to_string(k);
   }
   n.name = g.intern(name);
   const auto id = static_cast<NodeId>(g.nodes.size());
@@ -214,7 +216,8 @@ void Parser::output(const Statement& s, std::uint32_t p, std::uint32_t e, Body& 
   }
   if (p < e) {
     n.args.push_back(value(p, e, body));
-    if (p != e) unsupported(tok(p).line, "unexpected '" + std::string(text(p)) + "' after the returned value");
+    if (p != e)
+      unsupported(tok(p).line, "unexpected '" + std::string(text(p)) + "' after the returned value");
   } else {
     n.args.push_back(Value::none());
   }

@@ -30,7 +30,8 @@ bool looks_like_fx_text(std::string_view text) noexcept {
     break;
   }
   const auto rest = text.substr(i);
-  return (rest.starts_with("class ") && rest.substr(0, rest.find('\n')).find("Module") != std::string_view::npos) ||
+  return (rest.starts_with("class ") &&
+          rest.substr(0, rest.find('\n')).find("Module") != std::string_view::npos) ||
          rest.starts_with("def forward(") || rest.starts_with("ExportedProgram:");
 }
 

@@ -15,9 +15,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/model/graph/graph.hpp"
 

@@ -27,7 +27,7 @@ constexpr BinaryOp kBinaryOps[] = {
 
 // Top-level binary operator in [b, e), lowest precedence, rightmost (left-associative).
 std::optional<std::pair<std::uint32_t, const BinaryOp*>> Parser::binary_split(std::uint32_t b,
-                                                                      std::uint32_t e) const {
+                                                                              std::uint32_t e) const {
   std::optional<std::pair<std::uint32_t, const BinaryOp*>> best;
   for (std::uint32_t p = b; p < e; ++p) {
     const Token& t = tok(p);
@@ -50,7 +50,7 @@ std::optional<std::pair<std::uint32_t, const BinaryOp*>> Parser::binary_split(st
 
 // Parses `( args )` starting at the '(' at p.
 void Parser::call_args(std::uint32_t& p, std::uint32_t e, Body& body, std::vector<Value>& args,
-               std::vector<Kwarg>& kwargs) {
+                       std::vector<Kwarg>& kwargs) {
   const std::int64_t line = tok(p).line;
   expect(p, e, "(", line);
   while (!is_op(p, e, ")")) {
@@ -90,7 +90,8 @@ Value Parser::value(std::uint32_t& p, std::uint32_t e, Body& body) {
   return v;
 }
 
-Value Parser::sequence(std::uint32_t& p, std::uint32_t e, Body& body, std::string_view close, ValueKind kind) {
+Value Parser::sequence(std::uint32_t& p, std::uint32_t e, Body& body, std::string_view close,
+                       ValueKind kind) {
   const std::int64_t line = tok(p).line;
   ++p;
   std::vector<Value> items;
@@ -197,7 +198,7 @@ Value Parser::atom(std::uint32_t& p, std::uint32_t e, Body& body) {
 }
 
 std::optional<Device> Parser::device_call(const std::vector<Value>& args, const std::vector<Kwarg>& kwargs,
-                                         Graph& g) {
+                                          Graph& g) {
   Device d;
   const Value* type = args.size() >= 1 ? &args[0] : nullptr;
   const Value* index = args.size() >= 2 ? &args[1] : nullptr;
@@ -230,6 +231,5 @@ Value Parser::number(std::string_view t, bool negative, Graph& g) {
   if (plain) return Value::text(ValueKind::Symbolic, g.intern(text));  // an integer beyond int64
   return Value::text(ValueKind::Float, g.intern(text));
 }
-
 
 }  // namespace gparity::model::fx

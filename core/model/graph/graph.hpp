@@ -51,7 +51,15 @@ class StringPool {
 /// damaged line). It keeps its name (the assigned name, or "opaque_<line>"), the statement text
 /// verbatim in `target`, the nodes it mentions as Node references in `args` (uses), and `line`;
 /// views and diffs show it as "opaque" and compare it by that text.
-enum class NodeKind : std::uint8_t { Placeholder, CallFunction, CallMethod, CallModule, GetAttr, Output, Opaque };
+enum class NodeKind : std::uint8_t {
+  Placeholder,
+  CallFunction,
+  CallMethod,
+  CallModule,
+  GetAttr,
+  Output,
+  Opaque
+};
 
 /// "placeholder", "call_function", ... as torch.fx names them.
 std::string_view node_kind_name(NodeKind k) noexcept;

@@ -31,7 +31,8 @@ GraphCollection load_trace(const std::string& path) {
     c.md5_mismatches += r.md5_mismatches;
     c.problems.insert(c.problems.end(), r.problems.begin(), r.problems.end());
     for (const auto& g : r.graphs) {
-      GraphEntry e{r.rank, g.compile, g.kind, 0, &g.graph, r.path + ":" + std::to_string(r.records[g.record].line)};
+      GraphEntry e{r.rank, g.compile, g.kind,
+                   0,      &g.graph,  r.path + ":" + std::to_string(r.records[g.record].line)};
       e.problems = g.problems;
       c.entries.push_back(std::move(e));
     }

@@ -20,7 +20,7 @@ struct GraphEntry {
   std::string kind;            // "aot_joint_graph", "fx_text", "exported_program", ...
   std::size_t occurrence = 0;  // 0 for the first graph of this rank, compile id and kind, 1 next...
   const Graph* graph = nullptr;
-  std::string source;  // file (and line or zip member) it came from
+  std::string source;          // file (and line or zip member) it came from
   std::uint32_t problems = 0;  // problems its text had (listed in GraphCollection::problems)
 };
 
@@ -38,7 +38,7 @@ struct GraphCollection {
   std::string path;
   std::string format;  // "torch_trace", "fx_text", "gparity_json", "pt2"
   std::vector<GraphEntry> entries;
-  std::vector<TraceProblem> problems;  // damage reported by the importer; entries before it stay usable
+  std::vector<TraceProblem> problems;   // damage reported by the importer; entries before it stay usable
   std::vector<UnparsedGraph> unparsed;  // graph payloads with no graph (their problems are in `problems`)
   std::size_t md5_mismatches = 0;
   std::vector<std::int32_t> ranks;                  // trace ranks, sorted
