@@ -185,3 +185,41 @@ TEST(GraphFxSyntax, TraceGraphPayloadWithNoModuleIsListedAsUnparsed) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GraphFxSyntax, EveryGraphBearingKindIsReadWithItsIds) {
+  const std::string fx =
+      "\tclass GraphModule(torch.nn.Module):\n\t    def forward(self, x: \"f32[2]\"):\n"
+      "\t        sin = torch.ops.aten.sin.default(x)\n\t        return (sin,)\n";
+  const auto env = [&](const std::string& key, const std::string& ids) {
+    return "V0403 07:28:48.061000 1 a.py:1] {" + key + ", " + ids + ", \"has_payload\": \"0\"}\n" + fx;
+  };
+  const std::string ids = R"("rank": 3, "frame_id": 4, "frame_compile_id": 2, "attempt": 1)";
+  const std::string log =
+      env(R"("compiled_autograd_graph": {})",
+          R"("rank": 3, "compiled_autograd_id": 5, "frame_id": 0, "frame_compile_id": 0)") +
+      env(R"("optimize_ddp_split_graph": {})", ids) +
+      env(R"("optimize_ddp_split_child": {"name": "submod_0"})", ids) +
+      env(R"("graph_dump": {"name": "pre_dispatch"})", ids) + env(R"("inductor_pre_grad_graph": {})", ids) +
+      env(R"("exported_program": {})", ids) +
+      env(R"("artifact": {"name": "fx_graph_runnable", "encoding": "string"})", ids);
+  const TorchTraceRank t = parse_torch_trace(log, "kinds.log");
+  EXPECT_TRUE(t.problems.empty());
+  ASSERT_EQ(t.graphs.size(), 6U);  // fx_graph_runnable is not a graph kind: indexed, skipped
+  EXPECT_EQ(t.records.size(), 7U);
+  EXPECT_EQ(t.graphs[0].kind, "compiled_autograd_graph");
+  EXPECT_EQ(t.graphs[0].compile.text(), "!5/0/0");
+  EXPECT_EQ(t.graphs[1].kind, "optimize_ddp_split_graph");
+  EXPECT_EQ(t.graphs[2].kind, "optimize_ddp_split_child");
+  EXPECT_EQ(t.graphs[3].kind, "graph_dump");
+  EXPECT_EQ(t.graphs[4].kind, "inductor_pre_grad_graph");
+  EXPECT_EQ(t.graphs[5].kind, "exported_program");
+  for (std::size_t i = 1; i < t.graphs.size(); ++i) {
+    EXPECT_EQ(t.graphs[i].compile.text(), "4/2_1");
+    EXPECT_EQ(t.records[t.graphs[i].record].rank, 3);
+    EXPECT_EQ(t.graphs[i].graph.nodes.size(), 3U);
+  }
+}
+
+}  // namespace
