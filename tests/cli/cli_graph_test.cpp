@@ -113,4 +113,16 @@ TEST(CliGraph, MalformedInputsExitTwoWithFileAndLine) {
   EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "list", "--help"}).exit_code, 0);
 }
 
+TEST(CliGraph, ListNamesUnparsableGraphPayloadsAndExitsOne) {
+  gparity::testing::TempDir tmp;
+  // A TORCH_TRACE log named *.txt (recognised by content) whose graph payload holds no module.
+  const auto log = tmp.write("trace.txt",
+                             "V0403 07:28:48.061000 1 a.py:1] {\"aot_forward_graph\": {}, \"frame_id\": 2, "
+                             "\"frame_compile_id\": 1, \"has_payload\": \"x\"}\n\tnot a graph\n");
+  const auto r = run_command(GPARITY_EXE, {"graph", "list", log});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("(torch_trace, 0 graphs)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unparsable  " + log + ":1: aot_forward_graph payload"), std::string::npos) << r.out;
+}
+
 }  // namespace
