@@ -66,10 +66,21 @@ int list(const GraphOptions& o) {
                         {"kind", e.kind},
                         {"index", e.occurrence},
                         {"nodes", e.graph->total_nodes()},
+                        {"opaque_nodes", e.graph->total_opaque()},
+                        {"problems", e.problems},
                         {"fingerprint", fingerprint_hex(*e.graph)},
                         {"source", e.source}});
     }
     out["graphs"] = graphs;
+    nlohmann::ordered_json unparsed = nlohmann::ordered_json::array();
+    for (const auto& u : c.unparsed) {
+      unparsed.push_back({{"rank", u.rank},
+                          {"compile_id", u.compile.text()},
+                          {"kind", u.kind},
+                          {"source", u.file + ":" + std::to_string(u.line)},
+                          {"problem", u.problem}});
+    }
+    out["unparsed"] = unparsed;
     nlohmann::ordered_json problems = nlohmann::ordered_json::array();
     for (const auto& p : c.problems) problems.push_back(p.text());
     out["problems"] = problems;
@@ -89,11 +100,21 @@ int list(const GraphOptions& o) {
       const std::string kind = e.occurrence > 0 ? e.kind + " #" + std::to_string(e.occurrence) : e.kind;
       std::cout << "  " << pad(e.rank >= 0 ? std::to_string(e.rank) : "-", 5) << "  "
                 << pad(e.compile.text(), 8) << "  " << pad(kind, 28) << "  "
-                << pad(std::to_string(e.graph->total_nodes()), 6) << "  " << fingerprint_hex(*e.graph)
-                << '\n';
+                << pad(std::to_string(e.graph->total_nodes()), 6) << "  " << fingerprint_hex(*e.graph);
+      if (const auto opaque = e.graph->total_opaque(); opaque > 0) std::cout << "  " << opaque << " opaque";
+      if (e.problems > 0)
+        std::cout << "  " << paint(std::to_string(e.problems) + " problem(s)", Colour::Red, colour);
+      std::cout << '\n';
+    }
+    for (const auto& u : c.unparsed) {
+      std::cout << "  " << pad(u.rank >= 0 ? std::to_string(u.rank) : "-", 5) << "  "
+                << pad(u.compile.text(), 8) << "  " << pad(u.kind, 28) << "  "
+                << paint("unparsable", Colour::Red, colour) << "  " << u.file << ':' << u.line << ": "
+                << u.problem << '\n';
     }
   }
-  return report_problems(c) ? kExitBadInput : kExitParity;
+  // Damage inside a readable input is reported and the rest listed: exit 1, never 2.
+  return report_problems(c) || !c.unparsed.empty() ? kExitDivergence : kExitParity;
 }
 
 const model::GraphEntry& select_one(const model::GraphCollection& c, const GraphOptions& o) {

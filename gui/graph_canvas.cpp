@@ -29,6 +29,7 @@ QColor kind_color(const model::Graph& g, const model::Node& n) {
     case model::NodeKind::Placeholder: return {214, 240, 214};
     case model::NodeKind::Output: return {209, 224, 255};
     case model::NodeKind::GetAttr: return {232, 232, 232};
+    case model::NodeKind::Opaque: return {255, 190, 190};  // a statement the reader did not model
     default: break;
   }
   if (model::is_functional_collective(g.str(n.target))) return {255, 205, 160};

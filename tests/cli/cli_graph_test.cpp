@@ -95,14 +95,15 @@ TEST(CliGraph, MalformedInputsExitTwoWithFileAndLine) {
   const auto fx =
       tmp.write("bad.txt", "class G(torch.nn.Module):\n    def forward(self, x):\n        a = f(x\n");
   const auto r = run_command(GPARITY_EXE, {"graph", "list", fx});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);  // damage inside a readable input: listed as far as it goes, exit 1
+  EXPECT_NE(r.out.find("1 opaque"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("bad.txt:3: unbalanced brackets"), std::string::npos) << r.err;
-  // A damaged trace lists what it could read and still exits 2.
+  // A damaged trace lists what it could read and exits 1 (2 is for input that cannot be read).
   const auto log =
       tmp.write("dedicated_log_torch_trace_rank_0_x.log",
                 "V1121 04:50:33.123000 9 a.py:1] {\"str\": [\"/a.py\", 0]}\n\torphan?\nV1121 oops {\n");
   const auto t = run_command(GPARITY_EXE, {"graph", "list", log});
-  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_EQ(t.exit_code, 1);
   EXPECT_NE(t.err.find("x.log:3: not a TORCH_TRACE envelope"), std::string::npos) << t.err;
   EXPECT_NE(t.err.find("do not match their has_payload"), std::string::npos) << t.err;
   const auto junk = tmp.write("junk.pt2", "PK\x03\x04 not a zip");
@@ -110,6 +111,18 @@ TEST(CliGraph, MalformedInputsExitTwoWithFileAndLine) {
   EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "list", "/nonexistent"}).exit_code, 2);
   EXPECT_EQ(run_command(GPARITY_EXE, {"graph"}).exit_code, 2);
   EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "list", "--help"}).exit_code, 0);
+}
+
+TEST(CliGraph, ListNamesUnparsableGraphPayloadsAndExitsOne) {
+  gparity::testing::TempDir tmp;
+  // A TORCH_TRACE log named *.txt (recognised by content) whose graph payload holds no module.
+  const auto log = tmp.write("trace.txt",
+                             "V0403 07:28:48.061000 1 a.py:1] {\"aot_forward_graph\": {}, \"frame_id\": 2, "
+                             "\"frame_compile_id\": 1, \"has_payload\": \"x\"}\n\tnot a graph\n");
+  const auto r = run_command(GPARITY_EXE, {"graph", "list", log});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("(torch_trace, 0 graphs)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unparsable  " + log + ":1: aot_forward_graph payload"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST(GraphTraceMalformed, InvalidEnvelopeJsonNamesTheLine) {
   ASSERT_EQ(t.problems.size(), 1U);
   EXPECT_EQ(t.problems[0].line, line_of(text, at));
   EXPECT_NE(t.problems[0].problem.find("invalid JSON"), std::string::npos) << t.problems[0].text();
-  EXPECT_EQ(t.graphs.size(), 3U);  // the three graphs before the damage
+  // One bad record costs only itself: the three graphs before it and the six after it are read.
+  EXPECT_EQ(t.graphs.size(), 9U);
 }
 
 TEST(GraphTraceMalformed, NotAnEnvelope) {
@@ -83,13 +84,19 @@ TEST(GraphTraceMalformed, BadGraphPayloadIsReportedWithItsLineAndOthersStillPars
   const std::size_t ann = text.find("\"f32[", text.find('\n', text.find("def forward", bwd)));
   text.replace(ann + 1, 3, "x99");
   const TorchTraceRank t = parse_torch_trace(text, "graphs.log");
-  ASSERT_EQ(t.problems.size(), 2U);
-  EXPECT_EQ(t.problems[0].line, line_of(text, node));
-  EXPECT_NE(t.problems[0].problem.find("aot_forward_graph payload: unbalanced brackets"), std::string::npos)
+  // The unclosed bracket swallows the rest of the forward graph, return included: both reported
+  // (the def's line first), the graph kept as far as it goes.
+  ASSERT_EQ(t.problems.size(), 3U);
+  EXPECT_NE(t.problems[0].problem.find("aot_forward_graph payload: forward() of GraphModule has no return"),
+            std::string::npos)
       << t.problems[0].text();
-  EXPECT_EQ(t.problems[1].line, line_of(text, ann));
-  EXPECT_NE(t.problems[1].problem.find("unknown dtype 'x99'"), std::string::npos) << t.problems[1].text();
-  EXPECT_EQ(t.graphs.size(), 8U);
+  EXPECT_EQ(t.problems[1].line, line_of(text, node));
+  EXPECT_NE(t.problems[1].problem.find("aot_forward_graph payload: unbalanced brackets"), std::string::npos)
+      << t.problems[1].text();
+  EXPECT_EQ(t.problems[2].line, line_of(text, ann));
+  EXPECT_NE(t.problems[2].problem.find("unknown dtype 'x99'"), std::string::npos) << t.problems[2].text();
+  EXPECT_EQ(t.graphs.size(), 10U);  // the two damaged graphs too, used as far as they go
+  EXPECT_EQ(t.graphs[0].problems + t.graphs[1].problems + t.graphs[2].problems, 0U);
   EXPECT_EQ(t.md5_mismatches, 2U);  // edited payloads no longer match has_payload; still used
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -55,12 +56,24 @@ std::string TraceProblem::text() const {
   return line > 0 ? source + ":" + std::to_string(line) + ": " + problem : source + ": " + problem;
 }
 
+bool looks_like_torch_trace(std::string_view text) noexcept {
+  const auto b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return false;
+  const auto line = text.substr(b, text.find('\n', b) - b);
+  // "V1121 04:50:33.123000 999 path:line] {": a glog level letter, MMDD, and the JSON envelope.
+  if (line.size() < 8 || std::string_view("VIWEF").find(line[0]) == std::string_view::npos) return false;
+  for (std::size_t i = 1; i < 5; ++i) {
+    if (line[i] < '0' || line[i] > '9') return false;
+  }
+  return line[5] == ' ' && line.find("] {") != std::string_view::npos;
+}
+
 bool is_graph_record_name(std::string_view kind, std::string_view name) noexcept {
   static constexpr std::string_view kGraphKinds[] = {
-      "dynamo_output_graph",      "aot_joint_graph",         "aot_forward_graph",
-      "aot_backward_graph",       "aot_inference_graph",     "inductor_pre_grad_graph",
-      "inductor_post_grad_graph", "compiled_autograd_graph", "graph_dump",
-      "optimize_ddp_split_graph", "optimize_ddp_split_child"};
+      "dynamo_output_graph",      "aot_joint_graph",          "aot_forward_graph",
+      "aot_backward_graph",       "aot_inference_graph",      "inductor_pre_grad_graph",
+      "inductor_post_grad_graph", "compiled_autograd_graph",  "graph_dump",
+      "optimize_ddp_split_graph", "optimize_ddp_split_child", "exported_program"};
   for (const auto k : kGraphKinds) {
     if (kind == k) return true;
   }
@@ -72,13 +85,16 @@ std::string TorchTraceRank::payload(const TraceRecord& r) const {
   std::string out;
   out.reserve(r.payload_bytes);
   std::string_view rest = text.substr(r.payload_offset, r.payload_bytes);
-  for (std::uint32_t i = 0; i < r.payload_lines && !rest.empty(); ++i) {
+  for (std::uint32_t i = 0; i < r.payload_lines && !rest.empty();) {
     const auto eol = rest.find('\n');
     std::string_view line = rest.substr(0, eol);
-    if (!line.empty() && line.front() == '\t') line.remove_prefix(1);
-    if (i > 0) out += '\n';
-    out += line;
     rest = eol == std::string_view::npos ? std::string_view{} : rest.substr(eol + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // Blank lines between payload lines are log stutter, not payload (as tlparse reads them).
+    if (line.empty() || line.front() != '\t') continue;
+    line.remove_prefix(1);
+    if (i++ > 0) out += '\n';
+    out += line;
   }
   return out;
 }
@@ -135,13 +151,27 @@ class TraceParser {
       if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
       const std::size_t next = complete ? eol + 1 : t.size();
       if (!l.empty() && l.front() == '\t') {
-        if (current_ < 0) return damage(line, "payload line with no envelope before it");
+        if (skipping_) {  // the payload of an envelope that could not be read
+          pos = next;
+          continue;
+        }
+        if (current_ < 0) {
+          damage(line, "payload line with no envelope before it");
+          skipping_ = true;
+          pos = next;
+          continue;
+        }
         payload_line(pos, next, l.substr(1));
-        if (!complete) return damage(line, "file ends in the middle of a payload line (truncated?)");
+        // A last line without a newline is complete when the payload's MD5 says so.
+        if (!complete) return last_payload_line(line);
       } else if (!l.empty()) {
         finish_record();
-        if (!complete) return damage(line, "file ends in the middle of an envelope line (truncated?)");
-        if (!envelope(l, line)) return;
+        skipping_ = false;
+        if (!envelope(l, line)) {
+          skipping_ = true;  // read on at the next envelope: one bad record costs only itself
+          if (!complete && !out_.problems.empty())
+            out_.problems.back().problem += " (file ends in this line: truncated?)";
+        }
       }
       pos = next;
     }
@@ -153,13 +183,18 @@ class TraceParser {
       TraceRecord& r = out_.records[i];
       if (r.payload_lines == 0 || !is_graph_record_name(r.kind, r.name)) continue;
       const std::string text = out_.payload(r);
-      if (!looks_like_fx_text(text)) continue;
-      try {
-        TraceGraph g{r.name, r.compile, i, parse_fx_text(text, out_.path, r.line + 1)};
+      // Artifacts and graph dumps hold code as often as graphs; the graph kinds always hold one.
+      if (!looks_like_fx_text(text) && (r.kind == "artifact" || r.kind == "graph_dump")) continue;
+      FxParse p = read_fx_text(text, out_.path, r.line + 1);
+      for (auto& pr : p.problems)
+        out_.problems.push_back({out_.path, pr.line, r.name + " payload: " + pr.problem});
+      if (p.graph) {
+        TraceGraph g{r.name, r.compile, i, std::move(*p.graph)};
+        g.problems = static_cast<std::uint32_t>(p.problems.size());
         r.graph = static_cast<std::int32_t>(out_.graphs.size());
         out_.graphs.push_back(std::move(g));
-      } catch (const InputError& e) {
-        out_.problems.push_back({e.source(), e.line(), r.name + " payload: " + e.problem()});
+      } else {
+        out_.unparsed.push_back(i);
       }
     }
     // Problems in file order: damage found while scanning may sit after a bad graph payload.
@@ -171,6 +206,15 @@ class TraceParser {
   void damage(std::int64_t line, std::string problem) {
     finish_record();
     out_.problems.push_back({out_.path, line, std::move(problem)});
+  }
+
+  void last_payload_line(std::int64_t line) {
+    const TraceRecord& r = out_.records[static_cast<std::size_t>(current_)];
+    const bool verified = hashing_;
+    finish_record();
+    if (!verified || !r.md5_ok) {
+      out_.problems.push_back({out_.path, line, "file ends in the middle of a payload line (truncated?)"});
+    }
   }
 
   void payload_line(std::size_t pos, std::size_t next, std::string_view content) {
@@ -279,6 +323,7 @@ class TraceParser {
   std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> md_;
   std::int64_t current_ = -1;
   bool hashing_ = false;
+  bool skipping_ = false;
 };
 
 void parse_into(TorchTraceRank& t, const TraceOptions& options) {
@@ -342,12 +387,16 @@ MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions&
   if (fs::is_directory(path, ec)) {
     for (const auto& e : fs::directory_iterator(path, ec)) {
       const auto name = e.path().filename().string();
-      if (e.is_regular_file() && name.starts_with("dedicated_log_torch_trace_") && name.ends_with(".log")) {
-        files.push_back(e.path().string());
-      }
+      if (!e.is_regular_file()) continue;
+      // By content, not name: stray files (empty logs, notes) in a trace folder are not ranks.
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string head(4096, '\0');
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<std::size_t>(in.gcount()));
+      if (looks_like_torch_trace(head)) files.push_back(e.path().string());
     }
     if (ec) throw InputError(path, "cannot list the directory: " + ec.message());
-    if (files.empty()) throw InputError(path, "no dedicated_log_torch_trace_*.log files in the directory");
+    if (files.empty()) throw InputError(path, "no TORCH_TRACE log in the directory");
   } else {
     files.push_back(path);
   }

@@ -8,8 +8,11 @@
 // graph_dump, before_/after_<pass> artifacts, ...) is parsed into the graph IR; other payloads
 // stay text, reachable through their record. A directory of
 // dedicated_log_torch_trace_rank_<r>_*.log files is one multi-rank trace, read in parallel.
-// Damage (a truncated file, a payload line with no envelope, an envelope that is not JSON) stops
-// the read of that file: records before it are kept and the damage is reported in `problems`.
+// Logs are recognised by content (looks_like_torch_trace), whatever their name. Damage (a payload
+// line with no envelope, an envelope that is not JSON, a graph payload the FX reader finds damaged)
+// is reported in `problems` with file and line, and the read goes on at the next envelope. A last
+// line without a newline is complete when its payload's MD5 matches; otherwise the payload was cut
+// short: reported, and used as far as it goes.
 
 #include <compare>
 #include <cstdint>
@@ -62,6 +65,7 @@ struct TraceGraph {
   CompileId compile;
   std::size_t record = 0;  // index into TorchTraceRank::records
   Graph graph;
+  std::uint32_t problems = 0;  // problems its payload had (in TorchTraceRank::problems); used anyway
 };
 
 struct TraceProblem {
@@ -78,6 +82,7 @@ class TorchTraceRank {
   std::int32_t rank = -1;
   std::vector<TraceRecord> records;
   std::vector<TraceGraph> graphs;
+  std::vector<std::size_t> unparsed;   // records of graph payloads that held no module at all
   std::vector<std::string> filenames;  // interned filename records ({"str": [path, index]})
   std::size_t md5_mismatches = 0;
   std::vector<TraceProblem> problems;  // damage and unparsable graph payloads, in file order
@@ -117,6 +122,9 @@ struct MultiRankTrace {
 };
 MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions& options = {},
                                     unsigned threads = 0);
+
+/// True when the first non-blank line of `text` is a glog-prefixed TORCH_TRACE envelope.
+bool looks_like_torch_trace(std::string_view text) noexcept;
 
 /// True for record names whose payload is an FX graph when it looks like one.
 bool is_graph_record_name(std::string_view kind, std::string_view name) noexcept;

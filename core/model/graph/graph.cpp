@@ -41,8 +41,8 @@ std::optional<StrId> StringPool::find(std::string_view text) const {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kNodeKindNames = {"placeholder", "call_function", "call_method",
-                                                            "call_module", "get_attr",      "output"};
+constexpr std::array<std::string_view, 7> kNodeKindNames = {
+    "placeholder", "call_function", "call_method", "call_module", "get_attr", "output", "opaque"};
 constexpr std::array<std::string_view, 15> kValueKindNames = {
     "none",  "bool",   "int",    "float",         "str",   "list",     "tuple", "node",
     "dtype", "device", "layout", "memory_format", "slice", "symbolic", "opaque"};
@@ -111,6 +111,13 @@ const Graph* Graph::find_subgraph(std::string_view name) const noexcept {
 std::size_t Graph::total_nodes() const noexcept {
   std::size_t n = nodes.size();
   for (const auto& g : subgraphs) n += g.total_nodes();
+  return n;
+}
+
+std::size_t Graph::total_opaque() const noexcept {
+  std::size_t n = 0;
+  for (const auto& node : nodes) n += node.kind == NodeKind::Opaque;
+  for (const auto& g : subgraphs) n += g.total_opaque();
   return n;
 }
 

@@ -47,7 +47,19 @@ class StringPool {
   std::unordered_map<std::string_view, StrId> index_;
 };
 
-enum class NodeKind : std::uint8_t { Placeholder, CallFunction, CallMethod, CallModule, GetAttr, Output };
+/// Opaque: a statement the FX reader does not model (valid Python it cannot map to an FX op, or a
+/// damaged line). It keeps its name (the assigned name, or "opaque_<line>"), the statement text
+/// verbatim in `target`, the nodes it mentions as Node references in `args` (uses), and `line`;
+/// views and diffs show it as "opaque" and compare it by that text.
+enum class NodeKind : std::uint8_t {
+  Placeholder,
+  CallFunction,
+  CallMethod,
+  CallModule,
+  GetAttr,
+  Output,
+  Opaque
+};
 
 /// "placeholder", "call_function", ... as torch.fx names them.
 std::string_view node_kind_name(NodeKind k) noexcept;
@@ -153,7 +165,7 @@ struct Node {
   /// "_c10d_functional.all_reduce.default"), or the Python callable ("torch._C._nn.linear",
   /// "operator.getitem", "operator.add"); call_method: the method ("view"); call_module and
   /// get_attr: the attribute path ("wrap_body_0"); placeholder: the parameter name as the
-  /// signature spells it ("L_x_"); output: "output".
+  /// signature spells it ("L_x_"); output: "output"; opaque: the statement as printed.
   StrId target = kEmptyStr;
   std::vector<Value> args;
   std::vector<Kwarg> kwargs;
@@ -180,6 +192,8 @@ struct Graph {
   [[nodiscard]] const Graph* find_subgraph(std::string_view name) const noexcept;
   /// Number of nodes of this graph and of every nested graph.
   [[nodiscard]] std::size_t total_nodes() const noexcept;
+  /// Number of Opaque nodes of this graph and of every nested graph.
+  [[nodiscard]] std::size_t total_opaque() const noexcept;
 };
 
 /// Deep equality by text (string ids may differ between the two pools).

@@ -31,8 +31,21 @@ GraphCollection load_trace(const std::string& path) {
     c.md5_mismatches += r.md5_mismatches;
     c.problems.insert(c.problems.end(), r.problems.begin(), r.problems.end());
     for (const auto& g : r.graphs) {
-      c.entries.push_back(
-          {r.rank, g.compile, g.kind, 0, &g.graph, r.path + ":" + std::to_string(r.records[g.record].line)});
+      GraphEntry e{r.rank, g.compile, g.kind,
+                   0,      &g.graph,  r.path + ":" + std::to_string(r.records[g.record].line)};
+      e.problems = g.problems;
+      c.entries.push_back(std::move(e));
+    }
+    for (const auto i : r.unparsed) {
+      const TraceRecord& rec = r.records[i];
+      std::string why = "no FX module in the payload";
+      for (const auto& p : r.problems) {
+        if (p.line > rec.line && p.line <= rec.line + rec.payload_lines) {
+          why = p.problem;
+          break;
+        }
+      }
+      c.unparsed.push_back({r.rank, rec.compile, rec.name, r.path, rec.line, why});
     }
   }
   return c;
@@ -54,12 +67,14 @@ GraphCollection load_graphs(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError(path, "no such file or directory");
   GraphCollection c;
-  if (fs::is_directory(path, ec) || path.ends_with(".log")) {
+  if (fs::is_directory(path, ec)) {
     c = load_trace(path);
   } else {
     const MappedFile file(path);
     const auto text = file.text();
-    if (text.starts_with("PK")) {
+    if (looks_like_torch_trace(text.substr(0, 4096))) {  // by content: logs named *.txt are common
+      c = load_trace(path);
+    } else if (text.starts_with("PK")) {
       c.path = path;
       c.format = "pt2";
       for (auto& p : read_pt2(path)) {
@@ -71,7 +86,16 @@ GraphCollection load_graphs(const std::string& path) {
       c = single(path, "gparity_json", "gparity_graph",
                  graph_from_json(parse_ordered_json(text, path), path));
     } else {
-      c = single(path, "fx_text", "fx_text", parse_fx_text(text, path));
+      FxParse p = read_fx_text(text, path);
+      for (auto& pr : p.problems) c.problems.push_back({path, pr.line, std::move(pr.problem)});
+      if (!p.graph) {
+        throw InputError(path, c.problems.empty() ? 0 : c.problems.front().line,
+                         c.problems.empty() ? "no FX module in the text" : c.problems.front().problem);
+      }
+      auto problems = std::move(c.problems);
+      c = single(path, "fx_text", "fx_text", std::move(*p.graph));
+      c.entries.back().problems = static_cast<std::uint32_t>(problems.size());
+      c.problems = std::move(problems);
     }
   }
   number_occurrences(c);

@@ -20,14 +20,26 @@ struct GraphEntry {
   std::string kind;            // "aot_joint_graph", "fx_text", "exported_program", ...
   std::size_t occurrence = 0;  // 0 for the first graph of this rank, compile id and kind, 1 next...
   const Graph* graph = nullptr;
-  std::string source;  // file (and line or zip member) it came from
+  std::string source;          // file (and line or zip member) it came from
+  std::uint32_t problems = 0;  // problems its text had (listed in GraphCollection::problems)
+};
+
+/// A graph payload that held no graph at all: listed with its problem, never an entry.
+struct UnparsedGraph {
+  std::int32_t rank = -1;
+  CompileId compile;
+  std::string kind;
+  std::string file;
+  std::int64_t line = 0;  // the envelope's line
+  std::string problem;
 };
 
 struct GraphCollection {
   std::string path;
   std::string format;  // "torch_trace", "fx_text", "gparity_json", "pt2"
   std::vector<GraphEntry> entries;
-  std::vector<TraceProblem> problems;  // damage reported by the importer; entries before it stay usable
+  std::vector<TraceProblem> problems;   // damage reported by the importer; entries before it stay usable
+  std::vector<UnparsedGraph> unparsed;  // graph payloads with no graph (their problems are in `problems`)
   std::size_t md5_mismatches = 0;
   std::vector<std::int32_t> ranks;                  // trace ranks, sorted
   std::vector<std::vector<CompileId>> compile_ids;  // per rank (same order as ranks)
@@ -37,8 +49,9 @@ struct GraphCollection {
   std::vector<std::shared_ptr<Graph>> owned;
 };
 
-/// Detects the format (directory or *.log: TORCH_TRACE; *.pt2 / zip magic: archive; JSON with
-/// "format": "gparity.graph"; else FX text) and imports. Throws InputError for unreadable input;
+/// Detects the format by content (a directory or a file starting with a TORCH_TRACE envelope:
+/// TORCH_TRACE; zip magic: .pt2 archive; JSON with "format": "gparity.graph"; else FX text) and
+/// imports. Throws InputError for unreadable input;
 /// damage inside a trace is reported in `problems`.
 GraphCollection load_graphs(const std::string& path);
 
