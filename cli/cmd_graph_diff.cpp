@@ -82,9 +82,12 @@ void print_finding(const diff::RankFinding& f, bool colour) {
   const auto cls = diff::finding_class_name(f.cls);
   const Colour c = f.cls == diff::FindingClass::Divergent ? Colour::Red : Colour::Yellow;
   std::cout << "    " << paint(cls, c, colour) << "  ";
-  if (!f.node.empty()) std::cout << f.node << " (" << f.target << ") ";
+  if (!f.compile.empty()) std::cout << "compile " << f.compile << ' ';
+  if (!f.node.empty()) std::cout << f.node << (f.target.empty() ? " " : " (" + f.target + ") ");
   std::cout << f.field << ": " << values_text(f);
   if (f.function) std::cout << "  = " << f.function->text();
+  if (f.function && !f.function->inferred_mesh.empty()) std::cout << " (mesh " << f.function->inferred_mesh << ")";
+  if (!f.note.empty()) std::cout << "  -- " << f.note;
   if (!f.source.empty()) std::cout << "  [" << f.source << "]";
   if (f.graph_line > 0) std::cout << "  (line " << f.graph_line << ")";
   std::cout << '\n';
@@ -102,6 +105,8 @@ struct RanksOptions {
 
 int run_ranks(const RanksOptions& o) {
   model::TraceOptions topt;
+  // Records carry every fact of diff/trace_facts.hpp; graphs the parser cannot read are reported
+  // as problems and the rest is still classified.
   const auto trace = model::read_torch_trace_dir(o.path, topt);
   if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
   const auto norm = o.norm.get();
@@ -115,6 +120,17 @@ int run_ranks(const RanksOptions& o) {
             << report.graphs.size() << " graphs; normalizations:";
   for (const auto& n : report.normalizations) std::cout << ' ' << n;
   std::cout << '\n';
+  std::cout << "  mesh: " << (report.mesh.empty() ? "none found (world-size factorizations are tried)" : report.mesh)
+            << '\n';
+  for (const auto& fg : report.fact_groups) {
+    std::cout << "  " << paint("divergent", Colour::Red, colour) << "  " << fg.fact << ": " << fg.groups.size()
+              << " groups of ranks\n";
+    for (const auto& g : fg.groups) {
+      std::cout << "      ranks";
+      for (std::size_t i = 0; i < g.ranks.size(); ++i) std::cout << (i ? ", " : " ") << g.ranks[i];
+      std::cout << ": " << g.sequence << '\n';
+    }
+  }
   for (const auto& p : report.problems)
     std::cout << "  " << paint("problem", Colour::Red, colour) << "  " << p << '\n';
   for (const auto& f : report.findings) print_finding(f, colour);
