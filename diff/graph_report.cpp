@@ -147,7 +147,8 @@ Finding rank_finding(const RankFinding& f, const std::string& graph) {
   for (const auto& v : f.values)
     out.message += (&v == &f.values.front() ? ": r" : ", r") + std::to_string(v.rank) + "=" + v.text;
   if (f.function) out.message += " = " + f.function->text();
-  if (f.function && !f.function->inferred_mesh.empty()) out.message += " (mesh " + f.function->inferred_mesh + ")";
+  if (f.function && !f.function->inferred_mesh.empty())
+    out.message += " (mesh " + f.function->inferred_mesh + ")";
   if (!f.note.empty()) out.message += "; " + f.note;
   out.values = to_json(f);
   return out;
@@ -171,8 +172,11 @@ void emit(const TraceRanksReport& r, const std::string& path, FindingConsumer& o
       for (const auto x : g.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(x);
       text += (text.empty() ? "" : " | ") + std::string("ranks ") + ranks + ": " + g.sequence;
     }
-    out.finding({Severity::Divergence, "graph_rank_groups", {}, fg.fact + ": " + std::to_string(fg.groups.size()) +
-                                                                   " groups of ranks (" + text + ")", {}});
+    out.finding({Severity::Divergence,
+                 "graph_rank_groups",
+                 {},
+                 fg.fact + ": " + std::to_string(fg.groups.size()) + " groups of ranks (" + text + ")",
+                 {}});
   }
   for (const auto& f : r.findings) out.finding(rank_finding(f, ""));
   Verdict v;

@@ -532,15 +532,21 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
                           std::vector<std::string>& problems) {
   std::int32_t world = 0;
   for (const auto& rt : trace.ranks) world = std::max(world, rt.rank + 1);
-  if (!layout.mesh.empty()) {
-    if (layout.mesh_source.empty()) layout.mesh_source = "--mesh";
-    return layout;
-  }
+  const bool given = !layout.mesh.empty();
+  if (given && layout.mesh_source.empty()) layout.mesh_source = "--mesh";
+  const bool named = std::any_of(layout.mesh_names.begin(), layout.mesh_names.end(),
+                                 [](const std::string& n) { return !n.empty(); });
+  if (given && named) return layout;
   const auto specs = mesh_specs_in_trace(trace);
   auto mesh = mesh_from_specs(specs, world);
   if (!mesh) {
     const auto groups = groups_beside_trace(trace.path, problems);
     mesh = mesh_from_groups(groups, world);
+  }
+  if (given) {
+    // The override's shape with the artifacts' dimension names when the shapes agree.
+    if (mesh && mesh->shape == layout.mesh) layout.mesh_names = mesh->names;
+    return layout;
   }
   if (mesh) {
     layout.mesh = mesh->shape;
