@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "core/model/base/input_error.hpp"
 
@@ -191,15 +194,80 @@ std::vector<std::vector<std::int32_t>> mesh_factorizations(std::int32_t world) {
   return out;
 }
 
-std::vector<model::ProcessGroupConfig> groups_beside_trace(const std::string& trace_path,
-                                                           std::vector<std::string>& problems) {
-  std::vector<model::ProcessGroupConfig> out;
+namespace {
+
+std::vector<fs::path> run_dirs(const std::string& trace_path) {
   std::error_code ec;
   fs::path dir(trace_path);
   if (!fs::is_directory(dir, ec)) dir = dir.parent_path();
   std::vector<fs::path> dirs{dir};
   if (dir.filename() == "trace") dirs.push_back(dir.parent_path());
-  for (const auto& d : dirs) {
+  return dirs;
+}
+
+std::optional<MeshInfo> mesh_in_json(const nlohmann::json& j, std::int32_t world) {
+  const nlohmann::json* shape = nullptr;
+  const nlohmann::json* names = nullptr;
+  if (j.contains("mesh_shape")) {
+    shape = &j["mesh_shape"];
+    if (j.contains("mesh_dim_names")) names = &j["mesh_dim_names"];
+  } else if (j.contains("mesh") && j["mesh"].is_object() && j["mesh"].contains("shape")) {
+    shape = &j["mesh"]["shape"];
+    if (j["mesh"].contains("names")) names = &j["mesh"]["names"];
+  }
+  if (shape == nullptr || !shape->is_array() || shape->size() < 2) return std::nullopt;
+  MeshInfo m;
+  std::int64_t n = 1;
+  for (const auto& d : *shape) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() <= 0 || d.get<std::int64_t>() > (1 << 20))
+      return std::nullopt;
+    m.shape.push_back(d.get<std::int32_t>());
+    n *= m.shape.back();
+  }
+  if (n != world) return std::nullopt;
+  for (std::size_t d = 0; d < m.shape.size(); ++d)
+    m.names.push_back(names != nullptr && names->is_array() && d < names->size() && (*names)[d].is_string()
+                          ? (*names)[d].get<std::string>()
+                          : "");
+  return m;
+}
+
+}  // namespace
+
+std::optional<MeshInfo> mesh_from_manifest(const std::string& trace_path, std::int32_t world,
+                                           std::vector<std::string>& problems) {
+  for (const auto& d : run_dirs(trace_path)) {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      const auto name = e.path().filename().string();
+      if (name == "manifest.json" || (name.starts_with("rank") && name.ends_with("_meta.json")))
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      const auto j = nlohmann::json::parse(text.str(), nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        problems.push_back(f.string() + ": not a JSON object; not used for the mesh");
+        continue;
+      }
+      if (auto m = mesh_in_json(j, world)) {
+        m->source = "manifest " + f.filename().string();
+        return m;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<model::ProcessGroupConfig> groups_beside_trace(const std::string& trace_path,
+                                                           std::vector<std::string>& problems) {
+  std::vector<model::ProcessGroupConfig> out;
+  std::error_code ec;
+  for (const auto& d : run_dirs(trace_path)) {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(d, ec)) {
       const auto name = e.path().filename().string();

@@ -5,6 +5,7 @@
 //     or one-dimensional sub-meshes `DeviceMesh((tp=2), 'cuda', stride=(1,))` whose strides
 //     order the dimensions (row-major: the larger stride is the outer dimension);
 //   - Flight Recorder pg_config: groups described `mesh_<dim>` with their rank lists;
+//   - the run's manifest (manifest.json, rank<r>_meta.json) when it declares a mesh;
 //   - nothing: the factorizations of the world size are candidates (RankLayout::infer_world),
 //     and every finding that uses one says the mesh was inferred.
 // The result is a RankLayout's mesh, names and source.
@@ -49,6 +50,13 @@ std::vector<MeshSpec> mesh_specs_in_trace(const model::MultiRankTrace& trace);
 /// groups do not form a mesh over `world` ranks.
 std::optional<MeshInfo> mesh_from_groups(std::span<const model::ProcessGroupConfig> groups,
                                          std::int32_t world);
+
+/// The mesh a run's manifest declares: gparity's trace manifest.json (`mesh_shape`,
+/// `mesh_dim_names`) or a sample's rank<r>_meta.json (`mesh: {shape, names}`), looked for beside
+/// the trace (in its folder, or the parent of a trace/ folder). nullopt when none declares a mesh
+/// over `world` ranks; unreadable files are reported in `problems` and skipped.
+std::optional<MeshInfo> mesh_from_manifest(const std::string& trace_path, std::int32_t world,
+                                           std::vector<std::string>& problems);
 
 /// Factorizations of `world` into 2 and 3 dimensions, each > 1, outer dimensions first
 /// ({2, 2}, {4, 2}, {2, 4}, {2, 2, 2}, ...).

@@ -543,6 +543,7 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
     const auto groups = groups_beside_trace(trace.path, problems);
     mesh = mesh_from_groups(groups, world);
   }
+  if (!mesh) mesh = mesh_from_manifest(trace.path, world, problems);
   if (given) {
     // The override's shape with the artifacts' dimension names when the shapes agree.
     if (mesh && mesh->shape == layout.mesh) layout.mesh_names = mesh->names;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "core/model/formats/torch_trace.hpp"
@@ -13,6 +14,7 @@
 #include "diff/rank_classify.hpp"
 #include "tests/diff/graph_test_support.hpp"
 #include "tests/support/shared_data.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -462,6 +464,31 @@ TEST(GraphRanksMeshSample, TpGroupsAreProcessGroupParametric) {
     EXPECT_GT(pg, 4U) << run;
     EXPECT_NE(r.verdict, GraphVerdict::Divergent) << run;
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(GraphRanksMesh, ManifestDeclaresTheMesh) {
+  gparity::testing::TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "trace");
+  tmp.write("manifest.json",
+            R"({"world_size": 8, "mesh_shape": [2, 2, 2], "mesh_dim_names": ["pp", "dp", "tp"]})");
+  std::vector<std::string> problems;
+  const auto m = mesh_from_manifest((tmp.path() / "trace").string(), 8, problems);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->text(), "2x2x2 (pp, dp, tp)");
+  EXPECT_EQ(m->source, "manifest manifest.json");
+  EXPECT_FALSE(mesh_from_manifest((tmp.path() / "trace").string(), 4, problems));  // another world
+  gparity::testing::TempDir damaged;
+  damaged.write("rank0_meta.json", "{not json");
+  damaged.write("rank1_meta.json", R"({"mesh": {"shape": [2, 4], "names": ["dp", "tp"]}})");
+  std::vector<std::string> p2;
+  const auto meta = mesh_from_manifest(damaged.path().string(), 8, p2);
+  ASSERT_TRUE(meta);  // the damaged file is named, the next one still used
+  EXPECT_EQ(meta->text(), "2x4 (dp, tp)");
+  EXPECT_EQ(p2.size(), 1U);
 }
 
 }  // namespace
