@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/model/base/dtype.hpp"
@@ -237,6 +238,7 @@ struct Tally {
   std::size_t rooted = 0;      // root / non-root record pairs matched by the rooted rule
   std::size_t unfinished = 0;  // Flight Recorder entries not completed
   std::size_t graph_checked = 0, graph_mismatches = 0;
+  std::size_t p2p_pairs = 0;
   void see(Severity s) { worst = std::max(worst, s); }
 };
 
@@ -324,8 +326,15 @@ void check_across_ranks(const CollectiveRun& run, FindingConsumer& out, Tally& t
       ++t.rank_mismatches;
       ok = false;
     }
+    // Point-to-point ops differ by design between ranks (send here, recv there): check_p2p pairs them.
+    const auto collective_only = [](const CollectiveStream& s) {
+      CollectiveStream c = s;
+      std::erase_if(c.ops, [](const CollectiveOp& o) { return o.p2p; });
+      return c;
+    };
+    const CollectiveStream ref = collective_only(*holders[0].second);
     for (std::size_t k = 1; k < holders.size(); ++k)
-      ok = check_rank_pair(*holders[0].second, holders[0].first, *holders[k].second, holders[k].first, out,
+      ok = check_rank_pair(ref, holders[0].first, collective_only(*holders[k].second), holders[k].first, out,
                            t) &&
            ok;
     Check c;
@@ -335,6 +344,63 @@ void check_across_ranks(const CollectiveRun& run, FindingConsumer& out, Tally& t
                 std::to_string(holders.front().second->ops.size()) + " collectives on " +
                 rank_name(holders.front().first);
     out.check(c);
+  }
+}
+
+/// Point-to-point pairs as fr_trace matches them: the k-th send from a to b in a group pairs with
+/// the k-th recv on b from a; sizes and dtypes must agree; an op without its partner is named.
+void check_p2p(const CollectiveRun& run, FindingConsumer& out, Tally& t) {
+  struct Side {
+    std::int32_t rank;
+    const CollectiveOp* op;
+    std::string stream;
+  };
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t>,
+           std::pair<std::vector<Side>, std::vector<Side>>>
+      pairs;
+  for (const auto& rc : run.ranks)
+    for (const auto& s : rc.streams)
+      for (const auto& op : s.ops) {
+        if (!op.p2p || op.src < 0 || op.dst < 0) continue;
+        auto& slot = pairs[{op.group, op.src, op.dst}];
+        (op.kind == "send" ? slot.first : slot.second).push_back({rc.rank, &op, s.name});
+      }
+  const auto tensor = [](const CollectiveOp& o) {
+    return !o.input_shapes.empty()
+               ? o.input_shapes[0] + " " + (o.input_dtypes.empty() ? "?" : o.input_dtypes[0])
+               : (!o.output_shapes.empty() ? o.output_shapes[0] : "?");
+  };
+  for (const auto& [key, sr] : pairs) {
+    const auto& [group, src, dst] = key;
+    const auto& [sends, recvs] = sr;
+    const std::size_t n = std::min(sends.size(), recvs.size());
+    for (std::size_t k = 0; k < n; ++k) {
+      ++t.p2p_pairs;
+      if (tensor(*sends[k].op) == tensor(*recvs[k].op)) continue;
+      Finding f =
+          make_finding(Severity::Divergence, "collective_p2p_mismatch", recvs[k].rank, recvs[k].stream,
+                       "send #" + std::to_string(k + 1) + " " + std::to_string(src) + "->" +
+                           std::to_string(dst) + " in group '" + group + "' sends " + tensor(*sends[k].op) +
+                           " (" + rank_name(sends[k].rank) + ", " + sends[k].op->where + ") but " +
+                           rank_name(recvs[k].rank) + " receives " + tensor(*recvs[k].op));
+      f.where.node = recvs[k].op->where;
+      out.finding(f);
+      t.see(f.severity);
+      ++t.rank_mismatches;
+    }
+    const auto& rest = sends.size() > n ? sends : recvs;
+    for (std::size_t k = n; k < rest.size(); ++k) {
+      const bool send = &rest == &sends;
+      Finding f = make_finding(Severity::Divergence, "collective_p2p_unmatched", rest[k].rank, rest[k].stream,
+                               std::string(send ? "send" : "recv") + " #" + std::to_string(k + 1) + " " +
+                                   std::to_string(src) + "->" + std::to_string(dst) + " in group '" + group +
+                                   "' on " + rank_name(rest[k].rank) + " has no matching " +
+                                   (send ? "recv" : "send") + " (" + rest[k].op->where + ")");
+      f.where.node = rest[k].op->where;
+      out.finding(f);
+      t.see(f.severity);
+      ++t.rank_mismatches;
+    }
   }
 }
 
@@ -704,6 +770,31 @@ CollectiveStream collectives_from_graph(const model::Graph& g, std::string name)
   return s;
 }
 
+namespace {
+
+/// "send 0->1" -> kind send, src 0, dst 1; "recv 1<-0" -> kind recv, src 0, dst 1.
+void parse_p2p(CollectiveOp& op) {
+  const auto space = op.kind.find(' ');
+  if (space == std::string::npos) return;
+  const std::string peers = op.kind.substr(space + 1);
+  op.kind = op.kind.substr(0, space);
+  const auto arrow = peers.find("->");
+  const auto back = peers.find("<-");
+  try {
+    if (arrow != std::string::npos) {
+      op.src = std::stoll(peers.substr(0, arrow));
+      op.dst = std::stoll(peers.substr(arrow + 2));
+    } else if (back != std::string::npos) {
+      op.dst = std::stoll(peers.substr(0, back));
+      op.src = std::stoll(peers.substr(back + 2));
+    }
+  } catch (const std::exception&) {
+    op.src = op.dst = -1;
+  }
+}
+
+}  // namespace
+
 std::vector<CollectiveStream> collectives_from_flight_recorder(const model::FlightRecorderDump& d) {
   std::vector<std::string> names;
   for (const auto& g : d.groups) names.push_back(g.name);
@@ -722,7 +813,11 @@ std::vector<CollectiveStream> collectives_from_flight_recorder(const model::Flig
       if (desc.empty()) desc = e->pg_desc;
       CollectiveOp op;
       op.kind = std::string(e->op());
-      if (e->is_p2p) op.params = "p2p";
+      if (e->is_p2p) {
+        op.params = "p2p";
+        op.p2p = true;
+        parse_p2p(op);
+      }
       for (const auto& dims : e->input_sizes) op.input_shapes.push_back(dims_text(dims));
       for (const auto& dims : e->output_sizes) op.output_shapes.push_back(dims_text(dims));
       for (const auto& t : e->input_dtypes) op.input_dtypes.push_back(canonical_dtype(t));
@@ -892,6 +987,7 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
   if (baseline != nullptr) problems(*baseline);
   problems(run);
   check_across_ranks(run, out, t);
+  check_p2p(run, out, t);
   check_states(run, out, t);
   cross_check_graphs(run, out, t);
   if (baseline != nullptr) check_against_baseline(*baseline, run, out, t);
@@ -923,6 +1019,7 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
             {"removed", t.removed},
             {"rooted_pairs", t.rooted},
             {"not_completed", t.unfinished},
+            {"p2p_pairs", t.p2p_pairs},
             {"graphs_checked", t.graph_checked},
             {"graph_mismatches", t.graph_mismatches}};
   out.end(v);

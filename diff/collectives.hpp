@@ -28,8 +28,13 @@ struct CollectiveOp {
   std::vector<std::string> input_dtypes;  // canonical names ("float32")
   std::vector<std::string> output_shapes;
   std::vector<std::string> output_dtypes;
-  std::string group;      // process-group name
-  std::string state;      // Flight Recorder: "scheduled", "started", "completed"; "" for graphs
+  std::string group;  // process-group name
+  std::string state;  // Flight Recorder: "scheduled", "started", "completed"; "" for graphs
+  /// Point-to-point (Flight Recorder `is_p2p`): "send" / "recv" with the peers its profiling
+  /// name gives ("nccl:send 0->1", "nccl:recv 1<-0"; -1 when not given). P2P ops are paired
+  /// send-to-recv across ranks instead of compared position by position.
+  bool p2p = false;
+  std::int64_t src = -1, dst = -1;
   std::int64_t seq = 0;   // Flight Recorder collective_seq_id; 0 for graphs
   std::string where;      // "record 12" or the node name
   std::int64_t line = 0;  // the node's line in the log (graphs)

@@ -393,4 +393,49 @@ TEST(CollectivesMeshSample, NoCollectiveMismatchInTheFlightRecorderDumps) {
   }
 }
 
+CollectiveRun p2p_run(std::int64_t recv_numel, int sends) {
+  CollectiveRun run;
+  for (std::int32_t r = 0; r < 2; ++r) {
+    gparity::model::FlightRecorderDump d;
+    d.rank = r;
+    d.groups.push_back({"0", "0", "default_pg", {0, 1}});
+    for (int k = 0; k < (r == 0 ? sends : 1); ++k) {
+      gparity::model::FlightRecorderEntry e;
+      e.record_id = k;
+      e.pg_name = "0";
+      e.is_p2p = true;
+      e.p2p_seq_id = k + 1;
+      e.profiling_name = r == 0 ? "nccl:send 0->1" : "nccl:recv 1<-0";
+      e.input_sizes = {{r == 0 ? 64 : recv_numel}};
+      e.input_dtypes = {"Float"};
+      e.state = "completed";
+      d.entries.push_back(e);
+    }
+    RankCollectives rc;
+    rc.rank = r;
+    rc.streams = collectives_from_flight_recorder(d);
+    run.ranks.push_back(rc);
+  }
+  return run;
+}
+
+TEST(CollectivesP2p, SendPairsWithThePeersRecv) {
+  const auto run = p2p_run(64, 1);
+  ASSERT_EQ(run.ranks[0].streams[0].ops[0].kind, "send");
+  EXPECT_EQ(run.ranks[1].streams[0].ops[0].src, 0);
+  EXPECT_EQ(run.ranks[1].streams[0].ops[0].dst, 1);
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 0);  // send on 0, recv on 1: not a rank mismatch
+  EXPECT_EQ(c.verdict.data["p2p_pairs"], 1);
+}
+
+TEST(CollectivesP2p, SizeMismatchAndUnmatchedSendAreNamed) {
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(p2p_run(32, 1), nullptr, c), 1);
+  EXPECT_EQ(count_kind(c, "collective_p2p_mismatch"), 1U);
+  CollectingConsumer c2;
+  EXPECT_EQ(report_collectives(p2p_run(64, 2), nullptr, c2), 1);
+  EXPECT_EQ(count_kind(c2, "collective_p2p_unmatched"), 1U);
+}
+
 }  // namespace
