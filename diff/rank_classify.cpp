@@ -421,6 +421,24 @@ class Classifier {
     return key.second == "kwargs.group_name" || (pg >= 0 && key.second == "args[" + std::to_string(pg) + "]");
   }
 
+  /// A rank that uses a group name whose Flight Recorder rank list does not hold it; "" when
+  /// every name the pg_config knows holds its ranks.
+  std::string group_contradiction(const std::vector<std::int32_t>& ranks,
+                                  const std::vector<std::string>& names) const {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      std::string name = names[i];
+      if (name.size() >= 2 && (name.front() == '\'' || name.front() == '"'))
+        name = name.substr(1, name.size() - 2);
+      for (const auto& [gname, granks] : layout_.group_ranks) {
+        if (gname != name) continue;
+        if (std::find(granks.begin(), granks.end(), ranks[i]) == granks.end())
+          return "the Flight Recorder pg_config's group '" + name + "' does not hold rank " +
+                 std::to_string(ranks[i]);
+      }
+    }
+    return "";
+  }
+
   /// Group names that partition the ranks into the slices of one mesh dimension.
   void process_group(const std::vector<PerRank>& values, RankFinding& f) const {
     std::vector<std::int32_t> ranks;
@@ -443,8 +461,12 @@ class Classifier {
     for (std::size_t k = 0; k < layouts.size(); ++k) {
       const auto d = slice_dimension(ranks, names, layouts[k]);
       if (!d) continue;
-      f.cls = FindingClass::ProcessGroupParametric;
       const auto dim = layouts[k].dim_name(*d);
+      if (const auto contradiction = group_contradiction(ranks, names); !contradiction.empty()) {
+        f.note = "one group name per " + dim + " slice, but " + contradiction;
+        return;  // stays divergent
+      }
+      f.cls = FindingClass::ProcessGroupParametric;
       f.note = "one group per " + dim + " slice (mesh " +
                (inferred[k].empty() ? shape_text(layouts[k].mesh) : inferred[k]) +
                "): compile on one rank only if the group is resolved through the DeviceMesh (mesh[\"" + dim +
@@ -536,13 +558,13 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
   if (given && layout.mesh_source.empty()) layout.mesh_source = "--mesh";
   const bool named = std::any_of(layout.mesh_names.begin(), layout.mesh_names.end(),
                                  [](const std::string& n) { return !n.empty(); });
+  const auto groups = groups_beside_trace(trace.path, problems);
+  for (const auto& g : groups)
+    if (!g.ranks.empty()) layout.group_ranks.emplace_back(g.name, g.ranks);
   if (given && named) return layout;
   const auto specs = mesh_specs_in_trace(trace);
   auto mesh = mesh_from_specs(specs, world);
-  if (!mesh) {
-    const auto groups = groups_beside_trace(trace.path, problems);
-    mesh = mesh_from_groups(groups, world);
-  }
+  if (!mesh) mesh = mesh_from_groups(groups, world);
   if (!mesh) mesh = mesh_from_manifest(trace.path, world, problems);
   if (given) {
     // The override's shape with the artifacts' dimension names when the shapes agree.

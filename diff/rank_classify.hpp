@@ -53,6 +53,9 @@ struct RankLayout {
   /// Where the mesh came from: "--mesh", "DeviceMesh in graph payloads", "Flight Recorder
   /// pg_config", "inferred from world size 4" (then several shapes may have been tried).
   std::string mesh_source;
+  /// Process-group name -> its ranks, from the Flight Recorder pg_config beside the trace;
+  /// process-group-parametric findings are checked against it when it names the group.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> group_ranks;
   /// No mesh known: fit_affine tries the factorizations of this world size (0: do not).
   std::int32_t infer_world = 0;
   [[nodiscard]] std::string dim_name(std::size_t d) const;

@@ -383,6 +383,18 @@ TEST(GraphRanksMesh, TpGroupNamedPerSliceIsProcessGroupParametric) {
   EXPECT_NE(cd.findings[0].note.find("one group per dp slice"), std::string::npos) << cd.findings[0].note;
 }
 
+TEST(GraphRanksMesh, FlightRecorderGroupRanksConfirmOrContradictTheSlices) {
+  auto layout = mesh_2x2x2();
+  const auto gs = collective_graphs(8, [](int r) { return std::to_string(4 + r / 2); });
+  layout.group_ranks = {{"4", {0, 1}}, {"5", {2, 3}}};
+  EXPECT_EQ(classify(gs, layout).verdict, GraphVerdict::ProcessGroupParametric);
+  layout.group_ranks = {{"5", {0, 1}}};  // the pg_config says group '5' is ranks 0, 1: rank 2 cannot use it
+  const auto c = classify(gs, layout);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_NE(c.findings[0].note.find("does not hold rank 2"), std::string::npos) << c.findings[0].note;
+}
+
 TEST(GraphRanksMesh, GroupNamesThatAreNoMeshSliceStayDivergent) {
   const auto layout = mesh_2x2x2();
   // Rank 3 uses another group than its tp partner rank 2: a real difference.
