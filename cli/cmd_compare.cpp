@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
 #include "core/model/run/run_source.hpp"
+#include "diff/checkpoint_compare.hpp"
 #include "diff/run_compare.hpp"
 
 namespace gparity::cli {
@@ -22,6 +23,7 @@ struct CompareArgs {
   std::int64_t first_step = 0;
   std::int64_t last_step = 0;
   unsigned threads = 0;
+  bool allow_incomplete = false;
 };
 
 }  // namespace
@@ -31,7 +33,14 @@ void add_report_options(CLI::App& cmd, ReportOptions& r) {
   cmd.add_option("--junit", r.junit, "Also write JUnit XML (a test case per check and rank) to FILE");
   cmd.add_option("--markdown", r.markdown, "Also write a Markdown report (CI job summary) to FILE");
   cmd.add_option("--json-file", r.json_file, "Also write the JSON report to FILE");
+  cmd.add_option("--html", r.html, "Also write a self-contained HTML report to FILE");
   cmd.add_flag("-v,--verbose", r.verbose, "Show informational findings too");
+}
+
+void add_allow_incomplete(CLI::App& cmd, bool& flag) {
+  cmd.add_flag("--allow-incomplete", flag,
+               "Do not fail on missing evidence (failure events, killed or missing ranks, declared steps not "
+               "recorded): still reported, and every report names this flag. Nothing compared stays exit 2");
 }
 
 void register_compare(CLI::App& app, Action& action) {
@@ -42,7 +51,10 @@ void register_compare(CLI::App& app, Action& action) {
       "parameter hash, bitwise unless a tolerance is named. Runs: trace directories (docs/trace-format.md), "
       "folders of reference rank<r>.jsonl files, TensorBoard event files (events.out.tfevents.*, or "
       "folders of them / of rank_<r>/ folders), or torchtitan console logs (rounded: cannot prove "
-      "bitwise parity).");
+      "bitwise parity). Exit 0 parity, 1 divergence or INCOMPLETE evidence (failure events, killed or "
+      "missing ranks, declared steps not recorded; docs/gate.md), 2 bad input or nothing compared. "
+      "Checkpoints (DCP folders, .safetensors files, or run folders of step-<n> "
+      "checkpoints) are compared per parameter, whatever their parallel layout (docs/checkpoints.md).");
   cmd->add_option("BASELINE", a->baseline, "Baseline run")->required();
   cmd->add_option("CANDIDATE", a->candidate, "Candidate run")->required();
   auto* ulp = cmd->add_option("--ulp", a->ulp, "Accept loss/grad_norm within N ULP (named in the report)");
@@ -51,6 +63,7 @@ void register_compare(CLI::App& app, Action& action) {
   auto* first = cmd->add_option("--first-step", a->first_step, "Compare from this step on");
   auto* last = cmd->add_option("--last-step", a->last_step, "Compare up to this step");
   cmd->add_option("--threads", a->threads, "Worker threads over ranks (0: all cores)");
+  add_allow_incomplete(*cmd, a->allow_incomplete);
   add_report_options(*cmd, a->report);
   cmd->callback([a, ulp, rtol, atol, first, last, &action] {
     diff::CompareOptions o;
@@ -60,7 +73,12 @@ void register_compare(CLI::App& app, Action& action) {
     if (first->count()) o.first_step = a->first_step;
     if (last->count()) o.last_step = a->last_step;
     o.threads = a->threads;
+    o.allow_incomplete = a->allow_incomplete;
     action = [a, o] {
+      if (diff::is_checkpoint_path(a->baseline) && diff::is_checkpoint_path(a->candidate)) {
+        ReportSinks sinks(a->report, "gparity.compare");
+        return diff::compare_checkpoints(a->baseline, a->candidate, {o.threads}, sinks.consumer());
+      }
       const auto base = model::open_run(a->baseline);
       const auto cand = model::open_run(a->candidate);
       ReportSinks sinks(a->report, "gparity.compare");

@@ -11,6 +11,7 @@
 #include "cli/report_options.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
+#include "diff/checkpoint_compare.hpp"
 #include "diff/gate_policy.hpp"
 
 namespace gparity::cli {
@@ -21,6 +22,7 @@ struct GateArgs {
   std::string baseline;
   std::string candidate;
   std::string out_dir = "gparity-gate";
+  bool allow_incomplete = false;
   ReportOptions report;
 };
 
@@ -33,13 +35,16 @@ void register_gate(CLI::App& app, Action& action) {
       "CI parity gate: compare --candidate against --baseline (bitwise, every rank, step and parameter) or "
       "as a "
       "policy file says (docs/gate.md); writes JUnit XML, Markdown and JSON reports. Exit 0 parity, 1 "
-      "divergence, 2 bad input.");
+      "divergence or incomplete evidence (a failure, a killed or missing rank, a declared step not recorded, "
+      "a policy minimum not met), 2 bad input or nothing compared.");
   cmd->add_option("--policy", a->policy, "Policy file (JSON, docs/gate.md)");
   cmd->add_option("--baseline", a->baseline, "Baseline run (overrides the policy)");
   cmd->add_option("--candidate", a->candidate, "Candidate run (overrides the policy)");
-  cmd->add_option("--out", a->out_dir,
-                  "Folder for the reports the policy does not place: junit.xml, report.md, report.json")
+  cmd->add_option(
+         "--out", a->out_dir,
+         "Folder for the reports the policy does not place: junit.xml, report.md, report.json, report.html")
       ->capture_default_str();
+  add_allow_incomplete(*cmd, a->allow_incomplete);
   add_report_options(*cmd, a->report);
   cmd->callback([a, &action] {
     action = [a] {
@@ -66,11 +71,13 @@ void register_gate(CLI::App& app, Action& action) {
       pick(r.junit, p.junit, "junit.xml");
       pick(r.markdown, p.markdown, "report.md");
       pick(r.json_file, p.json, "report.json");
-      for (const auto& f : {r.junit, r.markdown, r.json_file}) {
+      pick(r.html, p.html, "report.html");
+      for (const auto& f : {r.junit, r.markdown, r.json_file, r.html}) {
         const auto parent = std::filesystem::path(f).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent);
       }
       p.options.title = "gparity gate";
+      p.options.allow_incomplete = p.options.allow_incomplete || a->allow_incomplete;
       for (const auto& [argv, which] : {std::pair{&p.baseline_command, "baseline command"},
                                         std::pair{&p.candidate_command, "candidate command"}}) {
         if (argv->empty()) continue;
@@ -78,14 +85,20 @@ void register_gate(CLI::App& app, Action& action) {
                   << ")\n";
         diff::run_gate_command(*argv, p.command_dir, a->policy + ": " + which);
       }
-      const auto base = model::open_run(p.baseline);
-      const auto cand = model::open_run(p.candidate);
       int rc = 0;
-      {
+      if (diff::is_checkpoint_path(p.baseline) && diff::is_checkpoint_path(p.candidate)) {
+        ReportSinks sinks(r, "gparity.gate");  // checkpoints: per-parameter bitwise comparison
+        rc = diff::compare_checkpoints(p.baseline, p.candidate, {p.options.threads, p.options.title},
+                                       sinks.consumer());
+      } else {
+        const auto base = model::open_run(p.baseline);
+        const auto cand = model::open_run(p.candidate);
         ReportSinks sinks(r, "gparity.gate");
         rc = diff::compare_runs(base, cand, p.options, sinks.consumer());
       }
-      if (!r.json) std::cout << "reports: " << r.junit << ", " << r.markdown << ", " << r.json_file << '\n';
+      if (!r.json)
+        std::cout << "reports: " << r.junit << ", " << r.markdown << ", " << r.json_file << ", " << r.html
+                  << '\n';
       return rc;
     };
   });

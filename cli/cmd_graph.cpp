@@ -217,6 +217,8 @@ void register_graph(CLI::App& app, Action& action) {
   export_cmd->add_option("--format", eo->format, "json or dot")->check(CLI::IsMember({"json", "dot"}));
   export_cmd->add_option("-o,--output", eo->output, "Output file (default: stdout)");
   export_cmd->callback([eo, &action] { action = [eo] { return export_graph(*eo); }; });
+
+  register_graph_hoist(*graph, action);
 }
 
 }  // namespace gparity::cli

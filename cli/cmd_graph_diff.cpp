@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/torch_trace.hpp"
@@ -254,8 +255,30 @@ struct DevicesOptions {
   diff::GraphSelection sel;
   std::string compile;
   std::optional<std::int32_t> target;
+  std::int32_t ranks_per_node = 0;
+  GroupOptions groups;
   bool json = false;
 };
+
+void print_hoist(const diff::DeviceReport& r, std::int32_t from, std::int32_t to, std::size_t groups,
+                 bool colour) {
+  std::size_t annotations = 0;
+  for (const auto& c : r.hoist) annotations += c.kind == model::HoistChangeKind::Annotation ? 1 : 0;
+  std::cout << "hoisting rank " << from << " -> rank " << to << ": " << r.hoist.size() - annotations
+            << " literal and group changes, " << annotations << " annotations, " << r.unresolved.size()
+            << " unresolved (" << groups << " known process groups)\n";
+  for (const auto& c : r.hoist) {
+    if (c.kind == model::HoistChangeKind::Annotation) continue;
+    std::cout << "  " << paint(model::hoist_change_kind_name(c.kind), Colour::Green, colour) << "  "
+              << (c.graph.empty() ? "" : c.graph + ".") << c.node << " (" << c.target << ") " << c.field
+              << ": " << c.from << " -> " << c.to << '\n';
+  }
+  for (const auto& p : r.unresolved) {
+    std::cout << "  " << paint("unresolved", Colour::Red, colour) << "  "
+              << (p.graph.empty() ? "" : p.graph + ".") << p.node << " (" << p.target << ") " << p.field
+              << ": " << p.text << ": " << p.message << '\n';
+  }
+}
 
 int run_devices(DevicesOptions o) {
   if (!o.compile.empty()) {
@@ -263,10 +286,23 @@ int run_devices(DevicesOptions o) {
     if (!o.sel.compile) throw model::InputError("--compile-id", "malformed compile id '" + o.compile + "'");
   }
   const auto g = diff::load_graph(o.sel);
-  const auto r = diff::check_devices(g.graph, g.rank, o.target);
+  diff::DeviceCheckOptions dco;
+  dco.rank = g.rank;
+  if (o.target && !dco.rank) dco.rank = 0;  // plain FX text: captured on rank 0 unless --rank says
+  dco.target_rank = o.target;
+  dco.ranks_per_node = o.ranks_per_node;
+  std::vector<std::string> dumps;
+  model::ProcessGroupTable table;
+  if (o.target) table = o.groups.load(o.sel.path, dumps);
+  dco.groups = &table;
+  const auto r = diff::check_devices(g.graph, dco);
   if (o.json) {
     auto j = diff::to_json(r);
     j["graph"] = g.label;
+    if (r.hoisted) {
+      j["hoist"] = diff::hoist_to_json(r.hoist, r.unresolved);
+      j["hoist"]["flight_recorder"] = dumps;
+    }
     std::cout << j.dump(2) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
@@ -279,11 +315,7 @@ int run_devices(DevicesOptions o) {
       if (!f.source.empty()) std::cout << "  [" << f.source << "]";
       std::cout << '\n';
     }
-    if (o.target) {
-      std::cout << r.remaps.size() << " remaps to load on rank " << *o.target << ":\n";
-      for (const auto& m : r.remaps)
-        std::cout << "  " << m.node << ' ' << m.field << ": cuda:" << m.from << " -> cuda:" << m.to << '\n';
-    }
+    if (r.hoisted) print_hoist(r, *dco.rank, *o.target, table.groups().size(), colour);
   }
   return r.findings.empty() ? kExitParity : kExitDivergence;
 }
@@ -339,7 +371,10 @@ void register_graph_diff(CLI::App& app, Action& action) {
   dev->add_option("--rank", dv->sel.rank, "Rank the graph was captured on (TORCH_TRACE: which rank to read)");
   dev->add_option("--graph", dv->sel.kind, "Graph kind to pick");
   dev->add_option("--compile-id", dv->compile, "Compile id to pick");
-  dev->add_option("--target-rank", dv->target, "List what must be remapped to load the graph on this rank");
+  dev->add_option("--target-rank,--to-rank", dv->target,
+                  "Report what device hoisting (`graph hoist`) would change to load the graph on this rank");
+  dev->add_option("--ranks-per-node", dv->ranks_per_node, "Local device = rank % N (default: the rank)");
+  dv->groups.add_to(dev);
   dev->add_flag("--json", dv->json, "Machine-readable output");
   dev->callback([dv, &action] { action = [dv] { return run_devices(*dv); }; });
 }

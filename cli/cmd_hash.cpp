@@ -1,4 +1,5 @@
-// `gparity hash FILE...`: per-tensor XXH3-64 and shard-invariant hashes of checkpoints.
+// `gparity hash PATH...`: per-tensor XXH3-64 and shard-invariant hashes of checkpoints
+// (.safetensors files, DCP checkpoint folders) and of plain files.
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -17,6 +18,7 @@ namespace {
 struct HashOptions {
   std::vector<std::string> files;
   bool json = false;
+  unsigned threads = 0;
 };
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -38,9 +40,11 @@ nlohmann::json to_json(const std::vector<model::FileDigest>& files) {
                          {"dtype", dtype_text(t)},
                          {"shape", t.shape},
                          {"xxh3", hash::to_hex(t.xxh3)},
-                         {"shard_hash", hash::to_hex(t.shard_hash)}});
+                         {"shard_hash", hash::to_hex(t.shard_hash)},
+                         {"layout", t.layout}});
     }
-    out.push_back({{"path", f.path}, {"format", f.format}, {"tensors", tensors}});
+    out.push_back(
+        {{"path", f.path}, {"format", f.format}, {"tensors", tensors}, {"other_entries", f.other_entries}});
   }
   return out;
 }
@@ -61,12 +65,14 @@ void print_text(const std::vector<model::FileDigest>& files) {
       return s;
     };
     std::cout << "  " << pad("name", name_w) << "  " << pad("dtype", 9) << "  " << pad("shape", shape_w)
-              << "  " << pad("xxh3", 16) << "  shard_hash\n";
+              << "  " << pad("xxh3", 16) << "  shard_hash" << (f.format == "dcp" ? "        layout" : "")
+              << "\n";
     for (const auto& t : f.tensors) {
       std::cout << "  " << pad(t.name, name_w) << "  " << pad(dtype_text(t), 9) << "  "
                 << pad(shape_text(t.shape), shape_w) << "  " << hash::to_hex(t.xxh3) << "  "
-                << hash::to_hex(t.shard_hash) << '\n';
+                << hash::to_hex(t.shard_hash) << (f.format == "dcp" ? "  " + t.layout : "") << '\n';
     }
+    for (const auto& e : f.other_entries) std::cout << "  " << e << "  (not a tensor)\n";
   }
 }
 
@@ -74,18 +80,20 @@ void print_text(const std::vector<model::FileDigest>& files) {
 
 void register_hash(CLI::App& app, Action& action) {
   auto opts = std::make_shared<HashOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("hash",
-                         "Hash every tensor of .safetensors checkpoints (and plain files as raw bytes): "
-                         "XXH3-64 and the shard-invariant hash (docs/hashing.md).");
-  cmd->add_option("FILE", opts->files, "Files to hash")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "hash",
+      "Hash every tensor of .safetensors checkpoints and DCP checkpoint folders (and plain "
+      "files as raw bytes): XXH3-64 of the full tensor and the shard-invariant hash "
+      "(docs/hashing.md, docs/checkpoints.md).");
+  cmd->add_option("PATH", opts->files, "Files or DCP checkpoint folders to hash")->required();
+  cmd->add_option("--threads", opts->threads, "Threads for DCP checkpoints (0 = all cores)");
   cmd->add_flag("--json", opts->json, "Machine-readable output");
   cmd->callback([opts, &action] {
     action = [opts] {
       std::vector<model::FileDigest> digests;
       ProgressBar progress("hashing", opts->files.size());
       for (const auto& f : opts->files) {
-        digests.push_back(model::hash_file(f));
+        digests.push_back(model::hash_file(f, {opts->threads}));
         progress.update(digests.size(), f);
       }
       progress.finish();

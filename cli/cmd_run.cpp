@@ -20,6 +20,7 @@
 #include "cli/terminal.hpp"
 #include "core/runtime/launcher.hpp"
 #include "core/runtime/runner.hpp"
+#include "core/runtime/static_inputs.hpp"
 
 namespace gparity::cli {
 namespace {
@@ -110,6 +111,9 @@ int run_one_rank(const RunCliOptions& o) {
                                   {"mean_recorder_ns", summary.mean_recorder_ns},
                                   {"median_step_ns", summary.median_step_ns},
                                   {"median_recorder_ns", summary.median_recorder_ns},
+                                  {"peak_allocated", summary.peak_allocated},
+                                  {"peak_reserved", summary.peak_reserved},
+                                  {"graph_replays", summary.graph_replays},
                                   {"out", o.run.out_dir.string()}}
                        .dump()
                 << std::endl;
@@ -125,6 +129,14 @@ int run_one_rank(const RunCliOptions& o) {
   } catch (const std::invalid_argument& e) {
     progress.finish();
     std::cerr << "gparity: error: " << e.what() << std::endl;
+    return kExitBadInput;
+  } catch (const runtime::CudaGraphCheckFailure& e) {
+    progress.finish();
+    std::cerr << "gparity: error: rank " << env.rank << ": " << e.what() << std::endl;
+    return kExitBadInput;
+  } catch (const std::exception& e) {  // a failed capture, a CUDA error: said, not a crash
+    progress.finish();
+    std::cerr << "gparity: error: rank " << env.rank << ": " << e.what() << std::endl;
     return kExitBadInput;
   }
 }
@@ -210,6 +222,21 @@ void register_run(CLI::App& app, Action& action) {
   cmd->add_option("--hidden", m.hidden, "MLP width")->capture_default_str()->group("Model");
   cmd->add_option("--seq-len", m.seq_len, "Tokens per sequence")->capture_default_str()->group("Model");
   cmd->add_option("--batch", m.batch, "Sequences per rank per step")->capture_default_str()->group("Model");
+  cmd->add_flag("--cuda-graph", r.cuda_graph,
+                "Capture forward and backward (NCCL collectives included) into CUDA graphs after the warm-up "
+                "steps and replay them every later step (--device cuda; docs/cuda-graphs.md)")
+      ->group("CUDA graphs");
+  cmd->add_option("--cuda-graph-warmup", r.cuda_graph_warmup,
+                  "Eager steps on the capture stream before capturing")
+      ->capture_default_str()
+      ->group("CUDA graphs");
+  cmd->add_flag(
+         "--cuda-graph-check", r.cuda_graph_check,
+         "Before each replay, check every static input's address, shape and dtype and every non-tensor "
+         "argument against capture time; stop naming the first that changed")
+      ->group("CUDA graphs");
+  // Hidden, for tests: reallocates the first parameter at the start of this (replayed) step.
+  cmd->add_option("--cuda-graph-plant-violation", r.cuda_graph_plant_violation)->group("");
   cmd->add_option("--inject-fault", o->fault, "Testing: KIND:RANK:STEP with KIND kill, hang or exit")
       ->group("Testing");
   cmd->add_flag("--json", o->json, "Machine-readable summary line per rank");

@@ -24,6 +24,8 @@ void register_run(CLI::App& app, Action& action);
 void register_graph(CLI::App& app, Action& action);
 /// Adds `ranks`, `diff` and `devices` under `graph` (creating `graph` if no one did).
 void register_graph_diff(CLI::App& app, Action& action);
+/// Adds `hoist` under the `graph` subcommand (cmd_graph_hoist.cpp).
+void register_graph_hoist(CLI::App& graph, Action& action);
 void register_compare(CLI::App& app, Action& action);
 void register_gate(CLI::App& app, Action& action);
 void register_collectives(CLI::App& app, Action& action);

@@ -33,6 +33,7 @@ ReportSinks::ReportSinks(const ReportOptions& o, const std::string& junit_suite)
   if (!o.junit.empty())
     impl_->consumers.push_back(diff::make_junit_reporter(impl_->open(o.junit), junit_suite));
   if (!o.markdown.empty()) impl_->consumers.push_back(diff::make_markdown_reporter(impl_->open(o.markdown)));
+  if (!o.html.empty()) impl_->consumers.push_back(diff::make_html_reporter(impl_->open(o.html)));
   for (auto& c : impl_->consumers) fan_.add(*c);
 }
 

@@ -19,7 +19,11 @@ struct ReportOptions {
   std::string junit;     // file
   std::string markdown;  // file
   std::string json_file;
+  std::string html;  // file
 };
+
+/// --allow-incomplete (cmd_compare.cpp): missing evidence is reported but does not fail.
+void add_allow_incomplete(CLI::App& cmd, bool& flag);
 
 /// Owns the consumers and their files; `consumer()` fans out to all of them.
 class ReportSinks {

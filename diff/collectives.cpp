@@ -10,6 +10,7 @@
 
 #include "core/model/base/dtype.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/formats/flight_recorder_pickle.hpp"
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/trace_facts.hpp"
 
@@ -179,7 +180,8 @@ bool is_trace_log(const fs::path& p) {
 
 bool is_flight_recorder(const fs::path& p) {
   const auto name = p.filename().string();
-  return name.starts_with("rank") && name.ends_with("_flight_recorder.json");
+  return (name.starts_with("rank") && name.ends_with("_flight_recorder.json")) ||
+         model::is_flight_recorder_pickle(p.string());  // pickled dumps, by content
 }
 
 /// Reads what a folder holds; false when it holds neither kind of file.
@@ -848,7 +850,7 @@ CollectiveRun load_collectives(std::span<const std::string> paths) {
                                 "no rank<r>_flight_recorder.json and no TORCH_TRACE log here or in trace/");
     } else if (!fs::exists(path, ec)) {
       throw model::InputError(p, "no such file or directory");
-    } else if (path.extension() == ".json") {
+    } else if (path.extension() == ".json" || model::is_flight_recorder_pickle(p)) {
       add_flight_recorder(run, p);
     } else {
       add_torch_trace(run, p);

@@ -6,6 +6,7 @@ std::string_view severity_name(Severity s) noexcept {
   switch (s) {
     case Severity::Info: return "info";
     case Severity::Warning: return "warning";
+    case Severity::Incomplete: return "incomplete";
     case Severity::Divergence: return "divergence";
     case Severity::Error: return "error";
   }
@@ -66,7 +67,8 @@ void FanOutConsumer::end(const Verdict& v) {
 int exit_code_for(Severity worst) noexcept {
   switch (worst) {
     case Severity::Error: return 2;
-    case Severity::Divergence: return 1;
+    case Severity::Divergence:
+    case Severity::Incomplete: return 1;
     default: return 0;
   }
 }

@@ -18,6 +18,8 @@ namespace gparity::diff {
 enum class Severity : std::uint8_t {
   Info,        // context: what was compared, how
   Warning,     // weakens the result (rounded values, truncated tail) but is not a divergence
+  Incomplete,  // evidence is missing (a failure, a killed or missing rank, an unrecorded step): exit 1
+               // unless the comparison allows incomplete evidence (named in every report)
   Divergence,  // the runs differ: exit 1
   Error,       // damaged or unusable input: exit 2
 };
@@ -106,7 +108,7 @@ class CollectingConsumer final : public FindingConsumer {
   Verdict verdict;
 };
 
-/// Exit code implied by the worst severity seen: Error 2, Divergence 1, else 0.
+/// Exit code implied by the worst severity seen: Error 2, Divergence and Incomplete 1, else 0.
 int exit_code_for(Severity worst) noexcept;
 
 }  // namespace gparity::diff

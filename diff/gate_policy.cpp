@@ -114,8 +114,10 @@ void run_gate_command(std::span<const std::string> argv, const std::string& dir,
 GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   const json j = model::parse_json(text, source);
   if (!j.is_object()) throw InputError(source, "policy is not a JSON object");
-  check_keys(j, {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description"}, source,
-             "the policy");
+  check_keys(j,
+             {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description", "require",
+              "allow_incomplete"},
+             source, "the policy");
   GatePolicy p;
   run_field(j, "baseline", source, p.baseline, p.baseline_command);
   run_field(j, "candidate", source, p.candidate, p.candidate_command);
@@ -166,12 +168,34 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
       throw InputError(source, "\"tolerance\" must be \"bitwise\" or {\"ulp\": N, \"rtol\": X, \"atol\": X}");
     }
   }
+  if (const auto it = j.find("require"); it != j.end()) {
+    if (!it->is_object()) {
+      throw InputError(source,
+                       "\"require\" must be an object {\"steps\": N, \"ranks\": N, \"parameters\": N}");
+    }
+    check_keys(*it, {"steps", "ranks", "parameters"}, source, "\"require\"");
+    for (const auto& [key, slot] :
+         {std::pair{"steps", &p.options.require.steps}, std::pair{"ranks", &p.options.require.ranks},
+          std::pair{"parameters", &p.options.require.parameters}}) {
+      const auto v = it->find(key);
+      if (v == it->end()) continue;
+      if (!v->is_number_unsigned()) {
+        throw InputError(source, std::string("\"require\" \"") + key + "\" must be a non-negative integer");
+      }
+      *slot = v->get<std::size_t>();
+    }
+  }
+  if (const auto it = j.find("allow_incomplete"); it != j.end()) {
+    if (!it->is_boolean()) throw InputError(source, "\"allow_incomplete\" must be true or false");
+    p.options.allow_incomplete = it->get<bool>();
+  }
   if (const auto it = j.find("reports"); it != j.end()) {
     if (!it->is_object()) throw InputError(source, "\"reports\" must be an object");
-    check_keys(*it, {"junit", "markdown", "json"}, source, "\"reports\"");
+    check_keys(*it, {"junit", "markdown", "json", "html"}, source, "\"reports\"");
     p.junit = string_field(*it, "junit", source);
     p.markdown = string_field(*it, "markdown", source);
     p.json = string_field(*it, "json", source);
+    p.html = string_field(*it, "html", source);
   }
   return p;
 }
@@ -181,7 +205,7 @@ GatePolicy load_gate_policy(const std::string& path) {
   GatePolicy p = parse_gate_policy(file.text(), path);
   const auto dir = std::filesystem::path(path).parent_path();
   p.command_dir = dir.string();
-  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json}) {
+  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json, &p.html}) {
     if (!s->empty() && std::filesystem::path(*s).is_relative()) *s = (dir / *s).lexically_normal().string();
   }
   return p;

@@ -25,6 +25,7 @@ struct GatePolicy {
   std::string junit;     // "" = none
   std::string markdown;  // "" = none
   std::string json;      // "" = none
+  std::string html;      // "" = none
 };
 
 /// Parses a policy document. Throws InputError naming `source` and the problem.

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "diff/report_html.hpp"
+
 namespace gparity::diff {
 namespace {
 
@@ -16,6 +18,7 @@ const char* severity_colour(Severity s) {
   switch (s) {
     case Severity::Error: return "1;31";
     case Severity::Divergence: return "31";
+    case Severity::Incomplete: return "1;33";
     case Severity::Warning: return "33";
     case Severity::Info: return "2";
   }
@@ -36,6 +39,7 @@ class TextReporter final : public FindingConsumer {
     for (const auto& n : h.notes) out_ << "  note: " << n << '\n';
   }
   void finding(const Finding& f) override {
+    incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
     if (f.severity == Severity::Info && !o_.verbose) return;
     out_ << ansi(std::string(severity_name(f.severity)), severity_colour(f.severity), o_.colour);
     const auto where = f.where.text();
@@ -51,7 +55,7 @@ class TextReporter final : public FindingConsumer {
            << count[2] << " skipped (not recorded in both runs)\n";
     }
     for (const auto& s : v.summary) out_ << "  " << s << '\n';
-    const char* colour = v.exit_code == 0 ? "1;32" : "1;31";
+    const char* colour = v.exit_code != 0 ? "1;31" : (incomplete_ ? "1;33" : "1;32");
     out_ << ansi(v.headline, colour, o_.colour) << '\n';
   }
 
@@ -59,6 +63,7 @@ class TextReporter final : public FindingConsumer {
   std::ostream& out_;
   TextOptions o_;
   std::vector<Check> checks_;
+  bool incomplete_ = false;
 };
 
 class JsonReporter final : public FindingConsumer {
@@ -129,6 +134,9 @@ class JunitReporter final : public FindingConsumer {
     out_ << "      <property name=\"baseline\" value=\"" << xml_escape(header_.baseline) << "\"/>\n";
     out_ << "      <property name=\"candidate\" value=\"" << xml_escape(header_.candidate) << "\"/>\n";
     out_ << "      <property name=\"comparison\" value=\"" << xml_escape(header_.mode) << "\"/>\n";
+    // Notes carry what weakens the result (rounded text, --allow-incomplete): a CI page shows them.
+    for (const auto& n : header_.notes)
+      out_ << "      <property name=\"note\" value=\"" << xml_escape(n) << "\"/>\n";
     out_ << "    </properties>\n";
     for (const auto& c : checks_) {
       out_ << "    <testcase classname=\"" << xml_escape(suite_ + "." + c.name) << "\" name=\""
@@ -179,10 +187,13 @@ class MarkdownReporter final : public FindingConsumer {
   void finding(const Finding& f) override {
     if (f.severity != Severity::Info && findings_.size() < 50) findings_.push_back(f);
     if (f.severity != Severity::Info) ++total_;
+    incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
   }
   void check(const Check& c) override { checks_.push_back(c); }
   void end(const Verdict& v) override {
-    out_ << "## " << (v.exit_code == 0 ? "✅ " : "❌ ") << md_escape(header_.title) << "\n\n";
+    // Passing on incomplete evidence (--allow-incomplete) is not a plain green.
+    const char* mark = v.exit_code != 0 ? "❌ " : (incomplete_ ? "⚠️ " : "✅ ");
+    out_ << "## " << mark << md_escape(header_.title) << "\n\n";
     out_ << "**" << md_escape(v.headline) << "**\n\n";
     out_ << "Baseline `" << header_.baseline << "` vs candidate `" << header_.candidate
          << "`; comparison: " << md_escape(header_.mode) << ".\n\n";
@@ -213,6 +224,73 @@ class MarkdownReporter final : public FindingConsumer {
   ReportHeader header_;
   std::vector<Finding> findings_;
   std::size_t total_ = 0;
+  bool incomplete_ = false;
+  std::vector<Check> checks_;
+};
+
+/// One self-contained page (no scripts, no resources from elsewhere): verdict, notes (tolerance,
+/// --allow-incomplete), summary, checks and findings.
+class HtmlReporter final : public FindingConsumer {
+ public:
+  explicit HtmlReporter(std::ostream& out) : out_(out) {}
+  void begin(const ReportHeader& h) override { header_ = h; }
+  void finding(const Finding& f) override {
+    incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
+    if (findings_.size() < kMaxFindings) findings_.push_back(f);
+    ++total_;
+  }
+  void check(const Check& c) override { checks_.push_back(c); }
+  void end(const Verdict& v) override {
+    const char* state = v.exit_code != 0 ? "fail" : (incomplete_ ? "warn" : "pass");
+    out_ << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escape(header_.title)
+         << "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.pass{color:#070}.fail{color:#b00}"
+            ".warn{color:#a60}.incomplete{background:#fff3d0}.divergence{background:#fde}.error{background:#"
+            "fcc}"
+            "</style></head><body>\n";
+    out_ << "<h1>" << html_escape(header_.title) << "</h1>\n<p class=\"" << state << "\" id=\"verdict\"><b>"
+         << html_escape(v.headline) << "</b> (exit " << v.exit_code << ")</p>\n";
+    out_ << "<p>baseline <code>" << html_escape(header_.baseline) << "</code> vs candidate <code>"
+         << html_escape(header_.candidate) << "</code>; comparison: " << html_escape(header_.mode)
+         << "</p>\n";
+    list("notes", header_.notes);
+    list("summary", v.summary);
+    if (!checks_.empty()) {
+      out_ << "<h2>checks</h2><table><tr><th>check</th><th>rank</th><th>result</th><th>detail</th></tr>\n";
+      for (const auto& c : checks_) {
+        out_ << "<tr><td>" << html_escape(c.name) << "</td><td>" << (c.rank ? std::to_string(*c.rank) : "all")
+             << "</td><td>" << outcome_name(c.outcome) << "</td><td>" << html_escape(c.message)
+             << "</td></tr>\n";
+      }
+      out_ << "</table>\n";
+    }
+    if (!findings_.empty()) {
+      out_ << "<h2>findings</h2><table><tr><th>severity</th><th>where</th><th>kind</th><th>message</th></"
+              "tr>\n";
+      for (const auto& f : findings_) {
+        out_ << "<tr class=\"" << severity_name(f.severity) << "\"><td>" << severity_name(f.severity)
+             << "</td><td>" << html_escape(f.where.text()) << "</td><td>" << html_escape(f.kind)
+             << "</td><td>" << html_escape(f.message) << "</td></tr>\n";
+      }
+      out_ << "</table>\n";
+      if (total_ > findings_.size()) out_ << "<p>... " << (total_ - findings_.size()) << " more</p>\n";
+    }
+    out_ << "</body></html>\n";
+  }
+
+ private:
+  static constexpr std::size_t kMaxFindings = 1000;
+  void list(const char* id, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    out_ << "<ul id=\"" << id << "\">";
+    for (const auto& i : items) out_ << "<li>" << html_escape(i) << "</li>";
+    out_ << "</ul>\n";
+  }
+  std::ostream& out_;
+  ReportHeader header_;
+  std::vector<Finding> findings_;
+  std::size_t total_ = 0;
+  bool incomplete_ = false;
   std::vector<Check> checks_;
 };
 
@@ -253,6 +331,9 @@ std::unique_ptr<FindingConsumer> make_junit_reporter(std::ostream& out, std::str
 }
 std::unique_ptr<FindingConsumer> make_markdown_reporter(std::ostream& out) {
   return std::make_unique<MarkdownReporter>(out);
+}
+std::unique_ptr<FindingConsumer> make_html_reporter(std::ostream& out) {
+  return std::make_unique<HtmlReporter>(out);
 }
 
 }  // namespace gparity::diff

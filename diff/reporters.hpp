@@ -1,6 +1,6 @@
 #pragma once
 // The standard FindingConsumers: human text (ANSI colour only when asked, i.e. on a TTY), one
-// JSON document, JUnit XML (a test case per check), and Markdown for CI job summaries. Each
+// JSON document, JUnit XML (a test case per check), Markdown for CI job summaries and HTML. Each
 // collects what it is sent and writes its document to the stream at end().
 
 #include <memory>
@@ -21,6 +21,8 @@ std::unique_ptr<FindingConsumer> make_json_reporter(std::ostream& out);
 /// `suite` names the JUnit test suite ("gparity.compare", "gparity.gate").
 std::unique_ptr<FindingConsumer> make_junit_reporter(std::ostream& out, std::string suite);
 std::unique_ptr<FindingConsumer> make_markdown_reporter(std::ostream& out);
+/// A self-contained HTML page: verdict, notes, summary, checks and findings.
+std::unique_ptr<FindingConsumer> make_html_reporter(std::ostream& out);
 
 /// XML text escaping (&, <, >, ", ' and control characters), for the JUnit reporter.
 std::string xml_escape(std::string_view text);

@@ -4,14 +4,17 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/node_compare.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -156,12 +159,49 @@ struct RankResult {
   json data = json::object();
   std::optional<std::int64_t> first_divergence;
   bool compared = false;
+  std::optional<model::DeviceMemoryPeaks> memory_b, memory_c;  // "device_memory" events, if any
+  // What was compared, for "nothing compared" and gate requirements.
+  std::size_t values_compared = 0;  // scalar and hash-array comparisons
+  std::size_t steps_compared = 0;
+  std::size_t params_compared = 0;
 };
+
+/// What one rank of one run holds as evidence, gathered while it is loaded.
+struct RankEvidence {
+  bool present = false;
+  std::vector<std::int64_t> steps;  // recorded, inside the step window, ascending
+  std::vector<model::EventRecord> failures;
+};
+
+/// Peak reserved device memory, candidate over baseline, per rank that has both (CUDA-graph
+/// runs against eager ones: docs/cuda-graphs.md). Null when no rank has both.
+json memory_ratio(const std::vector<RankResult>& results) {
+  json ranks = json::array();
+  double worst = 0;
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    const auto& b = results[r].memory_b;
+    const auto& c = results[r].memory_c;
+    if (!b || !c || b->peak_reserved <= 0) continue;
+    const double ratio = static_cast<double>(c->peak_reserved) / static_cast<double>(b->peak_reserved);
+    worst = std::max(worst, ratio);
+    ranks.push_back({{"rank", r},
+                     {"baseline_mode", b->mode},
+                     {"candidate_mode", c->mode},
+                     {"baseline_peak_reserved", b->peak_reserved},
+                     {"candidate_peak_reserved", c->peak_reserved},
+                     {"baseline_peak_allocated", b->peak_allocated},
+                     {"candidate_peak_allocated", c->peak_allocated},
+                     {"reserved_ratio", ratio}});
+  }
+  if (ranks.empty()) return nullptr;
+  return {{"ranks", ranks}, {"max_reserved_ratio", worst}};
+}
 
 Severity issue_severity(model::TraceIssue::Kind k) {
   switch (k) {
     case model::TraceIssue::Kind::TruncatedTail: return Severity::Warning;
     case model::TraceIssue::Kind::Note: return Severity::Info;
+    case model::TraceIssue::Kind::MissingFile: return Severity::Incomplete;  // a missing rank
     default: return Severity::Error;
   }
 }
@@ -342,6 +382,9 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
   const model::ParamsRecord* last_tc = nullptr;
   Alignment al;
   std::size_t steps_compared = 0;
+  std::size_t params_compared = 0;
+  std::size_t hashes_compared = 0;
+  std::size_t steps_with_values = 0;  // steps where some value was compared
   std::size_t divergent_steps = 0;
   std::vector<std::uint8_t> diverging;
   json first_detail = json::object();
@@ -352,6 +395,7 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
     const StepRecord& sb = b.steps[ib];
     const StepRecord& sc = c.steps[itc->second];
     ++steps_compared;
+    const std::size_t values_before = loss.compared + gn.compared + hashes_compared;
     std::vector<Finding> step_findings;
     bool divergent = false;
     json scalar_state = json::object();
@@ -436,6 +480,8 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
         }
         auto& track = categories[cat];
         ++track.compared;
+        ++hashes_compared;
+        params_compared = std::max(params_compared, al.pairs.size());
         // Fast path: identical tables and identical arrays.
         if (al.identical && hb.values.size() == hc->values.size() &&
             std::memcmp(hb.values.data(), hc->values.data(), hb.values.size() * 8) == 0) {
@@ -494,6 +540,7 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
       }
     }
 
+    if (loss.compared + gn.compared + hashes_compared > values_before) ++steps_with_values;
     if (!divergent) continue;
     ++divergent_steps;
     if (!r.first_divergence) {
@@ -552,7 +599,13 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
       first_detail = {{"step", missing->front()}, {"scalars", json::object()}, {"missing_or_extra", true}};
     }
   }
+  r.steps_compared = steps_with_values;
+  r.params_compared = params_compared;
+  r.values_compared = loss.compared + gn.compared;
+  for (const auto& [cat, t] : categories) r.values_compared += t.compared;
   r.data = {{"rank", rank}, {"steps_compared", steps_compared}, {"divergent_steps", divergent_steps}};
+  r.data["values_compared"] = r.values_compared;
+  r.data["parameters_compared"] = params_compared;
   r.data["first_divergent_step"] = r.first_divergence ? json(*r.first_divergence) : json(nullptr);
   r.data["loss_first_divergent_step"] = loss.first ? json(*loss.first) : json(nullptr);
   r.data["grad_norm_first_divergent_step"] = gn.first ? json(*gn.first) : json(nullptr);
@@ -575,6 +628,7 @@ void compare_sums(const ShardSums& b, const ShardSums& c, int world_b, int world
   std::size_t compared = 0;
   std::size_t reported = 0;
   std::vector<std::int64_t> incomplete;
+  std::set<std::int64_t> steps_compared;
   for (const auto& [name, steps_b] : b.sums) {
     const auto it = c.sums.find(name);
     if (it == c.sums.end()) continue;
@@ -589,6 +643,7 @@ void compare_sums(const ShardSums& b, const ShardSums& c, int world_b, int world
         continue;
       }
       ++compared;
+      steps_compared.insert(step);
       const auto& row_c = sc->second;
       std::vector<std::string> names;
       for (std::size_t p = 0; p < std::max(row_b.size(), row_c.size()); ++p) {
@@ -628,8 +683,125 @@ void compare_sums(const ShardSums& b, const ShardSums& c, int world_b, int world
     ch.message = std::to_string(compared) + " (array, step) sums compared, all equal";
   }
   checks.push_back(ch);
-  data = {{"compared", compared}};
+  data = {{"compared", compared}, {"steps_compared", steps_compared.size()}};
+  data["parameters_compared"] = compared == 0 ? 0 : interner.names().size();
   data["first_divergent_step"] = first ? json(*first) : json(nullptr);
+}
+
+/// What a rank of a run holds: its steps inside the window and its failure events.
+RankEvidence gather_evidence(const RankTrace& t, const CompareOptions& o) {
+  RankEvidence e;
+  e.present = true;
+  for (const auto& [step, i] : step_index(t, o)) e.steps.push_back(step);
+  for (const auto& ev : t.events) {
+    // A failure after the last step compared does not touch the evidence compared.
+    if (ev.kind == "failure" && !(ev.step && o.last_step && *ev.step > *o.last_step))
+      e.failures.push_back(ev);
+  }
+  return e;
+}
+
+// An untrusted manifest's step count must not cost unbounded memory.
+constexpr std::int64_t kMaxDeclaredSteps = 10'000'000;
+
+/// Steps a run declares, sorted: the manifest's 1..steps (inside the window) and every step any
+/// of its ranks recorded (formats with no manifest declare only the latter).
+std::vector<std::int64_t> declared_steps(const RunSource& run, const std::vector<RankEvidence>& ev,
+                                         const CompareOptions& o) {
+  std::vector<std::int64_t> d;
+  for (const auto& e : ev) d.insert(d.end(), e.steps.begin(), e.steps.end());
+  if (run.manifest.steps) {
+    const std::int64_t lo = std::max<std::int64_t>(1, o.first_step.value_or(1));
+    const std::int64_t hi = std::min(*run.manifest.steps, o.last_step.value_or(*run.manifest.steps));
+    for (std::int64_t s = lo; s <= hi && s - lo < kMaxDeclaredSteps; ++s) d.push_back(s);
+  }
+  std::sort(d.begin(), d.end());
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  return d;
+}
+
+/// Missing evidence of one run: failure events, ranks with no trace, declared steps not recorded.
+struct RunEvidence {
+  std::vector<Finding> findings;  // all Severity::Incomplete
+  std::set<int> incomplete_ranks;
+  std::size_t steps_recorded = 0;  // step records over all ranks, inside the window
+  json data = json::object();
+};
+
+RunEvidence assess_evidence(const RunSource& run, const std::string& which,
+                            const std::vector<RankEvidence>& ev, const CompareOptions& o) {
+  RunEvidence out;
+  const auto declared = declared_steps(run, ev, o);
+  const std::string declared_by =
+      run.manifest.steps ? "the manifest declares " + std::to_string(*run.manifest.steps) + " steps"
+                         : "other ranks of the run recorded them";
+  const int world = run.manifest.world_size;
+  const auto listed = [&run](int r) {
+    return std::any_of(run.ranks.begin(), run.ranks.end(),
+                       [r](const model::RankEntry& e) { return e.rank == r; });
+  };
+  json failures = json::array();
+  for (int r = 0; r < world; ++r) {
+    const RankEvidence none;
+    const auto& e = static_cast<std::size_t>(r) < ev.size() ? ev[static_cast<std::size_t>(r)] : none;
+    const std::string who = which + " rank " + std::to_string(r);
+    if (!e.present) {
+      out.incomplete_ranks.insert(r);
+      // A rank entry that is not present was reported when the run was opened (its file path).
+      if (listed(r)) continue;
+      Finding f{Severity::Incomplete, "missing_rank", {}, "", {{"run", which}}};
+      f.where.rank = r;
+      f.message = who + " recorded nothing (world size " + std::to_string(world) + ")";
+      out.findings.push_back(std::move(f));
+      continue;
+    }
+    out.steps_recorded += e.steps.size();
+    for (const auto& fe : e.failures) {
+      Finding f{Severity::Incomplete, "rank_failure", {}, "", {{"run", which}, {"data", fe.data}}};
+      f.where.rank = r;
+      f.where.step = fe.step;
+      f.message = who + " failed" + (fe.step ? " at step " + std::to_string(*fe.step) : std::string()) +
+                  ": " + (fe.message.empty() ? "(no message)" : fe.message);
+      out.findings.push_back(std::move(f));
+      out.incomplete_ranks.insert(r);
+      failures.push_back({{"run", which},
+                          {"rank", r},
+                          {"step", fe.step ? json(*fe.step) : json(nullptr)},
+                          {"message", fe.message}});
+    }
+    std::vector<std::int64_t> missing;
+    std::set_difference(declared.begin(), declared.end(), e.steps.begin(), e.steps.end(),
+                        std::back_inserter(missing));
+    if (missing.empty()) continue;
+    out.incomplete_ranks.insert(r);
+    const bool tail = e.steps.empty() || missing.front() > e.steps.back();
+    Finding f{Severity::Incomplete,
+              "steps_not_recorded",
+              {},
+              "",
+              {{"run", which}, {"steps", step_ranges(missing)}, {"count", missing.size()}}};
+    f.where.rank = r;
+    f.where.step = missing.front();
+    const std::string steps = std::string(missing.size() == 1 ? "step " : "steps ") + step_ranges(missing);
+    if (e.steps.empty()) {
+      f.message = who + " recorded no step: " + steps + " missing (" + declared_by + ")";
+    } else if (tail) {
+      f.message = who + " stopped after step " + std::to_string(e.steps.back()) + ": " + steps +
+                  " missing (" + declared_by + ")";
+    } else {
+      f.message = who + " did not record " + steps + " (" + declared_by + ")";
+    }
+    if (tail && e.failures.empty()) f.message += "; no failure event of its own: killed or lost";
+    out.findings.push_back(std::move(f));
+  }
+  out.data = {
+      {"world_size", world},
+      {"declared_steps", step_ranges(declared)},
+      {"manifest_steps", run.manifest.steps ? json(*run.manifest.steps) : json(nullptr)},
+      {"incomplete_ranks", std::vector<int>(out.incomplete_ranks.begin(), out.incomplete_ranks.end())},
+      {"failures", failures},
+      {"complete", out.findings.empty() && out.incomplete_ranks.empty()}};
+  return out;
 }
 
 }  // namespace
@@ -707,6 +879,11 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     header.notes.push_back(
         "values come from rounded console text: equal printed digits cannot prove bitwise parity");
   }
+  if (o.allow_incomplete) {
+    header.notes.push_back(
+        "--allow-incomplete: missing evidence (failures, killed or missing ranks, declared steps not "
+        "recorded) is reported but does not fail this comparison");
+  }
   const bool same_layout = base.manifest.world_size == cand.manifest.world_size;
   if (!same_layout) {
     header.notes.push_back(
@@ -716,8 +893,16 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   out.begin(header);
 
   Severity worst = Severity::Info;
+  bool divergence = false;
+  bool missing_evidence = false;
+  std::vector<std::string> missing_lines;  // for the verdict's summary
   const auto emit = [&](const Finding& f) {
     worst = std::max(worst, f.severity);
+    divergence = divergence || f.severity == Severity::Divergence;
+    if (f.severity == Severity::Incomplete) {
+      missing_evidence = true;
+      missing_lines.push_back(f.message);
+    }
     out.finding(f);
   };
   if (rounded) {
@@ -743,6 +928,8 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   Interner interner;
   std::vector<RankResult> results(static_cast<std::size_t>(max_rank));
   std::vector<std::optional<model::InputError>> errors(static_cast<std::size_t>(max_rank));
+  std::vector<RankEvidence> evidence_b(static_cast<std::size_t>(max_rank));
+  std::vector<RankEvidence> evidence_c(static_cast<std::size_t>(max_rank));
   std::atomic<int> next{0};
   std::mutex sums_mu;
   ShardSums sums_b;
@@ -759,8 +946,12 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
         auto& res = results[static_cast<std::size_t>(r)];
         for (const auto& i : tb.issues) res.findings.push_back(issue_finding(i, "baseline", r));
         for (const auto& i : tc.issues) res.findings.push_back(issue_finding(i, "candidate", r));
+        res.memory_b = model::device_memory_peaks(tb.events);
+        res.memory_c = model::device_memory_peaks(tc.events);
         if (eb) local_b.add(tb, interner, o);
         if (ec) local_c.add(tc, interner, o);
+        if (eb) evidence_b[static_cast<std::size_t>(r)] = gather_evidence(tb, o);
+        if (ec) evidence_c[static_cast<std::size_t>(r)] = gather_evidence(tc, o);
         if (eb && ec && (same_layout || r == 0)) {
           auto cmp = compare_rank(tb, tc, r, same_layout, o);
           for (auto& f : cmp.findings) res.findings.push_back(std::move(f));
@@ -768,11 +959,23 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           res.data = std::move(cmp.data);
           res.first_divergence = cmp.first_divergence;
           res.compared = true;
+          res.values_compared = cmp.values_compared;
+          res.steps_compared = cmp.steps_compared;
+          res.params_compared = cmp.params_compared;
+          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph.
+          if (const auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
+            node_findings(nodes, res.findings, res.checks);
+            res.data["nodes"] = node_summary(nodes);
+            res.data["nodes_summary"] = node_summary_line(nodes);
+            for (const auto& g : nodes.graphs) res.values_compared += g.compared;
+          }
         } else if (same_layout && (eb || ec)) {
-          Finding f{Severity::Error, "missing_rank", {}, "", json::object()};
+          Finding f{Severity::Incomplete, "missing_rank", {}, "", {{"run", eb ? "candidate" : "baseline"}}};
           f.where.rank = r;
           f.message = "rank " + std::to_string(r) + " is missing in " + (eb ? "candidate" : "baseline");
-          res.checks.push_back({"rank present", r, Check::Outcome::Error, f.message});
+          res.checks.push_back({"rank present", r,
+                                o.allow_incomplete ? Check::Outcome::Skipped : Check::Outcome::Fail,
+                                f.message + (o.allow_incomplete ? " (allowed by --allow-incomplete)" : "")});
           res.findings.push_back(std::move(f));
         }
       } catch (const model::InputError& e) {
@@ -805,7 +1008,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     rank_data.push_back(res.data);
     if (res.first_divergence) {
       diverge_at[*res.first_divergence].push_back(r);
-    } else {
+    } else if (!res.data.contains("nodes") || res.data["nodes"]["divergent"] == 0) {
       identical.push_back(r);
     }
   }
@@ -818,8 +1021,93 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   for (const auto& f : sum_findings) emit(f);
   for (const auto& c : sum_checks) out.check(c);
 
+  // Missing evidence of each run, judged against what that run declares.
+  const auto ev_base = assess_evidence(base, "baseline", evidence_b, o);
+  const auto ev_cand = assess_evidence(cand, "candidate", evidence_c, o);
+  for (const auto* ev : {&ev_base, &ev_cand}) {
+    for (const auto& f : ev->findings) emit(f);
+  }
+  std::set<int> incomplete_ranks = ev_base.incomplete_ranks;
+  incomplete_ranks.insert(ev_cand.incomplete_ranks.begin(), ev_cand.incomplete_ranks.end());
+  for (const int r : incomplete_ranks) {
+    out.check({"evidence", r, o.allow_incomplete ? Check::Outcome::Skipped : Check::Outcome::Fail,
+               o.allow_incomplete ? "incomplete (allowed by --allow-incomplete)"
+                                  : "incomplete: a failure, a missing rank or declared steps not recorded"});
+  }
+
+  // What was compared: "nothing" is never parity; a gate's minimums.
+  std::size_t values = full.is_null() ? 0 : full["compared"].get<std::size_t>();
+  std::size_t common_steps = 0;
+  std::size_t ranks_compared = 0;
+  std::optional<std::size_t> steps_compared;
+  std::size_t params_compared = full.is_null() ? 0 : full["parameters_compared"].get<std::size_t>();
+  for (const auto& res : results) {
+    values += res.values_compared;
+    if (res.compared) common_steps += res.data.value("steps_compared", std::size_t{0});
+    if (res.values_compared == 0) continue;
+    ++ranks_compared;
+    steps_compared = std::min(steps_compared.value_or(res.steps_compared), res.steps_compared);
+    params_compared = std::max(params_compared, res.params_compared);
+  }
+  if (!full.is_null() && full["compared"].get<std::size_t>() > 0) {
+    // Full tensors are compared only at steps every rank of both runs recorded.
+    ranks_compared = std::max<std::size_t>(
+        ranks_compared,
+        static_cast<std::size_t>(std::min(base.manifest.world_size, cand.manifest.world_size)));
+    steps_compared = std::max(steps_compared.value_or(0), full["steps_compared"].get<std::size_t>());
+  }
+  const bool bad_input = worst == Severity::Error;
+  const bool nothing_compared = values == 0;
+  std::string nothing_why;
+  if (nothing_compared) {
+    if (ev_base.steps_recorded == 0 && ev_cand.steps_recorded == 0) {
+      nothing_why = "neither run recorded a step";
+    } else if (ev_base.steps_recorded == 0 || ev_cand.steps_recorded == 0) {
+      nothing_why = std::string("the ") + (ev_base.steps_recorded == 0 ? "baseline" : "candidate") +
+                    " recorded no step";
+    } else if (common_steps == 0) {
+      nothing_why = "the runs share no rank and step";
+    } else {
+      nothing_why =
+          "every check was skipped: no value (loss, grad_norm, hashes) is recorded in both runs at a "
+          "common rank and step";
+    }
+    if (o.first_step || o.last_step) nothing_why += " inside the steps asked for";
+    Finding f{
+        Severity::Error, "nothing_compared", {}, "nothing was compared: " + nothing_why, json::object()};
+    worst = std::max(worst, f.severity);
+    out.finding(f);
+  }
+  bool requirement_failed = false;
+  json requirements = json::object();
+  if (o.require.any()) {
+    std::vector<std::string> unmet;
+    std::vector<std::string> met;
+    const auto need = [&](const char* what, std::optional<std::size_t> min, std::size_t got) {
+      if (!min) return;
+      requirements[what] = {{"required", *min}, {"compared", got}};
+      const std::string text =
+          std::string(what) + " " + std::to_string(got) + " of at least " + std::to_string(*min);
+      (got >= *min ? met : unmet).push_back(text);
+    };
+    need("steps", o.require.steps, steps_compared.value_or(0));
+    need("ranks", o.require.ranks, ranks_compared);
+    need("parameters", o.require.parameters, params_compared);
+    std::string text;
+    for (const auto& u : unmet) text += (text.empty() ? "" : ", ") + u;
+    if (!unmet.empty()) {
+      requirement_failed = true;
+      Finding f{Severity::Incomplete, "requirement_not_met", {}, "", requirements};
+      f.message = "less was compared than required: " + text;
+      worst = std::max(worst, f.severity);
+      out.finding(f);
+    }
+    for (const auto& m : met) text += (text.empty() ? "" : ", ") + m;
+    out.check({"requirements", std::nullopt, unmet.empty() ? Check::Outcome::Pass : Check::Outcome::Fail,
+               "compared: " + text});
+  }
+
   Verdict v;
-  v.exit_code = exit_code_for(worst);
   const auto plural = [](const std::vector<int>& rs) { return rs.size() == 1 ? "rank " : "ranks "; };
   std::string groups;
   if (!identical.empty()) {
@@ -830,7 +1118,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     groups += plural(rs) + rank_ranges(rs) + (rs.size() == 1 ? " diverges" : " diverge") + " at step " +
               std::to_string(step);
   }
-  if (!groups.empty()) v.summary.push_back(groups);
+  if (!groups.empty() && !nothing_compared) v.summary.push_back(groups);
   for (const auto& d : rank_data) {
     const auto& first = d["first_divergence"];
     if (first.empty()) continue;
@@ -847,26 +1135,78 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     line.pop_back();
     v.summary.push_back(line);
   }
+  for (const auto& d : rank_data) {
+    if (d.contains("nodes_summary") && !d["nodes_summary"].get<std::string>().empty())
+      v.summary.push_back(d["nodes_summary"].get<std::string>());
+  }
   if (!full.is_null() && !full["first_divergent_step"].is_null()) {
     v.summary.push_back("full tensors (shard-invariant sums) diverge at step " +
                         std::to_string(full["first_divergent_step"].get<std::int64_t>()));
   }
-  if (v.exit_code == 2) {
-    v.headline = "BAD INPUT: some data could not be read (see errors above)";
-  } else if (v.exit_code == 1) {
-    v.headline = "DIVERGENCE: the runs are not identical";
-  } else if (rounded) {
-    v.headline = "NO DIVERGENCE IN THE PRINTED DIGITS: parity cannot be proven bitwise from rounded text";
-  } else if (rank_data.empty() && full.is_null()) {
-    v.headline = "NOTHING COMPARED: the runs share no rank and step";
-    v.exit_code = 2;
-  } else {
-    v.headline =
-        o.tolerance.bitwise() ? "PARITY: bitwise identical" : "PARITY within " + o.tolerance.describe();
+  const json memory = memory_ratio(results);
+  if (!memory.is_null()) {
+    const auto& first = memory["ranks"][0];
+    char line[256];
+    std::snprintf(
+        line, sizeof line,
+        "peak reserved device memory, candidate (%s) / baseline (%s): %.3fx at most over %zu rank(s)",
+        first["candidate_mode"].get<std::string>().c_str(), first["baseline_mode"].get<std::string>().c_str(),
+        memory["max_reserved_ratio"].get<double>(), memory["ranks"].size());
+    v.summary.push_back(line);
   }
+  constexpr std::size_t kMissingListed = 10;
+  for (std::size_t i = 0; i < missing_lines.size() && i < kMissingListed; ++i)
+    v.summary.push_back("missing evidence: " + missing_lines[i]);
+  if (missing_lines.size() > kMissingListed) {
+    v.summary.push_back("missing evidence: ... " + std::to_string(missing_lines.size() - kMissingListed) +
+                        " more (see the findings)");
+  }
+  if (missing_evidence && o.allow_incomplete) {
+    v.summary.push_back("--allow-incomplete: the missing evidence does not fail this comparison");
+  }
+
+  const bool incomplete = requirement_failed || (missing_evidence && !o.allow_incomplete);
+  const std::string parity =
+      o.tolerance.bitwise() ? "PARITY: bitwise identical" : "PARITY within " + o.tolerance.describe();
+  if (bad_input) {
+    v.exit_code = 2;
+    v.headline = "BAD INPUT: some data could not be read (see errors above)";
+  } else if (nothing_compared) {
+    v.exit_code = 2;
+    v.headline =
+        "NOTHING COMPARED: " + nothing_why + (missing_evidence ? " (see the missing evidence above)" : "");
+  } else if (divergence) {
+    v.exit_code = 1;
+    v.headline = std::string("DIVERGENCE: the runs are not identical") +
+                 (missing_evidence ? " (and evidence is missing)" : "");
+  } else if (incomplete) {
+    v.exit_code = 1;
+    v.headline =
+        requirement_failed && !(missing_evidence && !o.allow_incomplete)
+            ? "INCOMPLETE: less was compared than the gate requires"
+            : "INCOMPLETE: evidence is missing (failures, killed or missing ranks, unrecorded steps); no "
+              "divergence in what was compared";
+  } else if (rounded) {
+    v.exit_code = 0;
+    v.headline = "NO DIVERGENCE IN THE PRINTED DIGITS: parity cannot be proven bitwise from rounded text";
+  } else {
+    v.exit_code = 0;
+    v.headline = parity;
+  }
+  if (v.exit_code == 0 && missing_evidence) v.headline += " on the evidence present (--allow-incomplete)";
   v.data = {{"ranks", rank_data}, {"rounded", rounded}, {"comparison", o.tolerance.describe()}};
   v.data["full_tensors"] = full;
-  v.data["bitwise_proof"] = !rounded && o.tolerance.bitwise() && v.exit_code == 0;
+  v.data["device_memory"] = memory;
+  v.data["bitwise_proof"] = !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence;
+  v.data["nothing_compared"] = nothing_compared;
+  v.data["incomplete"] = missing_evidence || requirement_failed;
+  v.data["allow_incomplete"] = o.allow_incomplete;
+  v.data["evidence"] = {{"baseline", ev_base.data}, {"candidate", ev_cand.data}};
+  v.data["compared"] = {{"values", values},
+                        {"steps", steps_compared.value_or(0)},
+                        {"ranks", ranks_compared},
+                        {"parameters", params_compared}};
+  if (o.require.any()) v.data["requirements"] = requirements;
   out.end(v);
   return v.exit_code;
 }

@@ -55,10 +55,27 @@ struct CompareOptions {
   unsigned threads = 0;
   /// Report title ("gparity compare", "gparity gate").
   std::string title = "gparity compare";
+  /// Missing evidence (failure events, killed or missing ranks, declared steps a rank did not
+  /// record) is still named everywhere but no longer fails the comparison; every report says so.
+  bool allow_incomplete = false;
+  /// Minimums a gate can require of what was compared (docs/gate.md); unmet: INCOMPLETE, exit 1,
+  /// whatever allow_incomplete says. Steps: compared on every rank compared; ranks: ranks whose
+  /// values were compared; parameters: parameters whose hashes were compared.
+  struct Requirements {
+    std::optional<std::size_t> steps;
+    std::optional<std::size_t> ranks;
+    std::optional<std::size_t> parameters;
+    [[nodiscard]] bool any() const noexcept { return steps || ranks || parameters; }
+  };
+  Requirements require;
 };
 
 /// Compares baseline and candidate, sending the report to `out` (begin ... end). Returns the
-/// exit code: 0 parity, 1 divergence, 2 damaged input.
+/// exit code: 0 parity, 1 divergence or incomplete evidence (INCOMPLETE: a failure event, a
+/// killed or missing rank, a step the run declares but a rank did not record, an unmet
+/// requirement), 2 damaged input or nothing compared (no value of either run had a counterpart).
+/// A run declares its ranks (world size) and steps (manifest "steps"; for every format, also the
+/// steps any of its ranks recorded).
 int compare_runs(const model::RunSource& baseline, const model::RunSource& candidate,
                  const CompareOptions& options, FindingConsumer& out);
 

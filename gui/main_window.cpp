@@ -34,6 +34,7 @@
 #include "gui/diff_view.hpp"
 #include "gui/graph_canvas.hpp"
 #include "gui/models.hpp"
+#include "gui/node_findings.hpp"
 #include "gui/run_views.hpp"
 
 namespace gparity::gui {
@@ -72,7 +73,8 @@ MainWindow::MainWindow(QWidget* parent)
       table_model_(std::make_unique<NodeTableModel>()),
       table_proxy_(std::make_unique<QSortFilterProxyModel>()),
       inspector_model_(std::make_unique<NodeInspectorModel>()),
-      findings_model_(std::make_unique<FindingsModel>()) {
+      findings_model_(std::make_unique<FindingsModel>()),
+      node_findings_model_(std::make_unique<NodeFindingsModel>()) {
   setWindowTitle(QStringLiteral("gparity-view"));
   setAcceptDrops(true);
   resize(1400, 860);
@@ -135,6 +137,17 @@ MainWindow::MainWindow(QWidget* parent)
             if (current.isValid()) jump_to_finding(current.row());
           });
 
+  node_findings_view_ = make_table(this);
+  node_findings_view_->setModel(node_findings_model_.get());
+  auto* node_dock = new QDockWidget(tr("Node findings"), this);
+  node_dock->setObjectName(QStringLiteral("node_findings_dock"));
+  node_dock->setWidget(node_findings_view_);
+  addDockWidget(Qt::BottomDockWidgetArea, node_dock);
+  connect(node_findings_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (current.isValid()) jump_to_node_finding(current.row());
+          });
+
   messages_ = new QPlainTextEdit(this);
   messages_->setReadOnly(true);
   messages_->setMaximumBlockCount(2000);
@@ -144,6 +157,7 @@ MainWindow::MainWindow(QWidget* parent)
   addDockWidget(Qt::BottomDockWidgetArea, bottom_dock);
   resizeDocks({left_dock, right_dock}, {380, 380}, Qt::Horizontal);
   tabifyDockWidget(findings_dock, bottom_dock);
+  tabifyDockWidget(findings_dock, node_dock);
   findings_dock->raise();
   resizeDocks({bottom_dock}, {150}, Qt::Vertical);
 
@@ -275,6 +289,7 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
   struct Outcome {
     std::shared_ptr<RunPair> runs;
     QString error;
+    std::vector<diff::Finding> nodes;
   };
   ++loads_running_;
   statusBar()->showMessage(tr("Loading runs %1 and %2…").arg(baseline, candidate));
@@ -289,6 +304,7 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
       return;
     }
     for (const auto& p : out.runs->problems) report(QString::fromStdString(p));
+    if (!out.nodes.empty()) set_node_findings(out.nodes);
     run_views_ = std::make_unique<RunViewsWidget>(std::move(*out.runs));
     run_views_->resize(1200, 760);
     run_views_->show();
@@ -296,7 +312,9 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
   });
   watcher->setFuture(QtConcurrent::run([b = baseline.toStdString(), c = candidate.toStdString()] {
     try {
-      return Outcome{std::make_shared<RunPair>(load_run_pair(b, c)), {}};
+      Outcome o{std::make_shared<RunPair>(load_run_pair(b, c)), {}, {}};
+      o.nodes = compute_node_findings(b, c);
+      return o;
     } catch (const std::exception& e) {
       return Outcome{nullptr, QString::fromStdString(e.what())};
     }
@@ -329,6 +347,7 @@ void MainWindow::adopt(std::shared_ptr<const Document> doc) {
   selector_->setCurrentIndex(first);
   show_graph(first);
   statusBar()->showMessage(tr("%1 graphs").arg(doc_->graphs.size()));
+  if (const int row = std::exchange(pending_node_finding_, -1); row >= 0) jump_to_node_finding(row);
 }
 
 void MainWindow::show_graph(int index) {
@@ -450,6 +469,40 @@ void MainWindow::jump_to_finding(int row) {
   if (name.isEmpty() || !doc_ || current_ < 0) return;
   const auto* g = doc_->graphs[static_cast<std::size_t>(current_)].graph;
   if (const auto id = g->find_node(name.toStdString()); id != model::kNoNode) canvas_->select_node(id);
+}
+
+void MainWindow::set_node_findings(std::vector<diff::Finding> findings) {
+  node_findings_model_->set_findings(std::move(findings));
+  node_findings_view_->resizeColumnsToContents();
+  report(tr("%n node finding(s) (first divergent nodes and origins)", nullptr,
+            static_cast<int>(node_findings_model_->findings().size())));
+  if (auto* dock = findChild<QDockWidget*>(QStringLiteral("node_findings_dock"))) dock->raise();
+}
+
+void MainWindow::jump_to_node_finding(int row) {
+  const auto& all = node_findings_model_->findings();
+  if (row < 0 || row >= static_cast<int>(all.size())) return;
+  const auto& f = all[static_cast<std::size_t>(row)];
+  const auto where = doc_ ? find_graph(*doc_, f) : std::nullopt;
+  if (!where) {
+    const auto path = f.values.find("graph_path");
+    if (path == f.values.end() || !path->is_string()) {
+      report(tr("No open graph is %1; open its graph source to see node %2")
+                 .arg(QString::fromStdString(f.where.graph), QString::fromStdString(f.where.node)));
+      return;
+    }
+    const QString source = QFileInfo(QString::fromStdString(path->get<std::string>())).absoluteFilePath();
+    if (doc_ && QString::fromStdString(doc_->path) == source) {
+      report(tr("%1 holds no graph %2").arg(source, QString::fromStdString(f.where.graph)));
+      return;
+    }
+    pending_node_finding_ = row;  // adopt() comes back here
+    open_path(source, true);
+    return;
+  }
+  show_graph(static_cast<int>(*where));
+  const auto* g = doc_->graphs[*where].graph;
+  if (const auto id = g->find_node(f.where.node); id != model::kNoNode) canvas_->select_node(id);
 }
 
 }  // namespace gparity::gui

@@ -8,6 +8,7 @@
 #include <QStringList>
 #include <memory>
 
+#include "diff/finding.hpp"
 #include "gui/document.hpp"
 
 class QComboBox;
@@ -27,6 +28,7 @@ class NodeInspectorModel;
 class FindingsModel;
 class RunViewsWidget;
 class DiffView;
+class NodeFindingsModel;
 
 class MainWindow final : public QMainWindow {
  public:
@@ -64,6 +66,12 @@ class MainWindow final : public QMainWindow {
   /// kind of graph in B. Falls back to opening each path when either is not a graph input.
   void open_diff(const QString& a, const QString& b);
   [[nodiscard]] DiffView* diff_view() const { return diff_view_; }
+  /// Node findings of two replay runs (gui/node_findings.hpp): listed in the "Node findings"
+  /// dock; open_runs fills them. Selecting a row shows its graph and selects the node, opening
+  /// the graph source the run names when no open graph matches.
+  void set_node_findings(std::vector<diff::Finding> findings);
+  [[nodiscard]] const NodeFindingsModel* node_findings() const { return node_findings_model_.get(); }
+  void jump_to_node_finding(int row);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -96,6 +104,9 @@ class MainWindow final : public QMainWindow {
   QTableView* findings_view_ = nullptr;
   std::unique_ptr<RunViewsWidget> run_views_;
   DiffView* diff_view_ = nullptr;  // a child window, made on first use
+  std::unique_ptr<NodeFindingsModel> node_findings_model_;
+  QTableView* node_findings_view_ = nullptr;
+  int pending_node_finding_ = -1;  // a row to jump to once the graph it names is open
   int loads_running_ = 0;
   int load_generation_ = 0;
 };

@@ -56,6 +56,8 @@ RankPair align_rank(int rank, const model::RankTrace& b, const model::RankTrace&
                     const std::vector<std::string>& params) {
   RankPair out;
   out.rank = rank;
+  out.base_memory = model::device_memory_peaks(b.events);
+  out.cand_memory = model::device_memory_peaks(c.events);
   std::map<std::int64_t, std::size_t> cand_steps;
   for (std::size_t i = 0; i < c.steps.size(); ++i) cand_steps.emplace(c.steps[i].step, i);
   std::map<std::int64_t, std::pair<std::size_t, std::size_t>> common;
@@ -135,6 +137,13 @@ RunPair load_run_pair(const std::string& baseline, const std::string& candidate)
     out.ranks.push_back(align_rank(be.rank, b, c, out.params));
   }
   if (out.ranks.empty()) throw model::InputError(candidate, "no rank is present in both runs");
+  diff::CollectingConsumer verdict;
+  out.exit_code = diff::compare_runs(base, cand, {}, verdict);
+  out.verdict = verdict.verdict.headline;
+  for (const auto& f : verdict.findings) {
+    if (f.severity == diff::Severity::Incomplete)
+      out.missing_evidence.emplace_back(f.where.rank.value_or(-1), f.message);
+  }
   return out;
 }
 

@@ -28,6 +28,8 @@ struct RankPair {
   std::vector<std::optional<model::TraceScalar>> base_loss, cand_loss, base_grad, cand_grad;
   /// First (step row, parameter column) that differs, in step then registration order.
   std::optional<std::pair<int, int>> first_divergence;
+  /// Peak device memory of this rank in each run ("device_memory" events), when recorded.
+  std::optional<model::DeviceMemoryPeaks> base_memory, cand_memory;
 };
 
 struct RunPair {
@@ -36,12 +38,19 @@ struct RunPair {
   std::vector<std::string> params;  // baseline registration order
   std::vector<RankPair> ranks;      // ranks present in both runs
   std::vector<std::string> problems;
+  /// diff::compare_runs' verdict on the pair, as `gparity compare` gives it: headline, exit code,
+  /// and the missing evidence it names (failure events, killed or missing ranks, declared steps
+  /// not recorded; rank -1: the whole run), so no view is green on missing evidence.
+  std::string verdict;
+  int exit_code = 0;
+  std::vector<std::pair<int, std::string>> missing_evidence;
 };
 
 /// True when model::open_run accepts `path`.
 bool is_run_path(const std::string& path);
 
-/// Opens both runs and aligns every rank both hold. Throws model::InputError.
+/// Opens both runs, aligns every rank both hold and keeps the engine's verdict. Throws
+/// model::InputError.
 RunPair load_run_pair(const std::string& baseline, const std::string& candidate);
 
 /// Rows: steps; columns: parameters. DisplayRole "≠" / "" / "?", ToolTipRole names the cell,

@@ -273,6 +273,29 @@ void RunViewsWidget::update_summary() {
     summary_->setText(text + tr("no rank in common"));
     return;
   }
+  // Missing evidence comes first: a view must never look green on it.
+  QString missing;
+  for (const auto& [rank, message] : runs_->missing_evidence) {
+    if (rank == r->rank || rank < 0) missing += tr(" · missing: %1").arg(QString::fromStdString(message));
+  }
+  if (runs_->exit_code != 0 || !runs_->missing_evidence.empty())
+    text = QString::fromStdString(runs_->verdict) + missing + QStringLiteral(" · ") + text;
+  if (r->steps.empty()) {
+    summary_->setText(text + tr("rank %1: no step recorded in both runs, nothing compared").arg(r->rank));
+    return;
+  }
+  if (r->base_memory && r->cand_memory && r->base_memory->peak_reserved > 0) {
+    const auto mib = [](std::int64_t b) {
+      return QString::number(static_cast<double>(b) / (1 << 20), 'f', 1);
+    };
+    text += tr("rank %1 peak reserved memory: %2 MiB (%3) vs %4 MiB (%5), %6x · ")
+                .arg(r->rank)
+                .arg(mib(r->base_memory->peak_reserved), QString::fromStdString(r->base_memory->mode),
+                     mib(r->cand_memory->peak_reserved), QString::fromStdString(r->cand_memory->mode))
+                .arg(static_cast<double>(r->cand_memory->peak_reserved) /
+                         static_cast<double>(r->base_memory->peak_reserved),
+                     0, 'f', 3);
+  }
   if (!r->first_divergence) {
     summary_->setText(text +
                       tr("rank %1: hashes bitwise equal at all %2 steps").arg(r->rank).arg(r->steps.size()));

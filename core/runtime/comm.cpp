@@ -77,6 +77,7 @@ struct Comm::Impl {
   std::uint64_t collectives = 0;  // entered so far; published so failure reports can tell who lags
   std::atomic<bool> stop{false};
   std::thread heartbeat;
+  bool capturing = false;  // inside a CUDA graph capture: no host-side wait
 
   c10::intrusive_ptr<c10d::Store> connect_store(bool server) const {
     c10d::TCPStoreOptions o;
@@ -151,7 +152,11 @@ struct Comm::Impl {
       // stuck in compute from one waiting in the same collective.
       store->set("gparity/coll/" + std::to_string(env.rank), to_bytes(std::to_string(++collectives)));
       auto work = fn();
-      work->wait(timeout);
+      if (capturing) {
+        work->wait();  // the current stream waits for the collective's stream, nothing more
+      } else {
+        work->wait(timeout);
+      }
     } catch (const RankFailure&) {
       throw;
     } catch (const std::exception& e) {
@@ -309,6 +314,10 @@ void Comm::barrier(const char* what) {
 #if GPARITY_HAVE_GLOO
   impl_->run(what, [&] { return impl_->gloo->barrier(); });
 #endif
+}
+
+void Comm::set_graph_capture(bool capturing) noexcept {
+  impl_->capturing = capturing;
 }
 
 void Comm::announce_step(std::int64_t step) {

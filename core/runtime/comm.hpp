@@ -66,6 +66,9 @@ class Comm {
   void announce_step(std::int64_t step);
   /// Tells the others this rank has finished cleanly.
   void announce_done();
+  /// While a CUDA graph is being captured, collectives are only enqueued: waiting with a
+  /// timeout polls CUDA events on the host, which a capture forbids.
+  void set_graph_capture(bool capturing) noexcept;
 
  private:
   struct Impl;

@@ -9,13 +9,18 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "core/model/run/trace_writer.hpp"
 #include "core/runtime/clock.hpp"
+#include "core/runtime/cuda_graph.hpp"
 #include "core/runtime/recorder.hpp"
+#include "core/runtime/static_inputs.hpp"
 #include "hash/xxh3.hpp"
 
 #if GPARITY_HAVE_NCCL
@@ -149,12 +154,29 @@ class Trainer {
     comm_.announce_step(step);
     inject_fault(o_.fault, env_.rank, step);
 
-    std::vector<at::Tensor> full(params_.size());
-    for (auto it = plan_.buckets.rbegin(); it != plan_.buckets.rend(); ++it) gather(*it, full);
-    const auto tokens = synthetic_tokens(o_.model, o_.seed, env_.rank, step);
-    const auto loss = debug_model_loss(o_.model, full, tokens);
-    loss.backward();
-    for (const auto& b : plan_.buckets) reduce_scatter(b, full);
+    StepReport r;
+    const bool async = device_.is_cuda() && o_.hash_async;
+    at::Tensor loss;
+    if (o_.cuda_graph && step > o_.cuda_graph_warmup) {
+      if (!graphs_) capture(step);
+      // A replay overwrites the loss and gradients of the last step in place: its pending hashes
+      // must be done first (eager steps get fresh tensors and need not wait here).
+      if (async) r.recorder_ns += rec_.before_update();
+      if (o_.cuda_graph_plant_violation == step) plant_violation();
+      if (o_.cuda_graph_check) require_unchanged(signature_, current_signature(), step);
+      static_tokens_.copy_(synthetic_tokens(o_.model, o_.seed, env_.rank, step));
+      copies_.copied(static_cast<std::int64_t>(static_tokens_.nbytes()));
+      copies_.replayed();
+      graphs_->replay();
+      loss = static_loss_;
+    } else {
+      std::vector<at::Tensor> full(params_.size());
+      for (auto it = plan_.buckets.rbegin(); it != plan_.buckets.rend(); ++it) gather(*it, full);
+      const auto tokens = synthetic_tokens(o_.model, o_.seed, env_.rank, step);
+      loss = debug_model_loss(o_.model, full, tokens);
+      loss.backward();
+      for (const auto& b : plan_.buckets) reduce_scatter(b, full);
+    }
 
     auto norm_sq = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device_));
     for (const auto& p : params_) norm_sq += p.grad.to(at::kFloat).pow(2).sum();
@@ -164,8 +186,6 @@ class Trainer {
       const auto coef = (o_.clip / (grad_norm + 1e-6)).clamp_max(1.0);
       for (auto& p : params_) p.grad.mul_(coef.to(dtype_));
     }
-    StepReport r;
-    const bool async = device_.is_cuda() && o_.hash_async;
     // The previous step's hashes read the weights and optimizer state this step overwrites.
     if (async) r.recorder_ns += rec_.before_update();
     optimizer_step(step);
@@ -201,7 +221,118 @@ class Trainer {
     return r;
   }
 
+  /// Releases the CUDA graphs and their pool (before the process group goes away).
+  void release_graphs(bool wait = true) {
+    if (!graphs_) return;
+    // Nothing may still run in the graphs' pool when it goes back to the allocator; after a
+    // failure, though, a collective inside them may never end, and the process exits anyway.
+    if (wait) synchronize_device(device_.index());
+    static_full_.clear();
+    static_loss_ = at::Tensor();
+    graphs_->release();
+    graphs_.reset();
+  }
+
+  [[nodiscard]] bool graph_mode() const noexcept {
+    return o_.cuda_graph;
+  }
+  [[nodiscard]] const CopyStats& copies() const noexcept {
+    return copies_;
+  }
+  [[nodiscard]] const DeviceMemory& warmup_memory() const noexcept {
+    return warmup_memory_;
+  }
+  [[nodiscard]] std::int64_t capture_step() const noexcept {
+    return capture_step_;
+  }
+
  private:
+  /// Captures the forward (all-gathers and loss) and the backward (autograd and reduce-scatters)
+  /// of a step. Inputs: the parameter shards in place and the token buffer; outputs: the loss and
+  /// each parameter's gradient, which stay at their capture-time addresses for every replay.
+  void capture(std::int64_t step) {
+    const auto dev = device_.index();
+    // The eager steps are done before capturing: nothing of theirs is in flight for NCCL's
+    // watchdog to poll, and their cached blocks go back, so the graphs' pool takes their place
+    // instead of adding to it (peak reserved memory stays near eager's).
+    synchronize_device(dev);
+    warmup_memory_ = device_memory(dev);
+    release_cached_device_memory();
+    graphs_ = std::make_unique<StepGraphs>(dev);
+    static_tokens_ = at::zeros({o_.model.batch, o_.model.seq_len + 1},
+                               at::TensorOptions().dtype(at::kLong).device(device_));
+    static_full_.assign(params_.size(), at::Tensor());
+    comm_.set_graph_capture(true);
+    try {
+      graphs_->capture_forward([&] {
+        for (auto it = plan_.buckets.rbegin(); it != plan_.buckets.rend(); ++it) gather(*it, static_full_);
+        static_loss_ = debug_model_loss(o_.model, static_full_, static_tokens_);
+      });
+      graphs_->capture_backward([&] {
+        static_loss_.backward();
+        for (const auto& b : plan_.buckets) reduce_scatter(b, static_full_);
+      });
+    } catch (...) {
+      comm_.set_graph_capture(false);
+      throw;
+    }
+    comm_.set_graph_capture(false);
+    signature_ = current_signature();
+    capture_step_ = step;
+    std::int64_t static_bytes = 0;
+    for (const auto& t : signature_.tensors) static_bytes += t.bytes;
+    const auto after = device_memory(dev);
+    rec_.event(
+        {"cuda_graph_capture",
+         step,
+         "captured forward and backward after " + std::to_string(o_.cuda_graph_warmup) + " warm-up steps",
+         {{"warmup_steps", o_.cuda_graph_warmup},
+          {"graphs", {"forward", "backward"}},
+          {"static_inputs", signature_.tensors.size()},
+          {"static_bytes", static_bytes},
+          {"non_tensor_args", signature_.args.size()},
+          {"non_static_inputs", {{{"name", "input.tokens"}, {"bytes", static_tokens_.nbytes()}}}},
+          {"warmup_peak_allocated", warmup_memory_.peak_allocated},
+          {"warmup_peak_reserved", warmup_memory_.peak_reserved},
+          {"reserved_after_capture", after.reserved},
+          {"allocated_after_capture", after.allocated}}});
+  }
+
+  /// What the graphs depend on now: tensors used in place and the values baked in at capture.
+  [[nodiscard]] GraphSignature current_signature() const {
+    GraphSignature sig;
+    for (const auto& p : params_) {
+      sig.tensors.push_back(static_tensor("param." + p.spec.fqn, p.shard));
+      sig.tensors.push_back(static_tensor("grad." + p.spec.fqn, p.grad));
+      if (p.exp_avg.defined()) {
+        sig.tensors.push_back(static_tensor("optim.exp_avg." + p.spec.fqn, p.exp_avg));
+        sig.tensors.push_back(static_tensor("optim.exp_avg_sq." + p.spec.fqn, p.exp_avg_sq));
+      }
+    }
+    sig.tensors.push_back(static_tensor("input.tokens", static_tokens_));
+    sig.tensors.push_back(static_tensor("output.loss", static_loss_));
+    const auto& m = o_.model;
+    sig.args = {{"world_size", std::to_string(env_.world_size)},
+                {"rank", std::to_string(env_.rank)},
+                {"device", device_.str()},
+                {"dtype", o_.dtype},
+                {"model", std::to_string(m.vocab) + "x" + std::to_string(m.dim) + " layers " +
+                              std::to_string(m.layers) + " heads " + std::to_string(m.heads) + " hidden " +
+                              std::to_string(m.hidden) + " eps " + std::to_string(m.norm_eps)},
+                {"batch", std::to_string(m.batch)},
+                {"seq_len", std::to_string(m.seq_len)},
+                {"bucket_order", std::string(bucket_order_name(plan_.order))},
+                {"buckets", std::to_string(plan_.buckets.size())}};
+    return sig;
+  }
+
+  /// --cuda-graph-plant-violation: what a careless caller does, replacing a parameter by a copy.
+  /// Its values are equal, only the address moves: without the check the graphs would go on
+  /// reading the old storage and every later update would be lost to them.
+  void plant_violation() {
+    params_.front().shard = params_.front().shard.clone();
+  }
+
   void gather(const PlanBucket& b, std::vector<at::Tensor>& full) {
     const std::int64_t n = b.numel_per_rank;
     const std::int64_t world = env_.world_size;
@@ -270,12 +401,22 @@ class Trainer {
   std::vector<ParamDef> defs_;
   FsdpPlan plan_;
   std::vector<Param> params_;
+  // --cuda-graph
+  std::unique_ptr<StepGraphs> graphs_;
+  at::Tensor static_tokens_;  // the one non-static input: copied into before each replay
+  at::Tensor static_loss_;
+  std::vector<at::Tensor> static_full_;  // the gathered parameters the forward graph writes
+  GraphSignature signature_;
+  CopyStats copies_;
+  DeviceMemory warmup_memory_;
+  std::int64_t capture_step_ = 0;
 };
 
 void write_manifest_rank0(const RunOptions& o, const RankEnv& env, const Comm& comm) {
   model::RunManifest m;
   m.run_id = "gparity-run-" + iso_now() + "-" + std::to_string(getpid());
   m.world_size = env.world_size;
+  m.steps = o.steps;
   m.mesh_shape = {env.world_size};
   m.mesh_dim_names = {"dp"};
   for (int r = 0; r < env.world_size; ++r) {
@@ -301,6 +442,10 @@ void write_manifest_rank0(const RunOptions& o, const RankEnv& env, const Comm& c
                       {"clip", o.clip},
                       {"hash_every", o.hash_every},
                       {"hash_async", o.hash_async && o.device == "cuda"}};
+  m.extra["cuda_graph"] = {{"mode", o.cuda_graph ? "cuda_graph" : "eager"},
+                           {"warmup_steps", o.cuda_graph ? o.cuda_graph_warmup : 0},
+                           {"check", o.cuda_graph && o.cuda_graph_check},
+                           {"optimizer_in_graph", false}};
   model::write_manifest(o.out_dir, m);
 }
 
@@ -317,6 +462,24 @@ void validate(const RunOptions& o) {
   if (o.device != "cpu" && o.device != "cuda") throw std::invalid_argument("--device must be cpu or cuda");
   if (o.timeout.count() < 1) throw std::invalid_argument("--timeout must be positive");
   if (o.out_dir.empty()) throw std::invalid_argument("--out is required");
+  if (o.cuda_graph) {
+    if (o.device != "cuda") throw std::invalid_argument("--cuda-graph needs --device cuda");
+    if (!cuda_graphs_available())
+      throw std::invalid_argument("--cuda-graph needs a LibTorch with CUDA; this build has none");
+    // The first collectives create the NCCL communicators, which cannot happen inside a capture.
+    if (o.cuda_graph_warmup < 1) throw std::invalid_argument("--cuda-graph-warmup must be at least 1");
+    if (o.cuda_graph_warmup >= o.steps)
+      throw std::invalid_argument("--cuda-graph-warmup (" + std::to_string(o.cuda_graph_warmup) +
+                                  ") must be less than --steps (" + std::to_string(o.steps) +
+                                  "): no step would be replayed");
+  } else if (o.cuda_graph_check || o.cuda_graph_plant_violation != 0) {
+    throw std::invalid_argument("--cuda-graph-check and --cuda-graph-plant-violation need --cuda-graph");
+  }
+  if (o.cuda_graph_plant_violation != 0 &&
+      (o.cuda_graph_plant_violation <= o.cuda_graph_warmup || o.cuda_graph_plant_violation > o.steps))
+    throw std::invalid_argument("--cuda-graph-plant-violation must name a replayed step (" +
+                                std::to_string(o.cuda_graph_warmup + 1) + ".." + std::to_string(o.steps) +
+                                ")");
 }
 
 RunSummary run_rank(const RunOptions& o, const RankEnv& env,
@@ -328,16 +491,54 @@ RunSummary run_rank(const RunOptions& o, const RankEnv& env,
 #if GPARITY_HAVE_NCCL
   if (o.device == "cuda") c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.local_rank));
 #endif
+  if (o.cuda_graph) {
+    // Without it, c10d marks every collective's buffers as used on its NCCL stream, and the
+    // caching allocator may not reuse a block so marked until the capture is over: each bucket's
+    // gather and reduce-scatter buffers then take their own memory in the graphs' pool (measured
+    // on one H100: peak reserved 1.106x eager's at dim 1024). Stashed instead, they are released at
+    // wait() and reused within the capture. Numerics are unchanged; a user's setting wins.
+    setenv("TORCH_NCCL_AVOID_RECORD_STREAMS", "1", 0);
+  }
   const CommBackend backend = o.device == "cuda" ? CommBackend::Nccl : CommBackend::Gloo;
   Comm comm(env, backend, o.timeout);
   Recorder rec(o.out_dir, env.rank);
   if (env.rank == 0) write_manifest_rank0(o, env, comm);
+  const bool cuda = o.device == "cuda";
+  // --cuda-graph: the whole run (weights' initialisation, warm-up, capture, replays, optimizer,
+  // recorder) on one side stream, as a capture needs a stream other than the default one.
+  std::optional<CaptureStream> capture_stream;
+  if (o.cuda_graph) capture_stream.emplace(env.local_rank);
+  // Peaks from here: the run's own (a process may run several, as bench_cuda_graph does).
+  if (cuda) reset_peak_device_memory(env.local_rank);
   Trainer trainer(o, env, comm, rec);
   trainer.record_plan();
 
   RunSummary summary;
   std::vector<double> step_ns, recorder_ns;
   std::int64_t step = 0;
+  const auto record_memory = [&] {
+    if (!cuda) return;
+    const auto mem = device_memory(env.local_rank);
+    summary.peak_allocated = mem.peak_allocated;
+    summary.peak_reserved = mem.peak_reserved;
+    nlohmann::json data{{"mode", o.cuda_graph ? "cuda_graph" : "eager"},
+                        {"device", "cuda:" + std::to_string(env.local_rank)},
+                        {"peak_allocated", mem.peak_allocated},
+                        {"peak_reserved", mem.peak_reserved}};
+    if (o.cuda_graph && trainer.capture_step() > 0) {
+      const auto& c = trainer.copies();
+      summary.graph_replays = c.replays;
+      data["warmup_steps"] = o.cuda_graph_warmup;
+      data["warmup_peak_allocated"] = trainer.warmup_memory().peak_allocated;
+      data["warmup_peak_reserved"] = trainer.warmup_memory().peak_reserved;
+      data["replays"] = c.replays;
+      data["static_input_copies"] = c.copies;
+      data["static_input_bytes"] = c.bytes;
+      data["copies_per_replay"] = c.copies_per_replay();
+      data["bytes_per_replay"] = c.bytes_per_replay();
+    }
+    rec.event({"device_memory", step > o.steps ? o.steps : step, "peak device memory of this rank", data});
+  };
   try {
     const std::int64_t start = now_ns();
     for (step = 1; step <= o.steps; ++step) {
@@ -352,12 +553,25 @@ RunSummary run_rank(const RunOptions& o, const RankEnv& env,
     }
     rec.flush();  // the last step's record, when it was hashed asynchronously
     comm.barrier("final barrier");
+    record_memory();
+    // Graphs hold NCCL kernels of this process group: they go before it does.
+    trainer.release_graphs();
+  } catch (const CudaGraphCheckFailure& e) {
+    try {
+      rec.flush();
+    } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the violation is what gets reported
+    }
+    rec.event({"failure", step, e.what(), {{"cuda_graph_check", true}}});
+    trainer.release_graphs(false);
+    throw;
   } catch (const RankFailure& e) {
     try {
       rec.flush();                     // every completed step's line stays in the trace
     } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the failure is what gets reported
     }
     rec.event({"failure", step, e.what(), nlohmann::json::object()});
+    // A peer is gone: the graphs' collectives may never finish, so no waiting for them here.
+    trainer.release_graphs(false);
     throw;
   }
   comm.announce_done();

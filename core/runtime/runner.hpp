@@ -47,6 +47,17 @@ struct RunOptions {
   std::filesystem::path out_dir;
   std::vector<std::string> command_line;
   FaultSpec fault;
+  /// CUDA-graph mode (docs/cuda-graphs.md): steps 1..cuda_graph_warmup run eagerly on the capture
+  /// stream, then the forward and backward (NCCL collectives included) are captured once and
+  /// every later step replays them; the optimizer step stays eager, outside the graphs.
+  bool cuda_graph = false;
+  std::int64_t cuda_graph_warmup = 2;
+  /// Before each replay, check every static input's address, shape and dtype and every
+  /// non-tensor value against capture time; a difference stops the run naming the input.
+  bool cuda_graph_check = false;
+  /// Testing: at the start of this step (a replayed one), reallocate the first parameter, which
+  /// --cuda-graph-check must catch. 0: never.
+  std::int64_t cuda_graph_plant_violation = 0;
 };
 
 /// Throws std::invalid_argument naming the first bad option.
@@ -69,6 +80,10 @@ struct RunSummary {
   // Medians leave out the first steps' warm-up (allocator, NCCL communicators, kernel loading).
   double median_step_ns = 0.0;
   double median_recorder_ns = 0.0;
+  // CUDA: the caching allocator's peaks over the run (bytes); zero on CPU.
+  std::int64_t peak_allocated = 0;
+  std::int64_t peak_reserved = 0;
+  std::int64_t graph_replays = 0;  // --cuda-graph: steps that replayed the captured graphs
 };
 
 /// Runs this rank to the end. Throws RankFailure when another rank dies or hangs (after the

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <tuple>
 
+#include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "hash/shard_hash.hpp"
@@ -206,6 +210,212 @@ TEST(RunCompare, AScalarMissingAtOneStepOfARunThatRecordsItIsADivergence) {
   EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "none", none), 0);
   EXPECT_TRUE(std::any_of(none.findings.begin(), none.findings.end(),
                           [](const diff::Finding& f) { return f.kind == "grad_norm_missing"; }));
+}
+
+}  // namespace
+
+// --- missing evidence: failures, killed ranks, declared steps not recorded --------------------
+
+namespace {
+
+/// A run of `world` ranks; rank r records steps 1..recorded[r] (loss and one hash array), then
+/// the failure events in `failures` (rank, step, message). `declared`: the manifest's step count.
+struct PartialRun {
+  int world = 2;
+  std::optional<std::int64_t> declared;
+  std::vector<int> recorded;
+  std::vector<std::tuple<int, std::int64_t, std::string>> failures;
+};
+
+void write_partial(const std::filesystem::path& dir, const PartialRun& p) {
+  model::RunManifest m;
+  m.world_size = p.world;
+  m.steps = p.declared;
+  model::write_manifest(dir, m);
+  for (int r = 0; r < p.world; ++r) {
+    model::TraceWriter w(dir, r);
+    model::ParamsRecord params;
+    params.params.push_back(
+        {"w", DType::F32, {4}, {0}, {4}, {{model::Placement::Kind::Replicate, -1}}, r == 0});
+    w.write_params(params);
+    for (int s = 1; s <= p.recorded.at(static_cast<std::size_t>(r)); ++s) {
+      model::StepRecord rec;
+      rec.step = s;
+      rec.loss = model::TraceScalar::from_f32(2.0F / static_cast<float>(s));
+      rec.hashes.push_back({"param.xxh3", {0x1234U + static_cast<std::uint64_t>(s)}});
+      w.write_step(rec);
+    }
+    for (const auto& [rank, step, message] : p.failures) {
+      if (rank == r) w.write_event({"failure", step, message, nlohmann::json::object()});
+    }
+  }
+}
+
+std::vector<const diff::Finding*> findings_of(const diff::CollectingConsumer& out, std::string_view kind) {
+  std::vector<const diff::Finding*> v;
+  for (const auto& f : out.findings) {
+    if (f.kind == kind) v.push_back(&f);
+  }
+  return v;
+}
+
+TEST(RunEvidence, TwoRunsThatFailedAtStepOneCompareNothingAndExitTwo) {
+  gparity::testing::TempDir tmp;
+  const PartialRun failed{
+      2, 10, {0, 0}, {{0, 1, "NCCL error: unhandled system error"}, {1, 1, "NCCL error"}}};
+  write_partial(tmp.path() / "a", failed);
+  write_partial(tmp.path() / "b", failed);
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "b", out), 2);
+  EXPECT_EQ(out.verdict.headline.rfind("NOTHING COMPARED: neither run recorded a step", 0), 0U)
+      << out.verdict.headline;
+  EXPECT_TRUE(out.verdict.data["nothing_compared"].get<bool>());
+  EXPECT_FALSE(out.verdict.data["bitwise_proof"].get<bool>());
+  ASSERT_EQ(findings_of(out, "nothing_compared").size(), 1U);
+  // Every rank's failure of both runs is named, with its step and message.
+  const auto failures = findings_of(out, "rank_failure");
+  ASSERT_EQ(failures.size(), 4U);
+  EXPECT_EQ(failures[0]->message, "baseline rank 0 failed at step 1: NCCL error: unhandled system error");
+  EXPECT_EQ(failures[0]->where.step, 1);
+  EXPECT_EQ(findings_of(out, "steps_not_recorded").size(), 4U);  // the manifest declares 10 steps
+  for (const auto& c : out.checks) {
+    EXPECT_NE(c.outcome, diff::Check::Outcome::Pass) << c.name;
+  }
+}
+
+TEST(RunEvidence, NothingCommonIsExitTwoEvenWithoutFailures) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "a", {1, std::nullopt, {3}, {}});
+  write_partial(tmp.path() / "b", {1, std::nullopt, {3}, {}});
+  diff::CompareOptions only_grads;
+  only_grads.loss = only_grads.grad_norm = only_grads.weights = only_grads.optimizer = false;
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "b", out, only_grads), 2);
+  EXPECT_NE(out.verdict.headline.find("every check was skipped"), std::string::npos) << out.verdict.headline;
+
+  diff::CompareOptions late;
+  late.first_step = 7;
+  diff::CollectingConsumer window;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "b", window, late), 2);
+  EXPECT_NE(window.verdict.headline.find("neither run recorded a step inside the steps asked for"),
+            std::string::npos)
+      << window.verdict.headline;
+}
+
+TEST(RunEvidence, KilledRankAgainstItselfIsIncompleteAndNamesRankAndStep) {
+  gparity::testing::TempDir tmp;
+  // Rank 1 killed at the start of step 2: rank 0 records step 1, then fails in step 2's collective.
+  write_partial(tmp.path() / "run",
+                {2, 3, {1, 1}, {{0, 2, "rank 1 died (no heartbeat) while rank 0 waited in all_gather"}}});
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "run", tmp.path() / "run", out), 1);
+  EXPECT_EQ(out.verdict.headline.rfind("INCOMPLETE: evidence is missing", 0), 0U) << out.verdict.headline;
+  const auto missing = findings_of(out, "steps_not_recorded");
+  ASSERT_EQ(missing.size(), 4U);  // both ranks of both runs stop after step 1 of 3
+  const auto* rank1 = missing[1];
+  EXPECT_EQ(rank1->severity, diff::Severity::Incomplete);
+  EXPECT_EQ(rank1->where.rank, 1);
+  EXPECT_EQ(rank1->where.step, 2);
+  EXPECT_EQ(
+      rank1->message,
+      "baseline rank 1 stopped after step 1: steps 2-3 missing (the manifest declares 3 steps); no failure "
+      "event of its own: killed or lost");
+  const auto failures = findings_of(out, "rank_failure");
+  ASSERT_EQ(failures.size(), 2U);
+  EXPECT_EQ(failures[0]->where.rank, 0);
+  EXPECT_EQ(failures[0]->where.step, 2);
+  // JUnit gets a failing "evidence" case per incomplete rank; the summary names the evidence.
+  int evidence_failed = 0;
+  for (const auto& c : out.checks)
+    evidence_failed += c.name == "evidence" && c.outcome == diff::Check::Outcome::Fail;
+  EXPECT_EQ(evidence_failed, 2);
+  EXPECT_TRUE(std::any_of(out.verdict.summary.begin(), out.verdict.summary.end(), [](const std::string& s) {
+    return s.find("missing evidence: baseline rank 1 stopped after step 1") == 0;
+  }));
+  EXPECT_EQ(out.verdict.data["evidence"]["candidate"]["incomplete_ranks"], nlohmann::json::array({0, 1}));
+
+  // --allow-incomplete: parity on what is there, and the report says so everywhere.
+  diff::CompareOptions allow;
+  allow.allow_incomplete = true;
+  diff::CollectingConsumer allowed;
+  EXPECT_EQ(compare(tmp.path() / "run", tmp.path() / "run", allowed, allow), 0);
+  EXPECT_NE(allowed.verdict.headline.find("(--allow-incomplete)"), std::string::npos)
+      << allowed.verdict.headline;
+  EXPECT_TRUE(std::any_of(allowed.header.notes.begin(), allowed.header.notes.end(),
+                          [](const std::string& n) { return n.starts_with("--allow-incomplete"); }));
+  EXPECT_FALSE(allowed.verdict.data["bitwise_proof"].get<bool>());
+  EXPECT_EQ(findings_of(allowed, "steps_not_recorded").size(), 4U) << "still named";
+}
+
+TEST(RunEvidence, WithoutAManifestCountOtherRanksDeclareTheSteps) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "a", {2, std::nullopt, {4, 4}, {}});
+  write_partial(tmp.path() / "b", {2, std::nullopt, {4, 2}, {}});
+  diff::CollectingConsumer self;
+  EXPECT_EQ(compare(tmp.path() / "b", tmp.path() / "b", self), 1);
+  const auto missing = findings_of(self, "steps_not_recorded");
+  ASSERT_EQ(missing.size(), 2U);
+  EXPECT_EQ(
+      missing[0]->message,
+      "baseline rank 1 stopped after step 2: steps 3-4 missing (other ranks of the run recorded them); no "
+      "failure event of its own: killed or lost");
+  // A complete run against itself: parity, nothing missing.
+  diff::CollectingConsumer full;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "a", full), 0);
+  EXPECT_TRUE(findings_of(full, "steps_not_recorded").empty());
+  EXPECT_TRUE(full.verdict.data["evidence"]["baseline"]["complete"].get<bool>());
+}
+
+TEST(RunEvidence, MissingRankFileIsIncomplete) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "a", {2, 2, {2, 2}, {}});
+  write_partial(tmp.path() / "b", {2, 2, {2, 2}, {}});
+  std::filesystem::remove(model::rank_trace_path(tmp.path() / "b", 1));
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "b", out), 1);
+  EXPECT_EQ(out.verdict.headline.rfind("INCOMPLETE", 0), 0U) << out.verdict.headline;
+  ASSERT_EQ(findings_of(out, "missing_rank").size(), 1U);
+  EXPECT_EQ(findings_of(out, "missing_rank")[0]->message, "rank 1 is missing in candidate");
+}
+
+TEST(RunEvidence, GateMinimumsOfStepsRanksAndParameters) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "a", {2, 3, {3, 3}, {}});
+  diff::CompareOptions o;
+  o.require.steps = 3;
+  o.require.ranks = 2;
+  o.require.parameters = 1;
+  diff::CollectingConsumer met;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "a", met, o), 0);
+  EXPECT_EQ(met.verdict.data["compared"]["steps"], 3);
+  EXPECT_EQ(met.verdict.data["compared"]["ranks"], 2);
+  EXPECT_EQ(met.verdict.data["compared"]["parameters"], 1);
+
+  o.require.steps = 4;
+  o.require.parameters = 2;
+  o.allow_incomplete = true;  // waives missing evidence, never an explicit minimum
+  diff::CollectingConsumer unmet;
+  EXPECT_EQ(compare(tmp.path() / "a", tmp.path() / "a", unmet, o), 1);
+  EXPECT_EQ(unmet.verdict.headline, "INCOMPLETE: less was compared than the gate requires");
+  const auto req = findings_of(unmet, "requirement_not_met");
+  ASSERT_EQ(req.size(), 1U);
+  EXPECT_EQ(req[0]->message,
+            "less was compared than required: steps 3 of at least 4, parameters 1 of at least 2");
+}
+
+TEST(RunEvidence, ManifestStepsMustBeACount) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "a", {1, 2, {2}, {}});
+  const auto manifest = model::manifest_path(tmp.path() / "a");
+  auto j = nlohmann::json::parse(std::ifstream(manifest));
+  EXPECT_EQ(model::open_run((tmp.path() / "a").string()).manifest.steps, 2);
+  j["steps"] = "two";
+  std::ofstream(manifest) << j.dump();
+  EXPECT_THROW((void)model::open_run((tmp.path() / "a").string()), model::InputError);
+  j.erase("steps");
+  j["train"] = {{"steps", 5}};  // what `gparity run` wrote before "steps"
+  std::ofstream(manifest) << j.dump();
+  EXPECT_EQ(model::open_run((tmp.path() / "a").string()).manifest.steps, 5);
 }
 
 }  // namespace

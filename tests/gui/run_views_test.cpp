@@ -130,6 +130,28 @@ TEST_F(RunViewsTest, MainWindowOpensTwoRunsAndReportsBadOnes) {
       << window.messages().toStdString();
 }
 
+// A run whose rank 1 was killed at step 2 (the real `gparity run`, tests/data/runs/faults):
+// against itself the views are not green, and the summary names the rank and step.
+TEST_F(RunViewsTest, KilledRankIsNamedInTheSummaryNotShownAsParity) {
+  const std::string run = GPARITY_SOURCE_DIR "/tests/data/runs/faults/killed-rank1-step2";
+  RunViewsWidget w(load_run_pair(run, run));
+  EXPECT_EQ(w.runs().exit_code, 1);
+  EXPECT_TRUE(w.runs().verdict.starts_with("INCOMPLETE")) << w.runs().verdict;
+  w.set_rank_index(1);
+  const auto text = w.summary().toStdString();
+  EXPECT_NE(text.find("INCOMPLETE"), std::string::npos) << text;
+  EXPECT_NE(text.find("baseline rank 1 stopped after step 1: steps 2-3 missing"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rank 0 failed"), std::string::npos)
+      << "rank 1's view names rank 1's evidence: " << text;
+
+  // Two runs that failed at step 1: nothing compared on any rank.
+  const std::string failed = GPARITY_SOURCE_DIR "/tests/data/runs/faults/failed-step1-kill";
+  RunViewsWidget f(load_run_pair(failed, failed));
+  EXPECT_EQ(f.runs().exit_code, 2);
+  EXPECT_NE(f.summary().toStdString().find("nothing compared"), std::string::npos)
+      << f.summary().toStdString();
+}
+
 TEST_F(RunViewsTest, NotARunIsAnInputError) {
   EXPECT_THROW((void)load_run_pair(kRuns + "eager", kRuns + "gate.json"), model::InputError);
 }

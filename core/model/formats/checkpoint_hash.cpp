@@ -1,14 +1,261 @@
 #include "core/model/formats/checkpoint_hash.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/model/base/input_error.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/formats/dcp_checkpoint.hpp"
 #include "core/model/formats/safetensors.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::model {
+namespace {
 
-FileDigest hash_file(const std::string& path) {
-  FileDigest out{path, "raw", {}};
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string t = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+// Element count; -1 when it does not fit in 63 bits (only hostile metadata gets there).
+std::int64_t numel(const std::vector<std::int64_t>& s) {
+  std::int64_t n = 1;
+  for (const auto d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return -1;
+  return n;
+}
+
+bool overlaps(const DcpChunk& a, const DcpChunk& b) {
+  for (std::size_t d = 0; d < a.offsets.size(); ++d) {
+    if (a.offsets[d] + a.sizes[d] <= b.offsets[d] || b.offsets[d] + b.sizes[d] <= a.offsets[d]) return false;
+  }
+  return numel(a.sizes) > 0 && numel(b.sizes) > 0;
+}
+
+// The chunks must tile the tensor exactly (no gap, no overlap), or neither hash means anything.
+void check_tiling(const DcpCheckpoint& ck, const DcpEntry& e, const std::vector<const DcpChunk*>& chunks) {
+  const auto fail = [&](const std::string& what) {
+    throw InputError(ck.metadata().path, "\"" + e.fqn + "\": " + what);
+  };
+  if (numel(e.size) < 0) fail("tensor " + shape_text(e.size) + " has more elements than fit in 63 bits");
+  std::int64_t total = 0;
+  for (const auto* c : chunks) total += numel(c->sizes);  // each chunk lies inside the tensor
+  if (total != numel(e.size))
+    fail("chunks hold " + std::to_string(total) + " elements but the tensor " + shape_text(e.size) + " has " +
+         std::to_string(numel(e.size)) + " (overlapping or missing chunks)");
+  if (chunks.size() <= 4096) {
+    for (std::size_t i = 0; i < chunks.size(); ++i)
+      for (std::size_t j = i + 1; j < chunks.size(); ++j)
+        if (overlaps(*chunks[i], *chunks[j])) fail("two chunks overlap");
+  }
+}
+
+// Feeds `count` elements `stride` apart into the stream (a gather through a small buffer when
+// they are not adjacent).
+void stream_row(hash::Xxh3Stream& xs, const std::byte* p, std::int64_t count, std::int64_t stride,
+                std::size_t elem, std::vector<std::byte>& scratch) {
+  if (count <= 0) return;
+  if (stride == 1 || count == 1) {
+    xs.update({p, static_cast<std::size_t>(count) * elem});
+    return;
+  }
+  scratch.resize(std::size_t{1} << 16);
+  const std::size_t per = scratch.size() / elem;
+  std::int64_t done = 0;
+  while (done < count) {
+    const auto n = std::min<std::int64_t>(count - done, static_cast<std::int64_t>(per));
+    for (std::int64_t k = 0; k < n; ++k)
+      std::copy_n(p + (done + k) * stride * static_cast<std::int64_t>(elem), elem, scratch.data() + k * elem);
+    xs.update({scratch.data(), static_cast<std::size_t>(n) * elem});
+    done += n;
+  }
+}
+
+bool row_major(const DcpChunkView& v) {
+  if (v.strides.empty()) return true;
+  std::int64_t expect = 1;
+  for (std::size_t d = v.shape.size(); d-- > 0;) {
+    if (v.shape[d] != 1 && v.strides[d] != expect) return false;
+    expect *= v.shape[d];
+  }
+  return true;
+}
+
+struct Loaded {
+  const DcpChunk* chunk;
+  DcpChunkView view;
+};
+
+// Streams the band's elements (chunks covering global rows [r0, r1) of dim 0) in row-major order.
+void stream_band(hash::Xxh3Stream& xs, const DcpEntry& e, std::vector<Loaded>& band,
+                 std::vector<std::byte>& scratch) {
+  const std::size_t rank = e.size.size();
+  const std::size_t elem = dtype_size(e.dtype);
+  if (rank == 0) {
+    stream_row(xs, band[0].view.data, 1, 1, elem, scratch);
+    return;
+  }
+  // A band of one chunk spanning every other dim fully, stored row-major: one contiguous run.
+  if (band.size() == 1 && row_major(band[0].view)) {
+    bool full = true;
+    for (std::size_t d = 1; d < rank; ++d) full = full && band[0].chunk->sizes[d] == e.size[d];
+    if (full) {
+      stream_row(xs, band[0].view.data, numel(band[0].chunk->sizes), 1, elem, scratch);
+      return;
+    }
+  }
+  // General case: walk the global rows (all dims but the last) in order; each row takes its
+  // pieces from the chunks that cover it, in order of their last-dim offset.
+  std::sort(band.begin(), band.end(), [&](const Loaded& a, const Loaded& b) {
+    return a.chunk->offsets[rank - 1] < b.chunk->offsets[rank - 1];
+  });
+  std::int64_t r0 = e.size[0], r1 = 0;
+  for (const auto& l : band) {
+    r0 = std::min(r0, l.chunk->offsets[0]);
+    r1 = std::max(r1, l.chunk->offsets[0] + l.chunk->sizes[0]);
+  }
+  if (rank == 1) {
+    for (const auto& l : band)
+      stream_row(xs, l.view.data, l.chunk->sizes[0], l.view.strides.empty() ? 1 : l.view.strides[0], elem,
+                 scratch);
+    return;
+  }
+  std::vector<std::int64_t> idx(rank - 1, 0);
+  idx[0] = r0;
+  const auto stride_of = [](const DcpChunkView& v, std::size_t d) {
+    if (!v.strides.empty()) return v.strides[d];
+    std::int64_t s = 1;
+    for (std::size_t k = d + 1; k < v.shape.size(); ++k) s *= v.shape[k];
+    return s;
+  };
+  for (std::size_t d = 0; d + 1 < rank; ++d)
+    if (e.size[d] == 0) return;
+  while (idx[0] < r1) {
+    for (const auto& l : band) {
+      const DcpChunk& c = *l.chunk;
+      bool inside = true;
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d + 1 < rank && inside; ++d) {
+        inside = idx[d] >= c.offsets[d] && idx[d] < c.offsets[d] + c.sizes[d];
+        off += (idx[d] - c.offsets[d]) * stride_of(l.view, d);
+      }
+      if (!inside) continue;
+      stream_row(xs, l.view.data + off * static_cast<std::int64_t>(elem), c.sizes[rank - 1],
+                 stride_of(l.view, rank - 1), elem, scratch);
+    }
+    // Next outer index, row-major.
+    std::size_t d = rank - 1;
+    while (d-- > 0) {
+      if (++idx[d] < (d == 0 ? r1 : e.size[d]) || d == 0) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+std::string layout_of(const DcpEntry& e) {
+  if (e.chunks.empty()) return "no chunks";
+  if (e.chunks.size() == 1 && e.chunks[0].sizes == e.size) return "whole";
+  bool same = true;
+  for (const auto& c : e.chunks) same = same && c.sizes == e.chunks[0].sizes;
+  std::string s = std::to_string(e.chunks.size()) + (e.chunks.size() == 1 ? " chunk" : " chunks");
+  return same ? s + " of " + shape_text(e.chunks[0].sizes) : s + " of mixed sizes";
+}
+
+TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
+  TensorDigest out{e.fqn, e.dtype, e.size, 0, 0, layout_of(e)};
+  std::vector<const DcpChunk*> chunks;
+  for (const auto& c : e.chunks) chunks.push_back(&c);
+  check_tiling(ck, e, chunks);
+  std::sort(chunks.begin(), chunks.end(),
+            [](const DcpChunk* a, const DcpChunk* b) { return a->offsets < b->offsets; });
+  // Bands: chunks sharing one dim-0 range. A tiling whose dim-0 ranges cross (irregular) is one band.
+  std::vector<std::vector<const DcpChunk*>> bands;
+  for (const auto* c : chunks) {
+    if (!bands.empty() && !e.size.empty() && bands.back()[0]->offsets[0] == c->offsets[0] &&
+        bands.back()[0]->sizes[0] == c->sizes[0]) {
+      bands.back().push_back(c);
+    } else {
+      bands.push_back({c});
+    }
+  }
+  if (!e.size.empty()) {
+    std::int64_t at = 0;
+    bool regular = true;
+    for (const auto& b : bands) {
+      regular = regular && b[0]->offsets[0] == at;
+      at = b[0]->offsets[0] + b[0]->sizes[0];
+    }
+    if (!regular) bands = {chunks};
+  }
+  hash::Xxh3Stream xs;
+  std::vector<std::byte> scratch;
+  std::vector<std::vector<std::byte>> buffers;
+  hash::ShardHashOptions sh;
+  sh.max_threads = 1;  // parallelism is across tensors
+  for (const auto& b : bands) {
+    std::vector<Loaded> loaded;
+    if (buffers.size() < b.size()) buffers.resize(b.size());
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      loaded.push_back({b[i], ck.load(e, *b[i], buffers[i])});
+      const auto& v = loaded.back().view;
+      const hash::BlockView block{v.data, v.elem_size, v.shape, v.strides};
+      out.shard_hash += hash::shard_hash(block, hash::GlobalPlacement{b[i]->offsets, e.size}, sh);
+    }
+    stream_band(xs, e, loaded, scratch);
+  }
+  out.xxh3 = xs.digest();
+  return out;
+}
+
+}  // namespace
+
+FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options) {
+  const DcpCheckpoint ck(dir);
+  FileDigest out{dir, "dcp", {}, {}};
+  std::vector<const DcpEntry*> tensors;
+  for (const auto& e : ck.metadata().entries) {
+    if (e.is_tensor)
+      tensors.push_back(&e);
+    else
+      out.other_entries.push_back(e.fqn);
+  }
+  out.tensors.resize(tensors.size());
+  unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(tensors.size(), 1)));
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::size_t error_at = tensors.size();
+  std::mutex mu;
+  const auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < tensors.size();) {
+      try {
+        out.tensors[i] = hash_dcp_tensor(ck, *tensors[i]);
+      } catch (...) {
+        // Report the first bad tensor in registration order, whatever thread saw it first.
+        const std::lock_guard lock(mu);
+        if (i < error_at) {
+          error_at = i;
+          error = std::current_exception();
+        }
+      }
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  pool.clear();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options) {
+  if (is_dcp_checkpoint(path)) return hash_dcp_checkpoint(path, options);
+  FileDigest out{path, "raw", {}, {}};
   bool is_st = path.ends_with(".safetensors");
   if (!is_st) {
     const MappedFile probe(path);
@@ -19,7 +266,8 @@ FileDigest hash_file(const std::string& path) {
                              std::nullopt,
                              {static_cast<std::int64_t>(bytes.size())},
                              hash::xxh3_64(bytes),
-                             hash::shard_hash_contiguous(bytes, 1)});
+                             hash::shard_hash_contiguous(bytes, 1),
+                             "whole"});
       return out;
     }
   }
@@ -28,8 +276,8 @@ FileDigest hash_file(const std::string& path) {
   for (const auto& t : st.tensors()) {
     const auto bytes = st.bytes(t);
     const hash::BlockView view{bytes.data(), dtype_size(t.dtype), t.shape, {}};
-    out.tensors.push_back(
-        {t.name, t.dtype, t.shape, hash::xxh3_64(bytes), hash::shard_hash(view, hash::GlobalPlacement{})});
+    out.tensors.push_back({t.name, t.dtype, t.shape, hash::xxh3_64(bytes),
+                           hash::shard_hash(view, hash::GlobalPlacement{}), "whole"});
   }
   return out;
 }

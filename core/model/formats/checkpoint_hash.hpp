@@ -1,6 +1,12 @@
 #pragma once
-// Fingerprints of every tensor in a checkpoint file (safetensors), or of a plain file's bytes:
-// what `gparity hash` prints and what tests compare against the Python reference hashes.
+// Fingerprints of every tensor in a checkpoint: a .safetensors file, a DCP checkpoint folder
+// (.metadata + __<rank>_<n>.distcp), or a plain file's bytes: what `gparity hash` prints, what
+// `gparity compare` compares, and what tests check against the Python reference hashes.
+//
+// For a DCP checkpoint, each tensor's shard-invariant hash is the sum of its chunks' partial
+// hashes, and its XXH3-64 is that of the full tensor in row-major order, streamed chunk by chunk
+// in global order (row bands of the chunk grid; no whole-tensor buffer). Both equal what the
+// same tensor gives in a safetensors file, whatever the sharding.
 
 #include <cstdint>
 #include <optional>
@@ -15,18 +21,27 @@ struct TensorDigest {
   std::string name;
   std::optional<DType> dtype;       // nullopt for a plain file (raw bytes)
   std::vector<std::int64_t> shape;  // for a plain file: {size in bytes}
-  std::uint64_t xxh3 = 0;           // XXH3-64 of the raw bytes
+  std::uint64_t xxh3 = 0;           // XXH3-64 of the raw bytes (full tensor, row-major)
   std::uint64_t shard_hash = 0;     // shard-invariant hash of the whole tensor
+  std::string layout;               // "whole" or "4 chunks of [64, 128]"
 };
 
 struct FileDigest {
   std::string path;
-  std::string format;  // "safetensors" or "raw"
+  std::string format;  // "safetensors", "dcp" or "raw"
   std::vector<TensorDigest> tensors;
+  std::vector<std::string> other_entries;  // DCP non-tensor (bytes) entries, by FQN
 };
 
-/// Hashes a .safetensors file tensor by tensor, or any other file as one raw byte tensor
-/// (elements of 1 byte). A file named *.safetensors must parse; errors are InputError.
-FileDigest hash_file(const std::string& path);
+struct CheckpointHashOptions {
+  unsigned threads = 0;  // 0 = hardware concurrency; the result never depends on it
+};
+
+/// Hashes a DCP checkpoint folder, a .safetensors file tensor by tensor, or any other file as
+/// one raw byte tensor (elements of 1 byte). Errors are InputError.
+FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options = {});
+
+/// Hashes a DCP checkpoint folder (tensors in registration order).
+FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options = {});
 
 }  // namespace gparity::model

@@ -8,6 +8,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/formats/flight_recorder_pickle.hpp"
 #include "core/model/graph/graph_json.hpp"
 
 namespace gparity::model {
@@ -200,6 +201,8 @@ FlightRecorderDump parse_flight_recorder(std::string_view text, const std::strin
 
 FlightRecorderDump read_flight_recorder(const std::string& path) {
   const MappedFile file(path);
+  if (looks_like_pickle(file.bytes().first(std::min<std::size_t>(file.bytes().size(), 2))))
+    return parse_flight_recorder_pickle(file.bytes(), path);  // PyTorch's default, pickled form
   return parse_flight_recorder(file.text(), path);
 }
 

@@ -280,6 +280,7 @@ json to_json(const RunManifest& m) {
             {"command_line", m.command_line},
             {"config_fingerprint", m.config_fingerprint},
             {"start_time", m.start_time}};
+  if (m.steps) j["steps"] = *m.steps;
   merge_extras(j, m.extra);
   return j;
 }
@@ -316,8 +317,19 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
   m.command_line = optional_or<std::vector<std::string>>(j, "command_line", {}, source, line);
   m.config_fingerprint = optional_or<std::string>(j, "config_fingerprint", "", source, line);
   m.start_time = optional_or<std::string>(j, "start_time", "", source, line);
+  if (const auto it = j.find("steps"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
+      bad(source, line, "\"steps\" must be a count");
+    m.steps = it->get<std::int64_t>();
+  } else if (const auto t = j.find("train"); t != j.end() && t->is_object()) {
+    // `gparity run` wrote the step count only under "train" before "steps" existed.
+    if (const auto s = t->find("steps");
+        s != t->end() && s->is_number_integer() && s->get<std::int64_t>() >= 0)
+      m.steps = s->get<std::int64_t>();
+  }
   m.extra = extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names",
                        "ranks", "framework_versions", "command_line", "config_fingerprint", "start_time"});
+  m.extra.erase("steps");
   return m;
 }
 
@@ -479,6 +491,23 @@ EventRecord event_from_json(const json& j, const std::string& source, std::int64
     merge_extras(r.data, rest);
   }
   return r;
+}
+
+std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord> events) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (it->kind != "device_memory" || !it->data.is_object()) continue;
+    const auto& d = it->data;
+    const auto a = d.find("peak_allocated"), r = d.find("peak_reserved");
+    // A record a newer writer changed shape is skipped, not trusted.
+    if (a == d.end() || r == d.end() || !a->is_number_integer() || !r->is_number_integer()) continue;
+    DeviceMemoryPeaks p;
+    const auto m = d.find("mode");
+    p.mode = m != d.end() && m->is_string() ? m->get<std::string>() : "eager";
+    p.peak_allocated = a->get<std::int64_t>();
+    p.peak_reserved = r->get<std::int64_t>();
+    return p;
+  }
+  return std::nullopt;
 }
 
 std::string step_to_line(const StepRecord& r) {

@@ -52,6 +52,9 @@ struct RunManifest {
   std::vector<std::string> command_line;
   std::string config_fingerprint;
   std::string start_time;  // ISO 8601
+  /// Steps the run declares it will record (1..steps on every rank): what a comparison must see
+  /// to call the evidence complete. From "steps", else "train.steps" (older `gparity run`).
+  std::optional<std::int64_t> steps;
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -170,6 +173,16 @@ struct EventRecord {
   std::string message;
   nlohmann::json data = nlohmann::json::object();
 };
+
+/// What an "event" record of kind "device_memory" says (docs/cuda-graphs.md): one rank's peak
+/// device memory over a run, from the caching allocator, and whether the run replayed CUDA graphs.
+struct DeviceMemoryPeaks {
+  std::string mode;  // "eager" or "cuda_graph"
+  std::int64_t peak_allocated = 0;
+  std::int64_t peak_reserved = 0;
+};
+/// The last well-formed "device_memory" event among `events` (nullopt: none).
+std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord> events);
 
 // JSON forms (the wire format of each record, "type" included). from_json throws InputError
 // naming `source` and `line`.

@@ -1,0 +1,89 @@
+#include "core/model/formats/dcp_checkpoint.hpp"
+
+#include <filesystem>
+
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/dcp_record.hpp"
+
+namespace gparity::model {
+namespace fs = std::filesystem;
+
+bool is_dcp_checkpoint(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / ".metadata", ec);
+}
+
+DcpCheckpoint::DcpCheckpoint(const std::string& dir) : dir_(dir) {
+  const fs::path meta_path = fs::path(dir) / ".metadata";
+  std::error_code ec;
+  if (!fs::is_regular_file(meta_path, ec))
+    throw InputError(dir, "not a DCP checkpoint folder: no .metadata file");
+  meta_ = read_dcp_metadata(meta_path.string());
+  for (const auto& e : meta_.entries) {
+    const auto add = [&](const DcpLocation& l) {
+      if (files_.contains(l.file)) return;
+      const std::string p = (fs::path(dir) / l.file).string();
+      if (!fs::is_regular_file(p, ec))
+        throw InputError(p, "the checkpoint's .metadata names this data file, but it is missing");
+      DataFile f{MappedFile(p), nullptr};
+      const auto head = f.map.bytes().first(std::min<std::size_t>(f.map.bytes().size(), 9));
+      if (looks_like_safetensors(head)) f.safetensors = std::make_unique<SafetensorsFile>(p);
+      files_.emplace(l.file, std::move(f));
+    };
+    for (const auto& c : e.chunks) {
+      if (!c.where) throw InputError(meta_path.string(), "\"" + e.fqn + "\": a chunk has no storage entry");
+      add(*c.where);
+    }
+    if (e.bytes_where) add(*e.bytes_where);
+  }
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> DcpCheckpoint::files() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& [name, f] : files_) out.emplace_back(name, f.map.bytes().size());
+  return out;
+}
+
+DcpChunkView DcpCheckpoint::load(const DcpEntry& entry, const DcpChunk& chunk,
+                                 std::vector<std::byte>& buffer) const {
+  const DcpLocation& l = *chunk.where;
+  const DataFile& f = files_.at(l.file);
+  const std::string where = f.map.path() + " @ " + std::to_string(l.offset);
+  const auto fail = [&](const std::string& problem) -> InputError {
+    return InputError(where, "\"" + entry.fqn + "\": " + problem);
+  };
+  if (l.has_transforms)
+    throw fail("chunk has transform descriptors (compressed or encrypted), which gparity does not read");
+  DcpChunkView v;
+  v.elem_size = dtype_size(entry.dtype);
+  if (f.safetensors) {
+    // Safetensors form: one blob per file, tensors named by FQN, shaped like the chunk.
+    for (const auto& t : f.safetensors->tensors()) {
+      if (t.name != entry.fqn) continue;
+      if (t.dtype != entry.dtype) throw fail("dtype differs from the metadata's");
+      if (t.shape != chunk.sizes) throw fail("tensor shape differs from the chunk's sizes");
+      v.data = f.safetensors->bytes(t).data();
+      v.shape = t.shape;
+      return v;
+    }
+    throw fail("no tensor of this name in the safetensors data file");
+  }
+  const auto size = f.map.bytes().size();
+  if (l.offset > size || l.length > size - l.offset)
+    throw fail("byte range [" + std::to_string(l.offset) + ", +" + std::to_string(l.length) +
+               ") lies outside the " + std::to_string(size) + "-byte file (truncated?)");
+  const auto t = read_torch_save_tensor(f.map.bytes().subspan(l.offset, l.length), where, buffer);
+  if (t.record.dtype != entry.dtype)
+    throw fail(std::string("chunk dtype ") + std::string(dtype_name(t.record.dtype)) +
+               " differs from the metadata's " + std::string(dtype_name(entry.dtype)));
+  if (t.record.size != chunk.sizes) throw fail("chunk tensor size differs from the metadata's chunk sizes");
+  bool empty = false;
+  for (const auto d : t.record.size) empty = empty || d == 0;
+  v.data = empty ? t.storage.data()
+                 : t.storage.data() + static_cast<std::size_t>(t.record.storage_offset) * v.elem_size;
+  v.shape = t.record.size;
+  v.strides = t.record.stride;
+  return v;
+}
+
+}  // namespace gparity::model

@@ -1,0 +1,66 @@
+#include "core/model/formats/flight_recorder_pickle.hpp"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include "core/model/formats/pickle/pickle_interpret.hpp"
+#include "core/model/formats/pickle/pickle_machine.hpp"
+
+namespace gparity::model {
+namespace {
+
+// "rank" followed by an optional '_' or '-' and digits, anywhere in the file name; the last
+// such match wins (a folder-ish prefix like "ranks_run/" is not part of the name anyway).
+std::int32_t rank_in_name(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  std::int32_t rank = -1;
+  for (std::size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
+    std::size_t i = at + 4;
+    if (i < name.size() && (name[i] == '_' || name[i] == '-')) ++i;
+    std::int32_t r = -1;
+    const auto res = std::from_chars(name.data() + i, name.data() + name.size(), r);
+    if (res.ec == std::errc() && r >= 0) rank = r;
+  }
+  return rank;
+}
+
+}  // namespace
+
+bool looks_like_pickle(std::span<const std::byte> head) noexcept {
+  return head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 &&
+         static_cast<unsigned char>(head[1]) >= 2 && static_cast<unsigned char>(head[1]) <= 5;
+}
+
+bool is_flight_recorder_pickle(const std::string& path) noexcept {
+  try {
+    std::ifstream in(path, std::ios::binary);
+    char buf[64] = {};
+    in.read(buf, sizeof buf);
+    const std::string_view head(buf, static_cast<std::size_t>(in.gcount()));
+    if (!looks_like_pickle(std::as_bytes(std::span(buf, head.size())))) return false;
+    std::size_t i = 2;
+    if (head.size() > i && head[i] == '\x95') i += 9;  // FRAME
+    return head.size() > i && head[i] == '}' && head.find("version") != std::string_view::npos;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string flight_recorder_pickle_to_json(std::span<const std::byte> bytes, const std::string& source) {
+  const auto doc = pickle::decode(bytes, source);
+  pickle::require_allowed(doc, {});  // a dump is plain data: any global at all is refused
+  if (doc.root->kind != pickle::Kind::Dict)
+    pickle::fail_at(doc, *doc.root,
+                    "a Flight Recorder dump is a dict, this pickle holds " + pickle::describe(*doc.root));
+  // Invalid UTF-8 in a string (a mangled frame name) is replaced, not fatal.
+  return pickle::to_json(doc, *doc.root).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+FlightRecorderDump parse_flight_recorder_pickle(std::span<const std::byte> bytes, const std::string& source) {
+  FlightRecorderDump d = parse_flight_recorder(flight_recorder_pickle_to_json(bytes, source), source);
+  if (d.rank < 0) d.rank = rank_in_name(source);
+  return d;
+}
+
+}  // namespace gparity::model

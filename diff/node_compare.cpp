@@ -1,0 +1,548 @@
+#include "diff/node_compare.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/model/base/input_error.hpp"
+#include "core/model/run/run_source.hpp"
+#include "diff/node_plan.hpp"
+#include "diff/node_runs.hpp"
+#include "diff/run_compare.hpp"
+
+namespace gparity::diff {
+
+using json = nlohmann::json;
+using model::Graph;
+using model::InputError;
+using model::NodeId;
+
+// ---- records ------------------------------------------------------------------------------------
+
+namespace {
+
+std::string text_field(const json& j, const char* key, bool required, const std::string& source,
+                       std::int64_t line) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) throw InputError(source, line, std::string("node record without \"") + key + "\"");
+    return {};
+  }
+  if (!it->is_string())
+    throw InputError(source, line, std::string("node record: \"") + key + "\" is not a string");
+  return it->get<std::string>();
+}
+
+std::string hash_field(const json& j, const char* key, const std::string& source, std::int64_t line) {
+  auto h = text_field(j, key, false, source, line);
+  if (h.empty()) return h;
+  const bool hex = h.size() == 16 && std::all_of(h.begin(), h.end(), [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+                   });
+  if (!hex)
+    throw InputError(
+        source, line,
+        std::string("node record: \"") + key + "\" is not 16 hex digits: \"" + h.substr(0, 40) + "\"");
+  std::transform(h.begin(), h.end(), h.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
+  return h;
+}
+
+}  // namespace
+
+NodeRecordView node_record_from_json(const json& j, const std::string& source, std::int64_t line) {
+  if (!j.is_object()) throw InputError(source, line, "node record is not a JSON object");
+  NodeRecordView r;
+  r.line = line;
+  r.graph = text_field(j, "graph", true, source, line);
+  r.node = text_field(j, "node", true, source, line);
+  if (r.node.empty()) throw InputError(source, line, "node record with an empty \"node\"");
+  r.op = text_field(j, "op", false, source, line);
+  r.source = text_field(j, "source", false, source, line);
+  r.dtype = text_field(j, "dtype", false, source, line);
+  if (const auto it = j.find("output"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
+      throw InputError(source, line, "node record: \"output\" is not a non-negative integer");
+    r.output = it->get<std::int64_t>();
+  }
+  if (const auto it = j.find("shape"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) throw InputError(source, line, "node record: \"shape\" is not a list");
+    for (const auto& d : *it) {
+      if (!d.is_number_integer())
+        throw InputError(source, line, "node record: \"shape\" holds a non-integer");
+      r.shape.push_back(d.get<std::int64_t>());
+    }
+  }
+  r.xxh3 = hash_field(j, "xxh3", source, line);
+  r.shard = hash_field(j, "shard", source, line);
+  if (r.xxh3.empty() && r.shard.empty())
+    throw InputError(source, line, "node record of " + r.node + " has neither \"xxh3\" nor \"shard\"");
+  return r;
+}
+
+const NodeRecordGraph* RankNodeRecords::find(std::string_view label) const noexcept {
+  for (const auto& g : graphs) {
+    if (g.label == label) return &g;
+  }
+  return nullptr;
+}
+
+RankNodeRecords node_records_of(const model::RankTrace& t) {
+  RankNodeRecords out;
+  std::unordered_map<std::string, std::size_t> index;
+  std::int64_t n = 0;
+  for (const auto& u : t.unknown) {
+    if (u.type != "node") continue;
+    ++n;
+    try {
+      // UnknownRecord keeps no line number: the record's position among node records stands in.
+      auto r = node_record_from_json(u.json, t.source + " (node record " + std::to_string(n) + ")", 0);
+      auto [it, fresh] = index.try_emplace(r.graph, out.graphs.size());
+      if (fresh) out.graphs.push_back({r.graph, {}});
+      out.graphs[it->second].records.push_back(std::move(r));
+    } catch (const InputError& e) {
+      out.issues.push_back({model::TraceIssue::Kind::CorruptLine, t.source, 0, e.what()});
+    }
+  }
+  return out;
+}
+
+std::optional<Graph> load_record_graph(const std::string& run_dir, const model::RankTrace& t,
+                                       const std::string& label, std::string& path, std::string& problem) {
+  return load_ref_graph(run_dir, t.graphs, t.rank, label, path, problem);
+}
+
+// ---- comparison -----------------------------------------------------------------------------------
+
+std::string_view divergence_cause_name(DivergenceCause c) noexcept {
+  switch (c) {
+    case DivergenceCause::Origin: return "origin";
+    case DivergenceCause::Propagated: return "propagated";
+    case DivergenceCause::Input: return "input";
+    case DivergenceCause::Unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+/// A node's records, by output index.
+using Outputs = std::map<std::int64_t, const NodeRecordView*>;
+
+std::unordered_map<std::string_view, Outputs> by_node(std::span<const NodeRecordView> records) {
+  std::unordered_map<std::string_view, Outputs> out;
+  for (const auto& r : records) out[r.node][r.output] = &r;  // a repeated output: the last one wins
+  return out;
+}
+
+/// The fields in which two records of one output differ ("xxh3", "shard", "dtype", "shape").
+std::vector<std::string> record_diff(const NodeRecordView& a, const NodeRecordView& b) {
+  std::vector<std::string> f;
+  if (!a.xxh3.empty() && !b.xxh3.empty() && a.xxh3 != b.xxh3) f.emplace_back("xxh3");
+  if (!a.shard.empty() && !b.shard.empty() && a.shard != b.shard) f.emplace_back("shard");
+  if (a.dtype != b.dtype) f.emplace_back("dtype");
+  if (a.shape != b.shape) f.emplace_back("shape");
+  // Nothing in common to compare: a hash on one side only cannot prove equality.
+  if (f.empty() && (a.xxh3.empty() || b.xxh3.empty()) && (a.shard.empty() || b.shard.empty()))
+    f.emplace_back("hashes");
+  return f;
+}
+
+/// The first output in which two nodes differ; nullopt when every output is equal.
+std::optional<NodeDivergence> outputs_diff(const Outputs& a, const Outputs& b) {
+  for (const auto& [k, ra] : a) {
+    const auto it = b.find(k);
+    NodeDivergence d;
+    d.output = k;
+    d.a = *ra;
+    if (it == b.end()) {
+      d.fields = {"missing"};
+      return d;
+    }
+    d.fields = record_diff(*ra, *it->second);
+    d.b = *it->second;
+    if (!d.fields.empty()) return d;
+  }
+  for (const auto& [k, rb] : b) {
+    if (a.contains(k)) continue;
+    NodeDivergence d;
+    d.output = k;
+    d.b = *rb;
+    d.fields = {"missing"};
+    return d;
+  }
+  return std::nullopt;
+}
+
+/// Without both graphs: A's graph (if any) gives order and inputs, names pair the nodes.
+NodePlan plan_by_name(const NodeSide& a, const NodeSide& b) {
+  NodePlan p;
+  std::unordered_map<std::string_view, bool> in_b;
+  for (const auto& r : b.records) in_b[r.node] = true;
+  if (a.graph != nullptr) {
+    const auto& g = *a.graph;
+    auto topo = model::topological_order(g);
+    if (!topo) {
+      topo.emplace(g.nodes.size());
+      for (NodeId i = 0; i < g.nodes.size(); ++i) (*topo)[i] = i;
+    }
+    std::vector<std::size_t> pos(g.nodes.size());
+    for (std::size_t i = 0; i < topo->size(); ++i) pos[(*topo)[i]] = i;
+    const model::UseEdges edges(g);
+    for (const NodeId n : *topo) {
+      p.order_a.emplace_back(g.node_name(n));
+      std::vector<std::size_t> in;
+      for (const NodeId i : edges.inputs(n)) in.push_back(pos[i]);
+      p.inputs.push_back(std::move(in));
+      p.placeholder.push_back(g.node(n).kind == model::NodeKind::Placeholder);
+    }
+  } else {
+    std::unordered_map<std::string_view, bool> seen;
+    for (const auto& r : a.records) {
+      if (seen.try_emplace(r.node, true).second) {
+        p.order_a.push_back(r.node);
+        p.inputs.emplace_back();
+        p.placeholder.push_back(r.op == "placeholder");
+      }
+    }
+  }
+  for (const auto& n : p.order_a) {
+    const bool found = in_b.contains(n);
+    p.partner.push_back(found ? n : std::string());
+    p.how.emplace_back(found ? "name" : "none");
+  }
+  return p;
+}
+
+}  // namespace
+
+NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, const NodeSide& b,
+                                   const NodeCompareOptions& o) {
+  NodeGraphResult r;
+  r.graph = label;
+  const auto ra = by_node(a.records);
+  const auto rb = by_node(b.records);
+  const NodePlan p = a.graph && b.graph ? plan_by_graph(*a.graph, *b.graph) : plan_by_name(a, b);
+  r.aligned_by_graph = p.by_graph;
+  // Records whose node the plan does not know (a graph that does not match its records) are
+  // visited after the graph's nodes, by name.
+  std::vector<std::string> order = p.order_a;
+  std::vector<std::string> partner = p.partner;
+  std::vector<std::string> how = p.how;
+  {
+    // Views of the plan's strings (it does not change) and of the records, never of `order`,
+    // which reallocates while it grows.
+    std::unordered_set<std::string_view> known(p.order_a.begin(), p.order_a.end());
+    for (const auto& rec : a.records) {
+      if (known.insert(rec.node).second) {
+        order.push_back(rec.node);
+        const bool in_b = rb.contains(rec.node);
+        partner.push_back(in_b ? rec.node : std::string());
+        how.emplace_back(in_b ? "name" : "none");
+      }
+    }
+  }
+  std::unordered_map<std::string_view, bool> b_used;
+  std::vector<bool> tainted(order.size(), false);   // differed, or fed by something that did
+  std::vector<bool> recorded(order.size(), false);  // compared on both sides
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto ia = ra.find(order[i]);
+    const bool input_tainted =
+        i < p.inputs.size() && std::any_of(p.inputs[i].begin(), p.inputs[i].end(),
+                                           [&](std::size_t k) { return k < i && tainted[k]; });
+    const auto ib = partner[i].empty() ? rb.end() : rb.find(partner[i]);
+    if (ib != rb.end()) b_used[ib->first] = true;
+    if (ia == ra.end() && ib == rb.end()) {
+      tainted[i] = input_tainted;  // no tensor recorded (output node, a None result): pass through
+      continue;
+    }
+    if (ia == ra.end() || ib == rb.end()) {
+      if (ia != ra.end()) ++r.unmatched_a;
+      tainted[i] = input_tainted;
+      continue;
+    }
+    ++r.compared;
+    recorded[i] = true;
+    auto d = outputs_diff(ia->second, ib->second);
+    if (!d) continue;
+    tainted[i] = true;
+    ++r.divergent;
+    d->node_a = order[i];
+    d->node_b = partner[i];
+    d->matched_by = how[i];
+    d->position = i;
+    const NodeRecordView& any = d->a ? *d->a : *d->b;
+    d->op = any.op;
+    d->source = any.source;
+    if (i < p.inputs.size()) {
+      for (const std::size_t k : p.inputs[i]) {
+        if (k >= i) continue;
+        if (tainted[k]) {
+          d->differing_inputs.push_back(order[k]);
+        } else if (!recorded[k]) {
+          d->unrecorded_inputs.push_back(order[k]);
+        }
+      }
+    }
+    if (!d->differing_inputs.empty()) {
+      d->cause = DivergenceCause::Propagated;
+    } else if (i < p.placeholder.size() && p.placeholder[i]) {
+      d->cause = DivergenceCause::Input;
+    } else if (i < p.inputs.size() && a.graph != nullptr) {
+      d->cause = DivergenceCause::Origin;
+    } else {
+      d->cause = DivergenceCause::Unknown;
+    }
+    if (d->cause == DivergenceCause::Origin) ++r.origins;
+    if (!r.first) {
+      r.first = std::move(*d);
+    } else if (d->cause == DivergenceCause::Origin && r.other_origins.size() < o.max_origins) {
+      r.other_origins.push_back(std::move(*d));
+    }
+  }
+  for (const auto& [name, outs] : rb) {
+    if (!b_used.contains(name)) ++r.unmatched_b;
+  }
+  return r;
+}
+
+NodeRankResult compare_node_records(const model::RankTrace& a, const std::string& run_a,
+                                    const model::RankTrace& b, const std::string& run_b, int rank,
+                                    const NodeCompareOptions& o) {
+  NodeRankResult out;
+  out.rank = rank;
+  const auto na = node_records_of(a);
+  const auto nb = node_records_of(b);
+  if (na.empty() && nb.empty()) return out;
+  for (const auto* side : {&na, &nb}) {
+    for (const auto& i : side->issues) {
+      Finding f{Severity::Error, "node_records", {}, i.problem, json::object()};
+      f.where.rank = rank;
+      f.where.source = i.source;
+      out.problems.push_back(std::move(f));
+    }
+  }
+  const auto one_sided = [&](const std::string& label, const char* has, const char* lacks) {
+    Finding f{Severity::Divergence, "node_graph_missing", {}, "", json::object()};
+    f.where.rank = rank;
+    f.where.graph = label;
+    f.message = "graph " + label + " has node records in " + has + " but not in " + lacks;
+    out.problems.push_back(std::move(f));
+  };
+  std::string diverged_graph;  // the first graph (in record order) that diverged
+  for (const auto& ga : na.graphs) {
+    const auto* gb = nb.find(ga.label);
+    if (gb == nullptr) {
+      one_sided(ga.label, "baseline", "candidate");
+      continue;
+    }
+    std::string pa, pb, path_a, path_b;
+    const auto graph_a = load_record_graph(run_a, a, ga.label, path_a, pa);
+    const auto graph_b = load_record_graph(run_b, b, ga.label, path_b, pb);
+    for (const auto* problem : {&pa, &pb}) {
+      if (problem->empty()) continue;
+      Finding f{Severity::Warning, "node_graph_unavailable", {}, "", json::object()};
+      f.where.rank = rank;
+      f.where.graph = ga.label;
+      f.message = *problem + " (nodes paired by name; origin vs propagated needs the baseline's graph)";
+      out.problems.push_back(std::move(f));
+    }
+    auto res = compare_node_graph(ga.label, {ga.records, graph_a ? &*graph_a : nullptr},
+                                  {gb->records, graph_b ? &*graph_b : nullptr}, o);
+    if (graph_a) res.graph_path = path_a;
+    // Graphs run in record order: a backward graph's inputs are what the forward produced.
+    if (res.first && res.first->cause == DivergenceCause::Input && !diverged_graph.empty()) {
+      res.first->cause = DivergenceCause::Propagated;
+      res.first->propagated_from = diverged_graph;
+    }
+    if (res.first && diverged_graph.empty()) diverged_graph = ga.label;
+    out.graphs.push_back(std::move(res));
+  }
+  for (const auto& gb : nb.graphs) {
+    if (na.find(gb.label) == nullptr) one_sided(gb.label, "candidate", "baseline");
+  }
+  return out;
+}
+
+// ---- findings -------------------------------------------------------------------------------------
+
+namespace {
+
+json record_json(const std::optional<NodeRecordView>& r) {
+  if (!r) return nullptr;
+  return {
+      {"node", r->node}, {"dtype", r->dtype}, {"shape", r->shape}, {"xxh3", r->xxh3}, {"shard", r->shard}};
+}
+
+json divergence_json(const NodeDivergence& d) {
+  return {{"node", d.node_a},
+          {"node_b", d.node_b},
+          {"op", d.op},
+          {"source", d.source},
+          {"position", d.position},
+          {"output", d.output},
+          {"fields", d.fields},
+          {"cause", divergence_cause_name(d.cause)},
+          {"differing_inputs", d.differing_inputs},
+          {"unrecorded_inputs", d.unrecorded_inputs},
+          {"propagated_from", d.propagated_from},
+          {"matched_by", d.matched_by},
+          {"baseline", record_json(d.a)},
+          {"candidate", record_json(d.b)}};
+}
+
+std::string describe(const NodeDivergence& d) {
+  std::string s = d.node_a;
+  if (!d.node_b.empty() && d.node_b != d.node_a) s += " (candidate: " + d.node_b + ")";
+  s += " [" + (d.op.empty() ? std::string("?") : d.op);
+  if (!d.source.empty()) s += ", " + d.source;
+  s += "] output " + std::to_string(d.output) + ": ";
+  const auto shape = [](const std::vector<std::int64_t>& v) {
+    std::string t = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+    return t + "]";
+  };
+  for (std::size_t i = 0; i < d.fields.size(); ++i) {
+    const auto& f = d.fields[i];
+    s += i ? ", " : "";
+    if (f == "missing") {
+      s += d.a ? "missing in the candidate" : "missing in the baseline";
+    } else if (f == "hashes") {
+      s += "no hash recorded on both sides";
+    } else if (d.a && d.b) {
+      const auto& x = *d.a;
+      const auto& y = *d.b;
+      s += f + " " +
+           (f == "xxh3"    ? x.xxh3 + " vs " + y.xxh3
+            : f == "shard" ? x.shard + " vs " + y.shard
+            : f == "dtype" ? x.dtype + " vs " + y.dtype
+                           : shape(x.shape) + " vs " + shape(y.shape));
+    }
+  }
+  s += "; ";
+  switch (d.cause) {
+    case DivergenceCause::Origin:
+      s += "origin: its inputs were equal";
+      if (!d.unrecorded_inputs.empty()) {
+        s += " (not recorded, taken as equal:";
+        for (std::size_t i = 0; i < d.unrecorded_inputs.size() && i < 3; ++i)
+          s += " " + d.unrecorded_inputs[i];
+        s += d.unrecorded_inputs.size() > 3 ? " ...)" : ")";
+      }
+      break;
+    case DivergenceCause::Propagated: {
+      if (!d.propagated_from.empty()) {
+        s += "propagated: a graph input, after " + d.propagated_from + " diverged";
+        break;
+      }
+      s += "propagated: input";
+      s += d.differing_inputs.size() == 1 ? " " : "s ";
+      for (std::size_t i = 0; i < d.differing_inputs.size() && i < 3; ++i)
+        s += (i ? ", " : "") + d.differing_inputs[i];
+      if (d.differing_inputs.size() > 3) s += ", ...";
+      s += " already differed";
+      break;
+    }
+    case DivergenceCause::Input: s += "graph input: the graph was fed different values"; break;
+    case DivergenceCause::Unknown: s += "origin unknown (no graph to find its inputs)"; break;
+  }
+  return s;
+}
+
+Finding divergence_finding(const NodeRankResult& r, const NodeGraphResult& g, const NodeDivergence& d,
+                           const char* kind, const std::string& lead) {
+  Finding f{Severity::Divergence, kind, {}, lead + describe(d), divergence_json(d)};
+  f.where.rank = r.rank;
+  f.where.graph = g.graph;
+  f.where.node = d.node_a;
+  f.values["graph"] = g.graph;
+  if (!g.graph_path.empty()) f.values["graph_path"] = g.graph_path;
+  return f;
+}
+
+}  // namespace
+
+void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std::vector<Check>& checks) {
+  for (const auto& p : r.problems) findings.push_back(p);
+  for (const auto& g : r.graphs) {
+    if (g.first)
+      findings.push_back(divergence_finding(r, g, *g.first, "node_divergence", "first divergent node "));
+    for (const auto& d : g.other_origins)
+      findings.push_back(divergence_finding(r, g, d, "node_origin", "also an origin: "));
+    if (g.origins > (g.first && g.first->cause == DivergenceCause::Origin ? 1 : 0) + g.other_origins.size()) {
+      Finding f{Severity::Info, "node_origins_truncated", {}, "", json::object()};
+      f.where.rank = r.rank;
+      f.where.graph = g.graph;
+      f.message = std::to_string(g.origins) + " origins in all; the rest are not listed";
+      findings.push_back(std::move(f));
+    }
+    if (g.unmatched_a + g.unmatched_b > 0) {
+      Finding f{Severity::Info,
+                "node_unmatched",
+                {},
+                "",
+                {{"baseline", g.unmatched_a}, {"candidate", g.unmatched_b}}};
+      f.where.rank = r.rank;
+      f.where.graph = g.graph;
+      f.message = std::to_string(g.unmatched_a) + " baseline and " + std::to_string(g.unmatched_b) +
+                  " candidate nodes with records have no counterpart (not compared)";
+      findings.push_back(std::move(f));
+    }
+    Check c;
+    c.name = "nodes " + g.graph;
+    c.rank = r.rank;
+    c.outcome = g.divergent > 0 ? Check::Outcome::Fail : Check::Outcome::Pass;
+    c.message = std::to_string(g.compared) + " nodes compared, " + std::to_string(g.divergent) + " divergent";
+    if (g.first)
+      c.message +=
+          ", first " + g.first->node_a + " (" + std::string(divergence_cause_name(g.first->cause)) + ")";
+    checks.push_back(std::move(c));
+  }
+}
+
+json node_summary(const NodeRankResult& r) {
+  json graphs = json::array();
+  std::size_t compared = 0, divergent = 0;
+  json first = nullptr;
+  for (const auto& g : r.graphs) {
+    compared += g.compared;
+    divergent += g.divergent;
+    json gj = {{"graph", g.graph},
+               {"compared", g.compared},
+               {"divergent", g.divergent},
+               {"origins", g.origins},
+               {"unmatched_baseline", g.unmatched_a},
+               {"unmatched_candidate", g.unmatched_b},
+               {"aligned_by_graph", g.aligned_by_graph}};
+    gj["first"] = g.first ? divergence_json(*g.first) : json(nullptr);
+    if (g.first && first.is_null()) {
+      first = gj["first"];
+      first["graph"] = g.graph;
+    }
+    graphs.push_back(std::move(gj));
+  }
+  return {{"graphs", graphs}, {"compared", compared}, {"divergent", divergent}, {"first", first}};
+}
+
+std::string node_summary_line(const NodeRankResult& r) {
+  for (const auto& g : r.graphs) {
+    if (!g.first) continue;
+    const auto& d = *g.first;
+    std::string s = "rank " + std::to_string(r.rank) + ": first divergent node " + d.node_a + " (" + d.op;
+    if (!d.source.empty()) s += ", " + d.source;
+    return s + ") in " + g.graph + ", " + std::string(divergence_cause_name(d.cause));
+  }
+  return {};
+}
+
+std::vector<Finding> node_divergences_of_runs(const std::string& baseline, const std::string& candidate) {
+  CollectingConsumer out;
+  compare_runs(model::open_run(baseline), model::open_run(candidate), {}, out);
+  std::vector<Finding> nodes;
+  for (auto& f : out.findings) {
+    if (f.kind == "node_divergence" || f.kind == "node_origin") nodes.push_back(std::move(f));
+  }
+  return nodes;
+}
+
+}  // namespace gparity::diff

@@ -1,0 +1,154 @@
+// DCP checkpoints: hashes against safetensors of the same weights, across layouts, for grid
+// (non-row-block) chunks, and damaged inputs. The real samples come from ../shared (skipped when
+// absent); the grid checkpoint is tests/data/dcp/grid (tests/data/dcp/make_grid_checkpoint.py).
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/checkpoint_hash.hpp"
+#include "core/model/formats/dcp_checkpoint.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gparity::model::FileDigest;
+using gparity::model::hash_file;
+using gparity::model::InputError;
+
+const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
+// ../shared relative to the source root (the main checkout), or $GPARITY_SHARED_DIR.
+fs::path shared_samples() {
+  if (const char* env = std::getenv("GPARITY_SHARED_DIR"))
+    return fs::path(env) / "samples" / "torch-2.11-dcp";
+  return fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
+}
+const fs::path kSamples = shared_samples();
+
+#define SKIP_WITHOUT_SAMPLES() \
+  if (!fs::exists(kSamples)) GTEST_SKIP() << "no " << kSamples.string()
+
+// name without the DCP state-dict wrapper ("model.") -> digest
+std::map<std::string, gparity::model::TensorDigest> by_name(const FileDigest& d,
+                                                            const std::string& drop = "") {
+  std::map<std::string, gparity::model::TensorDigest> m;
+  for (const auto& t : d.tensors) m[t.name.substr(t.name.starts_with(drop) ? drop.size() : 0)] = t;
+  return m;
+}
+
+void expect_same_weights(const FileDigest& a, const FileDigest& b, const std::string& drop_a,
+                         const std::string& drop_b) {
+  const auto ma = by_name(a, drop_a);
+  const auto mb = by_name(b, drop_b);
+  ASSERT_EQ(ma.size(), mb.size());
+  for (const auto& [name, t] : ma) {
+    ASSERT_TRUE(mb.contains(name)) << name;
+    EXPECT_EQ(t.dtype, mb.at(name).dtype) << name;
+    EXPECT_EQ(t.shape, mb.at(name).shape) << name;
+    EXPECT_EQ(t.xxh3, mb.at(name).xxh3) << name << ": " << a.path << " vs " << b.path;
+    EXPECT_EQ(t.shard_hash, mb.at(name).shard_hash) << name;
+  }
+}
+
+TEST(Dcp, GridChunksHashLikeTheFullTensors) {
+  // Chunks in a 2x2 grid, column blocks, transposed storage, a 0-d tensor: the row-major XXH3
+  // streamed from the chunks and the summed shard hashes equal those of the whole tensors.
+  const auto dcp = hash_file(kData + "/grid");
+  const auto st = hash_file(kData + "/grid.safetensors");
+  EXPECT_EQ(dcp.format, "dcp");
+  ASSERT_EQ(dcp.tensors.size(), 4U);
+  EXPECT_EQ(dcp.tensors[0].name, "grid.weight");  // registration order
+  EXPECT_EQ(dcp.tensors[0].layout, "4 chunks of mixed sizes");
+  EXPECT_EQ(dcp.other_entries, std::vector<std::string>{"step"});
+  expect_same_weights(dcp, st, "", "");
+  // The result never depends on the number of threads.
+  const auto one = hash_file(kData + "/grid", {1});
+  for (std::size_t i = 0; i < one.tensors.size(); ++i) EXPECT_EQ(one.tensors[i].xxh3, dcp.tensors[i].xxh3);
+}
+
+TEST(Dcp, SamplesFsdp4AndFsdp2AreIdenticalAndMatchTheirSafetensors) {
+  SKIP_WITHOUT_SAMPLES();
+  for (const char* step : {"step-0", "step-3"}) {
+    const auto f4 = hash_file((kSamples / "fsdp4" / step).string());
+    const auto f2 = hash_file((kSamples / "fsdp2" / step).string());
+    ASSERT_EQ(f4.tensors.size(), 8U);
+    EXPECT_EQ(f4.tensors[0].layout, "4 chunks of [64, 128]");
+    EXPECT_EQ(f2.tensors[0].layout, "2 chunks of [128, 128]");
+    expect_same_weights(f4, f2, "", "");
+    const auto st4 = hash_file((kSamples / "fsdp4" / (std::string(step) + ".safetensors")).string());
+    const auto st2 = hash_file((kSamples / "fsdp2" / (std::string(step) + ".safetensors")).string());
+    expect_same_weights(f4, st4, "model.", "");
+    expect_same_weights(f2, st2, "model.", "");
+  }
+}
+
+TEST(Dcp, SamplesStep3DiffersFromStep0InEveryParameter) {
+  // As found by gparity (and by `gparity hash` on step-0/3.safetensors): after 3 AdamW steps
+  // every one of the 8 parameters has changed, the norm weights included.
+  SKIP_WITHOUT_SAMPLES();
+  const auto s0 = by_name(hash_file((kSamples / "fsdp4" / "step-0").string()));
+  const auto s3 = by_name(hash_file((kSamples / "fsdp4" / "step-3").string()));
+  ASSERT_EQ(s0.size(), 8U);
+  for (const auto& [name, t] : s0) {
+    EXPECT_NE(t.shard_hash, s3.at(name).shard_hash) << name;
+    EXPECT_NE(t.xxh3, s3.at(name).xxh3) << name;
+  }
+  // At step 0 the two blocks' norm weights are both ones: equal to each other.
+  EXPECT_EQ(s0.at("model.layers.0.norm.weight").xxh3, s0.at("model.layers.1.norm.weight").xxh3);
+}
+
+std::string copy_checkpoint(const gparity::testing::TempDir& tmp, const std::string& from) {
+  const auto to = tmp.path() / "ckpt";
+  fs::copy(from, to, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(to))
+    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  return to.string();
+}
+
+std::string error_of(const std::string& dir) {
+  try {
+    (void)hash_file(dir);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Dcp, TruncatedDataFileIsReportedWithFileAndRange) {
+  gparity::testing::TempDir tmp;
+  const auto dir = copy_checkpoint(tmp, kData + "/grid");
+  fs::resize_file(fs::path(dir) / "__1_0.distcp", 1000);
+  const auto msg = error_of(dir);
+  EXPECT_NE(msg.find("__1_0.distcp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("outside"), std::string::npos) << msg;
+}
+
+TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
+  gparity::testing::TempDir tmp;
+  const auto dir = copy_checkpoint(tmp, kData + "/grid");
+  {
+    // Flip one byte in the middle of rank 3's file: a zip structure or CRC check catches it.
+    std::fstream f(fs::path(dir) / "__3_0.distcp", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const auto n = static_cast<std::streamoff>(f.tellg());
+    for (std::streamoff at = 0; at < n; at += 97) {
+      f.seekp(at);
+      f.put('\x5a');
+    }
+  }
+  const auto msg = error_of(dir);
+  EXPECT_NE(msg.find("__3_0.distcp"), std::string::npos) << msg;
+  fs::remove(fs::path(dir) / "__2_0.distcp");
+  const auto missing = error_of(dir);
+  EXPECT_NE(missing.find("__2_0.distcp"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("missing"), std::string::npos) << missing;
+  fs::remove(fs::path(dir) / ".metadata");
+  EXPECT_FALSE(gparity::model::is_dcp_checkpoint(dir));
+}
+
+}  // namespace
