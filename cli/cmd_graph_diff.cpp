@@ -20,6 +20,7 @@
 #include "diff/graph_report.hpp"
 #include "diff/graph_source.hpp"
 #include "diff/rank_classify.hpp"
+#include "diff/ranks_html.hpp"
 #include "diff/report_html.hpp"
 
 namespace gparity::cli {
@@ -55,16 +56,25 @@ int exit_for(diff::GraphVerdict v) {
 diff::RankLayout parse_layout(std::int32_t per_node, const std::string& mesh) {
   diff::RankLayout l;
   l.ranks_per_node = per_node;
+  // "2x4", or named "dp=2,tp=4" (names make functions read 48*dp instead of 48*mesh[0]).
+  const char sep = mesh.find(',') != std::string::npos || mesh.find('=') != std::string::npos ? ',' : 'x';
   std::size_t p = 0;
   while (p < mesh.size()) {
-    const auto x = mesh.find('x', p);
-    const auto part = mesh.substr(p, x == std::string::npos ? std::string::npos : x - p);
+    const auto x = mesh.find(sep, p);
+    auto part = mesh.substr(p, x == std::string::npos ? std::string::npos : x - p);
+    std::string name;
+    if (const auto eq = part.find('='); eq != std::string::npos) {
+      name = part.substr(0, eq);
+      part = part.substr(eq + 1);
+    }
     try {
-      const int v = std::stoi(part);
-      if (v <= 0) throw std::invalid_argument("not positive");
+      std::size_t used = 0;
+      const int v = std::stoi(part, &used);
+      if (v <= 0 || used != part.size()) throw std::invalid_argument("not positive");
       l.mesh.push_back(v);
+      l.mesh_names.push_back(name);
     } catch (const std::exception&) {
-      throw model::InputError("--mesh", "expected sizes like 2x4, got '" + mesh + "'");
+      throw model::InputError("--mesh", "expected sizes like 2x4 or dp=2,tp=4, got '" + mesh + "'");
     }
     if (x == std::string::npos) break;
     p = x + 1;
@@ -83,9 +93,13 @@ void print_finding(const diff::RankFinding& f, bool colour) {
   const auto cls = diff::finding_class_name(f.cls);
   const Colour c = f.cls == diff::FindingClass::Divergent ? Colour::Red : Colour::Yellow;
   std::cout << "    " << paint(cls, c, colour) << "  ";
-  if (!f.node.empty()) std::cout << f.node << " (" << f.target << ") ";
+  if (!f.compile.empty()) std::cout << "compile " << f.compile << ' ';
+  if (!f.node.empty()) std::cout << f.node << (f.target.empty() ? " " : " (" + f.target + ") ");
   std::cout << f.field << ": " << values_text(f);
   if (f.function) std::cout << "  = " << f.function->text();
+  if (f.function && !f.function->inferred_mesh.empty())
+    std::cout << " (mesh " << f.function->inferred_mesh << ")";
+  if (!f.note.empty()) std::cout << "  -- " << f.note;
   if (!f.source.empty()) std::cout << "  [" << f.source << "]";
   if (f.graph_line > 0) std::cout << "  (line " << f.graph_line << ")";
   std::cout << '\n';
@@ -98,15 +112,23 @@ struct RanksOptions {
   bool json = false;
   std::int32_t per_node = 0;
   std::string mesh;
+  std::string html;
   NormOptions norm;
 };
 
 int run_ranks(const RanksOptions& o) {
   model::TraceOptions topt;
+  // Records carry every fact of diff/trace_facts.hpp; graphs the parser cannot read are reported
+  // as problems and the rest is still classified.
   const auto trace = model::read_torch_trace_dir(o.path, topt);
   if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
   const auto norm = o.norm.get();
   const auto report = diff::classify_trace(trace, norm, parse_layout(o.per_node, o.mesh));
+  if (!o.html.empty()) {
+    std::ofstream out(o.html, std::ios::binary);
+    if (!out) throw model::InputError(o.html, "cannot write the HTML report");
+    out << diff::ranks_html(report, o.path);
+  }
   if (o.json) {
     std::cout << diff::to_json(report).dump(2) << '\n';
     return exit_for(report.verdict);
@@ -116,6 +138,18 @@ int run_ranks(const RanksOptions& o) {
             << report.graphs.size() << " graphs; normalizations:";
   for (const auto& n : report.normalizations) std::cout << ' ' << n;
   std::cout << '\n';
+  std::cout << "  mesh: "
+            << (report.mesh.empty() ? "none found (world-size factorizations are tried)" : report.mesh)
+            << '\n';
+  for (const auto& fg : report.fact_groups) {
+    std::cout << "  " << paint("divergent", Colour::Red, colour) << "  " << fg.fact << ": "
+              << fg.groups.size() << " groups of ranks\n";
+    for (const auto& g : fg.groups) {
+      std::cout << "      ranks";
+      for (std::size_t i = 0; i < g.ranks.size(); ++i) std::cout << (i ? ", " : " ") << g.ranks[i];
+      std::cout << ": " << g.sequence << '\n';
+    }
+  }
   for (const auto& p : report.problems)
     std::cout << "  " << paint("problem", Colour::Red, colour) << "  " << p << '\n';
   for (const auto& f : report.findings) print_finding(f, colour);
@@ -307,7 +341,11 @@ void register_graph_diff(CLI::App& app, Action& action) {
   ranks->add_option("TRACE_DIR", ro->path, "TORCH_TRACE directory (or one log file)")->required();
   ranks->add_flag("--json", ro->json, "Machine-readable output");
   ranks->add_option("--ranks-per-node", ro->per_node, "Local device = rank % N (default: rank)");
-  ranks->add_option("--mesh", ro->mesh, "Device-mesh shape, row-major over ranks, e.g. 2x4");
+  ranks->add_option(
+      "--mesh", ro->mesh,
+      "Device-mesh shape, row-major over ranks, e.g. 2x4 (overrides the mesh read from DeviceMesh "
+      "specs in the graphs or the Flight Recorder pg_config beside the trace)");
+  ranks->add_option("--html", ro->html, "Also write a self-contained HTML page here");
   add_norm_options(ranks, ro->norm);
   ranks->callback([ro, &action] { action = [ro] { return run_ranks(*ro); }; });
 

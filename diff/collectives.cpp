@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/model/base/dtype.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/flight_recorder_pickle.hpp"
 #include "core/model/formats/torch_trace.hpp"
+#include "diff/trace_facts.hpp"
 
 namespace gparity::diff {
 namespace {
@@ -235,6 +237,10 @@ Finding make_finding(Severity sev, std::string kind, std::int32_t rank, const st
 struct Tally {
   Severity worst = Severity::Info;
   std::size_t rank_mismatches = 0, reordered = 0, changed = 0, added = 0, removed = 0, streams = 0;
+  std::size_t rooted = 0;      // root / non-root record pairs matched by the rooted rule
+  std::size_t unfinished = 0;  // Flight Recorder entries not completed
+  std::size_t graph_checked = 0, graph_mismatches = 0;
+  std::size_t p2p_pairs = 0;
   void see(Severity s) { worst = std::max(worst, s); }
 };
 
@@ -254,6 +260,10 @@ bool check_rank_pair(const CollectiveStream& ref, std::int32_t ref_rank, const C
   for (; i < ref.ops.size() && j < other.ops.size(); ++i, ++j) {
     const auto sa = ref.ops[i].signature(), sb = other.ops[j].signature();
     if (sa == sb) continue;
+    if (rooted_records_match(ref.ops[i], other.ops[j])) {
+      ++t.rooted;
+      continue;
+    }
     Finding f = make_finding(Severity::Divergence, "collective_rank_mismatch", rank, ref.name,
                              rank_name(rank) + " departs from " + rank_name(ref_rank) + " at collective #" +
                                  std::to_string(j + 1) + " of " + ref.name + ": " + sb + " where " +
@@ -318,8 +328,15 @@ void check_across_ranks(const CollectiveRun& run, FindingConsumer& out, Tally& t
       ++t.rank_mismatches;
       ok = false;
     }
+    // Point-to-point ops differ by design between ranks (send here, recv there): check_p2p pairs them.
+    const auto collective_only = [](const CollectiveStream& s) {
+      CollectiveStream c = s;
+      std::erase_if(c.ops, [](const CollectiveOp& o) { return o.p2p; });
+      return c;
+    };
+    const CollectiveStream ref = collective_only(*holders[0].second);
     for (std::size_t k = 1; k < holders.size(); ++k)
-      ok = check_rank_pair(*holders[0].second, holders[0].first, *holders[k].second, holders[k].first, out,
+      ok = check_rank_pair(ref, holders[0].first, collective_only(*holders[k].second), holders[k].first, out,
                            t) &&
            ok;
     Check c;
@@ -329,6 +346,166 @@ void check_across_ranks(const CollectiveRun& run, FindingConsumer& out, Tally& t
                 std::to_string(holders.front().second->ops.size()) + " collectives on " +
                 rank_name(holders.front().first);
     out.check(c);
+  }
+}
+
+/// Point-to-point pairs as fr_trace matches them: the k-th send from a to b in a group pairs with
+/// the k-th recv on b from a; sizes and dtypes must agree; an op without its partner is named.
+void check_p2p(const CollectiveRun& run, FindingConsumer& out, Tally& t) {
+  struct Side {
+    std::int32_t rank;
+    const CollectiveOp* op;
+    std::string stream;
+  };
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t>,
+           std::pair<std::vector<Side>, std::vector<Side>>>
+      pairs;
+  for (const auto& rc : run.ranks)
+    for (const auto& s : rc.streams)
+      for (const auto& op : s.ops) {
+        if (!op.p2p || op.src < 0 || op.dst < 0) continue;
+        auto& slot = pairs[{op.group, op.src, op.dst}];
+        (op.kind == "send" ? slot.first : slot.second).push_back({rc.rank, &op, s.name});
+      }
+  const auto tensor = [](const CollectiveOp& o) {
+    return !o.input_shapes.empty()
+               ? o.input_shapes[0] + " " + (o.input_dtypes.empty() ? "?" : o.input_dtypes[0])
+               : (!o.output_shapes.empty() ? o.output_shapes[0] : "?");
+  };
+  for (const auto& [key, sr] : pairs) {
+    const auto& [group, src, dst] = key;
+    const auto& [sends, recvs] = sr;
+    const std::size_t n = std::min(sends.size(), recvs.size());
+    for (std::size_t k = 0; k < n; ++k) {
+      ++t.p2p_pairs;
+      if (tensor(*sends[k].op) == tensor(*recvs[k].op)) continue;
+      Finding f =
+          make_finding(Severity::Divergence, "collective_p2p_mismatch", recvs[k].rank, recvs[k].stream,
+                       "send #" + std::to_string(k + 1) + " " + std::to_string(src) + "->" +
+                           std::to_string(dst) + " in group '" + group + "' sends " + tensor(*sends[k].op) +
+                           " (" + rank_name(sends[k].rank) + ", " + sends[k].op->where + ") but " +
+                           rank_name(recvs[k].rank) + " receives " + tensor(*recvs[k].op));
+      f.where.node = recvs[k].op->where;
+      out.finding(f);
+      t.see(f.severity);
+      ++t.rank_mismatches;
+    }
+    const auto& rest = sends.size() > n ? sends : recvs;
+    for (std::size_t k = n; k < rest.size(); ++k) {
+      const bool send = &rest == &sends;
+      Finding f = make_finding(Severity::Divergence, "collective_p2p_unmatched", rest[k].rank, rest[k].stream,
+                               std::string(send ? "send" : "recv") + " #" + std::to_string(k + 1) + " " +
+                                   std::to_string(src) + "->" + std::to_string(dst) + " in group '" + group +
+                                   "' on " + rank_name(rest[k].rank) + " has no matching " +
+                                   (send ? "recv" : "send") + " (" + rest[k].op->where + ")");
+      f.where.node = rest[k].op->where;
+      out.finding(f);
+      t.see(f.severity);
+      ++t.rank_mismatches;
+    }
+  }
+}
+
+/// Flight Recorder entries not completed when the dump was taken (fr_trace's scheduled /
+/// started states): a collective some rank was still in, the first place to look for a hang.
+void check_states(const CollectiveRun& run, FindingConsumer& out, Tally& t) {
+  for (const auto& rc : run.ranks) {
+    for (const auto& s : rc.streams) {
+      std::size_t scheduled = 0, started = 0;
+      const CollectiveOp* first = nullptr;
+      for (const auto& op : s.ops) {
+        if (op.state.empty() || op.state == "completed") continue;
+        (op.state == "started" ? started : scheduled)++;
+        if (first == nullptr) first = &op;
+      }
+      if (first == nullptr) continue;
+      Finding f =
+          make_finding(Severity::Warning, "collective_not_completed", rc.rank, s.name,
+                       rank_name(rc.rank) + ": " + std::to_string(started) + " started and " +
+                           std::to_string(scheduled) + " scheduled collectives of " + s.name +
+                           " had not completed when the dump was taken; first: " + first->signature() + " (" +
+                           first->state + ", " + first->where + ")");
+      f.where.node = first->where;
+      f.values = {{"started", started}, {"scheduled", scheduled}, {"first_state", first->state}};
+      out.finding(f);
+      t.see(f.severity);
+      t.unfinished += started + scheduled;
+    }
+  }
+}
+
+/// What a graph collective and a Flight Recorder entry have in common: the op family
+/// (all_gather_into_tensor ~ _all_gather_base) and the first input's sizes.
+bool graph_op_ran_as(const CollectiveOp& g, const CollectiveOp& fr) {
+  if (collective_family(g.kind) != collective_family(fr.kind)) return false;
+  if (g.input_shapes.empty() || fr.input_shapes.empty()) return true;
+  const auto& shape = g.input_shapes[0];
+  const bool symbolic = std::any_of(shape.begin(), shape.end(),
+                                    [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+  return symbolic || shape == "?" || shape == fr.input_shapes[0];
+}
+
+/// Each rank's graph collectives (the inductor post-grad graphs: what ran) against the same
+/// rank's Flight Recorder streams of the same process group: every graph collective must be
+/// found, in order, with its kind and sizes.
+void cross_check_graphs(const CollectiveRun& run, FindingConsumer& out, Tally& t) {
+  for (const auto& rc : run.ranks) {
+    std::map<std::string, const CollectiveStream*> fr_by_group;
+    for (const auto& s : rc.streams)
+      if (is_flight_recorder_stream(s) && !s.ops.empty()) fr_by_group[s.ops.front().group] = &s;
+    if (fr_by_group.empty()) continue;
+    for (const auto& s : rc.streams) {
+      if (is_flight_recorder_stream(s) || s.name.find("inductor_post_grad_graph") == std::string::npos)
+        continue;
+      std::map<std::string, std::vector<const CollectiveOp*>> by_group;
+      for (const auto& op : s.ops)
+        if (op.kind != "wait_tensor" && !op.group.empty()) by_group[op.group].push_back(&op);
+      bool ok = true;
+      for (const auto& [group, ops] : by_group) {
+        const auto it = fr_by_group.find(group);
+        if (it == fr_by_group.end()) {
+          Finding f =
+              make_finding(Severity::Divergence, "collective_graph_group_not_recorded", rc.rank, s.name,
+                           s.name + ": process group '" + group + "' of " + std::to_string(ops.size()) +
+                               " graph collectives has no Flight Recorder entries on " + rank_name(rc.rank));
+          f.where.node = ops.front()->where;
+          out.finding(f);
+          t.see(f.severity);
+          ++t.graph_mismatches;
+          ok = false;
+          continue;
+        }
+        const auto& fr = it->second->ops;
+        std::size_t p = 0;
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+          while (p < fr.size() && !graph_op_ran_as(*ops[k], fr[p])) ++p;
+          if (p < fr.size()) {
+            ++p;
+            continue;
+          }
+          Finding f =
+              make_finding(Severity::Divergence, "collective_graph_not_run", rc.rank, s.name,
+                           s.name + ": graph collective " + ops[k]->where + " (" + ops[k]->signature() +
+                               ", group '" + group + "') is not in " + it->second->name +
+                               " after the graph's previous collectives: the graph and what ran differ");
+          f.where.node = ops[k]->where;
+          f.where.line = ops[k]->line;
+          f.values = {{"graph_position", k + 1}, {"stream", it->second->name}};
+          out.finding(f);
+          t.see(f.severity);
+          ++t.graph_mismatches;
+          ok = false;
+          break;
+        }
+      }
+      Check c;
+      c.name = "graph vs Flight Recorder: " + s.name;
+      c.rank = rc.rank;
+      c.outcome = ok ? Check::Outcome::Pass : Check::Outcome::Fail;
+      c.message = std::to_string(s.ops.size()) + " graph collectives";
+      out.check(c);
+      ++t.graph_checked;
+    }
   }
 }
 
@@ -519,6 +696,52 @@ std::optional<std::vector<std::pair<std::size_t, std::size_t>>> common_subsequen
 
 }  // namespace
 
+namespace {
+
+bool is_placeholder(const std::vector<std::string>& shapes, const std::vector<std::string>& dtypes) {
+  const bool shapes_empty =
+      std::all_of(shapes.begin(), shapes.end(), [](const std::string& s) { return s == "[0]" || s == "[]"; });
+  const bool dtypes_unknown = std::all_of(dtypes.begin(), dtypes.end(), [](const std::string& d) {
+    return d == "UNKNOWN_SCALAR" || d == "?" || d.empty();
+  });
+  return shapes_empty && (dtypes_unknown || shapes.empty());
+}
+
+/// The list side of a rooted record: the root's one tensor per member, shaped like `tensor`.
+bool is_root_list(const std::vector<std::string>& shapes, const std::vector<std::string>& dtypes,
+                  const std::vector<std::string>& tensor_shapes,
+                  const std::vector<std::string>& tensor_dtypes) {
+  if (shapes.empty() || tensor_shapes.size() != 1) return false;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    if (shapes[k] != tensor_shapes[0]) return false;
+    if (k < dtypes.size() && !tensor_dtypes.empty() && dtypes[k] != tensor_dtypes[0]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool rooted_records_match(const CollectiveOp& a, const CollectiveOp& b) {
+  static constexpr std::string_view kRooted[] = {"scatter", "gather"};
+  if (a.kind != b.kind || a.params != b.params) return false;
+  if (std::find(std::begin(kRooted), std::end(kRooted), a.kind) == std::end(kRooted)) return false;
+  const auto side_ok = [](const CollectiveOp& x, bool list_is_output) {
+    const auto& ls = list_is_output ? x.output_shapes : x.input_shapes;
+    const auto& ld = list_is_output ? x.output_dtypes : x.input_dtypes;
+    const auto& ts = list_is_output ? x.input_shapes : x.output_shapes;
+    const auto& td = list_is_output ? x.input_dtypes : x.output_dtypes;
+    return is_placeholder(ls, ld) || is_root_list(ls, ld, ts, td);
+  };
+  // The tensor side is the one both records agree on; the list side is the other.
+  for (const bool list_is_output : {true, false}) {
+    const bool tensors_equal = list_is_output
+                                   ? a.input_shapes == b.input_shapes && a.input_dtypes == b.input_dtypes
+                                   : a.output_shapes == b.output_shapes && a.output_dtypes == b.output_dtypes;
+    if (tensors_equal && side_ok(a, list_is_output) && side_ok(b, list_is_output)) return true;
+  }
+  return false;
+}
+
 std::string CollectiveOp::signature() const {
   std::vector<std::string> in, outs;
   for (std::size_t i = 0; i < input_shapes.size(); ++i)
@@ -549,6 +772,31 @@ CollectiveStream collectives_from_graph(const model::Graph& g, std::string name)
   return s;
 }
 
+namespace {
+
+/// "send 0->1" -> kind send, src 0, dst 1; "recv 1<-0" -> kind recv, src 0, dst 1.
+void parse_p2p(CollectiveOp& op) {
+  const auto space = op.kind.find(' ');
+  if (space == std::string::npos) return;
+  const std::string peers = op.kind.substr(space + 1);
+  op.kind = op.kind.substr(0, space);
+  const auto arrow = peers.find("->");
+  const auto back = peers.find("<-");
+  try {
+    if (arrow != std::string::npos) {
+      op.src = std::stoll(peers.substr(0, arrow));
+      op.dst = std::stoll(peers.substr(arrow + 2));
+    } else if (back != std::string::npos) {
+      op.dst = std::stoll(peers.substr(0, back));
+      op.src = std::stoll(peers.substr(back + 2));
+    }
+  } catch (const std::exception&) {
+    op.src = op.dst = -1;
+  }
+}
+
+}  // namespace
+
 std::vector<CollectiveStream> collectives_from_flight_recorder(const model::FlightRecorderDump& d) {
   std::vector<std::string> names;
   for (const auto& g : d.groups) names.push_back(g.name);
@@ -567,12 +815,17 @@ std::vector<CollectiveStream> collectives_from_flight_recorder(const model::Flig
       if (desc.empty()) desc = e->pg_desc;
       CollectiveOp op;
       op.kind = std::string(e->op());
-      if (e->is_p2p) op.params = "p2p";
+      if (e->is_p2p) {
+        op.params = "p2p";
+        op.p2p = true;
+        parse_p2p(op);
+      }
       for (const auto& dims : e->input_sizes) op.input_shapes.push_back(dims_text(dims));
       for (const auto& dims : e->output_sizes) op.output_shapes.push_back(dims_text(dims));
       for (const auto& t : e->input_dtypes) op.input_dtypes.push_back(canonical_dtype(t));
       for (const auto& t : e->output_dtypes) op.output_dtypes.push_back(canonical_dtype(t));
       op.group = name;
+      op.state = e->state;
       op.seq = e->is_p2p ? 0 : e->collective_seq_id;
       op.where = "record " + std::to_string(e->record_id);
       s.ops.push_back(std::move(op));
@@ -736,23 +989,41 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
   if (baseline != nullptr) problems(*baseline);
   problems(run);
   check_across_ranks(run, out, t);
+  check_p2p(run, out, t);
+  check_states(run, out, t);
+  cross_check_graphs(run, out, t);
   if (baseline != nullptr) check_against_baseline(*baseline, run, out, t);
 
   Verdict v;
   v.exit_code = exit_code_for(t.worst);
-  const bool same = t.rank_mismatches + t.reordered + t.changed + t.added + t.removed == 0;
+  const bool same =
+      t.rank_mismatches + t.reordered + t.changed + t.added + t.removed + t.graph_mismatches == 0;
   v.headline = same ? (baseline ? "collectives: every rank agrees and matches the baseline"
                                 : "collectives: every rank of every stream issues the same sequence")
                     : "collectives differ";
   v.summary.push_back(std::to_string(t.streams) + " streams on " + std::to_string(run.ranks.size()) +
-                      " ranks; " + std::to_string(t.rank_mismatches) + " rank mismatches");
+                      " ranks; " + std::to_string(t.rank_mismatches) + " rank mismatches; " +
+                      std::to_string(t.rooted) + " root/non-root record pairs matched by the rooted rule; " +
+                      std::to_string(t.unfinished) + " Flight Recorder entries not completed");
+  if (t.graph_checked > 0)
+    v.summary.push_back(std::to_string(t.graph_checked) + " graphs checked against the Flight Recorder; " +
+                        std::to_string(t.graph_mismatches) + " mismatches");
   if (baseline != nullptr)
     v.summary.push_back("against the baseline: " + std::to_string(t.reordered) + " reorderings, " +
                         std::to_string(t.changed) + " changed, " + std::to_string(t.added) + " added, " +
                         std::to_string(t.removed) + " removed");
-  v.data = {{"streams", t.streams},       {"ranks", run.ranks.size()}, {"rank_mismatches", t.rank_mismatches},
-            {"reorderings", t.reordered}, {"changed", t.changed},      {"added", t.added},
-            {"removed", t.removed}};
+  v.data = {{"streams", t.streams},
+            {"ranks", run.ranks.size()},
+            {"rank_mismatches", t.rank_mismatches},
+            {"reorderings", t.reordered},
+            {"changed", t.changed},
+            {"added", t.added},
+            {"removed", t.removed},
+            {"rooted_pairs", t.rooted},
+            {"not_completed", t.unfinished},
+            {"p2p_pairs", t.p2p_pairs},
+            {"graphs_checked", t.graph_checked},
+            {"graph_mismatches", t.graph_mismatches}};
   out.end(v);
   return v.exit_code;
 }

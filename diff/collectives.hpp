@@ -28,7 +28,13 @@ struct CollectiveOp {
   std::vector<std::string> input_dtypes;  // canonical names ("float32")
   std::vector<std::string> output_shapes;
   std::vector<std::string> output_dtypes;
-  std::string group;      // process-group name
+  std::string group;  // process-group name
+  std::string state;  // Flight Recorder: "scheduled", "started", "completed"; "" for graphs
+  /// Point-to-point (Flight Recorder `is_p2p`): "send" / "recv" with the peers its profiling
+  /// name gives ("nccl:send 0->1", "nccl:recv 1<-0"; -1 when not given). P2P ops are paired
+  /// send-to-recv across ranks instead of compared position by position.
+  bool p2p = false;
+  std::int64_t src = -1, dst = -1;
   std::int64_t seq = 0;   // Flight Recorder collective_seq_id; 0 for graphs
   std::string where;      // "record 12" or the node name
   std::int64_t line = 0;  // the node's line in the log (graphs)
@@ -90,6 +96,13 @@ struct SequenceDiff {
     return changed.empty() && removed.empty() && added.empty() && reorderings.empty();
   }
 };
+/// Rooted collectives (scatter, gather): the root records the list side (one tensor per group
+/// member) and the others a placeholder (`[0]`, unknown dtype), so root and non-root records
+/// differ by design. True when `a` and `b` are the same rooted collective seen from a root and a
+/// non-root (or two non-roots): equal kind and parameters, equal tensor side, and each list side
+/// either the root's list of tensors shaped like the tensor side or a placeholder.
+bool rooted_records_match(const CollectiveOp& a, const CollectiveOp& b);
+
 SequenceDiff diff_sequences(std::span<const CollectiveOp> a, std::span<const CollectiveOp> b);
 
 /// Checks every stream across the run's ranks and, with a baseline, each rank's streams against

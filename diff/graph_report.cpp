@@ -56,7 +56,15 @@ nlohmann::ordered_json to_json(const RankFinding& f) {
                      {"variable", f.function->variable},
                      {"a", f.function->a},
                      {"b", f.function->b}};
+    if (!f.function->more.empty()) {
+      auto more = nlohmann::ordered_json::array();
+      for (const auto& [x, k] : f.function->more) more.push_back({{"variable", x}, {"a", k}});
+      j["function"]["more"] = std::move(more);
+    }
+    if (!f.function->inferred_mesh.empty()) j["function"]["inferred_mesh"] = f.function->inferred_mesh;
   }
+  if (!f.compile.empty()) j["compile_id"] = f.compile;
+  if (!f.note.empty()) j["note"] = f.note;
   if (!f.source.empty()) j["source"] = f.source;
   if (f.graph_line > 0) j["graph_line"] = f.graph_line;
   return j;
@@ -84,6 +92,14 @@ nlohmann::ordered_json to_json(const TraceRanksReport& r) {
   auto findings = nlohmann::ordered_json::array();
   for (const auto& f : r.findings) findings.push_back(to_json(f));
   j["findings"] = std::move(findings);
+  auto groups = nlohmann::ordered_json::object();
+  for (const auto& fg : r.fact_groups) {
+    auto list = nlohmann::ordered_json::array();
+    for (const auto& g : fg.groups) list.push_back({{"ranks", g.ranks}, {"sequence", g.sequence}});
+    groups[fg.fact] = std::move(list);
+  }
+  j["rank_groups"] = std::move(groups);
+  if (!r.mesh.empty()) j["mesh"] = r.mesh;
   j["problems"] = r.problems;
   return j;
 }
@@ -123,13 +139,17 @@ Finding rank_finding(const RankFinding& f, const std::string& graph) {
   out.severity = Severity::Divergence;
   out.kind = "graph_" + std::string(finding_class_name(f.cls));
   for (char& c : out.kind) c = c == '-' ? '_' : c;
-  out.where.graph = graph;
+  out.where.graph = graph.empty() && !f.compile.empty() ? f.compile : graph;
   out.where.node = f.node;
   out.message = std::string(finding_class_name(f.cls)) + ": " +
-                (f.node.empty() ? "" : f.node + " (" + f.target + ") ") + f.field;
+                (f.compile.empty() || !graph.empty() ? "" : "compile " + f.compile + " ") +
+                (f.node.empty() ? "" : f.node + (f.target.empty() ? " " : " (" + f.target + ") ")) + f.field;
   for (const auto& v : f.values)
     out.message += (&v == &f.values.front() ? ": r" : ", r") + std::to_string(v.rank) + "=" + v.text;
   if (f.function) out.message += " = " + f.function->text();
+  if (f.function && !f.function->inferred_mesh.empty())
+    out.message += " (mesh " + f.function->inferred_mesh + ")";
+  if (!f.note.empty()) out.message += "; " + f.note;
   out.values = to_json(f);
   return out;
 }
@@ -142,8 +162,22 @@ void emit(const TraceRanksReport& r, const std::string& path, FindingConsumer& o
   h.baseline = path;
   h.mode = "exact";
   h.notes = r.normalizations;
+  if (!r.mesh.empty()) h.notes.push_back("mesh " + r.mesh);
   out.begin(h);
   for (const auto& p : r.problems) out.finding({Severity::Warning, "graph_trace_problem", {}, p, {}});
+  for (const auto& fg : r.fact_groups) {
+    std::string text;
+    for (const auto& g : fg.groups) {
+      std::string ranks;
+      for (const auto x : g.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(x);
+      text += (text.empty() ? "" : " | ") + std::string("ranks ") + ranks + ": " + g.sequence;
+    }
+    out.finding({Severity::Divergence,
+                 "graph_rank_groups",
+                 {},
+                 fg.fact + ": " + std::to_string(fg.groups.size()) + " groups of ranks (" + text + ")",
+                 {}});
+  }
   for (const auto& f : r.findings) out.finding(rank_finding(f, ""));
   Verdict v;
   for (const auto& g : r.graphs) {

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
 #include "diff/graph_align.hpp"
+#include "diff/mesh.hpp"
+#include "diff/trace_facts.hpp"
 
 namespace gparity::diff {
 
@@ -20,6 +23,7 @@ std::string_view finding_class_name(FindingClass c) noexcept {
   switch (c) {
     case FindingClass::DeviceParametric: return "device-parametric";
     case FindingClass::RankParametric: return "rank-parametric";
+    case FindingClass::ProcessGroupParametric: return "process-group-parametric";
     case FindingClass::Divergent: return "divergent";
   }
   return "divergent";
@@ -30,9 +34,15 @@ std::string_view verdict_name(GraphVerdict v) noexcept {
     case GraphVerdict::Identical: return "identical";
     case GraphVerdict::DeviceParametric: return "device-parametric";
     case GraphVerdict::RankParametric: return "rank-parametric";
+    case GraphVerdict::ProcessGroupParametric: return "process-group-parametric";
     case GraphVerdict::Divergent: return "divergent";
   }
   return "divergent";
+}
+
+std::string RankLayout::dim_name(std::size_t d) const {
+  if (d < mesh_names.size() && !mesh_names[d].empty()) return mesh_names[d];
+  return "mesh[" + std::to_string(d) + "]";
 }
 
 std::int32_t RankLayout::local_device(std::int32_t rank) const noexcept {
@@ -49,7 +59,25 @@ std::vector<std::int32_t> RankLayout::coordinates(std::int32_t rank) const {
   return c;
 }
 
+namespace {
+
+std::string term(std::int64_t a, const std::string& x, bool first) {
+  std::string s = a < 0 ? (first ? "-" : " - ") : (first ? "" : " + ");
+  const std::int64_t m = a < 0 ? -a : a;
+  return s + (m == 1 ? x : std::to_string(m) + "*" + x);
+}
+
+}  // namespace
+
 std::string AffineFunction::text() const {
+  // One variable keeps the compact form ("32*rank+32"); mesh terms read "32*tp + 32".
+  if (more.empty() && variable.find_first_of("[") == std::string::npos && variable != "rank" &&
+      variable != "local_rank") {
+    std::string out = term(a, variable, true);
+    if (b > 0) out += " + " + std::to_string(b);
+    if (b < 0) out += " - " + std::to_string(-b);
+    return out;
+  }
   std::string out;
   if (a == -1) {
     out = "-" + variable;
@@ -58,41 +86,139 @@ std::string AffineFunction::text() const {
   } else {
     out = variable;
   }
+  for (const auto& [x, k] : more) out += term(k, x, false);
+  if (!more.empty()) {
+    if (b > 0) out += " + " + std::to_string(b);
+    if (b < 0) out += " - " + std::to_string(-b);
+    return out;
+  }
   if (b > 0) out += "+" + std::to_string(b);
   if (b < 0) out += std::to_string(b);
   return out;
 }
 
-std::optional<AffineFunction> fit_affine(std::span<const std::int32_t> ranks,
-                                         std::span<const std::int64_t> values, const RankLayout& layout) {
-  std::vector<std::pair<std::string, std::vector<std::int64_t>>> vars;
+namespace {
+
+std::optional<AffineFunction> fit_one(const std::string& name, std::span<const std::int64_t> xs,
+                                      std::span<const std::int64_t> values) {
+  std::size_t j = 1;
+  while (j < xs.size() && xs[j] == xs[0]) ++j;
+  if (j == xs.size()) return std::nullopt;  // the variable does not vary over these ranks
+  const std::int64_t dv = values[j] - values[0];
+  const std::int64_t dx = xs[j] - xs[0];
+  if (dv % dx != 0) return std::nullopt;
+  const std::int64_t a = dv / dx;
+  const std::int64_t b = values[0] - a * xs[0];
+  bool ok = a != 0;
+  for (std::size_t i = 0; ok && i < xs.size(); ++i) ok = values[i] == a * xs[i] + b;
+  if (ok) return AffineFunction{name, a, b, {}, {}};
+  return std::nullopt;
+}
+
+/// value = b + Σ a_d·coord_d over a mesh of two or more dimensions: each a_d from two ranks that
+/// differ only in dimension d, then checked on every rank.
+std::optional<AffineFunction> fit_mesh(std::span<const std::int32_t> ranks,
+                                       std::span<const std::int64_t> values, const RankLayout& layout) {
+  const std::size_t dims = layout.mesh.size();
+  if (dims < 2 || ranks.empty()) return std::nullopt;
+  std::vector<std::vector<std::int32_t>> c;
+  for (const auto r : ranks) c.push_back(layout.coordinates(r));
+  std::vector<std::int64_t> a(dims, 0);
+  for (std::size_t d = 0; d < dims; ++d) {
+    for (std::size_t i = 1; i < ranks.size(); ++i) {
+      bool only_d = c[i][d] != c[0][d];
+      for (std::size_t e = 0; only_d && e < dims; ++e) only_d = e == d || c[i][e] == c[0][e];
+      if (!only_d) continue;
+      const std::int64_t dv = values[i] - values[0], dx = c[i][d] - c[0][d];
+      if (dv % dx != 0) return std::nullopt;
+      a[d] = dv / dx;
+      break;
+    }
+  }
+  std::int64_t b = values[0];
+  for (std::size_t d = 0; d < dims; ++d) b -= a[d] * c[0][d];
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    std::int64_t v = b;
+    for (std::size_t d = 0; d < dims; ++d) v += a[d] * c[i][d];
+    if (v != values[i]) return std::nullopt;
+  }
+  AffineFunction f;
+  f.b = b;
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (a[d] == 0) continue;
+    if (f.variable.empty()) {
+      f.variable = layout.dim_name(d);
+      f.a = a[d];
+    } else {
+      f.more.emplace_back(layout.dim_name(d), a[d]);
+    }
+  }
+  if (f.variable.empty()) return std::nullopt;
+  return f;
+}
+
+std::optional<AffineFunction> fit_known(std::span<const std::int32_t> ranks,
+                                        std::span<const std::int64_t> values, const RankLayout& layout) {
   std::vector<std::int64_t> x(ranks.begin(), ranks.end());
-  vars.emplace_back("rank", x);
+  if (auto f = fit_one("rank", x, values)) return f;
   if (layout.ranks_per_node > 0) {
     for (std::size_t i = 0; i < ranks.size(); ++i) x[i] = layout.local_device(ranks[i]);
-    vars.emplace_back("local_rank", x);
+    if (auto f = fit_one("local_rank", x, values)) return f;
   }
   for (std::size_t d = 0; d < layout.mesh.size(); ++d) {
     for (std::size_t i = 0; i < ranks.size(); ++i) x[i] = layout.coordinates(ranks[i])[d];
-    vars.emplace_back("mesh[" + std::to_string(d) + "]", x);
+    if (auto f = fit_one(layout.dim_name(d), x, values)) return f;
   }
-  for (const auto& [name, xs] : vars) {
-    std::size_t j = 1;
-    while (j < xs.size() && xs[j] == xs[0]) ++j;
-    if (j == xs.size()) continue;  // the variable does not vary over these ranks
-    const std::int64_t dv = values[j] - values[0];
-    const std::int64_t dx = xs[j] - xs[0];
-    if (dv % dx != 0) continue;
-    const std::int64_t a = dv / dx;
-    const std::int64_t b = values[0] - a * xs[0];
-    bool ok = a != 0;
-    for (std::size_t i = 0; ok && i < xs.size(); ++i) ok = values[i] == a * xs[i] + b;
-    if (ok) return AffineFunction{name, a, b};
+  return fit_mesh(ranks, values, layout);
+}
+
+std::string shape_text(const std::vector<std::int32_t>& shape) {
+  std::string s;
+  for (const auto d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+}  // namespace
+
+std::optional<AffineFunction> fit_affine(std::span<const std::int32_t> ranks,
+                                         std::span<const std::int64_t> values, const RankLayout& layout) {
+  if (auto f = fit_known(ranks, values, layout)) return f;
+  if (!layout.mesh.empty() || layout.infer_world <= 1) return std::nullopt;
+  // No mesh known: the shapes the world size factors into, the first that explains the values.
+  for (const auto& shape : mesh_factorizations(layout.infer_world)) {
+    RankLayout l = layout;
+    l.mesh = shape;
+    l.infer_world = 0;
+    if (auto f = fit_known(ranks, values, l); f && f->variable != "rank" && f->variable != "local_rank") {
+      f->inferred_mesh =
+          shape_text(shape) + " inferred from world size " + std::to_string(layout.infer_world);
+      return f;
+    }
   }
   return std::nullopt;
 }
 
 namespace {
+
+/// The mesh dimension whose slices the ranks' values partition the ranks into: every value's
+/// ranks lie in one slice (equal coordinates but in d) and no two values share a slice.
+std::optional<std::size_t> slice_dimension(std::span<const std::int32_t> ranks,
+                                           std::span<const std::string> values, const RankLayout& layout) {
+  for (std::size_t d = 0; d < layout.mesh.size(); ++d) {
+    std::map<std::string, std::vector<std::int32_t>> slice_of_value;
+    std::map<std::vector<std::int32_t>, std::string> value_of_slice;
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < ranks.size(); ++i) {
+      auto key = layout.coordinates(ranks[i]);
+      key.erase(key.begin() + static_cast<std::ptrdiff_t>(d));
+      const auto [vit, vfresh] = slice_of_value.emplace(values[i], key);
+      const auto [sit, sfresh] = value_of_slice.emplace(key, values[i]);
+      ok = vit->second == key && sit->second == values[i];
+    }
+    if (ok && slice_of_value.size() > 1) return d;
+  }
+  return std::nullopt;
+}
 
 struct SlotValue {
   const NormalizedGraph* ng = nullptr;
@@ -147,6 +273,7 @@ GraphVerdict verdict_of(FindingClass c) {
   switch (c) {
     case FindingClass::DeviceParametric: return GraphVerdict::DeviceParametric;
     case FindingClass::RankParametric: return GraphVerdict::RankParametric;
+    case FindingClass::ProcessGroupParametric: return GraphVerdict::ProcessGroupParametric;
     case FindingClass::Divergent: return GraphVerdict::Divergent;
   }
   return GraphVerdict::Divergent;
@@ -278,8 +405,74 @@ class Classifier {
       }
       f.function = fit_affine(ranks, ints, layout_);
       f.cls = f.function ? FindingClass::RankParametric : FindingClass::Divergent;
+    } else if (is_group_slot(key)) {
+      process_group(values, f);
     }
     out_.findings.push_back(std::move(f));
+  }
+
+  /// The process-group argument of a functional collective.
+  bool is_group_slot(const SlotKey& key) const {
+    const auto& g = reps_[0]->graph();
+    const auto& n = g.node(key.first);
+    if (n.kind != model::NodeKind::CallFunction || !model::is_functional_collective(g.str(n.target)))
+      return false;
+    const int pg = model::process_group_arg(g, n);
+    return key.second == "kwargs.group_name" || (pg >= 0 && key.second == "args[" + std::to_string(pg) + "]");
+  }
+
+  /// A rank that uses a group name whose Flight Recorder rank list does not hold it; "" when
+  /// every name the pg_config knows holds its ranks.
+  std::string group_contradiction(const std::vector<std::int32_t>& ranks,
+                                  const std::vector<std::string>& names) const {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      std::string name = names[i];
+      if (name.size() >= 2 && (name.front() == '\'' || name.front() == '"'))
+        name = name.substr(1, name.size() - 2);
+      for (const auto& [gname, granks] : layout_.group_ranks) {
+        if (gname != name) continue;
+        if (std::find(granks.begin(), granks.end(), ranks[i]) == granks.end())
+          return "the Flight Recorder pg_config's group '" + name + "' does not hold rank " +
+                 std::to_string(ranks[i]);
+      }
+    }
+    return "";
+  }
+
+  /// Group names that partition the ranks into the slices of one mesh dimension.
+  void process_group(const std::vector<PerRank>& values, RankFinding& f) const {
+    std::vector<std::int32_t> ranks;
+    std::vector<std::string> names;
+    for (const auto& v : values) {
+      ranks.push_back(v.rank);
+      names.push_back(v.text);
+    }
+    std::vector<RankLayout> layouts{layout_};
+    std::vector<std::string> inferred{""};
+    if (layout_.mesh.empty() && layout_.infer_world > 1) {
+      for (const auto& shape : mesh_factorizations(layout_.infer_world)) {
+        RankLayout l = layout_;
+        l.mesh = shape;
+        layouts.push_back(l);
+        inferred.push_back(shape_text(shape) + " inferred from world size " +
+                           std::to_string(layout_.infer_world));
+      }
+    }
+    for (std::size_t k = 0; k < layouts.size(); ++k) {
+      const auto d = slice_dimension(ranks, names, layouts[k]);
+      if (!d) continue;
+      const auto dim = layouts[k].dim_name(*d);
+      if (const auto contradiction = group_contradiction(ranks, names); !contradiction.empty()) {
+        f.note = "one group name per " + dim + " slice, but " + contradiction;
+        return;  // stays divergent
+      }
+      f.cls = FindingClass::ProcessGroupParametric;
+      f.note = "one group per " + dim + " slice (mesh " +
+               (inferred[k].empty() ? shape_text(layouts[k].mesh) : inferred[k]) +
+               "): compile on one rank only if the group is resolved through the DeviceMesh (mesh[\"" + dim +
+               "\"].get_group()), not baked as a name";
+      return;
+    }
   }
 
   RankFinding finding_for(NodeId x, std::string field, std::size_t group = 0) const {
@@ -357,37 +550,65 @@ GraphClassification classify_ranks(std::span<const RankGraph> graphs, const Grap
   return Classifier(graphs, norm, layout).run();
 }
 
+RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
+                          std::vector<std::string>& problems) {
+  std::int32_t world = 0;
+  for (const auto& rt : trace.ranks) world = std::max(world, rt.rank + 1);
+  const bool given = !layout.mesh.empty();
+  if (given && layout.mesh_source.empty()) layout.mesh_source = "--mesh";
+  const bool named = std::any_of(layout.mesh_names.begin(), layout.mesh_names.end(),
+                                 [](const std::string& n) { return !n.empty(); });
+  const auto groups = groups_beside_trace(trace.path, problems);
+  for (const auto& g : groups)
+    if (!g.ranks.empty()) layout.group_ranks.emplace_back(g.name, g.ranks);
+  if (given && named) return layout;
+  const auto specs = mesh_specs_in_trace(trace);
+  auto mesh = mesh_from_specs(specs, world);
+  if (!mesh) mesh = mesh_from_groups(groups, world);
+  if (!mesh) mesh = mesh_from_manifest(trace.path, world, problems);
+  if (given) {
+    // The override's shape with the artifacts' dimension names when the shapes agree.
+    if (mesh && mesh->shape == layout.mesh) layout.mesh_names = mesh->names;
+    return layout;
+  }
+  if (mesh) {
+    layout.mesh = mesh->shape;
+    layout.mesh_names = mesh->names;
+    layout.mesh_source = mesh->source;
+  } else {
+    layout.infer_world = world;
+  }
+  return layout;
+}
+
 TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphNormalization& norm,
-                                const RankLayout& layout) {
+                                const RankLayout& given) {
   TraceRanksReport report;
   report.normalizations = normalization_names(norm);
+  const RankLayout layout = resolve_layout(trace, given, report.problems);
+  if (!layout.mesh.empty()) {
+    std::string shape;
+    for (std::size_t d = 0; d < layout.mesh.size(); ++d)
+      shape += (d ? "x" : "") + std::to_string(layout.mesh[d]);
+    std::string names;
+    for (std::size_t d = 0; d < layout.mesh.size(); ++d) names += (d ? ", " : "") + layout.dim_name(d);
+    report.mesh = shape + " (" + names + ") from " + layout.mesh_source;
+  }
   using Key = std::tuple<model::CompileId, std::string, std::int32_t>;
   std::map<Key, std::vector<RankGraph>> by_key;
-  std::map<model::CompileId, std::vector<std::int32_t>> compile_ranks;
   for (const auto& rt : trace.ranks) {
     report.ranks.push_back(rt.rank);
     for (const auto& p : rt.problems) report.problems.push_back(p.text());
-    for (const auto& c : rt.compile_ids()) compile_ranks[c].push_back(rt.rank);
     std::map<std::pair<model::CompileId, std::string>, std::int32_t> seen;
     for (const auto& tg : rt.graphs) {
       const std::int32_t occ = seen[{tg.compile, tg.kind}]++;
       by_key[{tg.compile, tg.kind, occ}].push_back({rt.rank, &tg.graph});
     }
   }
-  const auto absent_finding = [&](std::string field, const std::vector<std::int32_t>& have) {
-    RankFinding f;
-    f.cls = FindingClass::Divergent;
-    f.field = std::move(field);
-    for (const std::int32_t r : report.ranks) {
-      const bool in = std::find(have.begin(), have.end(), r) != have.end();
-      f.values.push_back({r, in ? "present" : "absent"});
-    }
-    return f;
-  };
-  for (const auto& [compile, ranks] : compile_ranks) {
-    if (ranks.size() != report.ranks.size())
-      report.findings.push_back(absent_finding("compile " + compile.text(), ranks));
-  }
+  auto facts = trace_facts(trace);
+  report.findings = std::move(facts.findings);
+  report.fact_groups = std::move(facts.groups);
+  for (auto& p : facts.problems) report.problems.push_back(std::move(p));
   for (const auto& [key, graphs] : by_key) {
     TraceGraphReport g;
     g.compile = std::get<0>(key);
@@ -396,13 +617,21 @@ TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphN
     for (const auto& rg : graphs) g.ranks.push_back(rg.rank);
     g.classification = classify_ranks(graphs, norm, layout);
     if (g.ranks.size() != report.ranks.size()) {
-      g.classification.findings.insert(g.classification.findings.begin(), absent_finding("graph", g.ranks));
+      RankFinding f;
+      f.cls = FindingClass::Divergent;
+      f.field = "graph";
+      f.compile = g.compile.text();
+      for (const std::int32_t r : report.ranks) {
+        const bool in = std::find(g.ranks.begin(), g.ranks.end(), r) != g.ranks.end();
+        f.values.push_back({r, in ? "present" : "absent"});
+      }
+      g.classification.findings.insert(g.classification.findings.begin(), std::move(f));
       g.classification.verdict = GraphVerdict::Divergent;
     }
     report.verdict = std::max(report.verdict, g.classification.verdict);
     report.graphs.push_back(std::move(g));
   }
-  if (!report.findings.empty()) report.verdict = GraphVerdict::Divergent;
+  for (const auto& f : report.findings) report.verdict = std::max(report.verdict, verdict_of(f.cls));
   return report;
 }
 

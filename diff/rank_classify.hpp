@@ -6,6 +6,10 @@
 //   device-parametric: a device index equal to the local device on every rank (hoistable);
 //   rank-parametric:   integers that are a·x+b on every rank, x = rank, local rank or a mesh
 //                      coordinate (the value must become an input);
+//   process-group-parametric: a functional collective's group name that differs between ranks
+//                      where each name's ranks are one slice of the same mesh dimension (the
+//                      tp group of each dp row): compile-on-one-rank must resolve the group
+//                      through the DeviceMesh instead of baking the name;
 //   divergent:         anything else (other targets, node counts, order, shapes, dtypes).
 // The verdict is the worst class found. Value types only; reporters live elsewhere.
 
@@ -21,8 +25,19 @@
 
 namespace gparity::diff {
 
-enum class FindingClass : std::uint8_t { DeviceParametric, RankParametric, Divergent };
-enum class GraphVerdict : std::uint8_t { Identical, DeviceParametric, RankParametric, Divergent };
+enum class FindingClass : std::uint8_t {
+  DeviceParametric,
+  RankParametric,
+  ProcessGroupParametric,
+  Divergent
+};
+enum class GraphVerdict : std::uint8_t {
+  Identical,
+  DeviceParametric,
+  RankParametric,
+  ProcessGroupParametric,
+  Divergent
+};
 
 std::string_view finding_class_name(FindingClass c) noexcept;  // "device-parametric", ...
 std::string_view verdict_name(GraphVerdict v) noexcept;        // "identical", ...
@@ -33,6 +48,17 @@ struct RankLayout {
   std::int32_t ranks_per_node = 0;
   /// Device-mesh shape, row-major over ranks ({2, 4}: rank 5 is at (1, 1)); empty: no mesh.
   std::vector<std::int32_t> mesh;
+  /// Dimension names ("dp", "tp"); empty or shorter than mesh: "mesh[d]".
+  std::vector<std::string> mesh_names;
+  /// Where the mesh came from: "--mesh", "DeviceMesh in graph payloads", "Flight Recorder
+  /// pg_config", "inferred from world size 4" (then several shapes may have been tried).
+  std::string mesh_source;
+  /// Process-group name -> its ranks, from the Flight Recorder pg_config beside the trace;
+  /// process-group-parametric findings are checked against it when it names the group.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> group_ranks;
+  /// No mesh known: fit_affine tries the factorizations of this world size (0: do not).
+  std::int32_t infer_world = 0;
+  [[nodiscard]] std::string dim_name(std::size_t d) const;
   [[nodiscard]] std::int32_t local_device(std::int32_t rank) const noexcept;
   [[nodiscard]] std::vector<std::int32_t> coordinates(std::int32_t rank) const;
 };
@@ -41,7 +67,11 @@ struct RankLayout {
 struct AffineFunction {
   std::string variable;
   std::int64_t a = 0, b = 0;
-  [[nodiscard]] std::string text() const;  // "32*rank+32", "rank", "-mesh[1]+4"
+  /// Further terms over other mesh coordinates (value = a·x + Σ a_i·x_i + b), 2-D/3-D meshes.
+  std::vector<std::pair<std::string, std::int64_t>> more;
+  /// The mesh shape was not given nor read but inferred ("2x2 inferred from world size 4").
+  std::string inferred_mesh;
+  [[nodiscard]] std::string text() const;  // "32*rank+32", "rank", "-mesh[1]+4", "48*dp"
 };
 
 struct RankValue {
@@ -58,6 +88,20 @@ struct RankFinding {
   std::optional<AffineFunction> function;
   std::string source;           // "file:line" of the user code when the node has one
   std::int64_t graph_line = 0;  // the node's line in its text (log line for TORCH_TRACE)
+  std::string compile;          // trace-level facts: the compile id they arise at ("0/1")
+  std::string note;             // what the class means here (process-group-parametric: the dimension
+                                // and what compile-on-one-rank needs)
+};
+
+struct RankGroup {
+  std::vector<std::int32_t> ranks;
+  std::string sequence;  // what the group's ranks share, short ("miss miss hit", "6 ops", ...)
+};
+
+/// Ranks grouped by one fact's whole-log sequence; more than one group means divergence.
+struct FactGroups {
+  std::string fact;  // "cache", "collective_schedule", "tensor_meta"
+  std::vector<RankGroup> groups;
 };
 
 struct RankGraph {
@@ -94,13 +138,24 @@ struct TraceGraphReport {
 struct TraceRanksReport {
   std::vector<std::int32_t> ranks;
   std::vector<TraceGraphReport> graphs;
-  /// Trace-level divergences: compile-id sets, graph counts (graph "" / node "").
+  /// Trace-level divergences read from records (diff/trace_facts.hpp): compile ids, cache
+  /// hit/miss, collective schedules, tensor metadata, schedule vs output code.
   std::vector<RankFinding> findings;
+  std::vector<FactGroups> fact_groups;
+  std::string mesh;                   // "2x2 (dp, tp) from DeviceMesh in graph payloads", "" when none
   std::vector<std::string> problems;  // damage reported by the reader
   std::vector<std::string> normalizations;
   GraphVerdict verdict = GraphVerdict::Identical;
 };
 
+/// The layout to classify a trace with: `given` when it has a mesh (--mesh), else the mesh read
+/// from the trace's DeviceMesh specs or the Flight Recorder pg_config beside it (diff/mesh.hpp),
+/// else infer_world set to the world size. Damaged dumps are reported in `problems`.
+RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout given,
+                          std::vector<std::string>& problems);
+
+/// Classifies every graph of the trace (with resolve_layout's layout) and adds the record-level
+/// facts of diff/trace_facts.hpp.
 TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphNormalization& norm,
                                 const RankLayout& layout);
 

@@ -192,6 +192,7 @@ QColor finding_color(diff::FindingClass c) {
   switch (c) {
     case diff::FindingClass::DeviceParametric: return {173, 208, 255};
     case diff::FindingClass::RankParametric: return {255, 196, 120};
+    case diff::FindingClass::ProcessGroupParametric: return {200, 170, 255};
     case diff::FindingClass::Divergent: return {255, 140, 140};
   }
   return {};
@@ -226,7 +227,7 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
       for (const auto& v : f.values) parts << QStringLiteral("%1: %2").arg(v.rank).arg(qs(v.text));
       return parts.join(QStringLiteral("; "));
     }
-    case Function: return f.function ? qs(f.function->text()) : QString();
+    case Function: return f.function ? qs(f.function->text()) : qs(f.note);
     default: return {};
   }
 }

@@ -13,6 +13,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "tests/diff/graph_test_support.hpp"
+#include "tests/support/shared_data.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
@@ -252,6 +253,189 @@ TEST(CollectivesInput, PathWithNeitherDumpNorLogIsAnInputError) {
   dir.write("readme.txt", "nothing");
   const std::vector<std::string> paths{dir.path().string()};
   EXPECT_THROW(load_collectives(paths), gparity::model::InputError);
+}
+
+// ---- rooted collectives, states, graphs against Flight Recorder ----------------------------
+
+CollectiveOp scatter(bool root, std::string received = "[288, 192]") {
+  CollectiveOp o;
+  o.kind = "scatter";
+  o.input_shapes = {std::move(received)};
+  o.input_dtypes = {"float32"};
+  if (root) {
+    o.output_shapes = {"[288, 192]", "[288, 192]"};
+    o.output_dtypes = {"float32", "float32"};
+  } else {
+    o.output_shapes = {"[0]"};
+    o.output_dtypes = {"UNKNOWN_SCALAR"};
+  }
+  o.group = "3";
+  o.state = "completed";
+  return o;
+}
+
+CollectiveRun fr_run(const std::vector<std::vector<CollectiveOp>>& per_rank,
+                     const std::string& name = "pg 3 (mesh_tp)") {
+  CollectiveRun run;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    RankCollectives rc;
+    rc.rank = static_cast<std::int32_t>(r);
+    CollectiveStream s;
+    s.name = name;
+    s.ops = per_rank[r];
+    rc.streams.push_back(s);
+    run.ranks.push_back(rc);
+  }
+  return run;
+}
+
+TEST(CollectivesRooted, ScatterRootAndNonRootRecordsAreNotAMismatch) {
+  // distribute_tensor's scatter: the root records the scatter list, the others a [0] placeholder.
+  EXPECT_TRUE(rooted_records_match(scatter(true), scatter(false)));
+  EXPECT_TRUE(rooted_records_match(scatter(false), scatter(true)));
+  const auto run = fr_run({{scatter(true)}, {scatter(false)}});
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 0);
+  EXPECT_EQ(count_kind(c, "collective_rank_mismatch"), 0U);
+  EXPECT_EQ(c.verdict.data["rooted_pairs"], 1);
+}
+
+TEST(CollectivesRooted, ScatterWithAnotherShardShapeIsAMismatch) {
+  EXPECT_FALSE(rooted_records_match(scatter(true), scatter(false, "[144, 192]")));
+  auto wrong_list = scatter(true);
+  wrong_list.output_shapes = {"[288, 192]", "[144, 192]"};  // the root's list does not match the shard
+  EXPECT_FALSE(rooted_records_match(wrong_list, scatter(false)));
+  auto all_reduce = scatter(true);
+  all_reduce.kind = "all_reduce";  // not rooted: sizes must be equal
+  auto all_reduce_b = scatter(false);
+  all_reduce_b.kind = "all_reduce";
+  EXPECT_FALSE(rooted_records_match(all_reduce, all_reduce_b));
+  const auto run = fr_run({{scatter(true)}, {scatter(false, "[144, 192]")}});
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 1);
+  EXPECT_EQ(count_kind(c, "collective_rank_mismatch"), 1U);
+}
+
+TEST(CollectivesStates, EntriesNotCompletedAreReportedAsFrTraceDoes) {
+  auto started = op("all_reduce", 64);
+  started.state = "started";
+  started.where = "record 7";
+  auto done = op("all_reduce", 64);
+  done.state = "completed";
+  const auto run = fr_run({{done, started}, {done, done}});
+  CollectingConsumer c;
+  report_collectives(run, nullptr, c);
+  ASSERT_EQ(count_kind(c, "collective_not_completed"), 1U);
+  const auto it = std::find_if(c.findings.begin(), c.findings.end(),
+                               [](const Finding& f) { return f.kind == "collective_not_completed"; });
+  EXPECT_EQ(it->where.rank, 0);
+  EXPECT_EQ(it->where.node, "record 7");
+  EXPECT_EQ(c.verdict.data["not_completed"], 1);
+}
+
+CollectiveRun graph_and_fr(std::int64_t graph_numel) {
+  auto run = fr_run({{op("all_reduce", 64), op("_all_gather_base", 32), op("all_reduce", 64)}});
+  for (auto& o : run.ranks[0].streams[0].ops) o.group = "3";
+  CollectiveStream g;
+  g.name = "0/0 inductor_post_grad_graph";
+  auto ag = op("all_gather_into_tensor", 32);
+  ag.group = "3";
+  ag.where = "all_gather_into_tensor";
+  auto w = op("wait_tensor", 32);
+  auto ar = op("all_reduce_", graph_numel);
+  ar.group = "3";
+  ar.where = "all_reduce";
+  g.ops = {ag, w, ar};
+  run.ranks[0].streams.push_back(g);
+  return run;
+}
+
+TEST(CollectivesGraphVsFlightRecorder, GraphCollectivesFoundInOrderPass) {
+  const auto run = graph_and_fr(64);
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 0);
+  EXPECT_EQ(c.verdict.data["graphs_checked"], 1);
+  EXPECT_EQ(c.verdict.data["graph_mismatches"], 0);
+}
+
+TEST(CollectivesGraphVsFlightRecorder, GraphCollectiveThatDidNotRunIsNamed) {
+  const auto run = graph_and_fr(48);  // the graph's all_reduce has sizes no recorded one has
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 1);
+  ASSERT_EQ(count_kind(c, "collective_graph_not_run"), 1U);
+  const auto it = std::find_if(c.findings.begin(), c.findings.end(),
+                               [](const Finding& f) { return f.kind == "collective_graph_not_run"; });
+  EXPECT_EQ(it->where.node, "all_reduce");
+  auto other_group = graph_and_fr(64);
+  other_group.ranks[0].streams[1].ops[2].group = "9";
+  CollectingConsumer c2;
+  EXPECT_EQ(report_collectives(other_group, nullptr, c2), 1);
+  EXPECT_EQ(count_kind(c2, "collective_graph_group_not_recorded"), 1U);
+}
+
+TEST(CollectivesMeshSample, NoCollectiveMismatchInTheFlightRecorderDumps) {
+  const auto samples = gparity::testing::samples_dir();
+  if (!samples) GTEST_SKIP() << "samples not found";
+  for (const char* run_name : {"eager", "compile", "compile_coor"}) {
+    const std::string dir = *samples + "/torch-2.11-2x2mesh-mp/" + run_name;
+    const std::vector<std::string> paths{dir};
+    const auto run = load_collectives(paths);
+    ASSERT_EQ(run.ranks.size(), 4U) << run_name;
+    CollectingConsumer c;
+    EXPECT_EQ(report_collectives(run, nullptr, c), 0) << run_name;
+    EXPECT_EQ(count_kind(c, "collective_rank_mismatch"), 0U) << run_name;
+    // The tp scatter of distribute_tensor on both dp rows: root and non-root records.
+    EXPECT_GT(c.verdict.data["rooted_pairs"].get<int>(), 0) << run_name;
+    if (std::string(run_name) != "eager") {
+      EXPECT_GT(c.verdict.data["graphs_checked"].get<int>(), 0) << run_name;
+      EXPECT_EQ(c.verdict.data["graph_mismatches"], 0) << run_name;
+    }
+  }
+}
+
+CollectiveRun p2p_run(std::int64_t recv_numel, int sends) {
+  CollectiveRun run;
+  for (std::int32_t r = 0; r < 2; ++r) {
+    gparity::model::FlightRecorderDump d;
+    d.rank = r;
+    d.groups.push_back({"0", "0", "default_pg", {0, 1}});
+    for (int k = 0; k < (r == 0 ? sends : 1); ++k) {
+      gparity::model::FlightRecorderEntry e;
+      e.record_id = k;
+      e.pg_name = "0";
+      e.is_p2p = true;
+      e.p2p_seq_id = k + 1;
+      e.profiling_name = r == 0 ? "nccl:send 0->1" : "nccl:recv 1<-0";
+      e.input_sizes = {{r == 0 ? 64 : recv_numel}};
+      e.input_dtypes = {"Float"};
+      e.state = "completed";
+      d.entries.push_back(e);
+    }
+    RankCollectives rc;
+    rc.rank = r;
+    rc.streams = collectives_from_flight_recorder(d);
+    run.ranks.push_back(rc);
+  }
+  return run;
+}
+
+TEST(CollectivesP2p, SendPairsWithThePeersRecv) {
+  const auto run = p2p_run(64, 1);
+  ASSERT_EQ(run.ranks[0].streams[0].ops[0].kind, "send");
+  EXPECT_EQ(run.ranks[1].streams[0].ops[0].src, 0);
+  EXPECT_EQ(run.ranks[1].streams[0].ops[0].dst, 1);
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 0);  // send on 0, recv on 1: not a rank mismatch
+  EXPECT_EQ(c.verdict.data["p2p_pairs"], 1);
+}
+
+TEST(CollectivesP2p, SizeMismatchAndUnmatchedSendAreNamed) {
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(p2p_run(32, 1), nullptr, c), 1);
+  EXPECT_EQ(count_kind(c, "collective_p2p_mismatch"), 1U);
+  CollectingConsumer c2;
+  EXPECT_EQ(report_collectives(p2p_run(64, 2), nullptr, c2), 1);
+  EXPECT_EQ(count_kind(c2, "collective_p2p_unmatched"), 1U);
 }
 
 }  // namespace

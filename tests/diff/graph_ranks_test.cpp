@@ -5,12 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/graph_report.hpp"
+#include "diff/mesh.hpp"
 #include "diff/rank_classify.hpp"
 #include "tests/diff/graph_test_support.hpp"
+#include "tests/support/shared_data.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -290,6 +294,213 @@ TEST(GraphRanksSamples, EmitsToTheFindingConsumer) {
     EXPECT_TRUE(f.kind == "graph_rank_parametric" || f.kind == "graph_device_parametric") << f.kind;
     EXPECT_FALSE(f.where.graph.empty());
   }
+}
+
+// ---- meshes: 2x2x2 planted, read from artifacts, inferred; process-group-parametric ---------
+
+RankLayout mesh_2x2x2() {
+  RankLayout l;
+  l.mesh = {2, 2, 2};
+  l.mesh_names = {"pp", "dp", "tp"};
+  return l;
+}
+
+TEST(GraphRanksMesh, ConstantsThatFollowACoordinateOfA2x2x2MeshAreNamed) {
+  const auto layout = mesh_2x2x2();
+  const auto tp = [&](int r) { return layout.coordinates(r)[2]; };
+  const auto dp = [&](int r) { return layout.coordinates(r)[1]; };
+  const auto gs = graphs_for(8, [&](int r) {
+    return Plant{48 * dp(r), 48 * dp(r) + 16, 32 * tp(r) + 32, r};
+  });
+  const auto c = classify(gs, layout);
+  EXPECT_EQ(c.verdict, GraphVerdict::RankParametric);
+  std::set<std::string> texts;
+  for (const auto& f : c.findings)
+    if (f.function) texts.insert(f.field + " = " + f.function->text());
+  EXPECT_TRUE(texts.contains("args[2] = 48*dp")) << testing::PrintToString(texts);
+  EXPECT_TRUE(texts.contains("args[3] = 48*dp + 16")) << testing::PrintToString(texts);
+  EXPECT_TRUE(texts.contains("args[1] = 32*tp + 32")) << testing::PrintToString(texts);
+}
+
+TEST(GraphRanksMesh, ConstantOverTwoCoordinatesIsASumOfNamedTerms) {
+  const auto layout = mesh_2x2x2();
+  std::vector<std::int32_t> ranks;
+  std::vector<std::int64_t> values;
+  for (int r = 0; r < 8; ++r) {
+    const auto c = layout.coordinates(r);
+    ranks.push_back(r);
+    values.push_back(10 * c[0] + 3 * c[2] + 1);  // pp and tp, not dp
+  }
+  const auto f = fit_affine(ranks, values, layout);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->text(), "10*pp + 3*tp + 1");
+  values[5] += 1;  // one rank off: no function
+  EXPECT_FALSE(fit_affine(ranks, values, layout));
+}
+
+TEST(GraphRanksMesh, WithoutMeshTheWorldSizeFactorizationsAreTriedAndSaidInferred) {
+  const std::int32_t ranks[] = {0, 1, 2, 3};
+  const std::int64_t row[] = {0, 0, 48, 48};
+  RankLayout none;
+  EXPECT_FALSE(fit_affine(ranks, row, none));  // no mesh and no world size: nothing to infer from
+  none.infer_world = 4;
+  const auto f = fit_affine(ranks, row, none);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->text(), "48*mesh[0]");
+  EXPECT_EQ(f->inferred_mesh, "2x2 inferred from world size 4");
+  EXPECT_EQ(mesh_factorizations(8), (std::vector<std::vector<std::int32_t>>{{2, 4}, {4, 2}, {2, 2, 2}}));
+}
+
+const std::string kCollectiveBody = R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
+all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '{g}')
+wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
+return (wait_tensor,))";
+
+std::vector<Graph> collective_graphs(int world, const std::function<std::string(int)>& group) {
+  std::vector<Graph> out;
+  for (int r = 0; r < world; ++r) out.push_back(fx_graph(replace_all(kCollectiveBody, "{g}", group(r)), r));
+  return out;
+}
+
+TEST(GraphRanksMesh, TpGroupNamedPerSliceIsProcessGroupParametric) {
+  const auto layout = mesh_2x2x2();
+  // One tp group per (pp, dp) slice: ranks 0-1 '4', 2-3 '5', 4-5 '6', 6-7 '7'.
+  const auto gs = collective_graphs(8, [](int r) { return std::to_string(4 + r / 2); });
+  const auto c = classify(gs, layout);
+  EXPECT_EQ(c.verdict, GraphVerdict::ProcessGroupParametric);
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].cls, FindingClass::ProcessGroupParametric);
+  EXPECT_EQ(c.findings[0].node, "all_reduce");
+  EXPECT_NE(c.findings[0].note.find("one group per tp slice"), std::string::npos) << c.findings[0].note;
+  EXPECT_NE(c.findings[0].note.find("DeviceMesh"), std::string::npos);
+  // The dp groups: ranks sharing (pp, tp): {0,2}, {1,3}, {4,6}, {5,7}.
+  const auto dp = collective_graphs(8, [&](int r) {
+    const auto k = layout.coordinates(r);
+    return "g" + std::to_string(k[0] * 2 + k[2]);
+  });
+  const auto cd = classify(dp, layout);
+  ASSERT_EQ(cd.findings.size(), 1U);
+  EXPECT_NE(cd.findings[0].note.find("one group per dp slice"), std::string::npos) << cd.findings[0].note;
+}
+
+TEST(GraphRanksMesh, FlightRecorderGroupRanksConfirmOrContradictTheSlices) {
+  auto layout = mesh_2x2x2();
+  const auto gs = collective_graphs(8, [](int r) { return std::to_string(4 + r / 2); });
+  layout.group_ranks = {{"4", {0, 1}}, {"5", {2, 3}}};
+  EXPECT_EQ(classify(gs, layout).verdict, GraphVerdict::ProcessGroupParametric);
+  layout.group_ranks = {{"5", {0, 1}}};  // the pg_config says group '5' is ranks 0, 1: rank 2 cannot use it
+  const auto c = classify(gs, layout);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_NE(c.findings[0].note.find("does not hold rank 2"), std::string::npos) << c.findings[0].note;
+}
+
+TEST(GraphRanksMesh, GroupNamesThatAreNoMeshSliceStayDivergent) {
+  const auto layout = mesh_2x2x2();
+  // Rank 3 uses another group than its tp partner rank 2: a real difference.
+  const auto gs =
+      collective_graphs(8, [](int r) { return r == 3 ? std::string("9") : std::to_string(4 + r / 2); });
+  const auto c = classify(gs, layout);
+  EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].cls, FindingClass::Divergent);
+}
+
+TEST(GraphRanksMesh, DeviceMeshSpecsAndProcessGroupsGiveTheMesh) {
+  const auto full = parse_device_mesh("DeviceMesh((pp=2, dp=2, tp=2), 'cuda', stride=(4, 2, 1))");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->names, (std::vector<std::string>{"pp", "dp", "tp"}));
+  EXPECT_EQ(full->strides, (std::vector<std::int64_t>{4, 2, 1}));
+  EXPECT_FALSE(parse_device_mesh("DeviceMesh(cuda)"));
+  // Sub-meshes printed alone: ordered by stride, outer first.
+  std::vector<MeshSpec> subs{*parse_device_mesh("DeviceMesh((tp=2), 'cuda', stride=(1,))"),
+                             *parse_device_mesh("DeviceMesh((dp=2), 'cuda', stride=(2,))")};
+  const auto m = mesh_from_specs(subs, 4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->text(), "2x2 (dp, tp)");
+  EXPECT_FALSE(mesh_from_specs(subs, 8));  // do not cover 8 ranks
+  EXPECT_EQ(mesh_from_specs(std::vector<MeshSpec>{*full}, 8)->text(), "2x2x2 (pp, dp, tp)");
+  // Flight Recorder pg_config: mesh_<dim> groups with their ranks.
+  std::vector<gparity::model::ProcessGroupConfig> groups{
+      {"0", "0", "default_pg", {0, 1, 2, 3}}, {"1", "1", "mesh_dp", {0, 2}}, {"3", "3", "mesh_tp", {0, 1}}};
+  const auto g = mesh_from_groups(groups, 4);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->text(), "2x2 (dp, tp)");
+  EXPECT_EQ(g->source, "Flight Recorder pg_config");
+}
+
+// ---- the 2x2 (dp, tp) mesh sample (skips when absent) -----------------------------------------
+
+std::optional<std::string> mesh_sample(const char* run) {
+  const auto s = gparity::testing::samples_dir();
+  if (!s) return std::nullopt;
+  return *s + "/torch-2.11-2x2mesh-mp/" + run + "/trace";
+}
+
+TEST(GraphRanksMeshSample, CompileCoorGraphsFollowTheDpCoordinate) {
+  const auto dir = mesh_sample("compile_coor");
+  if (!dir) GTEST_SKIP() << "samples not found";
+  const auto r = classify_trace(gparity::model::read_torch_trace_dir(*dir), {}, {});
+  EXPECT_EQ(r.mesh, "2x2 (dp, tp) from DeviceMesh in graph payloads");
+  std::size_t dp_constants = 0;
+  for (const auto& g : r.graphs) {
+    for (const auto& f : g.classification.findings) {
+      EXPECT_NE(f.cls, FindingClass::Divergent) << g.kind << " " << f.node << " " << f.field;
+      if (f.cls == FindingClass::RankParametric) {
+        ASSERT_TRUE(f.function);
+        EXPECT_EQ(f.function->variable, "dp") << f.function->text();
+        EXPECT_EQ(f.function->a, 48);
+        ++dp_constants;
+      }
+    }
+  }
+  EXPECT_GT(dp_constants, 10U);
+}
+
+TEST(GraphRanksMeshSample, TpGroupsAreProcessGroupParametric) {
+  for (const char* run : {"compile", "compile_coor"}) {
+    const auto dir = mesh_sample(run);
+    if (!dir) GTEST_SKIP() << "samples not found";
+    const auto r = classify_trace(gparity::model::read_torch_trace_dir(*dir), {}, {});
+    EXPECT_TRUE(r.findings.empty()) << run;  // no trace-level divergence
+    std::size_t pg = 0;
+    for (const auto& g : r.graphs) {
+      for (const auto& f : g.classification.findings) {
+        EXPECT_NE(f.cls, FindingClass::Divergent) << run << " " << g.kind << " " << f.node << " " << f.field;
+        if (f.cls != FindingClass::ProcessGroupParametric) continue;
+        ++pg;
+        EXPECT_EQ(f.target.find("_c10d_functional.all_reduce"), 0U) << f.target;
+        EXPECT_NE(f.note.find("one group per tp slice"), std::string::npos) << f.note;
+      }
+    }
+    EXPECT_GT(pg, 4U) << run;
+    EXPECT_NE(r.verdict, GraphVerdict::Divergent) << run;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(GraphRanksMesh, ManifestDeclaresTheMesh) {
+  gparity::testing::TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "trace");
+  tmp.write("manifest.json",
+            R"({"world_size": 8, "mesh_shape": [2, 2, 2], "mesh_dim_names": ["pp", "dp", "tp"]})");
+  std::vector<std::string> problems;
+  const auto m = mesh_from_manifest((tmp.path() / "trace").string(), 8, problems);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->text(), "2x2x2 (pp, dp, tp)");
+  EXPECT_EQ(m->source, "manifest manifest.json");
+  EXPECT_FALSE(mesh_from_manifest((tmp.path() / "trace").string(), 4, problems));  // another world
+  gparity::testing::TempDir damaged;
+  damaged.write("rank0_meta.json", "{not json");
+  damaged.write("rank1_meta.json", R"({"mesh": {"shape": [2, 4], "names": ["dp", "tp"]}})");
+  std::vector<std::string> p2;
+  const auto meta = mesh_from_manifest(damaged.path().string(), 8, p2);
+  ASSERT_TRUE(meta);  // the damaged file is named, the next one still used
+  EXPECT_EQ(meta->text(), "2x4 (dp, tp)");
+  EXPECT_EQ(p2.size(), 1U);
 }
 
 }  // namespace
