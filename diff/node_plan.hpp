@@ -1,9 +1,6 @@
 #pragma once
-// The graph side of node-record comparison (node_compare.hpp), in a header of its own because
-// graph loading (graph_load.hpp, torch_trace.hpp) and the trace reader (trace_reader.hpp) both
-// declare gparity::model::TraceRecord and cannot meet in one translation unit: the order in which
-// nodes are visited, how A's nodes pair with B's (graph_align), which inputs each reads, and
-// loading the graph a "graph" record names.
+// The graph side of node-record comparison (node_compare.hpp): the order in which nodes are visited, how A's
+// nodes pair with B's (graph_align), which inputs each reads, and loading the graph a "graph" record names.
 
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,6 @@
 #pragma once
 // Node findings of two whole runs, for viewers (gui/node_findings.hpp): a header of its own
-// that includes neither the trace reader nor graph loading (they both declare
-// gparity::model::TraceRecord), so GUI code that holds graphs can call it. Defined in
+// that includes neither the trace reader nor graph loading, so GUI code stays light. Defined in
 // node_compare.cpp.
 
 #include <string>

@@ -196,8 +196,8 @@ const ParamsRecord* RankTrace::table_of(std::size_t step_index) const noexcept {
   return &params_tables[step_table[step_index]];
 }
 
-TraceRecord parse_trace_line(std::string_view line, const std::string& source, std::int64_t line_no,
-                             std::size_t params_size) {
+RunRecord parse_trace_line(std::string_view line, const std::string& source, std::int64_t line_no,
+                           std::size_t params_size) {
   // Step lines are by far the most and the largest: try the fast path first.
   // The writer puts "type" first; records ordered otherwise still parse, on the slow path.
   if (line.substr(0, 64).find("\"step\"") != std::string_view::npos) {
@@ -255,13 +255,13 @@ void scan_jsonl(std::string_view text, const std::string& source,
 }
 
 void scan_trace_text(std::string_view text, const std::string& source,
-                     const std::function<void(TraceRecord&&, std::int64_t line)>& on_record,
+                     const std::function<void(RunRecord&&, std::int64_t line)>& on_record,
                      const std::function<void(TraceIssue&&)>& on_issue) {
   std::size_t params_size = kNoParamsTable;
   scan_jsonl(
       text, source,
       [&](std::string_view line, std::int64_t line_no) {
-        TraceRecord record = parse_trace_line(line, source, line_no, params_size);
+        RunRecord record = parse_trace_line(line, source, line_no, params_size);
         if (const auto* p = std::get_if<ParamsRecord>(&record)) params_size = p->params.size();
         on_record(std::move(record), line_no);
       },
@@ -275,7 +275,7 @@ RankTrace read_rank_trace(const std::string& path, int rank) {
   out.source = path;
   scan_trace_text(
       file.text(), path,
-      [&out](TraceRecord&& record, std::int64_t) {
+      [&out](RunRecord&& record, std::int64_t) {
         std::visit(
             [&out](auto&& r) {
               using T = std::decay_t<decltype(r)>;

@@ -40,8 +40,8 @@ struct UnknownRecord {
   nlohmann::json json;
 };
 
-using TraceRecord = std::variant<ParamsRecord, StepRecord, BucketsRecord, DevicesRecord, GraphRef,
-                                 EventRecord, UnknownRecord>;
+using RunRecord = std::variant<ParamsRecord, StepRecord, BucketsRecord, DevicesRecord, GraphRef, EventRecord,
+                               UnknownRecord>;
 
 inline constexpr std::size_t kNoParamsTable = std::numeric_limits<std::size_t>::max();
 
@@ -66,8 +66,8 @@ struct RankTrace {
 
 /// Parses one JSONL line (without its newline) into a record. Throws InputError naming source
 /// and line. `params_size`, when known, is checked against every hash array's length.
-TraceRecord parse_trace_line(std::string_view line, const std::string& source, std::int64_t line_no,
-                             std::size_t params_size = kNoParamsTable);
+RunRecord parse_trace_line(std::string_view line, const std::string& source, std::int64_t line_no,
+                           std::size_t params_size = kNoParamsTable);
 
 /// Splits JSON Lines text and classifies damage the same way for every JSONL format we read:
 /// `parse(line, line_no)` throws InputError for a bad line, which becomes a corrupt line when a
@@ -79,7 +79,7 @@ void scan_jsonl(std::string_view text, const std::string& source,
 
 /// Calls `on_record` for every valid line of `text` and `on_issue` for every damaged one.
 void scan_trace_text(std::string_view text, const std::string& source,
-                     const std::function<void(TraceRecord&&, std::int64_t line)>& on_record,
+                     const std::function<void(RunRecord&&, std::int64_t line)>& on_record,
                      const std::function<void(TraceIssue&&)>& on_issue);
 
 /// Reads a whole rank file. Throws InputError only when the file cannot be opened.
