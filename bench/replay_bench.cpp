@@ -7,6 +7,8 @@
 //
 //   bench_replay [iters]          (default 2000)
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -19,17 +21,16 @@
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
-
-#include "core/model/graph/fx_text.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "core/model/graph/fx_text.hpp"
 #include "core/runtime/interpreter/inputs.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 
 namespace {
 
-const std::array<const char*, 6> kGraphs = {"mlp_make_fx",       "mlp_aot_forward",       "mlp_aot_backward",
-                                            "attention_make_fx", "attention_aot_forward", "attention_aot_backward"};
+const std::array<const char*, 6> kGraphs = {"mlp_make_fx",           "mlp_aot_forward",
+                                            "mlp_aot_backward",      "attention_make_fx",
+                                            "attention_aot_forward", "attention_aot_backward"};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -36,7 +36,8 @@ model::RankTrace read_rank(const TempDir& dir, int rank) {
 
 void expect_bad(const CommandResult& r, const std::vector<std::string>& phrases) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  for (const auto& p : phrases) EXPECT_NE(r.err.find(p), std::string::npos) << "missing \"" << p << "\" in: " << r.err;
+  for (const auto& p : phrases)
+    EXPECT_NE(r.err.find(p), std::string::npos) << "missing \"" << p << "\" in: " << r.err;
 }
 
 TEST(Replay, UnknownOpNamesGraphNodeOpAndLine) {
@@ -64,14 +65,13 @@ TEST(Replay, MissingInput) {
                           (kSamples / "mlp_make_fx.inputs.safetensors").string()}),
              {"node \"x\"", "input \"x\" is not in"});
   // No annotation to generate it from.
-  expect_bad(replay(dir, {(kData / "no_annotation.txt").string()}),
-             {"node \"x\"", "no tensor annotation"});
+  expect_bad(replay(dir, {(kData / "no_annotation.txt").string()}), {"node \"x\"", "no tensor annotation"});
 }
 
 TEST(Replay, TruncatedSafetensors) {
   TempDir dir;
-  const auto r = replay(dir, {(kSamples / "mlp_make_fx.txt").string(), "--inputs",
-                              (kData / "truncated.safetensors").string()});
+  const auto r = replay(
+      dir, {(kSamples / "mlp_make_fx.txt").string(), "--inputs", (kData / "truncated.safetensors").string()});
   expect_bad(r, {"truncated.safetensors"});
 }
 
@@ -98,17 +98,20 @@ TEST(Replay, WritesNodeRecordsForEveryTensor) {
   ASSERT_EQ(replay(dir3, {(kSamples / "mlp_aot_forward.txt").string(), "--seed", "7"}).exit_code, 0);
   const auto t2 = read_rank(dir2, 0), t3 = read_rank(dir3, 0);
   ASSERT_EQ(t2.nodes.size(), t.nodes.size());
-  for (std::size_t i = 0; i < t.nodes.size(); ++i) EXPECT_EQ(t.nodes[i].xxh3, t2.nodes[i].xxh3) << t.nodes[i].node;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i)
+    EXPECT_EQ(t.nodes[i].xxh3, t2.nodes[i].xxh3) << t.nodes[i].node;
   EXPECT_NE(t.nodes.back().xxh3, t3.nodes.back().xxh3);
 }
 
 TEST(Replay, AgainstFindsTheFirstDivergentNode) {
   TempDir dir;
-  const auto same = replay(dir, {(kData / "against_a.txt").string(), "--against", (kData / "against_same.txt").string()});
+  const auto same =
+      replay(dir, {(kData / "against_a.txt").string(), "--against", (kData / "against_same.txt").string()});
   EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
   EXPECT_NE(same.out.find("outputs bitwise equal"), std::string::npos) << same.out;
   TempDir dir2;
-  const auto diff = replay(dir2, {(kData / "against_a.txt").string(), "--against", (kData / "against_b.txt").string()});
+  const auto diff =
+      replay(dir2, {(kData / "against_a.txt").string(), "--against", (kData / "against_b.txt").string()});
   EXPECT_EQ(diff.exit_code, 1) << diff.out << diff.err;
   EXPECT_NE(diff.out.find("outputs differ"), std::string::npos) << diff.out;
   EXPECT_NE(diff.out.find("first divergent node: s"), std::string::npos) << diff.out;
@@ -116,19 +119,35 @@ TEST(Replay, AgainstFindsTheFirstDivergentNode) {
 
 TEST(Replay, FunctionalCollectivesOnTwoRanks) {
   TempDir dir;
-  const auto r = replay(dir, {(kData / "collectives.txt").string(), "--nproc", "2", "--group", "world=0,1",
-                              "--timeout", "30"});
+  const auto r = replay(
+      dir, {(kData / "collectives.txt").string(), "--nproc", "2", "--group", "world=0,1", "--timeout", "30"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto r0 = read_rank(dir, 0), r1 = read_rank(dir, 1);
-  // Identical inputs, then all_reduce: every later tensor is equal on both ranks, except the
-  // reduce-scatter and all-to-all slots, which are the ranks' own shards.
-  ASSERT_EQ(r0.nodes.size(), r1.nodes.size());
-  for (std::size_t i = 0; i < r0.nodes.size(); ++i) {
-    const auto& n = r0.nodes[i].node;
-    if (n == "a_w" || n == "g_w") EXPECT_EQ(r0.nodes[i].xxh3, r1.nodes[i].xxh3) << n;
-    if (n == "g_w") EXPECT_EQ(r0.nodes[i].shape, (std::vector<std::int64_t>{8, 4}));
-    if (n == "b_w") EXPECT_EQ(r0.nodes[i].xxh3, r1.nodes[i].xxh3) << "broadcast from rank 1";
-  }
+  // Identical inputs on both ranks; what each collective must leave on each rank:
+  const auto hash_of = [](const model::RankTrace& t, const std::string& node) {
+    for (const auto& n : t.nodes)
+      if (n.node == node) return n.xxh3;
+    ADD_FAILURE() << "no record of " << node;
+    return std::uint64_t{0};
+  };
+  // all_reduce and all_gather of identical inputs: equal on both ranks; the all-gather is 2x.
+  EXPECT_EQ(hash_of(r0, "a_w"), hash_of(r1, "a_w"));
+  EXPECT_EQ(hash_of(r0, "g_w"), hash_of(r1, "g_w"));
+  for (const auto& n : r0.nodes)
+    if (n.node == "g_w") EXPECT_EQ(n.shape, (std::vector<std::int64_t>{8, 4}));
+  // all_to_all_single: each rank receives its own halves, which differ.
+  EXPECT_NE(hash_of(r0, "t_w"), hash_of(r1, "t_w"));
+  // broadcast from group rank 1: everyone holds rank 1's tensor.
+  EXPECT_EQ(hash_of(r0, "b_w"), hash_of(r1, "t_w"));
+  EXPECT_EQ(hash_of(r1, "b_w"), hash_of(r1, "t_w"));
+}
+
+TEST(Replay, CoorOnASingleGraphIsSafe) {
+  // A source without ranks: rank 0's graph is every rank's own graph, so the check must pass.
+  TempDir dir;
+  const auto r = replay(dir, {(kSamples / "mlp_aot_backward.txt").string(), "--coor", "--nproc", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank 1] rank 1: safe"), std::string::npos) << r.out;
 }
 
 TEST(Replay, OpsThisLibTorchLacksAreNamed) {
@@ -136,8 +155,8 @@ TEST(Replay, OpsThisLibTorchLacksAreNamed) {
   // names it. With a LibTorch that has them, the graph runs.
   const auto trace = std::filesystem::path(GPARITY_SOURCE_DIR) / "tests" / "data" / "graph" / "compile";
   TempDir dir;
-  const auto r = replay(dir, {trace.string(), "--graph", "inductor_post_grad_graph", "--rank", "0", "--index", "0",
-                              "--compile-id", "0/0"});
+  const auto r = replay(dir, {trace.string(), "--graph", "inductor_post_grad_graph", "--rank", "0", "--index",
+                              "0", "--compile-id", "0/0"});
   if (r.exit_code == 0) GTEST_SKIP() << "this LibTorch runs the 2.11 graph";
   expect_bad(r, {"graph \"inductor_post_grad_graph\"", "node \"", "not registered in this LibTorch"});
 }

@@ -141,6 +141,12 @@ c10::IValue plain_value(const Value& v, const BindContext& ctx) {
     }
     case ValueKind::List:
     case ValueKind::Tuple: {
+      // Lists of integers (split sizes, rank lists) as int[], like the schemas that take them.
+      bool ints = !v.items.empty();
+      for (const auto& item : v.items)
+        ints = ints && (item.kind == ValueKind::Int || item.kind == ValueKind::Symbolic ||
+                        (item.kind == ValueKind::Node && node_value(item, ctx).isInt()));
+      if (ints) return typed_list<std::int64_t>(v, [&](const Value& x) { return to_int(x, ctx, c10::IntType::get()); });
       std::vector<c10::IValue> items;
       for (const auto& item : v.items) items.push_back(plain_value(item, ctx));
       return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
