@@ -8,6 +8,7 @@
 //   bench_replay [iters]          (default 2000)
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <array>

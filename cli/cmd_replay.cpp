@@ -77,8 +77,8 @@ struct Job {
   model::Graph graph;
 };
 
-const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path, std::optional<int> rank,
-                              const std::string& kind, const std::string& compile_id,
+const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path,
+                              std::optional<int> rank, const std::string& kind, const std::string& compile_id,
                               std::optional<std::size_t> index) {
   model::GraphSelector s;
   if (!c.ranks.empty()) s.rank = rank.value_or(c.ranks.front());
@@ -98,7 +98,8 @@ const model::GraphEntry& pick(const model::GraphCollection& c, const std::string
     for (const auto* e : found)
       which += "\n  --compile-id " + e->compile.text() + " --graph " + e->kind + " --index " +
                std::to_string(e->occurrence);
-    throw model::InputError(path, std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
+    throw model::InputError(path,
+                            std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
   }
   return *found.front();
 }
@@ -113,7 +114,8 @@ runtime::GroupRanks group_ranks(const ReplayCliOptions& o) {
   if (dumps.empty() && std::filesystem::is_directory(o.source)) {
     for (const auto& e : std::filesystem::directory_iterator(o.source)) {
       const auto name = e.path().filename().string();
-      if (name.find("flight_recorder") != std::string::npos && name.ends_with(".json")) dumps.push_back(e.path());
+      if (name.find("flight_recorder") != std::string::npos && name.ends_with(".json"))
+        dumps.push_back(e.path());
     }
   }
   for (const auto& d : dumps) {
@@ -135,7 +137,8 @@ using NodeHashes = std::map<std::string, std::vector<model::NodeRecord>>;
 bool same(const std::vector<model::NodeRecord>& a, const std::vector<model::NodeRecord>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].xxh3 != b[i].xxh3 || a[i].dtype != b[i].dtype || a[i].shape != b[i].shape || a[i].output != b[i].output)
+    if (a[i].xxh3 != b[i].xxh3 || a[i].dtype != b[i].dtype || a[i].shape != b[i].shape ||
+        a[i].output != b[i].output)
       return false;
   return true;
 }
@@ -148,8 +151,8 @@ struct Verdict {
 
 /// Outputs of A and B compared bitwise; when they differ, the first node of A (graph order)
 /// whose aligned node in B hashes differently, and whether its inputs were equal.
-Verdict compare_runs(const Job& a, const NodeHashes& ha, const std::vector<model::NodeRecord>& out_a, const Job& b,
-                     const NodeHashes& hb, const std::vector<model::NodeRecord>& out_b) {
+Verdict compare_runs(const Job& a, const NodeHashes& ha, const std::vector<model::NodeRecord>& out_a,
+                     const Job& b, const NodeHashes& hb, const std::vector<model::NodeRecord>& out_b) {
   Verdict v;
   v.equal = same(out_a, out_b);
   v.json["outputs_equal"] = v.equal;
@@ -172,8 +175,8 @@ Verdict compare_runs(const Job& a, const NodeHashes& ha, const std::vector<model
     const auto& rec = ha.find(std::string(a.graph.node_name(n)))->second.front();
     v.equal = false;
     v.text = "first divergent node: " + std::string(a.graph.node_name(n)) + " (" +
-             std::string(a.graph.str(node.target)) + ")" + (rec.source.empty() ? "" : " at " + rec.source) + " <-> " +
-             b.label + " node " + std::string(b.graph.node_name(al.a_to_b[n])) +
+             std::string(a.graph.str(node.target)) + ")" + (rec.source.empty() ? "" : " at " + rec.source) +
+             " <-> " + b.label + " node " + std::string(b.graph.node_name(al.a_to_b[n])) +
              (inputs_differ ? "; its inputs already differ (propagated)" : "; its inputs are equal (origin)");
     v.json["first_divergent"] = {{"node", std::string(a.graph.node_name(n))},
                                  {"op", std::string(a.graph.str(node.target))},
@@ -212,7 +215,8 @@ runtime::InputOptions input_options(const ReplayCliOptions& o, int rank) {
     const auto colon = o.int_range.find(':', 1);
     try {
       if (colon == std::string::npos) throw std::invalid_argument("");
-      io.int_range = std::pair{std::stoll(o.int_range.substr(0, colon)), std::stoll(o.int_range.substr(colon + 1))};
+      io.int_range =
+          std::pair{std::stoll(o.int_range.substr(0, colon)), std::stoll(o.int_range.substr(colon + 1))};
     } catch (const std::exception&) {
       throw std::invalid_argument("--int-range takes LO:HI, got \"" + o.int_range + "\"");
     }
@@ -256,8 +260,9 @@ int run_one_rank(const ReplayCliOptions& o) {
                          o.compile_id, o.index);
     jobs.push_back({"b", b.source, runtime::hoist_for_replay(*b.graph, device)});
   } else if (o.coor) {
-    const auto& r0 = pick(coll, o.source, coll.ranks.empty() ? std::nullopt : std::optional<int>(coll.ranks.front()),
-                          o.kind, o.compile_id, o.index);
+    const auto& r0 =
+        pick(coll, o.source, coll.ranks.empty() ? std::nullopt : std::optional<int>(coll.ranks.front()),
+             o.kind, o.compile_id, o.index);
     jobs.push_back({"coor", r0.source, runtime::hoist_for_replay(*r0.graph, device)});
   }
 
@@ -289,12 +294,17 @@ int run_one_rank(const ReplayCliOptions& o) {
       if (r.graph == jobs[j].label) hashes[j][r.node].push_back(r);
       ++records;
     });
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    summary["graphs"].push_back(
-        {{"label", jobs[j].label}, {"source", jobs[j].source}, {"ops", interp.op_nodes()}, {"tensors", records}, {"ms", ms}});
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    summary["graphs"].push_back({{"label", jobs[j].label},
+                                 {"source", jobs[j].source},
+                                 {"ops", interp.op_nodes()},
+                                 {"tensors", records},
+                                 {"ms", ms}});
     if (!o.json)
-      std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].source << "): " << interp.op_nodes()
-                << " ops, " << records << " tensors hashed, " << ms << " ms" << std::endl;
+      std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].source
+                << "): " << interp.op_nodes() << " ops, " << records << " tensors hashed, " << ms << " ms"
+                << std::endl;
   }
   int code = kExitParity;
   if (jobs.size() == 2) {
@@ -303,12 +313,13 @@ int run_one_rank(const ReplayCliOptions& o) {
     summary["verdict"] = v.json;
     const std::string what = o.coor ? (v.equal ? "safe: rank 0's graph, hoisted, gives this rank's bits"
                                                : "unsafe: rank 0's graph, hoisted, differs from this rank's")
-                                     : (v.equal ? "outputs bitwise equal" : "outputs differ");
+                                    : (v.equal ? "outputs bitwise equal" : "outputs differ");
     summary["verdict"]["text"] = what + (v.text.empty() ? "" : "; " + v.text);
     model::EventRecord ev{"replay_verdict", std::nullopt, summary["verdict"]["text"].get<std::string>(),
-                         summary["verdict"]};
+                          summary["verdict"]};
     writer.write_event(ev);
-    if (!o.json) std::cout << "rank " << env.rank << ": " << summary["verdict"]["text"].get<std::string>() << std::endl;
+    if (!o.json)
+      std::cout << "rank " << env.rank << ": " << summary["verdict"]["text"].get<std::string>() << std::endl;
     code = v.equal ? kExitParity : kExitDivergence;
   }
   if (comm) comm->barrier("end of replay");
@@ -346,7 +357,8 @@ int launch(const ReplayCliOptions& o) {
     }
   }
   if (code == kExitBadInput)
-    std::cerr << paint("gparity: error: replay failed: " + result.failure, Colour::Red, colour_enabled(stderr))
+    std::cerr << paint("gparity: error: replay failed: " + result.failure, Colour::Red,
+                       colour_enabled(stderr))
               << std::endl;
   return code;
 }
@@ -370,21 +382,25 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_option("--rank", o->rank, "Replay this rank's graph of a multi-rank trace on every rank");
   cmd->add_option("--against", o->against,
                   "Second graph source: run both on identical inputs and report the first divergent node");
-  cmd->add_option("--against-graph", o->against_kind, "Graph kind in the --against source (default: --graph)");
-  cmd->add_flag("--coor", o->coor,
-                "Compile-on-one-rank check: rank 0's graph, hoisted to each rank, beside the rank's own graph");
+  cmd->add_option("--against-graph", o->against_kind,
+                  "Graph kind in the --against source (default: --graph)");
+  cmd->add_flag(
+      "--coor", o->coor,
+      "Compile-on-one-rank check: rank 0's graph, hoisted to each rank, beside the rank's own graph");
   cmd->add_option("--nproc", o->nproc, "Start this many local ranks")->check(CLI::Range(1, 1024));
   cmd->add_option("--device", o->device, "cpu (Gloo) or cuda (NCCL, one GPU per local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--inputs", o->inputs, "safetensors file with the inputs, by placeholder name");
   cmd->add_option("--seed", o->seed, "Seed of generated inputs (docs/replay.md)")->capture_default_str();
-  cmd->add_option("--int-range", o->int_range, "Generated integer inputs uniform in [LO, HI) (default: zeros)");
+  cmd->add_option("--int-range", o->int_range,
+                  "Generated integer inputs uniform in [LO, HI) (default: zeros)");
   cmd->add_flag("--per-rank-inputs", o->per_rank_inputs, "Generated inputs differ between ranks");
   cmd->add_option("--sym", o->syms, "Value of a symbolic size, NAME=INTEGER (repeatable)");
   cmd->add_option("--group", o->groups, "Ranks of a process group, NAME=RANK,RANK,... (repeatable)");
-  cmd->add_option("--flight-recorder", o->flight_recorders,
-                  "Flight Recorder dump whose pg_config names the groups (default: *flight_recorder*.json in SOURCE)");
+  cmd->add_option(
+      "--flight-recorder", o->flight_recorders,
+      "Flight Recorder dump whose pg_config names the groups (default: *flight_recorder*.json in SOURCE)");
   cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "One JSON summary line per rank");

@@ -15,6 +15,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
 #if GPARITY_HAVE_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -34,7 +36,8 @@ std::pair<std::string, std::vector<int>> parse_group_option(const std::string& t
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size() || r < 0) throw std::invalid_argument("--group " + text + ": \"" + item + "\" is not a rank");
+    if (used != item.size() || r < 0)
+      throw std::invalid_argument("--group " + text + ": \"" + item + "\" is not a rank");
     ranks.push_back(r);
   }
   if (ranks.empty()) throw std::invalid_argument("--group " + text + ": no ranks");
@@ -68,9 +71,11 @@ struct GroupComm::Impl {
       if (ranks[i] == env.rank) g.my = static_cast<int>(i);
     for (const auto r : ranks)
       if (r >= env.world_size)
-        throw ReplayError("process group \"" + key + "\" names rank " + std::to_string(r) + ", but the run has " +
-                          std::to_string(env.world_size) + " ranks");
-    if (g.my < 0) throw ReplayError("this rank (" + std::to_string(env.rank) + ") is not in process group \"" + key + "\"");
+        throw ReplayError("process group \"" + key + "\" names rank " + std::to_string(r) +
+                          ", but the run has " + std::to_string(env.world_size) + " ranks");
+    if (g.my < 0)
+      throw ReplayError("this rank (" + std::to_string(env.rank) + ") is not in process group \"" + key +
+                        "\"");
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gparity/replay/pg/" + key, store);
     const int n = static_cast<int>(ranks.size());
 #if GPARITY_HAVE_NCCL
@@ -93,12 +98,17 @@ struct GroupComm::Impl {
   }
 };
 
-GroupComm::GroupComm(const RankEnv& env, CommBackend backend, GroupRanks groups, std::chrono::milliseconds timeout)
+GroupComm::GroupComm(const RankEnv& env, CommBackend backend, GroupRanks groups,
+                     std::chrono::milliseconds timeout)
     : impl_(std::make_unique<Impl>()) {
   impl_->env = env;
   impl_->backend = backend;
   impl_->groups = std::move(groups);
   impl_->timeout = timeout;
+#if GPARITY_HAVE_NCCL
+  // NCCL communicators bind to the current device: this rank's GPU, as the inputs are placed.
+  if (backend == CommBackend::Nccl) c10::cuda::set_device(static_cast<c10::DeviceIndex>(env.local_rank));
+#endif
   impl_->world = std::make_unique<Comm>(env, backend, timeout);
   c10d::TCPStoreOptions o;
   o.port = static_cast<std::uint16_t>(env.master_port);
@@ -155,7 +165,8 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& legacy_param
       {"all_gather_into_tensor_coalesced", {"input", "tag", "ranks", "group_size"}},
       {"reduce_scatter_tensor", {"input", "reduceOp", "tag", "ranks", "group_size"}},
       {"reduce_scatter_tensor_coalesced", {"input", "reduceOp", "tag", "ranks", "group_size"}},
-      {"all_to_all_single", {"input", "output_split_sizes", "input_split_sizes", "tag", "ranks", "group_size"}},
+      {"all_to_all_single",
+       {"input", "output_split_sizes", "input_split_sizes", "tag", "ranks", "group_size"}},
       {"wait_tensor", {"self"}},
   };
   return m;
@@ -177,7 +188,8 @@ struct Target {
   GroupComm::Impl::Group* group = nullptr;  // null: a one-rank group, computed locally
 };
 
-Target resolve(GroupComm* comm, bool legacy, const std::vector<std::string>& names, std::vector<c10::IValue>& args) {
+Target resolve(GroupComm* comm, bool legacy, const std::vector<std::string>& names,
+               std::vector<c10::IValue>& args) {
   const auto at = [&](const char* n) -> c10::IValue& {
     for (std::size_t i = 0; i < names.size(); ++i)
       if (names[i] == n) return args[i];
@@ -204,8 +216,9 @@ Target resolve(GroupComm* comm, bool legacy, const std::vector<std::string>& nam
       } else {
         std::string list;
         for (const auto& [k, v] : known) list += (list.empty() ? "" : ", ") + k;
-        throw ReplayError("unknown process group \"" + t.key + "\" (known: " + (list.empty() ? "none" : list) +
-                          "; name its ranks with --group " + t.key + "=RANK,RANK,... or give a Flight Recorder dump)");
+        throw ReplayError("unknown process group \"" + t.key +
+                          "\" (known: " + (list.empty() ? "none" : list) + "; name its ranks with --group " +
+                          t.key + "=RANK,RANK,... or give a Flight Recorder dump)");
       }
     }
   }
@@ -380,7 +393,8 @@ const std::vector<std::string>* collective_params(std::string_view op, bool lega
   return it == m.end() ? nullptr : &it->second;
 }
 
-c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy, std::vector<c10::IValue>& args) {
+c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy,
+                           std::vector<c10::IValue>& args) {
   const auto& names = *collective_params(op, legacy);
   const auto at = [&](const char* n) -> c10::IValue& {
     for (std::size_t i = 0; i < names.size(); ++i)
@@ -394,8 +408,10 @@ c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy, st
   if (op == "wait_tensor") return args[0];  // collectives here complete before they return
   auto t = resolve(comm, legacy, names, args);
   const char* reduce_name = legacy ? "reduceOp" : "reduce_op";
-  if (op == "all_reduce") return all_reduce(t, comm, tensor(args[0], "input").clone(), at(reduce_name).toStringRef());
-  if (op == "all_reduce_") return all_reduce(t, comm, tensor(args[0], "input"), at(reduce_name).toStringRef());
+  if (op == "all_reduce")
+    return all_reduce(t, comm, tensor(args[0], "input").clone(), at(reduce_name).toStringRef());
+  if (op == "all_reduce_")
+    return all_reduce(t, comm, tensor(args[0], "input"), at(reduce_name).toStringRef());
   if (op == "all_reduce_coalesced" || op == "all_reduce_coalesced_") {
     c10::List<at::Tensor> out;
     for (auto& x : tensors_of(args[0]))
@@ -416,7 +432,8 @@ c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy, st
     return reduce_scatter(t, comm, tensor(args[0], "input"), at(reduce_name).toStringRef());
   if (op == "reduce_scatter_tensor_coalesced") {
     c10::List<at::Tensor> out;
-    for (auto& x : tensors_of(args[0])) out.push_back(reduce_scatter(t, comm, x, at(reduce_name).toStringRef()));
+    for (auto& x : tensors_of(args[0]))
+      out.push_back(reduce_scatter(t, comm, x, at(reduce_name).toStringRef()));
     return out;
   }
   if (op == "all_to_all_single") {

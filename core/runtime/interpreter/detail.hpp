@@ -60,7 +60,8 @@ std::vector<BoundArg> bind_arguments(const c10::FunctionSchema& schema, const mo
                                      const model::Node& n);
 
 /// Pushes the arguments' values onto `stack` for a boxed call.
-void push_arguments(const std::vector<BoundArg>& args, const BindContext& ctx, std::vector<c10::IValue>& stack);
+void push_arguments(const std::vector<BoundArg>& args, const BindContext& ctx,
+                    std::vector<c10::IValue>& stack);
 
 }  // namespace gparity::runtime::detail
 

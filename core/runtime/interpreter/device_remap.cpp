@@ -9,7 +9,8 @@ bool is_remapped_type(std::string_view t) {
   return t == "cuda" || t == "cpu";
 }
 
-void remap_value(model::Graph& g, model::Value& v, model::StrId type, std::int32_t index, const std::string& text) {
+void remap_value(model::Graph& g, model::Value& v, model::StrId type, std::int32_t index,
+                 const std::string& text) {
   if (v.kind == model::ValueKind::Device && is_remapped_type(g.str(v.device.type))) {
     v.device.type = type;
     v.device.index = index;

@@ -102,8 +102,8 @@ const model::SafetensorsTensor* find_tensor(const model::SafetensorsFile& f, std
 at::Tensor load(const model::SafetensorsFile& f, const model::SafetensorsTensor& t) {
   const auto st = detail::to_scalar_type(t.dtype);
   if (!st)
-    throw ReplayError(f.path() + ": tensor \"" + t.name + "\" has dtype " + std::string(model::dtype_name(t.dtype)) +
-                      ", which this LibTorch cannot hold");
+    throw ReplayError(f.path() + ": tensor \"" + t.name + "\" has dtype " +
+                      std::string(model::dtype_name(t.dtype)) + ", which this LibTorch cannot hold");
   auto out = at::empty(t.shape, *st);
   const auto bytes = f.bytes(t);
   if (bytes.size() != static_cast<std::size_t>(out.nbytes()))
@@ -114,10 +114,10 @@ at::Tensor load(const model::SafetensorsFile& f, const model::SafetensorsTensor&
 }
 
 /// `values` (contiguous, CPU) laid out with `strides` on `device`.
-at::Tensor place(const at::Tensor& values, const std::vector<std::int64_t>& strides, const std::string& device) {
+at::Tensor place(const at::Tensor& values, const std::vector<std::int64_t>& strides,
+                 const std::string& device) {
   const auto dev = detail::parse_device(device);
-  if (strides.empty() || strides == values.strides().vec())
-    return values.to(dev).contiguous();
+  if (strides.empty() || strides == values.strides().vec()) return values.to(dev).contiguous();
   auto out = at::empty_strided(values.sizes(), strides, values.options().device(dev));
   out.copy_(values);
   return out;
@@ -133,12 +133,12 @@ std::optional<at::Tensor> InputSource::from_file(std::string_view name, const st
 }
 
 at::Tensor InputSource::tensor(std::string_view name, const model::TensorMeta& meta,
-                               const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides,
-                               const std::string& device, const std::string& where) {
+                               const std::vector<std::int64_t>& sizes,
+                               const std::vector<std::int64_t>& strides, const std::string& device,
+                               const std::string& where) {
   if (file_) {
     const auto* t = find_tensor(*file_, name);
-    if (!t)
-      throw ReplayError(where + ": input \"" + std::string(name) + "\" is not in " + file_->path());
+    if (!t) throw ReplayError(where + ": input \"" + std::string(name) + "\" is not in " + file_->path());
     if (t->shape != sizes || t->dtype != meta.dtype) {
       std::string want, got;
       for (const auto s : sizes) want += (want.empty() ? "" : ", ") + std::to_string(s);

@@ -54,8 +54,9 @@ class InputSource {
   /// The value of placeholder `name` with annotation `meta` (sizes resolved to `sizes`), on
   /// `device`. Throws ReplayError (with `where` in front) when the file lacks it or disagrees
   /// with the annotation, or when it must be generated and has no tensor annotation.
-  at::Tensor tensor(std::string_view name, const model::TensorMeta& meta, const std::vector<std::int64_t>& sizes,
-                    const std::vector<std::int64_t>& strides, const std::string& device, const std::string& where);
+  at::Tensor tensor(std::string_view name, const model::TensorMeta& meta,
+                    const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides,
+                    const std::string& device, const std::string& where);
   /// The file's tensor named `name`, when a file was given and holds it (for placeholders
   /// without annotation). Its shape is the file's.
   std::optional<at::Tensor> from_file(std::string_view name, const std::string& device);

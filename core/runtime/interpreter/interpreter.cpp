@@ -5,6 +5,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/version.h>
 
 #include "core/runtime/interpreter/collectives.hpp"
@@ -28,7 +29,8 @@ std::optional<std::pair<std::string, std::string>> split_op_target(std::string_v
   const auto name = target.substr(first + 1, last - first - 1);
   const auto overload = target.substr(last + 1);
   if (name.find('.') != std::string_view::npos) return std::nullopt;
-  return std::pair{std::string(ns) + "::" + std::string(name), overload == "default" ? "" : std::string(overload)};
+  return std::pair{std::string(ns) + "::" + std::string(name),
+                   overload == "default" ? "" : std::string(overload)};
 }
 
 namespace {
@@ -55,8 +57,8 @@ struct Interpreter::Impl {
     std::size_t returns = 1;
     std::string name;  // collective / operator name
     bool legacy = false;
-    std::vector<const Value*> values;   // collective / operator / higher-order operands
-    std::unique_ptr<Impl> body;         // higher-order op
+    std::vector<const Value*> values;       // collective / operator / higher-order operands
+    std::unique_ptr<Impl> body;             // higher-order op
     std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
   };
 
@@ -71,7 +73,8 @@ struct Interpreter::Impl {
 
   std::string source_of(const model::Node& n) const {
     if (n.source.known()) return std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line);
-    if (n.line > 0) return (o.source.empty() ? std::string("graph") : o.source) + ":" + std::to_string(n.line);
+    if (n.line > 0)
+      return (o.source.empty() ? std::string("graph") : o.source) + ":" + std::to_string(n.line);
     return {};
   }
 
@@ -101,7 +104,8 @@ struct Interpreter::Impl {
       } catch (const c10::Error& e) {
         fail(g.nodes[id], e.what_without_backtrace());
       }
-      if (s.kind != StepKind::Placeholder && s.kind != StepKind::Output && s.kind != StepKind::Subgraph) ++op_count;
+      if (s.kind != StepKind::Placeholder && s.kind != StepKind::Output && s.kind != StepKind::Subgraph)
+        ++op_count;
       steps.push_back(std::move(s));
     }
     plan_frees();
@@ -138,9 +142,11 @@ struct Interpreter::Impl {
         s.kind = StepKind::Constant;  // from the inputs file, by attribute name
         return;
       case NodeKind::CallMethod:
-        throw ReplayError("method call ." + target + "() is not a registered op (replay runs ATen-level graphs: "
+        throw ReplayError("method call ." + target +
+                          "() is not a registered op (replay runs ATen-level graphs: "
                           "AOT, post-grad, make_fx, torch.export)");
-      case NodeKind::CallModule: throw ReplayError("call_module nodes are not supported; export the graph flattened");
+      case NodeKind::CallModule:
+        throw ReplayError("call_module nodes are not supported; export the graph flattened");
       case NodeKind::CallFunction: break;
     }
     if (target == "operator.getitem") {
@@ -184,7 +190,8 @@ struct Interpreter::Impl {
     }
     const auto name = split_op_target(target);
     if (!name)
-      throw ReplayError("\"" + target + "\" is not a registered op (namespace.op.overload): replay runs ATen-level "
+      throw ReplayError("\"" + target +
+                        "\" is not a registered op (namespace.op.overload): replay runs ATen-level "
                         "graphs (AOT, post-grad, make_fx, torch.export)");
     const auto handle = c10::Dispatcher::singleton().findSchema({name->first, name->second});
     if (!handle)
@@ -214,14 +221,16 @@ struct Interpreter::Impl {
       body_at = 4;
       first_operand = 5;
     } else {
-      throw ReplayError("higher-order op " + op + " is not supported (replay runs invoke_subgraph, "
+      throw ReplayError("higher-order op " + op +
+                        " is not supported (replay runs invoke_subgraph, "
                         "wrap_with_set_grad_enabled and wrap_with_autocast with autocast off)");
     }
     if (n.args.size() <= body_at || n.args[body_at].kind != ValueKind::Node)
       throw ReplayError("higher-order op " + op + " has no subgraph argument");
     const auto& body_node = g.node(n.args[body_at].node);
     const auto* body = g.find_subgraph(g.str(body_node.target));
-    if (!body) throw ReplayError("subgraph \"" + std::string(g.str(body_node.target)) + "\" is not in the graph");
+    if (!body)
+      throw ReplayError("subgraph \"" + std::string(g.str(body_node.target)) + "\" is not in the graph");
     InterpretOptions bo = o;
     bo.label = o.label + "/" + std::string(g.str(body_node.target));
     s.body = std::make_unique<Impl>(*body, bo);
@@ -246,7 +255,8 @@ struct Interpreter::Impl {
       const auto t = inputs.from_file(g.str(n.name), "cpu");
       if (!t || t->dim() != static_cast<std::int64_t>(n.meta.sizes.size())) continue;
       for (std::size_t i = 0; i < n.meta.sizes.size(); ++i)
-        if (n.meta.sizes[i].is_symbolic()) symbols.emplace(std::string(g.str(n.meta.sizes[i].expr)), t->size(i));
+        if (n.meta.sizes[i].is_symbolic())
+          symbols.emplace(std::string(g.str(n.meta.sizes[i].expr)), t->size(i));
     }
   }
 
@@ -405,7 +415,8 @@ struct Interpreter::Impl {
         switch (s.kind) {
           case StepKind::Placeholder:
             if (operands) {
-              if (next_operand >= operands->size()) fail(n, "the subgraph has more inputs than its caller passes");
+              if (next_operand >= operands->size())
+                fail(n, "the subgraph has more inputs than its caller passes");
               env[s.node] = (*operands)[next_operand++];
             } else {
               env[s.node] = placeholder(n, inputs);
@@ -443,8 +454,8 @@ struct Interpreter::Impl {
         fail(n, e.what());
       }
       if (o.hash && s.kind != StepKind::Output && s.kind != StepKind::Subgraph)
-        record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)), env[s.node],
-               sink);
+        record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
+               env[s.node], sink);
       if (s.kind == StepKind::Output && o.hash) record(n, s.node, "output", result, sink, outputs);
       for (const auto id : s.free_after) env[id] = c10::IValue();
     }
@@ -460,13 +471,18 @@ Interpreter::Interpreter(const model::Graph& graph, InterpretOptions options)
 Interpreter::~Interpreter() = default;
 
 std::vector<model::NodeRecord> Interpreter::run(InputSource& inputs, const NodeSink& sink) {
+  // Graphs are replayed without autograd: inference mode skips the autograd and view-tracking
+  // dispatch keys (the same kernels, so the same bits).
+  const c10::InferenceMode no_autograd;
   std::vector<model::NodeRecord> outputs;
   impl_->execute(inputs, sink, nullptr, &outputs);
   return outputs;
 }
 
-std::vector<model::NodeRecord> Interpreter::run_tensors(std::span<const at::Tensor> inputs, const NodeSink& sink) {
+std::vector<model::NodeRecord> Interpreter::run_tensors(std::span<const at::Tensor> inputs,
+                                                        const NodeSink& sink) {
   std::vector<c10::IValue> operands(inputs.begin(), inputs.end());
+  const c10::InferenceMode no_autograd;
   std::vector<model::NodeRecord> outputs;
   runtime::InputSource none(InputOptions{});
   impl_->execute(none, sink, &operands, &outputs);

@@ -41,10 +41,10 @@ class GroupComm;    // collectives.hpp
 class InputSource;  // inputs.hpp
 
 struct InterpretOptions {
-  std::string label;            // the graph's name in records and messages ("a", "fw", ...)
-  std::string source;           // file the graph came from (for "file:line" positions)
-  std::string device = "cpu";   // "cpu" or "cuda:N": where inputs are placed
-  bool hash = true;             // hash every node's tensors (on_node gets the records)
+  std::string label;           // the graph's name in records and messages ("a", "fw", ...)
+  std::string source;          // file the graph came from (for "file:line" positions)
+  std::string device = "cpu";  // "cpu" or "cuda:N": where inputs are placed
+  bool hash = true;            // hash every node's tensors (on_node gets the records)
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups

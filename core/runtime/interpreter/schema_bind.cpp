@@ -23,7 +23,8 @@ double parse_float(const model::Graph& g, const Value& v) {
   errno = 0;
   char* end = nullptr;
   const double d = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0') throw ReplayError("float literal \"" + text + "\" is not a number");
+  if (end == text.c_str() || *end != '\0')
+    throw ReplayError("float literal \"" + text + "\" is not a number");
   return d;
 }
 
@@ -64,8 +65,9 @@ std::int64_t to_int(const Value& v, const BindContext& ctx, const c10::TypePtr& 
     case ValueKind::Bool: return v.i;
     case ValueKind::DType: {
       const auto st = to_scalar_type(static_cast<model::DType>(v.i));
-      if (!st) throw ReplayError("dtype " + std::string(model::dtype_name(static_cast<model::DType>(v.i))) +
-                                 " is not known to this LibTorch");
+      if (!st)
+        throw ReplayError("dtype " + std::string(model::dtype_name(static_cast<model::DType>(v.i))) +
+                          " is not known to this LibTorch");
       return static_cast<std::int64_t>(*st);
     }
     case ValueKind::Layout: return layout_code(ctx.graph->str(v.s));
@@ -146,7 +148,9 @@ c10::IValue plain_value(const Value& v, const BindContext& ctx) {
       for (const auto& item : v.items)
         ints = ints && (item.kind == ValueKind::Int || item.kind == ValueKind::Symbolic ||
                         (item.kind == ValueKind::Node && node_value(item, ctx).isInt()));
-      if (ints) return typed_list<std::int64_t>(v, [&](const Value& x) { return to_int(x, ctx, c10::IntType::get()); });
+      if (ints)
+        return typed_list<std::int64_t>(v,
+                                        [&](const Value& x) { return to_int(x, ctx, c10::IntType::get()); });
       std::vector<c10::IValue> items;
       for (const auto& item : v.items) items.push_back(plain_value(item, ctx));
       return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
@@ -183,8 +187,7 @@ c10::IValue bind_value(const Value& v, const c10::TypePtr& type, const BindConte
       }
       unfit(g, v, type);
     }
-    case c10::TypeKind::IntType:
-      return c10::IValue(to_int(v, ctx, type));
+    case c10::TypeKind::IntType: return c10::IValue(to_int(v, ctx, type));
     case c10::TypeKind::FloatType:
       if (v.kind == ValueKind::Float) return c10::IValue(parse_float(g, v));
       if (v.kind == ValueKind::Int) return c10::IValue(static_cast<double>(v.i));
@@ -221,7 +224,8 @@ c10::IValue bind_value(const Value& v, const c10::TypePtr& type, const BindConte
             return c10::IValue(std::move(out));
           }
         }
-        if (elem->kind() == c10::TypeKind::IntType && (v.kind == ValueKind::Int || v.kind == ValueKind::Symbolic))
+        if (elem->kind() == c10::TypeKind::IntType &&
+            (v.kind == ValueKind::Int || v.kind == ValueKind::Symbolic))
           return c10::IValue(c10::List<std::int64_t>({to_int(v, ctx, elem)}));
         unfit(g, v, type);
       }
@@ -233,7 +237,8 @@ c10::IValue bind_value(const Value& v, const c10::TypePtr& type, const BindConte
         case c10::TypeKind::BoolType:
           return typed_list<bool>(v, [&](const Value& x) { return bind_value(x, elem, ctx).toBool(); });
         case c10::TypeKind::TensorType:
-          return typed_list<at::Tensor>(v, [&](const Value& x) { return bind_value(x, elem, ctx).toTensor(); });
+          return typed_list<at::Tensor>(v,
+                                        [&](const Value& x) { return bind_value(x, elem, ctx).toTensor(); });
         case c10::TypeKind::OptionalType: {
           const auto inner = elem->castRaw<c10::OptionalType>()->getElementType();
           if (inner->kind() == c10::TypeKind::TensorType)
@@ -257,7 +262,8 @@ c10::IValue bind_value(const Value& v, const c10::TypePtr& type, const BindConte
   }
 }
 
-std::vector<BoundArg> bind_arguments(const c10::FunctionSchema& schema, const model::Graph& g, const model::Node& n) {
+std::vector<BoundArg> bind_arguments(const c10::FunctionSchema& schema, const model::Graph& g,
+                                     const model::Node& n) {
   const auto& params = schema.arguments();
   std::vector<BoundArg> out(params.size());
   std::vector<bool> given(params.size(), false);
@@ -308,7 +314,8 @@ std::vector<BoundArg> bind_arguments(const c10::FunctionSchema& schema, const mo
   return out;
 }
 
-void push_arguments(const std::vector<BoundArg>& args, const BindContext& ctx, std::vector<c10::IValue>& stack) {
+void push_arguments(const std::vector<BoundArg>& args, const BindContext& ctx,
+                    std::vector<c10::IValue>& stack) {
   for (const auto& a : args) stack.push_back(a.runtime ? bind_value(*a.value, a.type, ctx) : a.constant);
 }
 
