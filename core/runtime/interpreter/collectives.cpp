@@ -3,6 +3,7 @@
 #include "core/runtime/interpreter/collectives.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 #include <sstream>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -393,8 +394,9 @@ const std::vector<std::string>* collective_params(std::string_view op, bool lega
   return it == m.end() ? nullptr : &it->second;
 }
 
-c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy,
-                           std::vector<c10::IValue>& args) {
+namespace {
+
+c10::IValue collective(GroupComm* comm, std::string_view op, bool legacy, std::vector<c10::IValue>& args) {
   const auto& names = *collective_params(op, legacy);
   const auto at = [&](const char* n) -> c10::IValue& {
     for (std::size_t i = 0; i < names.size(); ++i)
@@ -446,6 +448,36 @@ c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy,
   if (op == "broadcast") return broadcast(t, comm, tensor(args[0], "input").clone(), at("src").toInt());
   if (op == "broadcast_") return broadcast(t, comm, tensor(args[0], "input"), at("src").toInt());
   throw ReplayError("functional collective " + std::string(op) + " is not implemented");
+}
+
+}  // namespace
+
+c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy,
+                           std::vector<c10::IValue>& args) {
+  if (op == "wait_tensor") return args[0];
+  // c10d's worker threads run outside the replay's inference mode and may only write normal
+  // tensors: the collective runs outside it, in-place forms on a normal copy written back here.
+  const bool in_place = op.ends_with('_') || op == "all_gather_into_tensor_out";
+  const std::size_t target = op == "all_gather_into_tensor_out" ? args.size() - 1 : 0;
+  const c10::IValue original = in_place ? args[target] : c10::IValue();
+  c10::IValue result;
+  {
+    const c10::InferenceMode normal(false);
+    if (in_place) {
+      if (original.isTensor()) {
+        args[target] = original.toTensor().clone();
+      } else if (original.isList()) {
+        c10::List<at::Tensor> copies;
+        for (const auto& x : tensors_of(original)) copies.push_back(x.clone());
+        args[target] = copies;
+      }
+    }
+    result = collective(comm, op, legacy, args);
+  }
+  if (!in_place) return result;
+  const auto dst = tensors_of(original), src = tensors_of(result);
+  for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i].copy_(src[i]);
+  return original;
 }
 
 }  // namespace detail
