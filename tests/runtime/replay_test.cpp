@@ -133,8 +133,11 @@ TEST(Replay, FunctionalCollectivesOnTwoRanks) {
   // all_reduce and all_gather of identical inputs: equal on both ranks; the all-gather is 2x.
   EXPECT_EQ(hash_of(r0, "a_w"), hash_of(r1, "a_w"));
   EXPECT_EQ(hash_of(r0, "g_w"), hash_of(r1, "g_w"));
-  for (const auto& n : r0.nodes)
-    if (n.node == "g_w") EXPECT_EQ(n.shape, (std::vector<std::int64_t>{8, 4}));
+  for (const auto& n : r0.nodes) {
+    if (n.node == "g_w") {
+      EXPECT_EQ(n.shape, (std::vector<std::int64_t>{8, 4}));
+    }
+  }
   // all_to_all_single: each rank receives its own halves, which differ.
   EXPECT_NE(hash_of(r0, "t_w"), hash_of(r1, "t_w"));
   // broadcast from group rank 1: everyone holds rank 1's tensor.

@@ -482,10 +482,17 @@ EventRecord event_from_json(const json& j, const std::string& source, std::int64
 }
 
 json to_json(const NodeRecord& r) {
-  json j = {{"type", "node"},      {"graph", r.graph},   {"node", r.node},
-            {"index", r.index},    {"op", r.op},         {"source", r.source},
-            {"output", r.output},  {"dtype", std::string(dtype_name(r.dtype))},
-            {"shape", r.shape},    {"xxh3", hash::to_hex(r.xxh3)}, {"shard", hash::to_hex(r.shard)}};
+  json j = {{"type", "node"},
+            {"graph", r.graph},
+            {"node", r.node},
+            {"index", r.index},
+            {"op", r.op},
+            {"source", r.source},
+            {"output", r.output},
+            {"dtype", std::string(dtype_name(r.dtype))},
+            {"shape", r.shape},
+            {"xxh3", hash::to_hex(r.xxh3)},
+            {"shard", hash::to_hex(r.shard)}};
   merge_extras(j, r.extra);
   return j;
 }
@@ -508,7 +515,8 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
   };
   r.xxh3 = hash_field("xxh3");
   r.shard = hash_field("shard");
-  r.extra = extras(j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3", "shard"});
+  r.extra = extras(
+      j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3", "shard"});
   return r;
 }
 

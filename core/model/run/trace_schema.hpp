@@ -174,12 +174,12 @@ struct EventRecord {
 /// "node" record: one tensor a replayed graph node produced (`gparity replay`, docs/replay.md).
 /// A node with several tensor results writes one record per result (`output` 0, 1, ...).
 struct NodeRecord {
-  std::string graph;         // the graph's label in this run ("a", "b", "own", "coor", ...)
-  std::string node;          // node name in the graph
-  std::int64_t index = 0;    // the node's position in the graph (a topological order)
-  std::string op;            // target ("aten.mm.default", "placeholder" for inputs)
-  std::string source;        // user code "file:line", else "graph text:line", else empty
-  std::int64_t output = 0;   // which tensor of the node's result
+  std::string graph;        // the graph's label in this run ("a", "b", "own", "coor", ...)
+  std::string node;         // node name in the graph
+  std::int64_t index = 0;   // the node's position in the graph (a topological order)
+  std::string op;           // target ("aten.mm.default", "placeholder" for inputs)
+  std::string source;       // user code "file:line", else "graph text:line", else empty
+  std::int64_t output = 0;  // which tensor of the node's result
   DType dtype = DType::F32;
   std::vector<std::int64_t> shape;
   std::uint64_t xxh3 = 0;   // XXH3-64 of the tensor's bytes in row-major order
