@@ -69,6 +69,10 @@ void register_run_forwarder(CLI::App& app, Action& /*action*/) {
                      "Train the built-in debug model on N ranks over c10d (Gloo on CPU, NCCL on GPU) "
                      "and record a trace (see `gparity run --help`).")
       ->allow_extras();
+  app.add_subcommand("replay",
+                     "Run captured graphs in C++ on every rank and hash every node "
+                     "(see `gparity replay --help`).")
+      ->allow_extras();
 }
 
 }  // namespace gparity::cli

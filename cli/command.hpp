@@ -20,6 +20,7 @@ using Action = std::function<int()>;
 void register_hash(CLI::App& app, Action& action);
 #if GPARITY_WITH_TORCH
 void register_run(CLI::App& app, Action& action);
+void register_replay(CLI::App& app, Action& action);
 #endif
 void register_graph(CLI::App& app, Action& action);
 /// Adds `ranks`, `diff` and `devices` under `graph` (creating `graph` if no one did).

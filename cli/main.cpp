@@ -9,7 +9,8 @@
 int main(int argc, char** argv) {
   using namespace gparity::cli;
   try {
-    if (argc > 1 && std::string_view(argv[1]) == "run") return exec_runtime_command(argc, argv);
+    if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "replay"))
+      return exec_runtime_command(argc, argv);
     return run_app(argc, argv,
                    {register_hash, register_run_forwarder, register_compare, register_gate, register_graph,
                     register_graph_diff, register_collectives, register_buckets, register_nccl_rings});

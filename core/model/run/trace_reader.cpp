@@ -222,6 +222,7 @@ RunRecord parse_trace_line(std::string_view line, const std::string& source, std
   if (type == "devices") return devices_from_json(j, source, line_no);
   if (type == "graph") return graph_from_json(j, source, line_no);
   if (type == "event") return event_from_json(j, source, line_no);
+  if (type == "node") return node_from_json(j, source, line_no);
   return UnknownRecord{type, j};
 }
 
@@ -293,6 +294,8 @@ RankTrace read_rank_trace(const std::string& path, int rank) {
                 out.graphs.push_back(std::move(r));
               } else if constexpr (std::is_same_v<T, EventRecord>) {
                 out.events.push_back(std::move(r));
+              } else if constexpr (std::is_same_v<T, NodeRecord>) {
+                out.nodes.push_back(std::move(r));
               } else {
                 out.unknown.push_back(std::move(r));
               }

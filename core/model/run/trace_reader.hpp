@@ -41,7 +41,7 @@ struct UnknownRecord {
 };
 
 using RunRecord = std::variant<ParamsRecord, StepRecord, BucketsRecord, DevicesRecord, GraphRef, EventRecord,
-                               UnknownRecord>;
+                               UnknownRecord, NodeRecord>;
 
 inline constexpr std::size_t kNoParamsTable = std::numeric_limits<std::size_t>::max();
 
@@ -57,6 +57,7 @@ struct RankTrace {
   std::vector<DevicesRecord> devices;
   std::vector<GraphRef> graphs;
   std::vector<EventRecord> events;
+  std::vector<NodeRecord> nodes;  // `gparity replay` node records, in file order
   std::vector<UnknownRecord> unknown;
   std::vector<TraceIssue> issues;
 

@@ -533,6 +533,45 @@ std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord
   return std::nullopt;
 }
 
+json to_json(const NodeRecord& r) {
+  json j = {{"type", "node"},
+            {"graph", r.graph},
+            {"node", r.node},
+            {"index", r.index},
+            {"op", r.op},
+            {"source", r.source},
+            {"output", r.output},
+            {"dtype", std::string(dtype_name(r.dtype))},
+            {"shape", r.shape},
+            {"xxh3", hash::to_hex(r.xxh3)},
+            {"shard", hash::to_hex(r.shard)}};
+  merge_extras(j, r.extra);
+  return j;
+}
+
+NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t line) {
+  NodeRecord r;
+  r.graph = required<std::string>(j, "graph", source, line);
+  r.node = required<std::string>(j, "node", source, line);
+  r.index = optional_or<std::int64_t>(j, "index", 0, source, line);
+  r.op = optional_or<std::string>(j, "op", "", source, line);
+  r.source = optional_or<std::string>(j, "source", "", source, line);
+  r.output = optional_or<std::int64_t>(j, "output", 0, source, line);
+  r.dtype = dtype_field(j, "dtype", source, line);
+  r.shape = required<std::vector<std::int64_t>>(j, "shape", source, line);
+  const auto hash_field = [&](const char* key) {
+    const auto text = required<std::string>(j, key, source, line);
+    const auto v = text.size() == 16 ? hash::from_hex(text) : std::nullopt;
+    if (!v) bad(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
+    return *v;
+  };
+  r.xxh3 = hash_field("xxh3");
+  r.shard = hash_field("shard");
+  r.extra = extras(
+      j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3", "shard"});
+  return r;
+}
+
 std::string step_to_line(const StepRecord& r) {
   // Small fields through nlohmann, hash arrays appended as raw strings: base64 needs no
   // escaping, and building a multi-megabyte json::string only to copy it again would double

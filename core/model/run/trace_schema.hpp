@@ -198,6 +198,21 @@ struct DeviceMemoryPeaks {
 };
 /// The last well-formed "device_memory" event among `events` (nullopt: none).
 std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord> events);
+/// "node" record: one tensor a replayed graph node produced (`gparity replay`, docs/replay.md).
+/// A node with several tensor results writes one record per result (`output` 0, 1, ...).
+struct NodeRecord {
+  std::string graph;        // the graph's label in this run ("a", "b", "own", "coor", ...)
+  std::string node;         // node name in the graph
+  std::int64_t index = 0;   // the node's position in the graph (a topological order)
+  std::string op;           // target ("aten.mm.default", "placeholder" for inputs)
+  std::string source;       // user code "file:line", else "graph text:line", else empty
+  std::int64_t output = 0;  // which tensor of the node's result
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t xxh3 = 0;   // XXH3-64 of the tensor's bytes in row-major order
+  std::uint64_t shard = 0;  // shard-invariant hash of the whole tensor
+  nlohmann::json extra = nlohmann::json::object();
+};
 
 // JSON forms (the wire format of each record, "type" included). from_json throws InputError
 // naming `source` and `line`.
@@ -215,6 +230,8 @@ nlohmann::json to_json(const GraphRef& r);
 GraphRef graph_from_json(const nlohmann::json& j, const std::string& source, std::int64_t line);
 nlohmann::json to_json(const EventRecord& r);
 EventRecord event_from_json(const nlohmann::json& j, const std::string& source, std::int64_t line);
+nlohmann::json to_json(const NodeRecord& r);
+NodeRecord node_from_json(const nlohmann::json& j, const std::string& source, std::int64_t line);
 
 /// Step records are written by hand (trace_writer.cpp) so that hash arrays go out as one
 /// base64 string each; this is the same line as a string, without the trailing newline.

@@ -89,6 +89,10 @@ void TraceWriter::write_event(const EventRecord& event) {
   append_line(to_json(event).dump());
 }
 
+void TraceWriter::write_node(const NodeRecord& node) {
+  append_line(to_json(node).dump());
+}
+
 void TraceWriter::write_raw(const nlohmann::json& record) {
   if (!record.is_object() || !record.contains("type") || !record["type"].is_string()) {
     throw std::invalid_argument("trace record needs a string \"type\"");

@@ -47,6 +47,7 @@ class TraceWriter {
   void write_devices(const DevicesRecord& devices);
   void write_graph(const GraphRef& graph);
   void write_event(const EventRecord& event);
+  void write_node(const NodeRecord& node);
   /// Any JSON object with a "type" (for record types this writer does not model).
   void write_raw(const nlohmann::json& record);
 

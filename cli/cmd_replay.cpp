@@ -1,0 +1,432 @@
+// `gparity replay`: runs captured graphs (TORCH_TRACE, print_readable text, .pt2, our JSON) in C++
+// on every rank through the c10 dispatcher, hashes every tensor each node produces and writes them
+// as trace v1 "node" records (docs/replay.md). --against B runs a second graph on the same inputs
+// and reports the first divergent aligned node; --coor runs rank 0's graph, hoisted to this rank,
+// beside this rank's own graph. With --nproc N it starts the N local ranks itself.
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/terminal.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/formats/flight_recorder.hpp"
+#include "core/model/graph/graph_load.hpp"
+#include "core/model/run/trace_writer.hpp"
+#include "core/runtime/interpreter/collectives.hpp"
+#include "core/runtime/interpreter/device_remap.hpp"
+#include "core/runtime/interpreter/inputs.hpp"
+#include "core/runtime/interpreter/interpreter.hpp"
+#include "core/runtime/launcher.hpp"
+#include "diff/graph_align.hpp"
+#include "diff/graph_normalize.hpp"
+
+namespace gparity::cli {
+namespace {
+
+struct ReplayCliOptions {
+  std::string source;
+  std::string against;
+  bool coor = false;
+  std::string kind, against_kind, compile_id;
+  std::optional<std::size_t> index;
+  std::optional<int> rank;
+  int nproc = 0;
+  std::string device = "cpu";
+  std::string out;
+  std::string inputs;
+  std::uint64_t seed = 0;
+  std::string int_range;
+  bool per_rank_inputs = false;
+  std::vector<std::string> syms, groups, flight_recorders;
+  bool no_hash = false;
+  bool json = false;
+  double timeout_s = 120;
+};
+
+std::vector<std::string> own_command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(f, a, '\0');) args.push_back(a);
+  return args;
+}
+
+std::string own_executable() {
+  std::vector<char> buf(4096);
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string("gparity-run");
+}
+
+/// One graph this rank runs, with its label in the records.
+struct Job {
+  std::string label;
+  std::string source;
+  model::Graph graph;
+};
+
+const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path,
+                              std::optional<int> rank, const std::string& kind, const std::string& compile_id,
+                              std::optional<std::size_t> index) {
+  model::GraphSelector s;
+  if (!c.ranks.empty()) s.rank = rank.value_or(c.ranks.front());
+  s.kind = kind;
+  s.occurrence = index;
+  if (!compile_id.empty()) {
+    s.compile = model::CompileId::parse(compile_id);
+    if (!s.compile) throw model::InputError(compile_id, "not a compile id (expected e.g. 0/0 or 0/0_1)");
+  }
+  const auto found = model::select_graphs(c, s);
+  if (found.empty())
+    throw model::InputError(path, "no graph matches the selection" +
+                                      (s.rank ? " for rank " + std::to_string(*s.rank) : std::string()) +
+                                      " (see `gparity graph list " + path + "`)");
+  if (found.size() > 1) {
+    std::string which;
+    for (const auto* e : found)
+      which += "\n  --compile-id " + e->compile.text() + " --graph " + e->kind + " --index " +
+               std::to_string(e->occurrence);
+    throw model::InputError(path,
+                            std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
+  }
+  return *found.front();
+}
+
+std::string device_of(const ReplayCliOptions& o, const runtime::RankEnv& env) {
+  return o.device == "cuda" ? "cuda:" + std::to_string(env.local_rank) : "cpu";
+}
+
+runtime::GroupRanks group_ranks(const ReplayCliOptions& o) {
+  runtime::GroupRanks groups;
+  std::vector<std::string> dumps = o.flight_recorders;
+  if (dumps.empty() && std::filesystem::is_directory(o.source)) {
+    for (const auto& e : std::filesystem::directory_iterator(o.source)) {
+      const auto name = e.path().filename().string();
+      if (name.find("flight_recorder") != std::string::npos && name.ends_with(".json"))
+        dumps.push_back(e.path());
+    }
+  }
+  for (const auto& d : dumps) {
+    for (const auto& g : model::read_flight_recorder(d).groups) {
+      std::vector<int> ranks(g.ranks.begin(), g.ranks.end());
+      groups[g.name] = ranks;
+    }
+  }
+  for (const auto& text : o.groups) {
+    auto [name, ranks] = runtime::parse_group_option(text);
+    groups[name] = ranks;
+  }
+  return groups;
+}
+
+/// Per node of a graph, its records (tensor hashes) in output order.
+using NodeHashes = std::map<std::string, std::vector<model::NodeRecord>>;
+
+bool same(const std::vector<model::NodeRecord>& a, const std::vector<model::NodeRecord>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].xxh3 != b[i].xxh3 || a[i].dtype != b[i].dtype || a[i].shape != b[i].shape ||
+        a[i].output != b[i].output)
+      return false;
+  return true;
+}
+
+struct Verdict {
+  bool equal = true;
+  std::string text;  // the first divergent node, when not equal
+  nlohmann::json json = nlohmann::json::object();
+};
+
+/// Outputs of A and B compared bitwise; when they differ, the first node of A (graph order)
+/// whose aligned node in B hashes differently, and whether its inputs were equal.
+Verdict compare_runs(const Job& a, const NodeHashes& ha, const std::vector<model::NodeRecord>& out_a,
+                     const Job& b, const NodeHashes& hb, const std::vector<model::NodeRecord>& out_b) {
+  Verdict v;
+  v.equal = same(out_a, out_b);
+  v.json["outputs_equal"] = v.equal;
+  const diff::GraphNormalization norm;
+  const diff::NormalizedGraph na(a.graph, norm, std::nullopt), nb(b.graph, norm, std::nullopt);
+  const auto al = diff::align_graphs(na, nb);
+  const auto differs = [&](model::NodeId n) {
+    if (al.a_to_b[n] == model::kNoNode) return false;
+    const auto ia = ha.find(std::string(a.graph.node_name(n)));
+    const auto ib = hb.find(std::string(b.graph.node_name(al.a_to_b[n])));
+    if (ia == ha.end() || ib == hb.end()) return false;
+    return !same(ia->second, ib->second);
+  };
+  const model::UseEdges edges(a.graph);
+  for (model::NodeId n = 0; n < a.graph.nodes.size(); ++n) {
+    if (a.graph.nodes[n].kind == model::NodeKind::Output || !differs(n)) continue;
+    bool inputs_differ = false;
+    for (const auto in : edges.inputs(n)) inputs_differ = inputs_differ || differs(in);
+    const auto& node = a.graph.nodes[n];
+    const auto& rec = ha.find(std::string(a.graph.node_name(n)))->second.front();
+    v.equal = false;
+    v.text = "first divergent node: " + std::string(a.graph.node_name(n)) + " (" +
+             std::string(a.graph.str(node.target)) + ")" + (rec.source.empty() ? "" : " at " + rec.source) +
+             " <-> " + b.label + " node " + std::string(b.graph.node_name(al.a_to_b[n])) +
+             (inputs_differ ? "; its inputs already differ (propagated)" : "; its inputs are equal (origin)");
+    v.json["first_divergent"] = {{"node", std::string(a.graph.node_name(n))},
+                                 {"op", std::string(a.graph.str(node.target))},
+                                 {"source", rec.source},
+                                 {"other_node", std::string(b.graph.node_name(al.a_to_b[n]))},
+                                 {"origin", !inputs_differ}};
+    break;
+  }
+  if (!v.equal && v.text.empty()) v.text = "outputs differ, but no aligned node's tensors do";
+  return v;
+}
+
+std::map<std::string, std::int64_t> parse_syms(const std::vector<std::string>& syms) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& s : syms) {
+    const auto eq = s.find('=');
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
+      std::size_t used = 0;
+      out[s.substr(0, eq)] = std::stoll(s.substr(eq + 1), &used);
+      if (used != s.size() - eq - 1) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--sym takes NAME=INTEGER, got \"" + s + "\"");
+    }
+  }
+  return out;
+}
+
+runtime::InputOptions input_options(const ReplayCliOptions& o, int rank) {
+  runtime::InputOptions io;
+  io.safetensors = o.inputs;
+  io.seed = o.seed;
+  io.per_rank = o.per_rank_inputs;
+  io.rank = rank;
+  if (!o.int_range.empty()) {
+    const auto colon = o.int_range.find(':', 1);
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      io.int_range =
+          std::pair{std::stoll(o.int_range.substr(0, colon)), std::stoll(o.int_range.substr(colon + 1))};
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--int-range takes LO:HI, got \"" + o.int_range + "\"");
+    }
+  }
+  return io;
+}
+
+void write_manifest(const ReplayCliOptions& o, const runtime::RankEnv& env) {
+  model::RunManifest m;
+  m.run_id = "gparity-replay-" + std::to_string(getpid());
+  m.world_size = env.world_size;
+  for (int r = 0; r < env.world_size; ++r)
+    m.ranks.push_back({r, r, "", o.device == "cuda" ? "cuda:" + std::to_string(r) : "cpu"});
+  m.framework_versions = {{"torch", runtime::torch_version()}, {"gparity", "0.1.0"}};
+  m.command_line = own_command_line();
+  m.extra["replay"] = {{"source", o.source}, {"against", o.against}, {"coor", o.coor}, {"seed", o.seed}};
+  model::write_manifest(o.out, m);
+}
+
+int run_one_rank(const ReplayCliOptions& o) {
+  const auto env = runtime::rank_env_from_environment();
+  const auto device = device_of(o, env);
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+  const auto symbols = parse_syms(o.syms);
+  const auto inputs_opts = input_options(o, env.rank);
+
+  const auto coll = model::load_graphs(o.source);
+  const bool multi = coll.ranks.size() > 1;
+  const auto own_rank = o.rank ? o.rank : (multi ? std::optional<int>(env.rank) : std::nullopt);
+  if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
+    throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
+  const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
+  std::vector<Job> jobs;
+  jobs.push_back({o.against.empty() && !o.coor ? (o.kind.empty() ? std::string("graph") : o.kind)
+                                               : (o.coor ? "own" : "a"),
+                  own.source, runtime::hoist_for_replay(*own.graph, device)});
+  std::optional<model::GraphCollection> other;
+  if (!o.against.empty()) {
+    other = model::load_graphs(o.against);
+    const auto& b = pick(*other, o.against, own_rank, o.against_kind.empty() ? o.kind : o.against_kind,
+                         o.compile_id, o.index);
+    jobs.push_back({"b", b.source, runtime::hoist_for_replay(*b.graph, device)});
+  } else if (o.coor) {
+    const auto& r0 =
+        pick(coll, o.source, coll.ranks.empty() ? std::nullopt : std::optional<int>(coll.ranks.front()),
+             o.kind, o.compile_id, o.index);
+    jobs.push_back({"coor", r0.source, runtime::hoist_for_replay(*r0.graph, device)});
+  }
+
+  std::unique_ptr<runtime::GroupComm> comm;
+  if (env.world_size > 1) {
+    auto backend = o.device == "cuda" ? runtime::CommBackend::Nccl : runtime::CommBackend::Gloo;
+    comm = std::make_unique<runtime::GroupComm>(env, backend, group_ranks(o), timeout);
+  }
+  if (env.rank == 0) write_manifest(o, env);
+  model::TraceWriter writer(o.out, env.rank);
+
+  std::vector<NodeHashes> hashes(jobs.size());
+  std::vector<std::vector<model::NodeRecord>> outputs(jobs.size());
+  nlohmann::json summary = {{"rank", env.rank}, {"graphs", nlohmann::json::array()}};
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    runtime::InterpretOptions io;
+    io.label = jobs[j].label;
+    io.source = jobs[j].source;
+    io.device = device;
+    io.hash = !o.no_hash;
+    io.symbols = symbols;
+    io.comm = comm.get();
+    runtime::Interpreter interp(jobs[j].graph, io);
+    runtime::InputSource inputs(inputs_opts);
+    std::size_t records = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    outputs[j] = interp.run(inputs, [&](const model::NodeRecord& r) {
+      writer.write_node(r);
+      if (r.graph == jobs[j].label) hashes[j][r.node].push_back(r);
+      ++records;
+    });
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    summary["graphs"].push_back({{"label", jobs[j].label},
+                                 {"source", jobs[j].source},
+                                 {"ops", interp.op_nodes()},
+                                 {"tensors", records},
+                                 {"ms", ms}});
+    if (!o.json)
+      std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].source
+                << "): " << interp.op_nodes() << " ops, " << records << " tensors hashed, " << ms << " ms"
+                << std::endl;
+  }
+  int code = kExitParity;
+  if (jobs.size() == 2) {
+    if (o.no_hash) throw std::invalid_argument("--against and --coor compare hashes: drop --no-hash");
+    const auto v = compare_runs(jobs[0], hashes[0], outputs[0], jobs[1], hashes[1], outputs[1]);
+    summary["verdict"] = v.json;
+    const std::string what = o.coor ? (v.equal ? "safe: rank 0's graph, hoisted, gives this rank's bits"
+                                               : "unsafe: rank 0's graph, hoisted, differs from this rank's")
+                                    : (v.equal ? "outputs bitwise equal" : "outputs differ");
+    summary["verdict"]["text"] = what + (v.text.empty() ? "" : "; " + v.text);
+    model::EventRecord ev{"replay_verdict", std::nullopt, summary["verdict"]["text"].get<std::string>(),
+                          summary["verdict"]};
+    writer.write_event(ev);
+    if (!o.json)
+      std::cout << "rank " << env.rank << ": " << summary["verdict"]["text"].get<std::string>() << std::endl;
+    code = v.equal ? kExitParity : kExitDivergence;
+  }
+  if (comm) comm->barrier("end of replay");
+  if (o.json) std::cout << summary.dump() << std::endl;
+  return code;
+}
+
+int launch(const ReplayCliOptions& o) {
+  runtime::LaunchOptions lo;
+  lo.nproc = o.nproc;
+  lo.exe = own_executable();
+  const auto cmdline = own_command_line();
+  for (std::size_t i = 1; i < cmdline.size(); ++i) {
+    if (cmdline[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (!cmdline[i].starts_with("--nproc=")) lo.args.push_back(cmdline[i]);
+  }
+  lo.grace = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000) + 3000);
+  const auto result = runtime::launch_local(lo, [&](int rank, bool is_stderr, std::string_view line) {
+    auto& stream = is_stderr ? std::cerr : std::cout;
+    if (o.json && !is_stderr) {
+      stream << line << std::endl;
+    } else {
+      stream << "[rank " << rank << "] " << line << std::endl;
+    }
+  });
+  int code = kExitParity;
+  for (const auto& e : result.exits) {
+    if (e.signalled || e.exit_code > kExitDivergence) {
+      code = kExitBadInput;
+    } else if (e.exit_code == kExitDivergence && code == kExitParity) {
+      code = kExitDivergence;
+    }
+  }
+  if (code == kExitBadInput)
+    std::cerr << paint("gparity: error: replay failed: " + result.failure, Colour::Red,
+                       colour_enabled(stderr))
+              << std::endl;
+  return code;
+}
+
+}  // namespace
+
+void register_replay(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ReplayCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "replay",
+      "Run a captured graph (TORCH_TRACE, print_readable text, .pt2, gparity JSON) in C++ through the "
+      "c10 dispatcher on every rank, hash every tensor each node produces and write them as node "
+      "records of a trace (docs/replay.md). Exit 0: ran (and with --against/--coor: bitwise equal), "
+      "1: divergence, 2: bad input.");
+  cmd->add_option("SOURCE", o->source, "Graph source: TORCH_TRACE directory or log, FX text, .pt2, JSON")
+      ->required();
+  cmd->add_option("--out", o->out, "Run directory to write (manifest.json, rank-<r>.jsonl)")->required();
+  cmd->add_option("--graph", o->kind, "Graph kind, e.g. aot_forward_graph, inductor_post_grad_graph");
+  cmd->add_option("--compile-id", o->compile_id, "Compile id, e.g. 0/0");
+  cmd->add_option("--index", o->index, "Which one when the kind occurs several times (0-based)");
+  cmd->add_option("--rank", o->rank, "Replay this rank's graph of a multi-rank trace on every rank");
+  cmd->add_option("--against", o->against,
+                  "Second graph source: run both on identical inputs and report the first divergent node");
+  cmd->add_option("--against-graph", o->against_kind,
+                  "Graph kind in the --against source (default: --graph)");
+  cmd->add_flag(
+      "--coor", o->coor,
+      "Compile-on-one-rank check: rank 0's graph, hoisted to each rank, beside the rank's own graph");
+  cmd->add_option("--nproc", o->nproc, "Start this many local ranks")->check(CLI::Range(1, 1024));
+  cmd->add_option("--device", o->device, "cpu (Gloo) or cuda (NCCL, one GPU per local rank)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--inputs", o->inputs, "safetensors file with the inputs, by placeholder name");
+  cmd->add_option("--seed", o->seed, "Seed of generated inputs (docs/replay.md)")->capture_default_str();
+  cmd->add_option("--int-range", o->int_range,
+                  "Generated integer inputs uniform in [LO, HI) (default: zeros)");
+  cmd->add_flag("--per-rank-inputs", o->per_rank_inputs, "Generated inputs differ between ranks");
+  cmd->add_option("--sym", o->syms, "Value of a symbolic size, NAME=INTEGER (repeatable)");
+  cmd->add_option("--group", o->groups, "Ranks of a process group, NAME=RANK,RANK,... (repeatable)");
+  cmd->add_option(
+      "--flight-recorder", o->flight_recorders,
+      "Flight Recorder dump whose pg_config names the groups (default: *flight_recorder*.json in SOURCE)");
+  cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
+  cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", o->json, "One JSON summary line per rank");
+  cmd->callback([o, &action] {
+    action = [o] {
+      if (!o->against.empty() && o->coor) {
+        std::cerr << "gparity: error: --against and --coor exclude each other\n";
+        return kExitBadInput;
+      }
+      try {
+        if (o->nproc > 0 && std::getenv("GPARITY_LAUNCHED") == nullptr) return launch(*o);
+        return run_one_rank(*o);
+      } catch (const runtime::ReplayError& e) {
+        std::cerr << "gparity: error: " << e.what() << std::endl;
+      } catch (const model::InputError& e) {
+        std::cerr << "gparity: error: " << e.what() << std::endl;
+      } catch (const runtime::RankFailure& e) {
+        std::cerr << "gparity: error: " << e.what() << std::endl;
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "gparity: error: " << e.what() << std::endl;
+      } catch (const std::exception& e) {
+        std::cerr << "gparity: error: " << e.what() << std::endl;
+      }
+      return kExitBadInput;
+    };
+  });
+}
+
+}  // namespace gparity::cli

@@ -1,0 +1,46 @@
+#pragma once
+// Functional collectives of replayed graphs (`_c10d_functional.*` and the older
+// `c10d_functional.*` with explicit rank lists) on c10d process groups: Gloo on CPU, NCCL on GPU.
+// LibTorch 1.13 registers no functional collectives, so they are implemented here on c10d
+// directly, with the semantics of torch/csrc/distributed/c10d/Functional.cpp. Process groups
+// are made on first use, one per group name, from its rank set (Flight Recorder pg_config,
+// --group NAME=RANK,...); every member rank must reach the collective.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/runtime/comm.hpp"
+
+namespace gparity::runtime {
+
+/// Group name -> global ranks.
+using GroupRanks = std::map<std::string, std::vector<int>>;
+
+/// Parses "NAME=0,1,2" (throws std::invalid_argument naming the problem).
+std::pair<std::string, std::vector<int>> parse_group_option(const std::string& text);
+
+class GroupComm {
+ public:
+  /// Rendezvous of all ranks (RankEnv from the launcher); groups are created lazily.
+  GroupComm(const RankEnv& env, CommBackend backend, GroupRanks groups, std::chrono::milliseconds timeout);
+  ~GroupComm();
+  GroupComm(const GroupComm&) = delete;
+  GroupComm& operator=(const GroupComm&) = delete;
+
+  [[nodiscard]] int rank() const noexcept;
+  [[nodiscard]] int world_size() const noexcept;
+  [[nodiscard]] const GroupRanks& groups() const noexcept;
+  /// All ranks wait here (between graphs, at the end).
+  void barrier(const char* what);
+
+  struct Impl;
+  Impl& impl() noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gparity::runtime

@@ -1,0 +1,496 @@
+// The graph interpreter (interpreter.hpp): prepares every node once (op lookup, argument binding),
+// then runs boxed calls over an environment of IValues, one per node, freed after its last use.
+
+#include "core/runtime/interpreter/interpreter.hpp"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/version.h>
+
+#include "core/runtime/interpreter/collectives.hpp"
+#include "core/runtime/interpreter/detail.hpp"
+#include "core/runtime/interpreter/inputs.hpp"
+#include "core/runtime/recorder.hpp"
+
+namespace gparity::runtime {
+
+std::string torch_version() {
+  return TORCH_VERSION;
+}
+
+std::optional<std::pair<std::string, std::string>> split_op_target(std::string_view target) {
+  if (target.starts_with("torch.ops.")) target.remove_prefix(10);
+  const auto first = target.find('.');
+  const auto last = target.rfind('.');
+  if (first == std::string_view::npos || first == last || first == 0 || last + 1 == target.size())
+    return std::nullopt;
+  const auto ns = target.substr(0, first);
+  const auto name = target.substr(first + 1, last - first - 1);
+  const auto overload = target.substr(last + 1);
+  if (name.find('.') != std::string_view::npos) return std::nullopt;
+  return std::pair{std::string(ns) + "::" + std::string(name),
+                   overload == "default" ? "" : std::string(overload)};
+}
+
+namespace {
+
+using model::NodeKind;
+using model::Value;
+using model::ValueKind;
+
+enum class StepKind { Placeholder, Op, Collective, GetItem, Arith, HigherOrder, Subgraph, Constant, Output };
+
+std::string strip_ops(std::string_view target) {
+  if (target.starts_with("torch.ops.")) target.remove_prefix(10);
+  return std::string(target);
+}
+
+}  // namespace
+
+struct Interpreter::Impl {
+  struct Step {
+    StepKind kind = StepKind::Op;
+    model::NodeId node = model::kNoNode;
+    std::optional<c10::OperatorHandle> op;
+    std::vector<detail::BoundArg> args;
+    std::size_t returns = 1;
+    std::string name;  // collective / operator name
+    bool legacy = false;
+    std::vector<const Value*> values;       // collective / operator / higher-order operands
+    std::unique_ptr<Impl> body;             // higher-order op
+    std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
+  };
+
+  const model::Graph& g;
+  InterpretOptions o;
+  std::vector<Step> steps;
+  std::vector<c10::IValue> env;
+  std::map<std::string, std::int64_t> symbols;
+  std::size_t op_count = 0;
+
+  Impl(const model::Graph& graph, InterpretOptions options) : g(graph), o(std::move(options)) {}
+
+  std::string source_of(const model::Node& n) const {
+    if (n.source.known()) return std::string(g.str(n.source.file)) + ":" + std::to_string(n.source.line);
+    if (n.line > 0)
+      return (o.source.empty() ? std::string("graph") : o.source) + ":" + std::to_string(n.line);
+    return {};
+  }
+
+  std::string where(const model::Node& n) const {
+    std::string s = "graph \"" + o.label + "\", node \"" + std::string(g.str(n.name)) + "\" (" +
+                    std::string(g.str(n.target)) + ")";
+    const auto src = source_of(n);
+    if (!src.empty()) s += " at " + src;
+    return s;
+  }
+
+  [[noreturn]] void fail(const model::Node& n, const std::string& what) const {
+    throw ReplayError(where(n) + ": " + what);
+  }
+
+  void prepare() {
+    steps.reserve(g.nodes.size());
+    for (model::NodeId id = 0; id < g.nodes.size(); ++id) {
+      Step s;
+      s.node = id;
+      try {
+        prepare_node(g.nodes[id], s);
+      } catch (const ReplayError& e) {
+        const std::string msg = e.what();
+        if (msg.starts_with("graph \"")) throw;
+        fail(g.nodes[id], msg);
+      } catch (const c10::Error& e) {
+        fail(g.nodes[id], e.what_without_backtrace());
+      }
+      if (s.kind != StepKind::Placeholder && s.kind != StepKind::Output && s.kind != StepKind::Subgraph)
+        ++op_count;
+      steps.push_back(std::move(s));
+    }
+    plan_frees();
+  }
+
+  void plan_frees() {
+    std::vector<std::size_t> last(g.nodes.size(), 0);
+    std::vector<bool> used(g.nodes.size(), false);
+    for (model::NodeId id = 0; id < g.nodes.size(); ++id) {
+      const auto& n = g.nodes[id];
+      const auto mark = [&](model::NodeId r) {
+        if (r < g.nodes.size()) {
+          last[r] = std::max<std::size_t>(last[r], id);
+          used[r] = true;
+        }
+      };
+      for (const auto& a : n.args) model::for_each_ref(a, mark);
+      for (const auto& kw : n.kwargs) model::for_each_ref(kw.value, mark);
+    }
+    for (model::NodeId id = 0; id < g.nodes.size(); ++id)
+      steps[used[id] ? last[id] : id].free_after.push_back(id);
+  }
+
+  void prepare_node(const model::Node& n, Step& s) {
+    const auto target = strip_ops(g.str(n.target));
+    switch (n.kind) {
+      case NodeKind::Placeholder: s.kind = StepKind::Placeholder; return;
+      case NodeKind::Output: s.kind = StepKind::Output; return;
+      case NodeKind::GetAttr:
+        if (g.find_subgraph(target)) {
+          s.kind = StepKind::Subgraph;
+          return;
+        }
+        s.kind = StepKind::Constant;  // from the inputs file, by attribute name
+        return;
+      case NodeKind::CallMethod:
+        throw ReplayError("method call ." + target +
+                          "() is not a registered op (replay runs ATen-level graphs: "
+                          "AOT, post-grad, make_fx, torch.export)");
+      case NodeKind::CallModule:
+        throw ReplayError("call_module nodes are not supported; export the graph flattened");
+      case NodeKind::CallFunction: break;
+    }
+    if (target == "operator.getitem") {
+      if (n.args.size() != 2 || n.args[0].kind != ValueKind::Node || n.args[1].kind != ValueKind::Int)
+        throw ReplayError("operator.getitem takes a node and an integer index");
+      s.kind = StepKind::GetItem;
+      return;
+    }
+    if (target.starts_with("operator.")) {
+      static const char* kOps[] = {"add", "sub", "mul", "floordiv", "truediv", "mod", "neg", "pow"};
+      s.name = target.substr(9);
+      bool known = false;
+      for (const char* op : kOps) known = known || s.name == op;
+      if (!known) throw ReplayError("Python operator " + target + " is not supported");
+      s.kind = StepKind::Arith;
+      for (const auto& a : n.args) s.values.push_back(&a);
+      return;
+    }
+    if (target.starts_with("higher_order.")) return prepare_higher_order(n, s, target.substr(13));
+    for (const char* prefix : {"_c10d_functional.", "c10d_functional."}) {
+      const std::string_view p(prefix);
+      if (!target.starts_with(p)) continue;
+      const auto rest = target.substr(p.size());
+      s.name = rest.substr(0, rest.rfind('.'));
+      s.legacy = p[0] == 'c';
+      const auto* params = detail::collective_params(s.name, s.legacy);
+      if (!params) throw ReplayError("functional collective " + target + " is not supported");
+      s.kind = StepKind::Collective;
+      s.values.assign(params->size(), nullptr);
+      if (n.args.size() > params->size()) throw ReplayError("too many arguments for " + target);
+      for (std::size_t i = 0; i < n.args.size(); ++i) s.values[i] = &n.args[i];
+      for (const auto& kw : n.kwargs) {
+        const auto name = g.str(kw.name);
+        std::size_t i = 0;
+        while (i < params->size() && (*params)[i] != name) ++i;
+        if (i == params->size()) throw ReplayError("unknown keyword argument \"" + std::string(name) + "\"");
+        s.values[i] = &kw.value;
+      }
+      if (!s.values[0]) throw ReplayError("missing argument \"" + (*params)[0] + "\"");
+      return;
+    }
+    const auto name = split_op_target(target);
+    if (!name)
+      throw ReplayError("\"" + target +
+                        "\" is not a registered op (namespace.op.overload): replay runs ATen-level "
+                        "graphs (AOT, post-grad, make_fx, torch.export)");
+    const auto handle = c10::Dispatcher::singleton().findSchema({name->first, name->second});
+    if (!handle)
+      throw ReplayError("op " + name->first + (name->second.empty() ? "" : "." + name->second) +
+                        " is not registered in this LibTorch (" + TORCH_VERSION + ")");
+    s.kind = StepKind::Op;
+    s.op = *handle;
+    const auto& schema = handle->schema();
+    s.args = detail::bind_arguments(schema, g, n);
+    s.returns = schema.returns().size();
+  }
+
+  void prepare_higher_order(const model::Node& n, Step& s, const std::string& op) {
+    // Operand layout per op: where the body is, where its operands start.
+    std::size_t body_at = 0, first_operand = 0;
+    if (op == "invoke_subgraph") {
+      body_at = 0;
+      first_operand = 2;
+    } else if (op == "wrap_with_set_grad_enabled") {
+      body_at = 1;
+      first_operand = 2;
+    } else if (op == "wrap_with_autocast") {
+      // (device_type, dtype, enabled, cache_enabled, body, *args): the body runs as it is only when
+      // autocast is off; otherwise its casts are implicit and a replay would differ.
+      if (n.args.size() < 5 || n.args[2].kind != ValueKind::Bool || n.args[2].i != 0)
+        throw ReplayError("higher-order op wrap_with_autocast with autocast enabled is not supported");
+      body_at = 4;
+      first_operand = 5;
+    } else {
+      throw ReplayError("higher-order op " + op +
+                        " is not supported (replay runs invoke_subgraph, "
+                        "wrap_with_set_grad_enabled and wrap_with_autocast with autocast off)");
+    }
+    if (n.args.size() <= body_at || n.args[body_at].kind != ValueKind::Node)
+      throw ReplayError("higher-order op " + op + " has no subgraph argument");
+    const auto& body_node = g.node(n.args[body_at].node);
+    const auto* body = g.find_subgraph(g.str(body_node.target));
+    if (!body)
+      throw ReplayError("subgraph \"" + std::string(g.str(body_node.target)) + "\" is not in the graph");
+    InterpretOptions bo = o;
+    bo.label = o.label + "/" + std::string(g.str(body_node.target));
+    s.body = std::make_unique<Impl>(*body, bo);
+    s.body->prepare();
+    s.kind = StepKind::HigherOrder;
+    s.name = op;
+    for (std::size_t i = first_operand; i < n.args.size(); ++i) s.values.push_back(&n.args[i]);
+  }
+
+  // ---- running ----
+
+  detail::BindContext ctx() const { return {&g, &env, &symbols}; }
+
+  void bind_symbols(InputSource& inputs) {
+    symbols.insert(o.symbols.begin(), o.symbols.end());
+    if (!inputs.has_file()) return;
+    for (const auto& n : g.nodes) {
+      if (n.kind != NodeKind::Placeholder || n.meta.kind != model::TensorMeta::Kind::Tensor) continue;
+      bool symbolic = false;
+      for (const auto& d : n.meta.sizes) symbolic = symbolic || d.is_symbolic();
+      if (!symbolic) continue;
+      const auto t = inputs.from_file(g.str(n.name), "cpu");
+      if (!t || t->dim() != static_cast<std::int64_t>(n.meta.sizes.size())) continue;
+      for (std::size_t i = 0; i < n.meta.sizes.size(); ++i)
+        if (n.meta.sizes[i].is_symbolic())
+          symbols.emplace(std::string(g.str(n.meta.sizes[i].expr)), t->size(i));
+    }
+  }
+
+  std::int64_t dim_value(const model::Node& n, const model::Dim& d) {
+    if (!d.is_symbolic()) return d.value;
+    const std::string e(g.str(d.expr));
+    if (const auto it = symbols.find(e); it != symbols.end()) return it->second;
+    fail(n, "size " + e + " is not bound (give --sym " + e + "=VALUE or the input in --inputs)");
+  }
+
+  c10::IValue placeholder(const model::Node& n, InputSource& inputs) {
+    const auto name = g.str(n.name);
+    switch (n.meta.kind) {
+      case model::TensorMeta::Kind::Tensor: {
+        std::vector<std::int64_t> sizes, strides;
+        for (const auto& d : n.meta.sizes) sizes.push_back(dim_value(n, d));
+        bool concrete = n.meta.has_strides;
+        for (const auto& d : n.meta.strides) concrete = concrete && !d.is_symbolic();
+        if (concrete)
+          for (const auto& d : n.meta.strides) strides.push_back(d.value);
+        return inputs.tensor(name, n.meta, sizes, strides, o.device, where(n));
+      }
+      case model::TensorMeta::Kind::Sym: {
+        const std::string e(g.str(n.meta.sym));
+        if (const auto it = symbols.find(e); it != symbols.end()) return c10::IValue(it->second);
+        fail(n, "symbolic input " + e + " is not bound (give --sym " + e + "=VALUE)");
+      }
+      default:
+        if (auto t = inputs.from_file(name, o.device)) return c10::IValue(*t);
+        fail(n, "input \"" + std::string(name) + "\" has no tensor annotation and is not in --inputs");
+    }
+  }
+
+  c10::IValue arith(const Step& s) {
+    std::vector<c10::IValue> a;
+    for (const auto* v : s.values) a.push_back(detail::plain_value(*v, ctx()));
+    const auto num = [](const c10::IValue& v) -> std::optional<std::int64_t> {
+      if (v.isInt()) return v.toInt();
+      if (v.isBool()) return v.toBool() ? 1 : 0;
+      return std::nullopt;
+    };
+    if (s.name == "neg" && a.size() == 1 && num(a[0])) return c10::IValue(-*num(a[0]));
+    if (a.size() != 2 || !num(a[0]) || !num(a[1]))
+      throw ReplayError("operator." + s.name + " runs on integers (symbolic sizes) only");
+    const auto x = *num(a[0]), y = *num(a[1]);
+    if (s.name == "add") return c10::IValue(x + y);
+    if (s.name == "sub") return c10::IValue(x - y);
+    if (s.name == "mul") return c10::IValue(x * y);
+    if (s.name == "pow") {
+      std::int64_t r = 1;
+      for (std::int64_t i = 0; i < y; ++i) r *= x;
+      return c10::IValue(r);
+    }
+    if (y == 0) throw ReplayError("division by zero in operator." + s.name);
+    if (s.name == "truediv") return c10::IValue(static_cast<double>(x) / static_cast<double>(y));
+    const auto q = x / y - ((x % y != 0 && ((x < 0) != (y < 0))) ? 1 : 0);  // Python floor division
+    if (s.name == "floordiv") return c10::IValue(q);
+    return c10::IValue(x - q * y);
+  }
+
+  c10::IValue getitem(const model::Node& n) {
+    const auto& src = env[n.args[0].node];
+    const auto i = n.args[1].i;
+    const auto pick = [&](std::size_t size, auto&& at) -> c10::IValue {
+      const auto k = i < 0 ? i + static_cast<std::int64_t>(size) : i;
+      if (k < 0 || k >= static_cast<std::int64_t>(size))
+        fail(n, "index " + std::to_string(i) + " is out of range for a result of " + std::to_string(size));
+      return at(static_cast<std::size_t>(k));
+    };
+    if (src.isTuple()) {
+      const auto& e = src.toTupleRef().elements();
+      return pick(e.size(), [&](std::size_t k) { return e[k]; });
+    }
+    if (src.isList()) {
+      const auto l = src.toListRef();
+      return pick(l.size(), [&](std::size_t k) { return l[k]; });
+    }
+    fail(n, "operator.getitem on a result that is not a tuple or list");
+  }
+
+  c10::IValue call(Step& s, std::vector<c10::IValue>& stack) {
+    stack.clear();
+    detail::push_arguments(s.args, ctx(), stack);
+    s.op->callBoxed(stack);
+    if (s.returns == 1) return std::move(stack[0]);
+    if (s.returns == 0) return {};
+    return c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>(stack.begin(), stack.end())));
+  }
+
+  c10::IValue higher_order(Step& s, InputSource& inputs, const NodeSink& sink) {
+    std::vector<c10::IValue> operands;
+    for (const auto* v : s.values) operands.push_back(detail::plain_value(*v, ctx()));
+    auto out = s.body->execute(inputs, sink, &operands);
+    return out;
+  }
+
+  static void tensors_in(const c10::IValue& v, std::vector<at::Tensor>& out, std::vector<std::int64_t>& index,
+                         std::int64_t& k) {
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) {
+        out.push_back(v.toTensor());
+        index.push_back(k);
+      }
+      ++k;
+    } else if (v.isTuple()) {
+      for (const auto& e : v.toTupleRef().elements()) tensors_in(e, out, index, k);
+    } else if (v.isList()) {
+      for (const auto& e : v.toListRef()) tensors_in(e, out, index, k);
+    } else {
+      ++k;
+    }
+  }
+
+  void record(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
+              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr) {
+    std::vector<at::Tensor> ts;
+    std::vector<std::int64_t> index;
+    std::int64_t k = 0;
+    tensors_in(v, ts, index, k);
+    if (ts.empty()) return;
+    const auto hashes = hash_blocks(ts);
+    const auto src = source_of(n);
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      model::NodeRecord r;
+      r.graph = o.label;
+      r.node = std::string(g.str(n.name));
+      r.index = id;
+      r.op = op;
+      r.source = src;
+      r.output = index[i];
+      try {
+        r.dtype = trace_dtype(ts[i]);
+      } catch (const std::exception&) {
+        continue;  // a dtype traces cannot name (complex32, ...): not recorded
+      }
+      r.shape = ts[i].sizes().vec();
+      r.xxh3 = hashes[i].xxh3;
+      r.shard = hashes[i].shard;
+      if (sink) sink(r);
+      if (keep) keep->push_back(std::move(r));
+    }
+  }
+
+  /// Runs the graph: placeholders from `operands` (a subgraph) or `inputs`; returns the output.
+  c10::IValue execute(InputSource& inputs, const NodeSink& sink, const std::vector<c10::IValue>* operands,
+                      std::vector<model::NodeRecord>* outputs = nullptr) {
+    env.assign(g.nodes.size(), c10::IValue());
+    symbols.clear();
+    if (!operands) bind_symbols(inputs);
+    std::vector<c10::IValue> stack;
+    std::size_t next_operand = 0;
+    c10::IValue result;
+    for (auto& s : steps) {
+      const auto& n = g.nodes[s.node];
+      try {
+        switch (s.kind) {
+          case StepKind::Placeholder:
+            if (operands) {
+              if (next_operand >= operands->size())
+                fail(n, "the subgraph has more inputs than its caller passes");
+              env[s.node] = (*operands)[next_operand++];
+            } else {
+              env[s.node] = placeholder(n, inputs);
+            }
+            break;
+          case StepKind::Op: env[s.node] = call(s, stack); break;
+          case StepKind::GetItem: env[s.node] = getitem(n); break;
+          case StepKind::Arith: env[s.node] = arith(s); break;
+          case StepKind::Collective: {
+            std::vector<c10::IValue> args;
+            for (const auto* v : s.values) args.push_back(v ? detail::plain_value(*v, ctx()) : c10::IValue());
+            env[s.node] = detail::run_collective(o.comm, s.name, s.legacy, args);
+            break;
+          }
+          case StepKind::HigherOrder: env[s.node] = higher_order(s, inputs, sink); break;
+          case StepKind::Subgraph: break;
+          case StepKind::Constant:
+            if (auto t = inputs.from_file(g.str(n.target), o.device)) {
+              env[s.node] = *t;
+            } else {
+              fail(n, "attribute \"" + std::string(g.str(n.target)) + "\" is not in --inputs");
+            }
+            break;
+          case StepKind::Output:
+            result = n.args.empty() ? c10::IValue() : detail::plain_value(n.args[0], ctx());
+            break;
+        }
+      } catch (const ReplayError& e) {
+        const std::string msg = e.what();
+        if (msg.starts_with("graph \"")) throw;
+        fail(n, msg);
+      } catch (const c10::Error& e) {
+        fail(n, e.what_without_backtrace());
+      } catch (const std::exception& e) {
+        fail(n, e.what());
+      }
+      if (o.hash && s.kind != StepKind::Output && s.kind != StepKind::Subgraph)
+        record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
+               env[s.node], sink);
+      if (s.kind == StepKind::Output && o.hash) record(n, s.node, "output", result, sink, outputs);
+      for (const auto id : s.free_after) env[id] = c10::IValue();
+    }
+    return result;
+  }
+};
+
+Interpreter::Interpreter(const model::Graph& graph, InterpretOptions options)
+    : impl_(std::make_unique<Impl>(graph, std::move(options))) {
+  impl_->prepare();
+}
+
+Interpreter::~Interpreter() = default;
+
+std::vector<model::NodeRecord> Interpreter::run(InputSource& inputs, const NodeSink& sink) {
+  // Graphs are replayed without autograd: inference mode skips the autograd and view-tracking
+  // dispatch keys (the same kernels, so the same bits).
+  const c10::InferenceMode no_autograd;
+  std::vector<model::NodeRecord> outputs;
+  impl_->execute(inputs, sink, nullptr, &outputs);
+  return outputs;
+}
+
+std::vector<model::NodeRecord> Interpreter::run_tensors(std::span<const at::Tensor> inputs,
+                                                        const NodeSink& sink) {
+  std::vector<c10::IValue> operands(inputs.begin(), inputs.end());
+  const c10::InferenceMode no_autograd;
+  std::vector<model::NodeRecord> outputs;
+  runtime::InputSource none(InputOptions{});
+  impl_->execute(none, sink, &operands, &outputs);
+  return outputs;
+}
+
+std::size_t Interpreter::op_nodes() const noexcept {
+  return impl_->op_count;
+}
+
+}  // namespace gparity::runtime

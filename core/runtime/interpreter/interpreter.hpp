@@ -1,0 +1,89 @@
+#pragma once
+// The graph interpreter of `gparity replay` (docs/replay.md): executes a model::Graph from any
+// importer through the c10 dispatcher. Each call_function node's target ("aten.mm.default") is
+// looked up as a registered schema, its arguments (positional, keyword, defaults, literals,
+// symbolic sizes) are bound to that schema once, and the node runs as a boxed call. Functional
+// collectives run on c10d process groups (collectives.hpp), higher-order ops whose body is a
+// plain call of a subgraph run that subgraph. Every tensor a node produces can be hashed where it
+// lives and reported as a model::NodeRecord.
+//
+// Anything the graph asks that this LibTorch cannot do (an unregistered op, an argument that does
+// not fit the schema, a missing input, an unknown process group) is a ReplayError whose message
+// names the graph, the node, the op and the source line; nothing in a graph can crash the process.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model/graph/graph.hpp"
+#include "core/model/run/trace_schema.hpp"
+
+namespace at {
+class Tensor;
+}
+
+namespace gparity::runtime {
+
+/// Bad input found while preparing or running a graph (exit 2).
+class ReplayError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class GroupComm;    // collectives.hpp
+class InputSource;  // inputs.hpp
+
+struct InterpretOptions {
+  std::string label;           // the graph's name in records and messages ("a", "fw", ...)
+  std::string source;          // file the graph came from (for "file:line" positions)
+  std::string device = "cpu";  // "cpu" or "cuda:N": where inputs are placed
+  bool hash = true;            // hash every node's tensors (on_node gets the records)
+  /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
+  std::map<std::string, std::int64_t> symbols;
+  GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
+};
+
+/// One node's result, hashed: the records of its tensors.
+using NodeSink = std::function<void(const model::NodeRecord&)>;
+
+/// A graph prepared for execution: every op resolved and every argument bound once, so that
+/// repeated runs pay only for the boxed calls.
+class Interpreter {
+ public:
+  /// Resolves all ops and binds all arguments; throws ReplayError for the first node that
+  /// cannot run, naming it.
+  Interpreter(const model::Graph& graph, InterpretOptions options);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  /// Runs the graph once on inputs from `inputs`; every node's tensors go to `sink` (when
+  /// hashing). Returns the hashes of the graph's outputs (flattened), in order.
+  std::vector<model::NodeRecord> run(InputSource& inputs, const NodeSink& sink = {});
+  /// Runs the graph on given placeholder values, in placeholder order (benchmarks, tests).
+  std::vector<model::NodeRecord> run_tensors(std::span<const at::Tensor> inputs, const NodeSink& sink = {});
+
+  /// Number of nodes that execute (everything but placeholders and the output).
+  [[nodiscard]] std::size_t op_nodes() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The LibTorch version this build runs ("1.13.0", "2.11.0").
+std::string torch_version();
+
+/// "aten.mm.default" -> ("aten::mm", ""); "aten.sum.dim_IntList" -> ("aten::sum", "dim_IntList");
+/// nullopt when the target does not name a registered-op form (namespace.op.overload).
+std::optional<std::pair<std::string, std::string>> split_op_target(std::string_view target);
+
+}  // namespace gparity::runtime

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# One device call for `gparity replay` on GPUs (issue 12; nvidia-h200-x4 for the 2x2 mesh):
+# builds gparity, gparity-run and bench_replay against the machine's pip LibTorch, CUDA and NCCL,
+# then, for every TORCH_TRACE sample folder given, each step bounded and logged under $OUT:
+#   1. replays every aot_forward/backward/joint graph and every inductor_post_grad_graph of
+#      every compile id on all ranks of the trace (--nproc = its ranks, --device cuda)
+#   2. --against: before_post_grad_graph vs inductor_post_grad_graph of each compile id
+#   3. --coor: rank 0's forward/backward/joint graphs, hoisted, beside each rank's own
+#   4. bench_replay (CPU dispatch cost vs torch.fx.Interpreter under the machine's PyTorch)
+#
+#   bash CARRY/src/scripts/device-replay-run.sh CARRY SAMPLE_DIR...
+#     CARRY        made by scripts/device-carry.sh
+#     SAMPLE_DIR   a run folder holding trace/ (and rank<r>_flight_recorder.json), e.g. the
+#                  carried torch-2.11-fsdp2-2rank/{compile,compile_rankbug}, compile_tp,
+#                  torch-2.11-2x2mesh-mp/{compile,compile_coor}
+# STEPS (space separated numbers, default "1 2 3 4") picks steps; the build always runs.
+# Every replay writes a run directory under $OUT/runs/<sample>/<what>, and one line per replay
+# goes to $OUT/summary.txt: sample, graph, compile id, what, exit code (0 equal/ran, 1 diverges,
+# 2 bad input) and the verdict lines.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+if [ $# -lt 2 ]; then
+  sed -n '2,20p' "$0"
+  exit 2
+fi
+carry=$(cd "$1" && pwd)
+shift
+out=${OUT:-/tmp/out}
+steps=" ${STEPS:-1 2 3 4} "
+mkdir -p "$out/runs"
+export PATH="$carry/sysroot/usr/bin:$PATH"
+want() { [[ $steps == *" $1 "* ]]; }
+say() { echo "== $*"; }
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
+} 2>&1 | tee "$out/machine.txt"
+
+site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+nccl_h=$(find /usr/local/cuda/include /usr/include "$site/nvidia" -name nccl.h 2>/dev/null | head -1)
+[ -n "$nccl_h" ] && export CXXFLAGS="${CXXFLAGS:-} -isystem $(dirname "$nccl_h")"
+
+build=/tmp/gparity-build
+start=$(date +%s)
+GPARITY_DEVICE_KEEP_GOING=1 bash "$carry/device-build.sh" "$carry" "$build" gparity gparity-run bench_replay \
+  >"$out/build.log" 2>&1
+say "build exit $? in $(($(date +%s) - start)) s"
+grep -E "error|FAILED" "$out/build.log" | head -20
+G=$build/cli/gparity
+
+# Graph list of a trace as "rank compile_id kind index" lines.
+graphs_of() {
+  "$G" graph list "$1" --json 2>/dev/null | python3 -c '
+import json, sys
+for g in json.load(sys.stdin)["graphs"]:
+    print(g["rank"], g["compile_id"], g["kind"], g["index"])'
+}
+
+replay() {  # sample-name what trace nproc args...
+  local name=$1 what=$2 trace=$3 nproc=$4
+  shift 4
+  local dir="$out/runs/$name/$what"
+  mkdir -p "$(dirname "$dir")"
+  timeout 300 "$G" replay "$trace" --nproc "$nproc" --device cuda --out "$dir" --timeout 120 "$@" \
+    >"$dir.log" 2>&1
+  local rc=$?
+  {
+    echo "$name $what exit $rc"
+    grep -E "safe|unsafe|bitwise|differ|error" "$dir.log" | head -8 | sed 's/^/    /'
+  } | tee -a "$out/summary.txt"
+}
+
+for sample in "$@"; do
+  sample=$(cd "$sample" && pwd)
+  name=$(basename "$(dirname "$sample")")-$(basename "$sample")
+  trace=$sample/trace
+  [ -d "$trace" ] || trace=$sample
+  nproc=$(graphs_of "$trace" | awk '{print $1}' | sort -u | wc -l)
+  [ "$nproc" -ge 1 ] || nproc=1
+  say "$name: $nproc ranks"
+  fr=()
+  for f in "$sample"/rank*_flight_recorder.json; do [ -f "$f" ] && fr+=(--flight-recorder "$f"); done
+  # Rank 0's graphs name the (compile id, kind, index) triples every rank replays.
+  mapfile -t triples < <(graphs_of "$trace" | awk '$1 == 0 || $1 == -1 {print $2, $3, $4}' | sort -u)
+  for t in "${triples[@]}"; do
+    read -r cid kind idx <<<"$t"
+    case $kind in
+      aot_forward_graph | aot_backward_graph | aot_joint_graph | inductor_post_grad_graph) ;;
+      *) continue ;;
+    esac
+    sel=(--compile-id "$cid" --graph "$kind" --index "$idx" "${fr[@]}")
+    want 1 && replay "$name" "run-$cid-$kind-$idx" "$trace" "$nproc" "${sel[@]}"
+    if want 3 && [ "$kind" != inductor_post_grad_graph ]; then
+      replay "$name" "coor-$cid-$kind-$idx" "$trace" "$nproc" "${sel[@]}" --coor
+    fi
+    if want 2 && [ "$kind" = inductor_post_grad_graph ]; then
+      replay "$name" "against-$cid-$idx" "$trace" "$nproc" --compile-id "$cid" --graph before_post_grad_graph \
+        --index "$idx" --against "$trace" --against-graph inductor_post_grad_graph "${fr[@]}"
+    fi
+  done
+done
+
+if want 4; then
+  say "4. bench_replay (CPU)"
+  GPARITY_TORCHOPS= timeout 300 "$build/bench/bench_replay" 1000 2>&1 | tee "$out/bench_replay.txt"
+fi
+say "summary"
+cat "$out/summary.txt"
