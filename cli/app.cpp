@@ -20,7 +20,7 @@ int run_app(int argc, char** argv, std::initializer_list<Registrar> registrars) 
   CLI::App app{
       "gparity: prove distributed PyTorch training runs are bitwise identical to their "
       "eager baselines, and show where they are not.\n"
-      "Exit codes: 0 parity, 1 divergence, 2 bad input or usage."};
+      "Exit codes: 0 parity, 1 divergence or incomplete evidence, 2 bad input, usage or nothing compared."};
   app.name("gparity");
   app.require_subcommand(1);
   app.set_version_flag("--version", "gparity 0.1.0");
