@@ -24,7 +24,7 @@ src=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 
 packages=(
   libxxhash-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev
-  libssl-dev libprotobuf-dev libzip-dev
+  libssl-dev libprotobuf-dev libzip-dev libdeflate-dev
   zipcmp zipmerge ziptool  # libzip's CMake config checks that these exist
   xxhash                   # xxhsum: the XXH3 tests compare against it
 )

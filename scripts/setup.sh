@@ -10,7 +10,7 @@ core_pkgs=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
-  libzip-dev zipcmp zipmerge ziptool
+  libzip-dev zipcmp zipmerge ziptool libdeflate-dev
   libssl-dev                      # MD5 of TORCH_TRACE payloads (has_payload check)
   clang libclang-rt-14-dev        # libFuzzer targets
 )

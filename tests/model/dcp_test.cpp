@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "core/model/base/input_error.hpp"
@@ -149,6 +150,44 @@ TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
   EXPECT_NE(missing.find("missing"), std::string::npos) << missing;
   fs::remove(fs::path(dir) / ".metadata");
   EXPECT_FALSE(gparity::model::is_dcp_checkpoint(dir));
+}
+
+// Flips the first data byte of the first storage member ("<archive>/data/<key>") in `file`.
+void flip_first_storage_byte(const fs::path& file) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (std::size_t at = bytes.find("PK\x03\x04"); at != std::string::npos;
+       at = bytes.find("PK\x03\x04", at + 4)) {
+    const auto u16 = [&](std::size_t i) {
+      return std::size_t(std::uint8_t(bytes[i])) | std::size_t(std::uint8_t(bytes[i + 1])) << 8;
+    };
+    const std::string name = bytes.substr(at + 30, u16(at + 26));
+    if (name.find("/data/") == std::string::npos || name.find("/.data/") != std::string::npos) continue;
+    const std::size_t data = at + 30 + u16(at + 26) + u16(at + 28);
+    f.seekp(static_cast<std::streamoff>(data));
+    f.put(static_cast<char>(bytes[data] ^ 0x01));
+    return;
+  }
+  FAIL() << "no storage member in " << file;
+}
+
+// Storage members are read in place (not through libzip), so the CRC-32 check is ours: one
+// flipped bit is refused, both on the one-pass path (row chunks of the samples) and on the
+// general one (the grid's column blocks).
+TEST(Dcp, OneFlippedStorageBitFailsTheCrcCheck) {
+  gparity::testing::TempDir tmp;
+  const auto grid = copy_checkpoint(tmp, kData + "/grid");
+  flip_first_storage_byte(fs::path(grid) / "__0_0.distcp");
+  const auto msg = error_of(grid);
+  EXPECT_NE(msg.find("__0_0.distcp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CRC-32"), std::string::npos) << msg;
+  if (!fs::exists(kSamples)) GTEST_SKIP() << "samples not found";
+  gparity::testing::TempDir tmp2;
+  const auto rows = copy_checkpoint(tmp2, (kSamples / "fsdp4" / "step-0").string());
+  flip_first_storage_byte(fs::path(rows) / "__1_0.distcp");
+  const auto msg2 = error_of(rows);
+  EXPECT_NE(msg2.find("__1_0.distcp"), std::string::npos) << msg2;
+  EXPECT_NE(msg2.find("CRC-32"), std::string::npos) << msg2;
 }
 
 }  // namespace

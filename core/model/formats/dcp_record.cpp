@@ -1,8 +1,12 @@
 #include "core/model/formats/dcp_record.hpp"
 
+#include <libdeflate.h>
 #include <zip.h>
 
+#include <cstdio>
+#include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/pickle/pickle_machine.hpp"
@@ -11,6 +15,90 @@ namespace gparity::model {
 namespace {
 
 constexpr std::uint64_t kMaxPickleBytes = 64ULL << 20;
+
+// Little-endian field of `n` bytes at `at`, nullopt past the end.
+std::optional<std::uint64_t> le(std::span<const std::byte> b, std::uint64_t at, unsigned n) {
+  if (at > b.size() || n > b.size() - at) return std::nullopt;
+  std::uint64_t v = 0;
+  for (unsigned i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(b[at + i]) << (8 * i);
+  return v;
+}
+
+bool name_at(std::span<const std::byte> b, std::uint64_t at, std::uint64_t len, const std::string& name) {
+  return len == name.size() && at <= b.size() && len <= b.size() - at &&
+         std::memcmp(b.data() + at, name.data(), name.size()) == 0;
+}
+
+// Offset of a member's data in a zip held in `zip`: the central directory (zip64 too) gives
+// its local header, whose name must match and whose name and extra lengths give the data's
+// start; the `size` bytes from there must lie inside the zip. nullopt when anything is off
+// (the caller then reads through libzip, which reports the damage).
+std::optional<std::uint64_t> member_data_offset(std::span<const std::byte> zip, const std::string& member,
+                                                std::uint64_t size) {
+  constexpr std::uint64_t kEocd = 0x06054b50, kEocd64 = 0x06064b50, kLocator = 0x07064b50;
+  constexpr std::uint64_t kCentral = 0x02014b50, kLocal = 0x04034b50;
+  if (zip.size() < 22) return std::nullopt;
+  std::uint64_t eocd = zip.size() - 22;
+  const std::uint64_t lowest = eocd > 0xFFFF ? eocd - 0xFFFF : 0;
+  while (le(zip, eocd, 4) != kEocd) {
+    if (eocd == lowest) return std::nullopt;
+    --eocd;
+  }
+  std::uint64_t entries = *le(zip, eocd + 10, 2);
+  std::uint64_t cd = *le(zip, eocd + 16, 4);
+  if (entries == 0xFFFF || cd == 0xFFFFFFFF) {
+    if (eocd < 20 || le(zip, eocd - 20, 4) != kLocator) return std::nullopt;
+    const auto e64 = le(zip, eocd - 20 + 8, 8);
+    if (!e64 || le(zip, *e64, 4) != kEocd64) return std::nullopt;
+    const auto n64 = le(zip, *e64 + 32, 8);
+    const auto cd64 = le(zip, *e64 + 48, 8);
+    if (!n64 || !cd64) return std::nullopt;
+    entries = *n64;
+    cd = *cd64;
+  }
+  for (std::uint64_t i = 0, at = cd; i < entries; ++i) {
+    if (le(zip, at, 4) != kCentral) return std::nullopt;
+    const auto nlen = le(zip, at + 28, 2), elen = le(zip, at + 30, 2), clen = le(zip, at + 32, 2);
+    const auto local = le(zip, at + 42, 4);
+    if (!nlen || !elen || !clen || !local) return std::nullopt;
+    if (!name_at(zip, at + 46, *nlen, member)) {
+      at += 46 + *nlen + *elen + *clen;
+      continue;
+    }
+    std::uint64_t lho = *local;
+    if (lho == 0xFFFFFFFF) {  // zip64 extra: [size] [compressed size] offset, each only if saturated
+      std::optional<std::uint64_t> found;
+      for (std::uint64_t x = at + 46 + *nlen, end = x + *elen; x + 4 <= end;) {
+        const auto id = le(zip, x, 2), len = le(zip, x + 2, 2);
+        if (!id || !len) return std::nullopt;
+        if (*id == 1) {
+          std::uint64_t f = x + 4;
+          if (le(zip, at + 24, 4) == 0xFFFFFFFF) f += 8;
+          if (le(zip, at + 20, 4) == 0xFFFFFFFF) f += 8;
+          if (f + 8 > x + 4 + *len) return std::nullopt;
+          found = le(zip, f, 8);
+          break;
+        }
+        x += 4 + *len;
+      }
+      if (!found) return std::nullopt;
+      lho = *found;
+    }
+    const auto lnlen = le(zip, lho + 26, 2), lelen = le(zip, lho + 28, 2);
+    if (le(zip, lho, 4) != kLocal || le(zip, lho + 8, 2) != 0 || !lnlen || !lelen ||
+        !name_at(zip, lho + 30, *lnlen, member))
+      return std::nullopt;
+    const std::uint64_t data = lho + 30 + *lnlen + *lelen;
+    if (data > zip.size() || size > zip.size() - data) return std::nullopt;
+    return data;
+  }
+  return std::nullopt;
+}
+
+struct InPlace {
+  std::uint64_t offset, size;
+  std::uint32_t crc;
+};
 
 struct ZipCloser {
   void operator()(zip_t* z) const noexcept { zip_discard(z); }
@@ -85,6 +173,24 @@ class Record {
            " bytes");
   }
 
+  /// Where a member stored uncompressed and unencrypted lies in `bytes` (the zip this record was
+  /// opened on), with libzip's size and CRC; nullopt for anything else.
+  std::optional<InPlace> stored(const std::string& member, std::span<const std::byte> bytes) const {
+    const zip_int64_t index = zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW);
+    if (index < 0) return std::nullopt;
+    zip_stat_t st;
+    zip_stat_init(&st);
+    constexpr auto kNeed =
+        ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC | ZIP_STAT_ENCRYPTION_METHOD;
+    if (zip_stat_index(zip_.get(), static_cast<zip_uint64_t>(index), 0, &st) != 0 ||
+        (st.valid & kNeed) != kNeed || st.comp_method != ZIP_CM_STORE ||
+        st.encryption_method != ZIP_EM_NONE || st.comp_size != st.size)
+      return std::nullopt;
+    const auto at = member_data_offset(bytes, member, st.size);
+    if (!at) return std::nullopt;
+    return InPlace{*at, st.size, st.crc};
+  }
+
   bool has(const std::string& member) const {
     return zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW) >= 0;
   }
@@ -113,8 +219,19 @@ std::int64_t view_extent(const pickle::TensorRecord& t) {
 
 }  // namespace
 
+std::uint32_t zip_crc32(std::uint32_t crc, std::span<const std::byte> bytes) noexcept {
+  return libdeflate_crc32(crc, bytes.data(), bytes.size());
+}
+
+void check_storage_crc32(std::uint32_t actual, std::uint32_t expected, const std::string& where) {
+  if (actual == expected) return;
+  char text[64];
+  std::snprintf(text, sizeof text, "CRC-32 %08x, but the zip records %08x", actual, expected);
+  throw InputError(where, std::string("corrupt storage bytes: ") + text);
+}
+
 TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const std::string& where,
-                                       std::vector<std::byte>& buffer) {
+                                       std::vector<std::byte>& buffer, CrcCheck crc) {
   const Record rec(bytes, where);
   const std::string prefix = rec.prefix();
   if (rec.has(prefix + "byteorder")) {
@@ -140,7 +257,19 @@ TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const s
   if (static_cast<std::uint64_t>(t.storage_numel) > bytes.size() / elem)
     rec.fail("storage of " + std::to_string(t.storage_numel) + " elements is larger than the record");
   const auto need = static_cast<std::uint64_t>(t.storage_numel) * elem;
-  rec.read(prefix + "data/" + t.storage_key, bytes.size(), buffer);
+  const std::string member = prefix + "data/" + t.storage_key;
+  if (const auto in_place = rec.stored(member, bytes)) {
+    if (in_place->size < need)
+      rec.fail("storage \"" + t.storage_key + "\" holds " + std::to_string(in_place->size) + " bytes, " +
+               std::to_string(t.storage_numel) + " elements need " + std::to_string(need));
+    out.storage = bytes.subspan(in_place->offset, in_place->size);
+    if (crc == CrcCheck::now)
+      check_storage_crc32(zip_crc32(0, out.storage), in_place->crc, where + "!" + member);
+    else
+      out.unchecked_crc32 = in_place->crc;
+    return out;
+  }
+  rec.read(member, bytes.size(), buffer);
   if (buffer.size() < need)
     rec.fail("storage \"" + t.storage_key + "\" holds " + std::to_string(buffer.size()) + " bytes, " +
              std::to_string(t.storage_numel) + " elements need " + std::to_string(need));
