@@ -37,7 +37,7 @@ GPARITY_DEVICE_CMAKE_ARGS="-DGPARITY_WITH_TORCH=OFF -DGPARITY_WITH_CUDA=OFF -DGP
 build_pid=$!
 
 say "saving the checkpoint (4 ranks, gloo, CPU)"
-OMP_NUM_THREADS=2 PYTHONUNBUFFERED=1 timeout 300 torchrun --standalone --nproc-per-node 4 \
+OMP_NUM_THREADS=2 PYTHONUNBUFFERED=1 timeout 240 torchrun --standalone --nproc-per-node 4 \
   "$src/scripts/dcp_bench_save.py" "$ckpt" >"$out/save.log" 2>&1
 echo "save exit $? after $(($(date +%s) - start)) s"
 grep -E "saved|failed|Error" "$out/save.log" | head -5
