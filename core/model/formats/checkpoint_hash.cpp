@@ -289,6 +289,12 @@ FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptio
                    [&](std::size_t a, std::size_t b) { return bytes_of(a) > bytes_of(b); });
   unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(tensors.size(), 1)));
+  // A thread per 8 MiB at most: on a small checkpoint, starting and joining threads (and waiting
+  // for a busy machine to schedule them) costs more than the hashing they would share.
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    total = bytes_of(i) > INT64_MAX - total ? INT64_MAX : total + bytes_of(i);
+  n = static_cast<unsigned>(std::clamp<std::int64_t>(total >> 23, 1, n));
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
   std::size_t error_at = tensors.size();

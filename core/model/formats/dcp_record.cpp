@@ -24,19 +24,25 @@ std::optional<std::uint64_t> le(std::span<const std::byte> b, std::uint64_t at, 
   return v;
 }
 
-bool name_at(std::span<const std::byte> b, std::uint64_t at, std::uint64_t len, const std::string& name) {
+bool same_name(std::span<const std::byte> b, std::uint64_t at, std::uint64_t len, const std::string& name) {
   return len == name.size() && at <= b.size() && len <= b.size() - at &&
          std::memcmp(b.data() + at, name.data(), name.size()) == 0;
 }
 
-// Offset of a member's data in a zip held in `zip`: the central directory (zip64 too) gives
-// its local header, whose name must match and whose name and extra lengths give the data's
-// start; the `size` bytes from there must lie inside the zip. nullopt when anything is off
-// (the caller then reads through libzip, which reports the damage).
-std::optional<std::uint64_t> member_data_offset(std::span<const std::byte> zip, const std::string& member,
-                                                std::uint64_t size) {
+struct ZipEntry {
+  std::string name;
+  std::uint64_t data = 0, size = 0;  // where its bytes start in the zip, and how many (as stored)
+  std::uint32_t crc = 0;
+  bool stored = false;  // uncompressed, unencrypted: the bytes are the member
+};
+
+// Every member of the zip held in `zip`, from its central directory (zip64 too) and local
+// headers: each local header's name must match its central entry, and each member's stored
+// bytes must lie inside the zip. nullopt when anything is off (the caller then reads through
+// libzip, which reports the damage).
+std::optional<std::vector<ZipEntry>> zip_entries(std::span<const std::byte> zip) {
   constexpr std::uint64_t kEocd = 0x06054b50, kEocd64 = 0x06064b50, kLocator = 0x07064b50;
-  constexpr std::uint64_t kCentral = 0x02014b50, kLocal = 0x04034b50;
+  constexpr std::uint64_t kCentral = 0x02014b50, kLocal = 0x04034b50, kSat = 0xFFFFFFFF;
   if (zip.size() < 22) return std::nullopt;
   std::uint64_t eocd = zip.size() - 22;
   const std::uint64_t lowest = eocd > 0xFFFF ? eocd - 0xFFFF : 0;
@@ -46,7 +52,7 @@ std::optional<std::uint64_t> member_data_offset(std::span<const std::byte> zip, 
   }
   std::uint64_t entries = *le(zip, eocd + 10, 2);
   std::uint64_t cd = *le(zip, eocd + 16, 4);
-  if (entries == 0xFFFF || cd == 0xFFFFFFFF) {
+  if (entries == 0xFFFF || cd == kSat) {
     if (eocd < 20 || le(zip, eocd - 20, 4) != kLocator) return std::nullopt;
     const auto e64 = le(zip, eocd - 20 + 8, 8);
     if (!e64 || le(zip, *e64, 4) != kEocd64) return std::nullopt;
@@ -56,43 +62,52 @@ std::optional<std::uint64_t> member_data_offset(std::span<const std::byte> zip, 
     entries = *n64;
     cd = *cd64;
   }
+  if (entries > zip.size() / 46) return std::nullopt;
+  std::vector<ZipEntry> out;
   for (std::uint64_t i = 0, at = cd; i < entries; ++i) {
     if (le(zip, at, 4) != kCentral) return std::nullopt;
+    const auto flags = le(zip, at + 8, 2), method = le(zip, at + 10, 2), crc = le(zip, at + 16, 4);
+    auto csize = le(zip, at + 20, 4), usize = le(zip, at + 24, 4);
     const auto nlen = le(zip, at + 28, 2), elen = le(zip, at + 30, 2), clen = le(zip, at + 32, 2);
-    const auto local = le(zip, at + 42, 4);
-    if (!nlen || !elen || !clen || !local) return std::nullopt;
-    if (!name_at(zip, at + 46, *nlen, member)) {
-      at += 46 + *nlen + *elen + *clen;
-      continue;
-    }
-    std::uint64_t lho = *local;
-    if (lho == 0xFFFFFFFF) {  // zip64 extra: [size] [compressed size] offset, each only if saturated
-      std::optional<std::uint64_t> found;
-      for (std::uint64_t x = at + 46 + *nlen, end = x + *elen; x + 4 <= end;) {
+    auto lho = le(zip, at + 42, 4);
+    if (!flags || !method || !crc || !csize || !usize || !nlen || !elen || !clen || !lho) return std::nullopt;
+    const std::uint64_t name_at = at + 46;
+    if (*usize == kSat || *csize == kSat || *lho == kSat) {
+      // zip64 extra (id 1): the saturated fields, 8 bytes each, in this order.
+      bool found = false;
+      for (std::uint64_t x = name_at + *nlen, end = x + *elen; x + 4 <= end && !found;) {
         const auto id = le(zip, x, 2), len = le(zip, x + 2, 2);
         if (!id || !len) return std::nullopt;
         if (*id == 1) {
           std::uint64_t f = x + 4;
-          if (le(zip, at + 24, 4) == 0xFFFFFFFF) f += 8;
-          if (le(zip, at + 20, 4) == 0xFFFFFFFF) f += 8;
-          if (f + 8 > x + 4 + *len) return std::nullopt;
-          found = le(zip, f, 8);
-          break;
+          const std::uint64_t f_end = f + *len;
+          for (auto* field : {&usize, &csize, &lho}) {
+            if (**field != kSat) continue;
+            if (f + 8 > f_end) return std::nullopt;
+            *field = le(zip, f, 8);
+            f += 8;
+          }
+          found = true;
         }
         x += 4 + *len;
       }
-      if (!found) return std::nullopt;
-      lho = *found;
+      if (!found || !usize || !csize || !lho) return std::nullopt;
     }
-    const auto lnlen = le(zip, lho + 26, 2), lelen = le(zip, lho + 28, 2);
-    if (le(zip, lho, 4) != kLocal || le(zip, lho + 8, 2) != 0 || !lnlen || !lelen ||
-        !name_at(zip, lho + 30, *lnlen, member))
+    ZipEntry e;
+    if (name_at + *nlen > zip.size()) return std::nullopt;
+    e.name.assign(reinterpret_cast<const char*>(zip.data() + name_at), *nlen);
+    const auto lnlen = le(zip, *lho + 26, 2), lelen = le(zip, *lho + 28, 2);
+    if (le(zip, *lho, 4) != kLocal || !lnlen || !lelen || !same_name(zip, *lho + 30, *lnlen, e.name))
       return std::nullopt;
-    const std::uint64_t data = lho + 30 + *lnlen + *lelen;
-    if (data > zip.size() || size > zip.size() - data) return std::nullopt;
-    return data;
+    e.data = *lho + 30 + *lnlen + *lelen;
+    e.size = *csize;
+    e.crc = static_cast<std::uint32_t>(*crc);
+    if (e.data > zip.size() || e.size > zip.size() - e.data) return std::nullopt;
+    e.stored = *method == 0 && (*flags & 1) == 0 && *csize == *usize;
+    out.push_back(std::move(e));
+    at = name_at + *nlen + *elen + *clen;
   }
-  return std::nullopt;
+  return out;
 }
 
 struct InPlace {
@@ -186,9 +201,12 @@ class Record {
         (st.valid & kNeed) != kNeed || st.comp_method != ZIP_CM_STORE ||
         st.encryption_method != ZIP_EM_NONE || st.comp_size != st.size)
       return std::nullopt;
-    const auto at = member_data_offset(bytes, member, st.size);
-    if (!at) return std::nullopt;
-    return InPlace{*at, st.size, st.crc};
+    const auto entries = zip_entries(bytes);
+    if (!entries) return std::nullopt;
+    for (const auto& e : *entries)
+      if (e.name == member)
+        return e.stored && e.size == st.size ? std::optional(InPlace{e.data, e.size, st.crc}) : std::nullopt;
+    return std::nullopt;
   }
 
   bool has(const std::string& member) const {
@@ -203,6 +221,56 @@ class Record {
   }
   std::string where_;
   std::unique_ptr<zip_t, ZipCloser> zip_;
+};
+
+// A torch.save record whose every member is stored (what torch.save writes), read without
+// libzip (whose archive open costs more than a small chunk's hashing: it converts every
+// member's DOS time through mktime, which re-reads /etc/localtime each time). Same interface as
+// Record; member bytes are CRC-checked like libzip does.
+class StoredZip {
+ public:
+  StoredZip(std::span<const std::byte> bytes, const std::string& where, std::vector<ZipEntry> entries)
+      : bytes_(bytes), where_(where), entries_(std::move(entries)) {}
+
+  [[noreturn]] void fail(const std::string& problem) const { throw InputError(where_, problem); }
+
+  std::string prefix() const {
+    for (const auto& e : entries_) {
+      if (e.name == "data.pkl") return "";
+      if (e.name.ends_with("/data.pkl") && e.name.find('/') == e.name.size() - 9)
+        return e.name.substr(0, e.name.size() - 8);
+    }
+    fail("torch.save record without a data.pkl member");
+  }
+
+  bool has(const std::string& member) const { return find(member) != nullptr; }
+
+  void read(const std::string& member, std::uint64_t cap, std::vector<std::byte>& out) const {
+    const ZipEntry* e = find(member);
+    if (!e) fail("no member \"" + member + "\"");
+    if (e->size > cap)
+      fail("member \"" + member + "\" declares " + std::to_string(e->size) + " bytes, more than the " +
+           std::to_string(cap) + " that can hold");
+    const auto data = bytes_.subspan(e->data, e->size);
+    check_storage_crc32(zip_crc32(0, data), e->crc, where_ + "!" + member);
+    out.assign(data.begin(), data.end());
+  }
+
+  std::optional<InPlace> stored(const std::string& member, std::span<const std::byte>) const {
+    const ZipEntry* e = find(member);
+    if (!e) return std::nullopt;
+    return InPlace{e->data, e->size, e->crc};
+  }
+
+ private:
+  const ZipEntry* find(const std::string& member) const {
+    for (const auto& e : entries_)
+      if (e.name == member) return &e;
+    return nullptr;
+  }
+  std::span<const std::byte> bytes_;
+  std::string where_;
+  std::vector<ZipEntry> entries_;
 };
 
 // Highest element offset the view touches past storage_offset, or -1 for an empty view.
@@ -230,9 +298,11 @@ void check_storage_crc32(std::uint32_t actual, std::uint32_t expected, const std
   throw InputError(where, std::string("corrupt storage bytes: ") + text);
 }
 
-TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const std::string& where,
-                                       std::vector<std::byte>& buffer, CrcCheck crc) {
-  const Record rec(bytes, where);
+namespace {
+
+template <class Zip>
+TorchSaveTensor read_tensor(const Zip& rec, std::span<const std::byte> bytes, const std::string& where,
+                            std::vector<std::byte>& buffer, CrcCheck crc) {
   const std::string prefix = rec.prefix();
   if (rec.has(prefix + "byteorder")) {
     std::vector<std::byte> bo;
@@ -275,6 +345,19 @@ TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const s
              std::to_string(t.storage_numel) + " elements need " + std::to_string(need));
   out.storage = std::span<const std::byte>(buffer);
   return out;
+}
+
+}  // namespace
+
+TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const std::string& where,
+                                       std::vector<std::byte>& buffer, CrcCheck crc) {
+  if (auto entries = zip_entries(bytes)) {
+    bool all_stored = true;
+    for (const auto& e : *entries) all_stored = all_stored && e.stored;
+    if (all_stored)
+      return read_tensor(StoredZip(bytes, where, std::move(*entries)), bytes, where, buffer, crc);
+  }
+  return read_tensor(Record(bytes, where), bytes, where, buffer, crc);
 }
 
 }  // namespace gparity::model
