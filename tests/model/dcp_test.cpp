@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
+#include "core/model/formats/dcp_record.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
@@ -188,6 +190,45 @@ TEST(Dcp, OneFlippedStorageBitFailsTheCrcCheck) {
   const auto msg2 = error_of(rows);
   EXPECT_NE(msg2.find("__1_0.distcp"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("CRC-32"), std::string::npos) << msg2;
+}
+
+// One torch.save record three ways (tests/data/dcp/record_*.zip, from make_grid_checkpoint.py):
+// every member stored (read without libzip, storage in place), data.pkl deflated (libzip, storage
+// still in place), data.pkl and storage deflated (libzip, storage copied out). Same tensor.
+TEST(Dcp, RecordReaderTakesEachZipPathToTheSameTensor) {
+  using gparity::model::CrcCheck;
+  using gparity::model::read_torch_save_tensor;
+  const auto read = [](const std::string& name) {
+    std::ifstream f(kData + "/" + name, std::ios::binary);
+    const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> bytes(s.size());
+    std::memcpy(bytes.data(), s.data(), s.size());
+    return bytes;
+  };
+  const auto stored = read("record_stored.zip"), mixed = read("record_mixed.zip"),
+             deflated = read("record_deflated.zip");
+  std::vector<std::byte> b1, b2, b3;
+  const auto in_place = [](const auto& t, const std::vector<std::byte>& bytes) {
+    return t.storage.data() >= bytes.data() && t.storage.data() < bytes.data() + bytes.size();
+  };
+  const auto t1 = read_torch_save_tensor(stored, "stored", b1, CrcCheck::by_caller);
+  const auto t2 = read_torch_save_tensor(mixed, "mixed", b2, CrcCheck::by_caller);
+  const auto t3 = read_torch_save_tensor(deflated, "deflated", b3, CrcCheck::by_caller);
+  EXPECT_TRUE(in_place(t1, stored) && t1.unchecked_crc32);
+  EXPECT_TRUE(in_place(t2, mixed) && t2.unchecked_crc32);
+  EXPECT_FALSE(in_place(t3, deflated) || t3.unchecked_crc32);
+  for (const auto* t : {&t2, &t3}) {
+    EXPECT_EQ(t->record.size, t1.record.size);
+    EXPECT_EQ(t->record.stride, t1.record.stride);
+    EXPECT_EQ(t->record.dtype, t1.record.dtype);
+    ASSERT_EQ(t->storage.size(), t1.storage.size());
+    EXPECT_EQ(std::memcmp(t->storage.data(), t1.storage.data(), t1.storage.size()), 0);
+  }
+  EXPECT_EQ(*t1.unchecked_crc32, gparity::model::zip_crc32(0, t1.storage));
+  // CrcCheck::now checks it before returning: a flipped storage byte is an error.
+  auto bad = stored;
+  bad[static_cast<std::size_t>(t1.storage.data() - stored.data())] ^= std::byte{1};
+  EXPECT_THROW((void)read_torch_save_tensor(bad, "bad", b1), InputError);
 }
 
 }  // namespace
