@@ -86,7 +86,8 @@ void register_hash(CLI::App& app, Action& action) {
       "files as raw bytes): XXH3-64 of the full tensor and the shard-invariant hash "
       "(docs/hashing.md, docs/checkpoints.md).");
   cmd->add_option("PATH", opts->files, "Files or DCP checkpoint folders to hash")->required();
-  cmd->add_option("--threads", opts->threads, "Threads for DCP checkpoints (0 = all cores)");
+  cmd->add_option("--threads", opts->threads,
+                  "Threads for DCP checkpoints (0 = all cores; at most one per 8 MiB of tensor data)");
   cmd->add_flag("--json", opts->json, "Machine-readable output");
   cmd->callback([opts, &action] {
     action = [opts] {

@@ -25,6 +25,7 @@ src=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 packages=(
   libxxhash-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev
   libssl-dev libprotobuf-dev libzip-dev
+  libdeflate-dev           # CRC-32 of DCP zip members read in place
   libexpat1-dev            # NCCL graph XML (gparity nccl-rings)
   zipcmp zipmerge ziptool  # libzip's CMake config checks that these exist
   xxhash                   # xxhsum: the XXH3 tests compare against it

@@ -11,6 +11,7 @@ core_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
   libzip-dev zipcmp zipmerge ziptool
+  libdeflate-dev                  # CRC-32 of DCP zip members read in place
   libexpat1-dev                   # NCCL graph XML (gparity nccl-rings)
   libssl-dev                      # MD5 of TORCH_TRACE payloads (has_payload check)
   clang libclang-rt-14-dev        # libFuzzer targets

@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
+#include "core/model/formats/dcp_record.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
@@ -149,6 +152,83 @@ TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
   EXPECT_NE(missing.find("missing"), std::string::npos) << missing;
   fs::remove(fs::path(dir) / ".metadata");
   EXPECT_FALSE(gparity::model::is_dcp_checkpoint(dir));
+}
+
+// Flips the first data byte of the first storage member ("<archive>/data/<key>") in `file`.
+void flip_first_storage_byte(const fs::path& file) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (std::size_t at = bytes.find("PK\x03\x04"); at != std::string::npos;
+       at = bytes.find("PK\x03\x04", at + 4)) {
+    const auto u16 = [&](std::size_t i) {
+      return std::size_t(std::uint8_t(bytes[i])) | std::size_t(std::uint8_t(bytes[i + 1])) << 8;
+    };
+    const std::string name = bytes.substr(at + 30, u16(at + 26));
+    if (name.find("/data/") == std::string::npos || name.find("/.data/") != std::string::npos) continue;
+    const std::size_t data = at + 30 + u16(at + 26) + u16(at + 28);
+    f.seekp(static_cast<std::streamoff>(data));
+    f.put(static_cast<char>(bytes[data] ^ 0x01));
+    return;
+  }
+  FAIL() << "no storage member in " << file;
+}
+
+// Storage members are read in place (not through libzip), so the CRC-32 check is ours: one
+// flipped bit is refused, both on the one-pass path (row chunks of the samples) and on the
+// general one (the grid's column blocks).
+TEST(Dcp, OneFlippedStorageBitFailsTheCrcCheck) {
+  gparity::testing::TempDir tmp;
+  const auto grid = copy_checkpoint(tmp, kData + "/grid");
+  flip_first_storage_byte(fs::path(grid) / "__0_0.distcp");
+  const auto msg = error_of(grid);
+  EXPECT_NE(msg.find("__0_0.distcp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CRC-32"), std::string::npos) << msg;
+  if (!fs::exists(kSamples)) GTEST_SKIP() << "samples not found";
+  gparity::testing::TempDir tmp2;
+  const auto rows = copy_checkpoint(tmp2, (kSamples / "fsdp4" / "step-0").string());
+  flip_first_storage_byte(fs::path(rows) / "__1_0.distcp");
+  const auto msg2 = error_of(rows);
+  EXPECT_NE(msg2.find("__1_0.distcp"), std::string::npos) << msg2;
+  EXPECT_NE(msg2.find("CRC-32"), std::string::npos) << msg2;
+}
+
+// One torch.save record three ways (tests/data/dcp/record_*.zip, from make_grid_checkpoint.py):
+// every member stored (read without libzip, storage in place), data.pkl deflated (libzip, storage
+// still in place), data.pkl and storage deflated (libzip, storage copied out). Same tensor.
+TEST(Dcp, RecordReaderTakesEachZipPathToTheSameTensor) {
+  using gparity::model::CrcCheck;
+  using gparity::model::read_torch_save_tensor;
+  const auto read = [](const std::string& name) {
+    std::ifstream f(kData + "/" + name, std::ios::binary);
+    const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> bytes(s.size());
+    std::memcpy(bytes.data(), s.data(), s.size());
+    return bytes;
+  };
+  const auto stored = read("record_stored.zip"), mixed = read("record_mixed.zip"),
+             deflated = read("record_deflated.zip");
+  std::vector<std::byte> b1, b2, b3;
+  const auto in_place = [](const auto& t, const std::vector<std::byte>& bytes) {
+    return t.storage.data() >= bytes.data() && t.storage.data() < bytes.data() + bytes.size();
+  };
+  const auto t1 = read_torch_save_tensor(stored, "stored", b1, CrcCheck::by_caller);
+  const auto t2 = read_torch_save_tensor(mixed, "mixed", b2, CrcCheck::by_caller);
+  const auto t3 = read_torch_save_tensor(deflated, "deflated", b3, CrcCheck::by_caller);
+  EXPECT_TRUE(in_place(t1, stored) && t1.unchecked_crc32);
+  EXPECT_TRUE(in_place(t2, mixed) && t2.unchecked_crc32);
+  EXPECT_FALSE(in_place(t3, deflated) || t3.unchecked_crc32);
+  for (const auto* t : {&t2, &t3}) {
+    EXPECT_EQ(t->record.size, t1.record.size);
+    EXPECT_EQ(t->record.stride, t1.record.stride);
+    EXPECT_EQ(t->record.dtype, t1.record.dtype);
+    ASSERT_EQ(t->storage.size(), t1.storage.size());
+    EXPECT_EQ(std::memcmp(t->storage.data(), t1.storage.data(), t1.storage.size()), 0);
+  }
+  EXPECT_EQ(*t1.unchecked_crc32, gparity::model::zip_crc32(0, t1.storage));
+  // CrcCheck::now checks it before returning: a flipped storage byte is an error.
+  auto bad = stored;
+  bad[static_cast<std::size_t>(t1.storage.data() - stored.data())] ^= std::byte{1};
+  EXPECT_THROW((void)read_torch_save_tensor(bad, "bad", b1), InputError);
 }
 
 }  // namespace

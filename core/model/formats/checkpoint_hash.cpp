@@ -9,6 +9,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/mapped_file.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
+#include "core/model/formats/dcp_record.hpp"
 #include "core/model/formats/safetensors.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
@@ -90,6 +91,51 @@ struct Loaded {
   const DcpChunk* chunk;
   DcpChunkView view;
 };
+
+// The CRC-32 of an in-place storage member, checked in a pass of its own (chunks the one-pass
+// path does not take).
+void check_crc(const DcpChunkView& v) {
+  if (v.unchecked_crc32) check_storage_crc32(zip_crc32(0, v.storage), *v.unchecked_crc32, v.crc_where);
+}
+
+// One pass over a band that is a single row-major chunk covering every dim but the first (row
+// sharding) and lies in place: block by block (cache-sized), the block's bytes go through the
+// storage's CRC-32, the tensor's XXH3 stream and the shard hash, so each byte leaves memory
+// once. The CRC also covers the storage bytes outside the view. Returns the chunk's partial
+// shard hash.
+std::uint64_t one_pass(hash::Xxh3Stream& xs, const DcpEntry& e, const Loaded& l) {
+  constexpr std::size_t kBlock = std::size_t{128} << 10;
+  const DcpChunkView& v = l.view;
+  const std::size_t bytes = static_cast<std::size_t>(numel(l.chunk->sizes)) * v.elem_size;
+  std::int64_t row = 1;
+  for (std::size_t d = 1; d < e.size.size(); ++d) row *= e.size[d];
+  const auto first = static_cast<std::uint64_t>(l.chunk->offsets.empty() ? 0 : l.chunk->offsets[0] * row);
+  const auto head = static_cast<std::size_t>(v.data - v.storage.data());
+  std::uint32_t crc = zip_crc32(0, v.storage.first(head));
+  std::uint64_t sh = 0;
+  for (std::size_t at = 0; at < bytes; at += kBlock) {
+    const std::span<const std::byte> block(v.data + at, std::min(kBlock, bytes - at));
+    crc = zip_crc32(crc, block);
+    xs.update(block);
+    sh +=
+        hash::shard_hash_run(block.data(), v.elem_size, block.size() / v.elem_size, first + at / v.elem_size);
+  }
+  crc = zip_crc32(crc, v.storage.subspan(head + bytes));
+  check_storage_crc32(crc, *v.unchecked_crc32, v.crc_where);
+  return sh;
+}
+
+bool one_pass_fits(const DcpEntry& e, const std::vector<Loaded>& band) {
+  if (band.size() != 1 || e.size.empty() || !band[0].view.unchecked_crc32 || !row_major(band[0].view))
+    return false;
+  const std::size_t es = band[0].view.elem_size;
+  if (es != 1 && es != 2 && es != 4 && es != 8) return false;  // shard_hash_run's sizes
+  for (std::size_t d = 1; d < e.size.size(); ++d)
+    if (band[0].chunk->sizes[d] != e.size[d]) return false;
+  // numel(chunk) elements from the view's start must lie inside the storage (checked by the
+  // record reader for the view's extent, which is exactly that for a row-major view).
+  return true;
+}
 
 // Streams the band's elements (chunks covering global rows [r0, r1) of dim 0) in row-major order.
 void stream_band(hash::Xxh3Stream& xs, const DcpEntry& e, std::vector<Loaded>& band,
@@ -200,11 +246,17 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
   for (const auto& b : bands) {
     std::vector<Loaded> loaded;
     if (buffers.size() < b.size()) buffers.resize(b.size());
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      loaded.push_back({b[i], ck.load(e, *b[i], buffers[i])});
-      const auto& v = loaded.back().view;
+    for (std::size_t i = 0; i < b.size(); ++i)
+      loaded.push_back({b[i], ck.load(e, *b[i], buffers[i], CrcCheck::by_caller)});
+    if (one_pass_fits(e, loaded)) {
+      out.shard_hash += one_pass(xs, e, loaded[0]);
+      continue;
+    }
+    for (const auto& l : loaded) {
+      check_crc(l.view);
+      const auto& v = l.view;
       const hash::BlockView block{v.data, v.elem_size, v.shape, v.strides};
-      out.shard_hash += hash::shard_hash(block, hash::GlobalPlacement{b[i]->offsets, e.size}, sh);
+      out.shard_hash += hash::shard_hash(block, hash::GlobalPlacement{l.chunk->offsets, e.size}, sh);
     }
     stream_band(xs, e, loaded, scratch);
   }
@@ -225,14 +277,31 @@ FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptio
       out.other_entries.push_back(e.fqn);
   }
   out.tensors.resize(tensors.size());
+  // Largest tensors first (results stay in registration order): with fewer tensors than
+  // threads' worth of work, a big tensor started last would leave the other threads idle.
+  std::vector<std::size_t> order(tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto bytes_of = [&](std::size_t i) {
+    const auto n = numel(tensors[i]->size);
+    return n < 0 ? INT64_MAX : n * static_cast<std::int64_t>(dtype_size(tensors[i]->dtype));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return bytes_of(a) > bytes_of(b); });
   unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(tensors.size(), 1)));
+  // A thread per 8 MiB at most: on a small checkpoint, starting and joining threads (and waiting
+  // for a busy machine to schedule them) costs more than the hashing they would share.
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    total = bytes_of(i) > INT64_MAX - total ? INT64_MAX : total + bytes_of(i);
+  n = static_cast<unsigned>(std::clamp<std::int64_t>(total >> 23, 1, n));
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
   std::size_t error_at = tensors.size();
   std::mutex mu;
   const auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < tensors.size();) {
+    for (std::size_t k; (k = next.fetch_add(1)) < tensors.size();) {
+      const std::size_t i = order[k];
       try {
         out.tensors[i] = hash_dcp_tensor(ck, *tensors[i]);
       } catch (...) {

@@ -4,18 +4,21 @@
 // metadata gives (dcp_record), or tensors of a safetensors blob when the checkpoint was saved in
 // DCP's safetensors form. Every range is bounds-checked against its file and every chunk against
 // its metadata (dtype, sizes) before it is handed out. Loading is thread-safe: data files are
-// mapped once, each caller brings its own buffer.
+// mapped once, each caller brings its own buffer (used only for members that cannot be read in
+// place: torch.save's stored members are hashed straight from the mapping).
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/model/base/mapped_file.hpp"
 #include "core/model/formats/dcp_metadata.hpp"
+#include "core/model/formats/dcp_record.hpp"
 #include "core/model/formats/safetensors.hpp"
 
 namespace gparity::model {
@@ -25,6 +28,11 @@ struct DcpChunkView {
   const std::byte* data = nullptr;  // element [0, ..., 0]
   std::size_t elem_size = 0;
   std::vector<std::int64_t> shape, strides;  // strides in elements
+  /// The whole storage member in place, its zip CRC-32 and where it is, when the caller chose
+  /// CrcCheck::by_caller and the check is still to do (check_storage_crc32).
+  std::span<const std::byte> storage;
+  std::optional<std::uint32_t> unchecked_crc32;
+  std::string crc_where;
 };
 
 class DcpCheckpoint {
@@ -37,10 +45,12 @@ class DcpCheckpoint {
   /// Data files, in name order, with their sizes.
   [[nodiscard]] std::vector<std::pair<std::string, std::uint64_t>> files() const;
 
-  /// Loads one chunk of a tensor entry, copying its storage into `buffer` when it is a
-  /// torch.save record (safetensors-form chunks point into the mapped file).
+  /// Loads one chunk of a tensor entry. Its bytes point into the mapped file (safetensors form,
+  /// and torch.save members stored uncompressed), else into `buffer`, copied out through libzip.
+  /// With CrcCheck::by_caller an in-place storage comes back unchecked (see DcpChunkView).
+  /// The chunk's storage range is asked into memory ahead of use (page tables populated).
   [[nodiscard]] DcpChunkView load(const DcpEntry& entry, const DcpChunk& chunk,
-                                  std::vector<std::byte>& buffer) const;
+                                  std::vector<std::byte>& buffer, CrcCheck crc = CrcCheck::now) const;
 
  private:
   struct DataFile {

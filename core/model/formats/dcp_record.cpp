@@ -1,8 +1,12 @@
 #include "core/model/formats/dcp_record.hpp"
 
+#include <libdeflate.h>
 #include <zip.h>
 
+#include <cstdio>
+#include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/pickle/pickle_machine.hpp"
@@ -11,6 +15,105 @@ namespace gparity::model {
 namespace {
 
 constexpr std::uint64_t kMaxPickleBytes = 64ULL << 20;
+
+// Little-endian field of `n` bytes at `at`, nullopt past the end.
+std::optional<std::uint64_t> le(std::span<const std::byte> b, std::uint64_t at, unsigned n) {
+  if (at > b.size() || n > b.size() - at) return std::nullopt;
+  std::uint64_t v = 0;
+  for (unsigned i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(b[at + i]) << (8 * i);
+  return v;
+}
+
+bool same_name(std::span<const std::byte> b, std::uint64_t at, std::uint64_t len, const std::string& name) {
+  return len == name.size() && at <= b.size() && len <= b.size() - at &&
+         std::memcmp(b.data() + at, name.data(), name.size()) == 0;
+}
+
+struct ZipEntry {
+  std::string name;
+  std::uint64_t data = 0, size = 0;  // where its bytes start in the zip, and how many (as stored)
+  std::uint32_t crc = 0;
+  bool stored = false;  // uncompressed, unencrypted: the bytes are the member
+};
+
+// Every member of the zip held in `zip`, from its central directory (zip64 too) and local
+// headers: each local header's name must match its central entry, and each member's stored
+// bytes must lie inside the zip. nullopt when anything is off (the caller then reads through
+// libzip, which reports the damage).
+std::optional<std::vector<ZipEntry>> zip_entries(std::span<const std::byte> zip) {
+  constexpr std::uint64_t kEocd = 0x06054b50, kEocd64 = 0x06064b50, kLocator = 0x07064b50;
+  constexpr std::uint64_t kCentral = 0x02014b50, kLocal = 0x04034b50, kSat = 0xFFFFFFFF;
+  if (zip.size() < 22) return std::nullopt;
+  std::uint64_t eocd = zip.size() - 22;
+  const std::uint64_t lowest = eocd > 0xFFFF ? eocd - 0xFFFF : 0;
+  while (le(zip, eocd, 4) != kEocd) {
+    if (eocd == lowest) return std::nullopt;
+    --eocd;
+  }
+  std::uint64_t entries = *le(zip, eocd + 10, 2);
+  std::uint64_t cd = *le(zip, eocd + 16, 4);
+  if (entries == 0xFFFF || cd == kSat) {
+    if (eocd < 20 || le(zip, eocd - 20, 4) != kLocator) return std::nullopt;
+    const auto e64 = le(zip, eocd - 20 + 8, 8);
+    if (!e64 || le(zip, *e64, 4) != kEocd64) return std::nullopt;
+    const auto n64 = le(zip, *e64 + 32, 8);
+    const auto cd64 = le(zip, *e64 + 48, 8);
+    if (!n64 || !cd64) return std::nullopt;
+    entries = *n64;
+    cd = *cd64;
+  }
+  if (entries > zip.size() / 46) return std::nullopt;
+  std::vector<ZipEntry> out;
+  for (std::uint64_t i = 0, at = cd; i < entries; ++i) {
+    if (le(zip, at, 4) != kCentral) return std::nullopt;
+    const auto flags = le(zip, at + 8, 2), method = le(zip, at + 10, 2), crc = le(zip, at + 16, 4);
+    auto csize = le(zip, at + 20, 4), usize = le(zip, at + 24, 4);
+    const auto nlen = le(zip, at + 28, 2), elen = le(zip, at + 30, 2), clen = le(zip, at + 32, 2);
+    auto lho = le(zip, at + 42, 4);
+    if (!flags || !method || !crc || !csize || !usize || !nlen || !elen || !clen || !lho) return std::nullopt;
+    const std::uint64_t name_at = at + 46;
+    if (*usize == kSat || *csize == kSat || *lho == kSat) {
+      // zip64 extra (id 1): the saturated fields, 8 bytes each, in this order.
+      bool found = false;
+      for (std::uint64_t x = name_at + *nlen, end = x + *elen; x + 4 <= end && !found;) {
+        const auto id = le(zip, x, 2), len = le(zip, x + 2, 2);
+        if (!id || !len) return std::nullopt;
+        if (*id == 1) {
+          std::uint64_t f = x + 4;
+          const std::uint64_t f_end = f + *len;
+          for (auto* field : {&usize, &csize, &lho}) {
+            if (**field != kSat) continue;
+            if (f + 8 > f_end) return std::nullopt;
+            *field = le(zip, f, 8);
+            f += 8;
+          }
+          found = true;
+        }
+        x += 4 + *len;
+      }
+      if (!found || !usize || !csize || !lho) return std::nullopt;
+    }
+    ZipEntry e;
+    if (name_at + *nlen > zip.size()) return std::nullopt;
+    e.name.assign(reinterpret_cast<const char*>(zip.data() + name_at), *nlen);
+    const auto lnlen = le(zip, *lho + 26, 2), lelen = le(zip, *lho + 28, 2);
+    if (le(zip, *lho, 4) != kLocal || !lnlen || !lelen || !same_name(zip, *lho + 30, *lnlen, e.name))
+      return std::nullopt;
+    e.data = *lho + 30 + *lnlen + *lelen;
+    e.size = *csize;
+    e.crc = static_cast<std::uint32_t>(*crc);
+    if (e.data > zip.size() || e.size > zip.size() - e.data) return std::nullopt;
+    e.stored = *method == 0 && (*flags & 1) == 0 && *csize == *usize;
+    out.push_back(std::move(e));
+    at = name_at + *nlen + *elen + *clen;
+  }
+  return out;
+}
+
+struct InPlace {
+  std::uint64_t offset, size;
+  std::uint32_t crc;
+};
 
 struct ZipCloser {
   void operator()(zip_t* z) const noexcept { zip_discard(z); }
@@ -85,6 +188,27 @@ class Record {
            " bytes");
   }
 
+  /// Where a member stored uncompressed and unencrypted lies in `bytes` (the zip this record was
+  /// opened on), with libzip's size and CRC; nullopt for anything else.
+  std::optional<InPlace> stored(const std::string& member, std::span<const std::byte> bytes) const {
+    const zip_int64_t index = zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW);
+    if (index < 0) return std::nullopt;
+    zip_stat_t st;
+    zip_stat_init(&st);
+    constexpr auto kNeed =
+        ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC | ZIP_STAT_ENCRYPTION_METHOD;
+    if (zip_stat_index(zip_.get(), static_cast<zip_uint64_t>(index), 0, &st) != 0 ||
+        (st.valid & kNeed) != kNeed || st.comp_method != ZIP_CM_STORE ||
+        st.encryption_method != ZIP_EM_NONE || st.comp_size != st.size)
+      return std::nullopt;
+    const auto entries = zip_entries(bytes);
+    if (!entries) return std::nullopt;
+    for (const auto& e : *entries)
+      if (e.name == member)
+        return e.stored && e.size == st.size ? std::optional(InPlace{e.data, e.size, st.crc}) : std::nullopt;
+    return std::nullopt;
+  }
+
   bool has(const std::string& member) const {
     return zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW) >= 0;
   }
@@ -97,6 +221,56 @@ class Record {
   }
   std::string where_;
   std::unique_ptr<zip_t, ZipCloser> zip_;
+};
+
+// A torch.save record whose every member is stored (what torch.save writes), read without
+// libzip (whose archive open costs more than a small chunk's hashing: it converts every
+// member's DOS time through mktime, which re-reads /etc/localtime each time). Same interface as
+// Record; member bytes are CRC-checked like libzip does.
+class StoredZip {
+ public:
+  StoredZip(std::span<const std::byte> bytes, const std::string& where, std::vector<ZipEntry> entries)
+      : bytes_(bytes), where_(where), entries_(std::move(entries)) {}
+
+  [[noreturn]] void fail(const std::string& problem) const { throw InputError(where_, problem); }
+
+  std::string prefix() const {
+    for (const auto& e : entries_) {
+      if (e.name == "data.pkl") return "";
+      if (e.name.ends_with("/data.pkl") && e.name.find('/') == e.name.size() - 9)
+        return e.name.substr(0, e.name.size() - 8);
+    }
+    fail("torch.save record without a data.pkl member");
+  }
+
+  bool has(const std::string& member) const { return find(member) != nullptr; }
+
+  void read(const std::string& member, std::uint64_t cap, std::vector<std::byte>& out) const {
+    const ZipEntry* e = find(member);
+    if (!e) fail("no member \"" + member + "\"");
+    if (e->size > cap)
+      fail("member \"" + member + "\" declares " + std::to_string(e->size) + " bytes, more than the " +
+           std::to_string(cap) + " that can hold");
+    const auto data = bytes_.subspan(e->data, e->size);
+    check_storage_crc32(zip_crc32(0, data), e->crc, where_ + "!" + member);
+    out.assign(data.begin(), data.end());
+  }
+
+  std::optional<InPlace> stored(const std::string& member, std::span<const std::byte>) const {
+    const ZipEntry* e = find(member);
+    if (!e) return std::nullopt;
+    return InPlace{e->data, e->size, e->crc};
+  }
+
+ private:
+  const ZipEntry* find(const std::string& member) const {
+    for (const auto& e : entries_)
+      if (e.name == member) return &e;
+    return nullptr;
+  }
+  std::span<const std::byte> bytes_;
+  std::string where_;
+  std::vector<ZipEntry> entries_;
 };
 
 // Highest element offset the view touches past storage_offset, or -1 for an empty view.
@@ -113,9 +287,22 @@ std::int64_t view_extent(const pickle::TensorRecord& t) {
 
 }  // namespace
 
-TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const std::string& where,
-                                       std::vector<std::byte>& buffer) {
-  const Record rec(bytes, where);
+std::uint32_t zip_crc32(std::uint32_t crc, std::span<const std::byte> bytes) noexcept {
+  return libdeflate_crc32(crc, bytes.data(), bytes.size());
+}
+
+void check_storage_crc32(std::uint32_t actual, std::uint32_t expected, const std::string& where) {
+  if (actual == expected) return;
+  char text[64];
+  std::snprintf(text, sizeof text, "CRC-32 %08x, but the zip records %08x", actual, expected);
+  throw InputError(where, std::string("corrupt storage bytes: ") + text);
+}
+
+namespace {
+
+template <class Zip>
+TorchSaveTensor read_tensor(const Zip& rec, std::span<const std::byte> bytes, const std::string& where,
+                            std::vector<std::byte>& buffer, CrcCheck crc) {
   const std::string prefix = rec.prefix();
   if (rec.has(prefix + "byteorder")) {
     std::vector<std::byte> bo;
@@ -140,12 +327,37 @@ TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const s
   if (static_cast<std::uint64_t>(t.storage_numel) > bytes.size() / elem)
     rec.fail("storage of " + std::to_string(t.storage_numel) + " elements is larger than the record");
   const auto need = static_cast<std::uint64_t>(t.storage_numel) * elem;
-  rec.read(prefix + "data/" + t.storage_key, bytes.size(), buffer);
+  const std::string member = prefix + "data/" + t.storage_key;
+  if (const auto in_place = rec.stored(member, bytes)) {
+    if (in_place->size < need)
+      rec.fail("storage \"" + t.storage_key + "\" holds " + std::to_string(in_place->size) + " bytes, " +
+               std::to_string(t.storage_numel) + " elements need " + std::to_string(need));
+    out.storage = bytes.subspan(in_place->offset, in_place->size);
+    if (crc == CrcCheck::now)
+      check_storage_crc32(zip_crc32(0, out.storage), in_place->crc, where + "!" + member);
+    else
+      out.unchecked_crc32 = in_place->crc;
+    return out;
+  }
+  rec.read(member, bytes.size(), buffer);
   if (buffer.size() < need)
     rec.fail("storage \"" + t.storage_key + "\" holds " + std::to_string(buffer.size()) + " bytes, " +
              std::to_string(t.storage_numel) + " elements need " + std::to_string(need));
   out.storage = std::span<const std::byte>(buffer);
   return out;
+}
+
+}  // namespace
+
+TorchSaveTensor read_torch_save_tensor(std::span<const std::byte> bytes, const std::string& where,
+                                       std::vector<std::byte>& buffer, CrcCheck crc) {
+  if (auto entries = zip_entries(bytes)) {
+    bool all_stored = true;
+    for (const auto& e : *entries) all_stored = all_stored && e.stored;
+    if (all_stored)
+      return read_tensor(StoredZip(bytes, where, std::move(*entries)), bytes, where, buffer, crc);
+  }
+  return read_tensor(Record(bytes, where), bytes, where, buffer, crc);
 }
 
 }  // namespace gparity::model

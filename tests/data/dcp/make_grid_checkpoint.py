@@ -103,3 +103,23 @@ h += b" " * ((8 - len(h) % 8) % 8)
 with open(os.path.join(out, "..", "grid.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 print("wrote", out)
+
+# Three copies of grid/__0_0.distcp's first record (tests of the record reader's paths): as
+# torch.save wrote it (every member stored), with data.pkl deflated, and with data.pkl and the
+# storage deflated (Python's zipfile).
+import zipfile
+with open(os.path.join(out, "__0_0.distcp"), "rb") as f:
+    data = f.read()
+end = data.find(b"PK\x05\x06") + 22
+rec = data[: end + int.from_bytes(data[end - 2 : end], "little")]
+src = zipfile.ZipFile(io.BytesIO(rec))
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "record_stored.zip"), "wb") as f:
+    f.write(rec)
+for name, deflate in (("record_mixed.zip", ("data.pkl",)), ("record_deflated.zip", ("data.pkl", "/data/"))):
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w") as w:
+        for n in src.namelist():
+            w.writestr(n, src.read(n), compress_type=zipfile.ZIP_DEFLATED if any(d in n for d in deflate) else zipfile.ZIP_STORED)
+    with open(os.path.join(here, name), "wb") as f:
+        f.write(b.getvalue())

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `cat > /dev/null` of a DCP checkpoint's files vs `gparity hash --threads N` of the folder,
+# side by side: the two alternate, REPS times each, and the ratio of their median times is
+# the hash's speed as a fraction of cat's (issue 11's goal: >= 0.70).
+#
+#   scripts/dcp-hash-vs-cat.sh GPARITY DIR [THREADS=2] [REPS=5]
+#   DROP_CACHES=1  drop the page cache before every timed command (root only; else warm runs)
+#
+# Prints one line per run and a summary; the last line is `ratio R`.
+set -uo pipefail
+if [ $# -lt 2 ]; then
+  sed -n '2,9p' "$0"
+  exit 2
+fi
+gparity=$1
+dir=$2
+threads=${3:-2}
+reps=${4:-5}
+[ -f "$dir/.metadata" ] || { echo "dcp-hash-vs-cat: $dir has no .metadata" >&2; exit 2; }
+files=("$dir"/.metadata "$dir"/*)
+bytes=$(cat "${files[@]}" | wc -c)
+
+mode=warm
+if [ "${DROP_CACHES:-0}" = 1 ]; then
+  if sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+    mode=cold
+  else
+    echo "dcp-hash-vs-cat: cannot drop the page cache here; warm runs instead"
+  fi
+fi
+drop() { [ $mode = cold ] && sync && echo 3 >/proc/sys/vm/drop_caches; }
+[ $mode = warm ] && cat "${files[@]}" >/dev/null  # both sides start from a warm cache
+
+now() { date +%s.%N; }
+calc() { awk "BEGIN {print $1}"; }
+cat_t=() hash_t=()
+for ((i = 1; i <= reps; ++i)); do
+  drop
+  t0=$(now)
+  cat "${files[@]}" >/dev/null
+  t1=$(now)
+  drop
+  t2=$(now)
+  "$gparity" hash --threads "$threads" "$dir" >/dev/null || { echo "gparity hash failed" >&2; exit 1; }
+  t3=$(now)
+  c=$(calc "$t1 - $t0")
+  h=$(calc "$t3 - $t2")
+  cat_t+=("$c")
+  hash_t+=("$h")
+  printf 'run %d: cat %.3f s  hash %.3f s  ratio %.3f\n' "$i" "$c" "$h" "$(calc "$c / $h")"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+mc=$(median "${cat_t[@]}")
+mh=$(median "${hash_t[@]}")
+gib=$(calc "$bytes / 1073741824")
+printf '%s: %.3f GiB in %d files, %s page cache, %d reps, load %s\n' "$dir" "$gib" "${#files[@]}" "$mode" \
+  "$reps" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'cat  median %.3f s (%.2f GiB/s)\n' "$mc" "$(calc "$gib / $mc")"
+printf 'hash median %.3f s (%.2f GiB/s, --threads %d)\n' "$mh" "$(calc "$gib / $mh")" "$threads"
+printf 'ratio %.3f\n' "$(calc "$mc / $mh")"
