@@ -285,6 +285,7 @@ int run_one_rank(const ReplayCliOptions& o) {
     io.hash = !o.no_hash;
     io.symbols = symbols;
     io.comm = comm.get();
+    io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
     runtime::Interpreter interp(jobs[j].graph, io);
     runtime::InputSource inputs(inputs_opts);
     std::size_t records = 0;

@@ -81,6 +81,8 @@ for sample in "$@"; do
   say "$name: $nproc ranks"
   fr=()
   for f in "$sample"/rank*_flight_recorder.json; do [ -f "$f" ] && fr+=(--flight-recorder "$f"); done
+  # No Flight Recorder dump (compile_tp/trace): group "0" is the default group, every rank.
+  [ ${#fr[@]} -eq 0 ] && fr=(--group "0=$(seq -s, 0 $((nproc - 1)))")
   # Rank 0's graphs name the (compile id, kind, index) triples every rank replays.
   mapfile -t triples < <(graphs_of "$trace" | awk '$1 == 0 || $1 == -1 {print $2, $3, $4}' | sort -u)
   for t in "${triples[@]}"; do

@@ -3,6 +3,7 @@
 
 #include "core/runtime/interpreter/interpreter.hpp"
 
+#include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/InferenceMode.h>
@@ -474,6 +475,7 @@ std::vector<model::NodeRecord> Interpreter::run(InputSource& inputs, const NodeS
   // Graphs are replayed without autograd: inference mode skips the autograd and view-tracking
   // dispatch keys (the same kernels, so the same bits).
   const c10::InferenceMode no_autograd;
+  at::manual_seed(impl_->o.rng_seed);
   std::vector<model::NodeRecord> outputs;
   impl_->execute(inputs, sink, nullptr, &outputs);
   return outputs;
@@ -483,6 +485,7 @@ std::vector<model::NodeRecord> Interpreter::run_tensors(std::span<const at::Tens
                                                         const NodeSink& sink) {
   std::vector<c10::IValue> operands(inputs.begin(), inputs.end());
   const c10::InferenceMode no_autograd;
+  at::manual_seed(impl_->o.rng_seed);
   std::vector<model::NodeRecord> outputs;
   runtime::InputSource none(InputOptions{});
   impl_->execute(none, sink, &operands, &outputs);

@@ -48,6 +48,10 @@ struct InterpretOptions {
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
+  /// Every run starts from this seed of the default CPU and CUDA generators, so random ops and
+  /// the RNG state some ops return (the philox seed and offset of SDPA's efficient attention)
+  /// are the same in every execution that is compared.
+  std::uint64_t rng_seed = 0;
 };
 
 /// One node's result, hashed: the records of its tensors.

@@ -168,6 +168,10 @@ c10::IValue bind_value(const Value& v, const c10::TypePtr& type, const BindConte
       if (v.kind == ValueKind::None) return {};
       return bind_value(v, type->castRaw<c10::OptionalType>()->getElementType(), ctx);
     case c10::TypeKind::TensorType: {
+      // Python's argument parser turns None into an undefined Tensor for a plain `Tensor`
+      // argument, and graphs rely on it: `_scaled_dot_product_efficient_attention_backward`
+      // receives `attn_bias=None` in the AOT graphs of PyTorch 2.11.
+      if (v.kind == ValueKind::None) return c10::IValue(at::Tensor());
       if (v.kind == ValueKind::Node) {
         const auto& iv = node_value(v, ctx);
         if (iv.isTensor()) return iv;
