@@ -228,7 +228,8 @@ TEST(Replay, CoorHoistsProcessGroupsOnATwoByTwoMesh) {
     EXPECT_EQ(hoisted(s.at(rank), "coor")["group"], rank < 2 ? 0 : 1) << rank;
     EXPECT_EQ(hoisted(s.at(rank), "coor")["unresolved"], 0) << rank;
   }
-  // No table: the group stays unresolved (named on stderr) and ranks 2, 3 cannot run it.
+  // Group '4' not in the table: rank 0's '3' cannot be hoisted on ranks 2 and 3 (named on stderr,
+  // left as it is) and they fail with a clear error.
   TempDir dir2;
   const auto bad = replay(dir2, {kCoorTrace.string(), "--compile-id", "2/0", "--coor", "--nproc", "4",
                                  "--group", "3=0,1", "--timeout", "30"});
@@ -263,7 +264,13 @@ TEST(Replay, CompareOfTwoReplayRunsNamesTheOriginNode) {
   EXPECT_EQ(same.out.find("NOTHING COMPARED"), std::string::npos) << same.out;
   const auto j = nlohmann::json::parse(same.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << same.out;
-  EXPECT_NE(same.out.find("\"compared\""), std::string::npos) << same.out;
+  // Node comparisons are the evidence: 7 tensors (3 inputs, 3 ops, the output) compared.
+  EXPECT_EQ(j["result"]["nothing_compared"], false) << same.out;
+  EXPECT_EQ(j["result"]["compared"]["values"], 7) << same.out;
+  bool nodes_check = false;
+  for (const auto& c : j["checks"])
+    nodes_check = nodes_check || (c["name"] == "nodes graph" && c["outcome"] == "pass");
+  EXPECT_TRUE(nodes_check) << same.out;
 }
 
 TEST(Replay, OpsThisLibTorchLacksAreNamed) {
