@@ -424,7 +424,8 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_option("--group", o->groups, "Ranks of a process group, NAME=RANK,RANK,... (repeatable)");
   cmd->add_option(
       "--flight-recorder", o->flight_recorders,
-      "Flight Recorder dump whose pg_config names the groups (default: *flight_recorder*.json in SOURCE)");
+      "Flight Recorder dump whose pg_config names the groups, for collectives and group hoisting "
+      "(repeatable; default: rank<r>_flight_recorder.json beside SOURCE or in its parent folder)");
   cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "One JSON summary line per rank");
