@@ -23,16 +23,17 @@
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/input_error.hpp"
-#include "core/model/formats/flight_recorder.hpp"
+#include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
+#include "core/model/graph/hoist.hpp"
+#include "core/model/graph/process_groups.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/device_remap.hpp"
 #include "core/runtime/interpreter/inputs.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 #include "core/runtime/launcher.hpp"
-#include "diff/graph_align.hpp"
-#include "diff/graph_normalize.hpp"
+#include "diff/node_compare.hpp"
 
 namespace gparity::cli {
 namespace {
@@ -70,11 +71,11 @@ std::string own_executable() {
   return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string("gparity-run");
 }
 
-/// One graph this rank runs, with its label in the records.
+/// One graph this rank runs, with its label in the records, as it runs it (hoisted to this rank).
 struct Job {
   std::string label;
-  std::string source;
-  model::Graph graph;
+  const model::GraphEntry* entry = nullptr;
+  model::HoistResult hoisted;
 };
 
 const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path,
@@ -108,31 +109,19 @@ std::string device_of(const ReplayCliOptions& o, const runtime::RankEnv& env) {
   return o.device == "cuda" ? "cuda:" + std::to_string(env.local_rank) : "cpu";
 }
 
-runtime::GroupRanks group_ranks(const ReplayCliOptions& o) {
-  runtime::GroupRanks groups;
-  std::vector<std::string> dumps = o.flight_recorders;
-  if (dumps.empty() && std::filesystem::is_directory(o.source)) {
-    for (const auto& e : std::filesystem::directory_iterator(o.source)) {
-      const auto name = e.path().filename().string();
-      if (name.find("flight_recorder") != std::string::npos && name.ends_with(".json"))
-        dumps.push_back(e.path());
-    }
-  }
-  for (const auto& d : dumps) {
-    for (const auto& g : model::read_flight_recorder(d).groups) {
-      std::vector<int> ranks(g.ranks.begin(), g.ranks.end());
-      groups[g.name] = ranks;
-    }
-  }
-  for (const auto& text : o.groups) {
-    auto [name, ranks] = runtime::parse_group_option(text);
-    groups[name] = ranks;
-  }
-  return groups;
+/// The process groups: the Flight Recorder dumps' pg_config (--flight-recorder, else the dumps
+/// beside SOURCE) and --group specs.
+model::ProcessGroupTable group_table(const ReplayCliOptions& o) {
+  const auto dumps =
+      o.flight_recorders.empty() ? model::flight_recorder_dumps_near(o.source) : o.flight_recorders;
+  return model::load_group_table(dumps, o.groups);
 }
 
-/// Per node of a graph, its records (tensor hashes) in output order.
-using NodeHashes = std::map<std::string, std::vector<model::NodeRecord>>;
+runtime::GroupRanks group_ranks(const model::ProcessGroupTable& table) {
+  runtime::GroupRanks groups;
+  for (const auto& g : table.groups()) groups[g.name] = std::vector<int>(g.ranks.begin(), g.ranks.end());
+  return groups;
+}
 
 bool same(const std::vector<model::NodeRecord>& a, const std::vector<model::NodeRecord>& b) {
   if (a.size() != b.size()) return false;
@@ -149,41 +138,29 @@ struct Verdict {
   nlohmann::json json = nlohmann::json::object();
 };
 
-/// Outputs of A and B compared bitwise; when they differ, the first node of A (graph order)
-/// whose aligned node in B hashes differently, and whether its inputs were equal.
-Verdict compare_runs(const Job& a, const NodeHashes& ha, const std::vector<model::NodeRecord>& out_a,
-                     const Job& b, const NodeHashes& hb, const std::vector<model::NodeRecord>& out_b) {
+/// Outputs of A and B compared bitwise; when they differ, the first divergent node of A as
+/// `gparity compare` finds it (diff/node_compare: aligned through graph_align, origin or
+/// propagated).
+Verdict compare_jobs(const Job& a, const std::vector<model::NodeRecord>& records_a,
+                     const std::vector<model::NodeRecord>& out_a, const Job& b,
+                     const std::vector<model::NodeRecord>& records_b,
+                     const std::vector<model::NodeRecord>& out_b) {
   Verdict v;
   v.equal = same(out_a, out_b);
   v.json["outputs_equal"] = v.equal;
-  const diff::GraphNormalization norm;
-  const diff::NormalizedGraph na(a.graph, norm, std::nullopt), nb(b.graph, norm, std::nullopt);
-  const auto al = diff::align_graphs(na, nb);
-  const auto differs = [&](model::NodeId n) {
-    if (al.a_to_b[n] == model::kNoNode) return false;
-    const auto ia = ha.find(std::string(a.graph.node_name(n)));
-    const auto ib = hb.find(std::string(b.graph.node_name(al.a_to_b[n])));
-    if (ia == ha.end() || ib == hb.end()) return false;
-    return !same(ia->second, ib->second);
-  };
-  const model::UseEdges edges(a.graph);
-  for (model::NodeId n = 0; n < a.graph.nodes.size(); ++n) {
-    if (a.graph.nodes[n].kind == model::NodeKind::Output || !differs(n)) continue;
-    bool inputs_differ = false;
-    for (const auto in : edges.inputs(n)) inputs_differ = inputs_differ || differs(in);
-    const auto& node = a.graph.nodes[n];
-    const auto& rec = ha.find(std::string(a.graph.node_name(n)))->second.front();
+  const auto r =
+      diff::compare_node_graph(a.label, {records_a, &a.hoisted.graph}, {records_b, &b.hoisted.graph});
+  if (r.first) {
+    const auto& d = *r.first;
+    const bool origin = d.cause != diff::DivergenceCause::Propagated;
     v.equal = false;
-    v.text = "first divergent node: " + std::string(a.graph.node_name(n)) + " (" +
-             std::string(a.graph.str(node.target)) + ")" + (rec.source.empty() ? "" : " at " + rec.source) +
-             " <-> " + b.label + " node " + std::string(b.graph.node_name(al.a_to_b[n])) +
-             (inputs_differ ? "; its inputs already differ (propagated)" : "; its inputs are equal (origin)");
-    v.json["first_divergent"] = {{"node", std::string(a.graph.node_name(n))},
-                                 {"op", std::string(a.graph.str(node.target))},
-                                 {"source", rec.source},
-                                 {"other_node", std::string(b.graph.node_name(al.a_to_b[n]))},
-                                 {"origin", !inputs_differ}};
-    break;
+    v.text = "first divergent node: " + d.node_a + " (" + d.op + ")" +
+             (d.source.empty() ? "" : " at " + d.source) + " <-> " + b.label + " node " + d.node_b +
+             (origin ? "; its inputs are equal (" + std::string(diff::divergence_cause_name(d.cause)) + ")"
+                     : "; its inputs already differ (propagated)");
+    v.json["first_divergent"] = {{"node", d.node_a},   {"op", d.op},
+                                 {"source", d.source}, {"other_node", d.node_b},
+                                 {"origin", origin},   {"cause", diff::divergence_cause_name(d.cause)}};
   }
   if (!v.equal && v.text.empty()) v.text = "outputs differ, but no aligned node's tensors do";
   return v;
@@ -236,6 +213,33 @@ void write_manifest(const ReplayCliOptions& o, const runtime::RankEnv& env) {
   model::write_manifest(o.out, m);
 }
 
+/// Writes the graph a job runs (as hoisted and placed) as graph JSON into the run directory,
+/// graphs/<label>.rank<r>.json, and a "graph" record naming it by its label, so that `gparity
+/// compare` of two replay runs aligns their nodes through the graphs. Subgraphs run by
+/// higher-order ops (records labelled "<label>/<subgraph>") get a file and a record each.
+void write_graph_records(const std::string& run_dir, int rank, const Job& j, model::TraceWriter& writer) {
+  namespace fs = std::filesystem;
+  fs::create_directories(fs::path(run_dir) / "graphs");
+  const auto write = [&](const auto& self, const model::Graph& g, const std::string& label) -> void {
+    std::string file = label;
+    std::replace_if(
+        file.begin(), file.end(), [](char c) { return c == '/' || c == '\\' || c == ' '; }, '.');
+    const std::string rel = "graphs/" + file + ".rank" + std::to_string(rank) + ".json";
+    std::ofstream f(fs::path(run_dir) / rel);
+    f << model::graph_to_json(g).dump() << '\n';
+    if (!f) throw std::runtime_error("cannot write " + (fs::path(run_dir) / rel).string());
+    model::GraphRef ref;
+    ref.path = rel;
+    ref.kind = j.entry->kind;
+    if (j.entry->compile.frame_id >= 0) ref.compile_id = j.entry->compile.text();
+    ref.extra = {{"name", label}, {"source", j.entry->source}};
+    if (j.entry->rank >= 0) ref.extra["rank"] = j.entry->rank;
+    writer.write_graph(ref);
+    for (const auto& sub : g.subgraphs) self(self, sub, label + "/" + std::string(sub.str(sub.name)));
+  };
+  write(write, j.hoisted.graph, j.label);
+}
+
 int run_one_rank(const ReplayCliOptions& o) {
   const auto env = runtime::rank_env_from_environment();
   const auto device = device_of(o, env);
@@ -249,68 +253,88 @@ int run_one_rank(const ReplayCliOptions& o) {
   if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
     throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
   const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
+  const auto table = group_table(o);
+  const auto job = [&](std::string label, const model::GraphEntry& e) {
+    runtime::ReplayPlacement p;
+    p.source_rank = std::max(e.rank, 0);
+    p.target_rank = env.rank;
+    p.device = device;
+    p.groups = &table;
+    return Job{std::move(label), &e, runtime::hoist_for_replay(*e.graph, p)};
+  };
   std::vector<Job> jobs;
-  jobs.push_back({o.against.empty() && !o.coor ? (o.kind.empty() ? std::string("graph") : o.kind)
-                                               : (o.coor ? "own" : "a"),
-                  own.source, runtime::hoist_for_replay(*own.graph, device)});
+  jobs.push_back(job(o.against.empty() && !o.coor ? (o.kind.empty() ? std::string("graph") : o.kind)
+                                                  : (o.coor ? "own" : "a"),
+                     own));
   std::optional<model::GraphCollection> other;
   if (!o.against.empty()) {
     other = model::load_graphs(o.against);
     const auto& b = pick(*other, o.against, own_rank, o.against_kind.empty() ? o.kind : o.against_kind,
                          o.compile_id, o.index);
-    jobs.push_back({"b", b.source, runtime::hoist_for_replay(*b.graph, device)});
+    jobs.push_back(job("b", b));
   } else if (o.coor) {
     const auto& r0 =
         pick(coll, o.source, coll.ranks.empty() ? std::nullopt : std::optional<int>(coll.ranks.front()),
              o.kind, o.compile_id, o.index);
-    jobs.push_back({"coor", r0.source, runtime::hoist_for_replay(*r0.graph, device)});
+    jobs.push_back(job("coor", r0));
+  }
+  for (const auto& j : jobs) {
+    for (const auto& u : j.hoisted.unresolved)
+      std::cerr << "rank " << env.rank << ": " << j.label << ": hoisting left " << u.text << " of node "
+                << u.node << " (" << u.target << ", " << u.field << ") as it is: " << u.message << std::endl;
   }
 
   std::unique_ptr<runtime::GroupComm> comm;
   if (env.world_size > 1) {
     auto backend = o.device == "cuda" ? runtime::CommBackend::Nccl : runtime::CommBackend::Gloo;
-    comm = std::make_unique<runtime::GroupComm>(env, backend, group_ranks(o), timeout);
+    comm = std::make_unique<runtime::GroupComm>(env, backend, group_ranks(table), timeout);
   }
   if (env.rank == 0) write_manifest(o, env);
   model::TraceWriter writer(o.out, env.rank);
+  for (const auto& j : jobs) write_graph_records(o.out, env.rank, j, writer);
 
-  std::vector<NodeHashes> hashes(jobs.size());
+  std::vector<std::vector<model::NodeRecord>> records(jobs.size());
   std::vector<std::vector<model::NodeRecord>> outputs(jobs.size());
   nlohmann::json summary = {{"rank", env.rank}, {"graphs", nlohmann::json::array()}};
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     runtime::InterpretOptions io;
     io.label = jobs[j].label;
-    io.source = jobs[j].source;
+    io.source = jobs[j].entry->source;
     io.device = device;
     io.hash = !o.no_hash;
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
-    runtime::Interpreter interp(jobs[j].graph, io);
+    runtime::Interpreter interp(jobs[j].hoisted.graph, io);
     runtime::InputSource inputs(inputs_opts);
-    std::size_t records = 0;
+    std::size_t count = 0;
     const auto t0 = std::chrono::steady_clock::now();
     outputs[j] = interp.run(inputs, [&](const model::NodeRecord& r) {
       writer.write_node(r);
-      if (r.graph == jobs[j].label) hashes[j][r.node].push_back(r);
-      ++records;
+      if (r.graph == jobs[j].label) records[j].push_back(r);
+      ++count;
     });
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     summary["graphs"].push_back({{"label", jobs[j].label},
-                                 {"source", jobs[j].source},
+                                 {"source", jobs[j].entry->source},
                                  {"ops", interp.op_nodes()},
-                                 {"tensors", records},
-                                 {"ms", ms}});
+                                 {"tensors", count},
+                                 {"ms", ms},
+                                 {"hoisted",
+                                  {{"device", jobs[j].hoisted.count(model::HoistChangeKind::DeviceLiteral)},
+                                   {"annotation", jobs[j].hoisted.count(model::HoistChangeKind::Annotation)},
+                                   {"group", jobs[j].hoisted.count(model::HoistChangeKind::ProcessGroup)},
+                                   {"unresolved", jobs[j].hoisted.unresolved.size()}}}});
     if (!o.json)
-      std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].source
-                << "): " << interp.op_nodes() << " ops, " << records << " tensors hashed, " << ms << " ms"
+      std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].entry->source
+                << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms"
                 << std::endl;
   }
   int code = kExitParity;
   if (jobs.size() == 2) {
     if (o.no_hash) throw std::invalid_argument("--against and --coor compare hashes: drop --no-hash");
-    const auto v = compare_runs(jobs[0], hashes[0], outputs[0], jobs[1], hashes[1], outputs[1]);
+    const auto v = compare_jobs(jobs[0], records[0], outputs[0], jobs[1], records[1], outputs[1]);
     summary["verdict"] = v.json;
     const std::string what = o.coor ? (v.equal ? "safe: rank 0's graph, hoisted, gives this rank's bits"
                                                : "unsafe: rank 0's graph, hoisted, differs from this rank's")
@@ -401,7 +425,8 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_option("--group", o->groups, "Ranks of a process group, NAME=RANK,RANK,... (repeatable)");
   cmd->add_option(
       "--flight-recorder", o->flight_recorders,
-      "Flight Recorder dump whose pg_config names the groups (default: *flight_recorder*.json in SOURCE)");
+      "Flight Recorder dump whose pg_config names the groups, for collectives and group hoisting "
+      "(repeatable; default: rank<r>_flight_recorder.json beside SOURCE or in its parent folder)");
   cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "One JSON summary line per rank");

@@ -10,75 +10,15 @@
 #include "diff/node_plan.hpp"
 #include "diff/node_runs.hpp"
 #include "diff/run_compare.hpp"
+#include "hash/xxh3.hpp"
 
 namespace gparity::diff {
 
 using json = nlohmann::json;
 using model::Graph;
-using model::InputError;
 using model::NodeId;
 
 // ---- records ------------------------------------------------------------------------------------
-
-namespace {
-
-std::string text_field(const json& j, const char* key, bool required, const std::string& source,
-                       std::int64_t line) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (required) throw InputError(source, line, std::string("node record without \"") + key + "\"");
-    return {};
-  }
-  if (!it->is_string())
-    throw InputError(source, line, std::string("node record: \"") + key + "\" is not a string");
-  return it->get<std::string>();
-}
-
-std::string hash_field(const json& j, const char* key, const std::string& source, std::int64_t line) {
-  auto h = text_field(j, key, false, source, line);
-  if (h.empty()) return h;
-  const bool hex = h.size() == 16 && std::all_of(h.begin(), h.end(), [](char c) {
-                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-                   });
-  if (!hex)
-    throw InputError(
-        source, line,
-        std::string("node record: \"") + key + "\" is not 16 hex digits: \"" + h.substr(0, 40) + "\"");
-  std::transform(h.begin(), h.end(), h.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
-  return h;
-}
-
-}  // namespace
-
-NodeRecordView node_record_from_json(const json& j, const std::string& source, std::int64_t line) {
-  if (!j.is_object()) throw InputError(source, line, "node record is not a JSON object");
-  NodeRecordView r;
-  r.line = line;
-  r.graph = text_field(j, "graph", true, source, line);
-  r.node = text_field(j, "node", true, source, line);
-  if (r.node.empty()) throw InputError(source, line, "node record with an empty \"node\"");
-  r.op = text_field(j, "op", false, source, line);
-  r.source = text_field(j, "source", false, source, line);
-  r.dtype = text_field(j, "dtype", false, source, line);
-  if (const auto it = j.find("output"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
-      throw InputError(source, line, "node record: \"output\" is not a non-negative integer");
-    r.output = it->get<std::int64_t>();
-  }
-  if (const auto it = j.find("shape"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) throw InputError(source, line, "node record: \"shape\" is not a list");
-    for (const auto& d : *it) {
-      if (!d.is_number_integer())
-        throw InputError(source, line, "node record: \"shape\" holds a non-integer");
-      r.shape.push_back(d.get<std::int64_t>());
-    }
-  }
-  r.xxh3 = hash_field(j, "xxh3", source, line);
-  r.shard = hash_field(j, "shard", source, line);
-  if (r.xxh3.empty() && r.shard.empty())
-    throw InputError(source, line, "node record of " + r.node + " has neither \"xxh3\" nor \"shard\"");
-  return r;
-}
 
 const NodeRecordGraph* RankNodeRecords::find(std::string_view label) const noexcept {
   for (const auto& g : graphs) {
@@ -89,20 +29,11 @@ const NodeRecordGraph* RankNodeRecords::find(std::string_view label) const noexc
 
 RankNodeRecords node_records_of(const model::RankTrace& t) {
   RankNodeRecords out;
-  std::unordered_map<std::string, std::size_t> index;
-  std::int64_t n = 0;
-  for (const auto& u : t.unknown) {
-    if (u.type != "node") continue;
-    ++n;
-    try {
-      // UnknownRecord keeps no line number: the record's position among node records stands in.
-      auto r = node_record_from_json(u.json, t.source + " (node record " + std::to_string(n) + ")", 0);
-      auto [it, fresh] = index.try_emplace(r.graph, out.graphs.size());
-      if (fresh) out.graphs.push_back({r.graph, {}});
-      out.graphs[it->second].records.push_back(std::move(r));
-    } catch (const InputError& e) {
-      out.issues.push_back({model::TraceIssue::Kind::CorruptLine, t.source, 0, e.what()});
-    }
+  std::unordered_map<std::string_view, std::size_t> index;  // views of t's labels
+  for (const auto& r : t.nodes) {
+    auto [it, fresh] = index.try_emplace(r.graph, out.graphs.size());
+    if (fresh) out.graphs.push_back({r.graph, {}});
+    out.graphs[it->second].records.push_back(r);
   }
   return out;
 }
@@ -127,24 +58,21 @@ std::string_view divergence_cause_name(DivergenceCause c) noexcept {
 namespace {
 
 /// A node's records, by output index.
-using Outputs = std::map<std::int64_t, const NodeRecordView*>;
+using Outputs = std::map<std::int64_t, const model::NodeRecord*>;
 
-std::unordered_map<std::string_view, Outputs> by_node(std::span<const NodeRecordView> records) {
+std::unordered_map<std::string_view, Outputs> by_node(std::span<const model::NodeRecord> records) {
   std::unordered_map<std::string_view, Outputs> out;
   for (const auto& r : records) out[r.node][r.output] = &r;  // a repeated output: the last one wins
   return out;
 }
 
 /// The fields in which two records of one output differ ("xxh3", "shard", "dtype", "shape").
-std::vector<std::string> record_diff(const NodeRecordView& a, const NodeRecordView& b) {
+std::vector<std::string> record_diff(const model::NodeRecord& a, const model::NodeRecord& b) {
   std::vector<std::string> f;
-  if (!a.xxh3.empty() && !b.xxh3.empty() && a.xxh3 != b.xxh3) f.emplace_back("xxh3");
-  if (!a.shard.empty() && !b.shard.empty() && a.shard != b.shard) f.emplace_back("shard");
+  if (a.xxh3 != b.xxh3) f.emplace_back("xxh3");
+  if (a.shard != b.shard) f.emplace_back("shard");
   if (a.dtype != b.dtype) f.emplace_back("dtype");
   if (a.shape != b.shape) f.emplace_back("shape");
-  // Nothing in common to compare: a hash on one side only cannot prove equality.
-  if (f.empty() && (a.xxh3.empty() || b.xxh3.empty()) && (a.shard.empty() || b.shard.empty()))
-    f.emplace_back("hashes");
   return f;
 }
 
@@ -271,7 +199,7 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
     d->node_b = partner[i];
     d->matched_by = how[i];
     d->position = i;
-    const NodeRecordView& any = d->a ? *d->a : *d->b;
+    const model::NodeRecord& any = d->a ? *d->a : *d->b;
     d->op = any.op;
     d->source = any.source;
     if (i < p.inputs.size()) {
@@ -314,14 +242,6 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
   const auto na = node_records_of(a);
   const auto nb = node_records_of(b);
   if (na.empty() && nb.empty()) return out;
-  for (const auto* side : {&na, &nb}) {
-    for (const auto& i : side->issues) {
-      Finding f{Severity::Error, "node_records", {}, i.problem, json::object()};
-      f.where.rank = rank;
-      f.where.source = i.source;
-      out.problems.push_back(std::move(f));
-    }
-  }
   const auto one_sided = [&](const std::string& label, const char* has, const char* lacks) {
     Finding f{Severity::Divergence, "node_graph_missing", {}, "", json::object()};
     f.where.rank = rank;
@@ -368,10 +288,13 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
 
 namespace {
 
-json record_json(const std::optional<NodeRecordView>& r) {
+json record_json(const std::optional<model::NodeRecord>& r) {
   if (!r) return nullptr;
-  return {
-      {"node", r->node}, {"dtype", r->dtype}, {"shape", r->shape}, {"xxh3", r->xxh3}, {"shard", r->shard}};
+  return {{"node", r->node},
+          {"dtype", model::dtype_name(r->dtype)},
+          {"shape", r->shape},
+          {"xxh3", hash::to_hex(r->xxh3)},
+          {"shard", hash::to_hex(r->shard)}};
 }
 
 json divergence_json(const NodeDivergence& d) {
@@ -407,16 +330,15 @@ std::string describe(const NodeDivergence& d) {
     s += i ? ", " : "";
     if (f == "missing") {
       s += d.a ? "missing in the candidate" : "missing in the baseline";
-    } else if (f == "hashes") {
-      s += "no hash recorded on both sides";
     } else if (d.a && d.b) {
       const auto& x = *d.a;
       const auto& y = *d.b;
       s += f + " " +
-           (f == "xxh3"    ? x.xxh3 + " vs " + y.xxh3
-            : f == "shard" ? x.shard + " vs " + y.shard
-            : f == "dtype" ? x.dtype + " vs " + y.dtype
-                           : shape(x.shape) + " vs " + shape(y.shape));
+           (f == "xxh3"    ? hash::to_hex(x.xxh3) + " vs " + hash::to_hex(y.xxh3)
+            : f == "shard" ? hash::to_hex(x.shard) + " vs " + hash::to_hex(y.shard)
+            : f == "dtype"
+                ? std::string(model::dtype_name(x.dtype)) + " vs " + std::string(model::dtype_name(y.dtype))
+                : shape(x.shape) + " vs " + shape(y.shape));
     }
   }
   s += "; ";

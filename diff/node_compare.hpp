@@ -15,8 +15,9 @@
 //  - every other origin (independent divergences), up to a limit;
 //  - counts of compared, divergent and unmatched nodes.
 // Findings go to the FindingConsumer interface (finding.hpp), so every reporter shows them.
-// NodeRecordView is this file's own value type for the record; the reader below takes the
-// records from RankTrace::unknown (type "node") until the trace schema carries them.
+// The records are the trace reader's (model::NodeRecord in RankTrace::nodes); a damaged node
+// record is one of the reader's issues (a corrupt line, reported by compare_runs) and costs only
+// itself.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -31,33 +32,15 @@
 
 namespace gparity::diff {
 
-/// One "node" record: one tensor output of one node.
-struct NodeRecordView {
-  std::string graph;   // graph label, e.g. "aot_forward_graph 0/0"
-  std::string node;    // node name in that graph
-  std::string op;      // "aten.mm.default"
-  std::string source;  // user code "file:line", "" when unknown
-  std::int64_t output = 0;
-  std::string dtype;  // "f32", "bf16", ...
-  std::vector<std::int64_t> shape;
-  std::string xxh3;       // 16 lowercase hex digits, "" when absent
-  std::string shard;      // shard-invariant hash, 16 hex digits, "" when absent
-  std::int64_t line = 0;  // line in the rank file (for messages)
-};
-
-/// Parses a "node" record. Throws model::InputError(source, line, ...) naming the bad field.
-NodeRecordView node_record_from_json(const nlohmann::json& j, const std::string& source, std::int64_t line);
-
 /// One rank's node records, grouped per graph label in order of first appearance, records in
 /// file order (the order the interpreter ran them).
 struct NodeRecordGraph {
   std::string label;
-  std::vector<NodeRecordView> records;
+  std::vector<model::NodeRecord> records;
 };
 struct RankNodeRecords {
   std::vector<NodeRecordGraph> graphs;
-  std::vector<model::TraceIssue> issues;  // malformed node records (skipped, the rest is used)
-  [[nodiscard]] bool empty() const noexcept { return graphs.empty() && issues.empty(); }
+  [[nodiscard]] bool empty() const noexcept { return graphs.empty(); }
   [[nodiscard]] const NodeRecordGraph* find(std::string_view label) const noexcept;
 };
 RankNodeRecords node_records_of(const model::RankTrace& t);
@@ -75,12 +58,12 @@ enum class DivergenceCause : std::uint8_t { Origin, Propagated, Input, Unknown }
 std::string_view divergence_cause_name(DivergenceCause c) noexcept;  // "origin", "propagated", ...
 
 struct NodeDivergence {
-  std::string node_a, node_b;          // names in A's and B's graph (differ when matched by structure)
-  std::string op, source;              // A's record
-  std::size_t position = 0;            // in the topological order of A
-  std::int64_t output = 0;             // the first differing output
-  std::vector<std::string> fields;     // what differs there: "xxh3", "shard", "dtype", "shape", "missing"
-  std::optional<NodeRecordView> a, b;  // that output's records (absent when missing on a side)
+  std::string node_a, node_b;             // names in A's and B's graph (differ when matched by structure)
+  std::string op, source;                 // A's record
+  std::size_t position = 0;               // in the topological order of A
+  std::int64_t output = 0;                // the first differing output
+  std::vector<std::string> fields;        // what differs there: "xxh3", "shard", "dtype", "shape", "missing"
+  std::optional<model::NodeRecord> a, b;  // that output's records (absent when missing on a side)
   DivergenceCause cause = DivergenceCause::Unknown;
   std::vector<std::string> differing_inputs;   // A names of inputs that already differed
   std::vector<std::string> unrecorded_inputs;  // inputs with no records (taken as equal)
@@ -106,7 +89,7 @@ struct NodeCompareOptions {
 
 /// One side of one graph: its records and, when it could be loaded, its graph.
 struct NodeSide {
-  std::span<const NodeRecordView> records;
+  std::span<const model::NodeRecord> records;
   const model::Graph* graph = nullptr;
 };
 
@@ -116,7 +99,7 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
 struct NodeRankResult {
   int rank = 0;
   std::vector<NodeGraphResult> graphs;
-  std::vector<Finding> problems;  // damaged records, graphs on one side only, graphs not loadable
+  std::vector<Finding> problems;  // graphs on one side only, graphs not loadable
   [[nodiscard]] bool empty() const noexcept { return graphs.empty() && problems.empty(); }
 };
 
@@ -127,8 +110,8 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
 
 /// Findings (kinds "node_divergence" for each first divergent node, "node_origin" for further
 /// origins; values hold the node, op, source, cause, both records and "graph_path" for viewers),
-/// "node_unmatched" info, "node_records" problems) and one check per graph ("nodes <graph>"), appended in a
-/// deterministic order.
+/// "node_unmatched" info, "node_graph_missing" / "node_graph_unavailable" problems) and one check per graph
+/// ("nodes <graph>"), appended in a deterministic order.
 void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std::vector<Check>& checks);
 
 /// Per-rank summary for the verdict: {"graphs": n, "compared": n, "divergent": n, "first": {...}}.

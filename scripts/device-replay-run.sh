@@ -5,7 +5,9 @@
 #   1. replays every aot_forward/backward/joint graph and every inductor_post_grad_graph of
 #      every compile id on all ranks of the trace (--nproc = its ranks, --device cuda)
 #   2. --against: before_post_grad_graph vs inductor_post_grad_graph of each compile id
-#   3. --coor: rank 0's forward/backward/joint graphs, hoisted, beside each rank's own
+#   3. --coor: rank 0's forward/backward/joint graphs, hoisted (model::hoist_graph: devices, and
+#      process-group names through the sample's rank<r>_flight_recorder.json pg_config, passed as
+#      --flight-recorder), beside each rank's own
 #   4. bench_replay (CPU dispatch cost vs torch.fx.Interpreter under the machine's PyTorch)
 #
 #   bash CARRY/src/scripts/device-replay-run.sh CARRY SAMPLE_DIR...
@@ -67,7 +69,7 @@ replay() {  # sample-name what trace nproc args...
   local rc=$?
   {
     echo "$name $what exit $rc"
-    grep -E "safe|unsafe|bitwise|differ|error" "$dir.log" | head -8 | sed 's/^/    /'
+    grep -E "safe|unsafe|bitwise|differ|error|hoisting left" "$dir.log" | head -8 | sed 's/^/    /'
   } | tee -a "$out/summary.txt"
 }
 

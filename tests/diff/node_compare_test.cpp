@@ -1,8 +1,9 @@
 // Node-record comparison (diff/node_compare.*) on hand-written node records: the origin of a
 // divergence vs nodes it propagated to, a graph input that differs (and one that differs because
 // the forward graph diverged), nodes renamed in the candidate aligned by structure, a second
-// independent origin, a rank with no divergence, damaged records; and end to end through
-// `compare_runs` on trace directories with "graph" + "node" records.
+// independent origin, a rank with no divergence; and end to end through
+// `compare_runs` on trace directories with "graph" + "node" records (a damaged node record: the
+// reader's issue, the rest compared).
 
 #include "diff/node_compare.hpp"
 
@@ -20,7 +21,7 @@ namespace {
 
 using namespace gparity;
 using diff::DivergenceCause;
-using diff::NodeRecordView;
+using model::NodeRecord;
 
 // x, w -> mm -> relu -> add(relu, x); and a second branch t = tanh(x) -> mul(t, t).
 const char* kBody = R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w);  x = None
@@ -40,27 +41,27 @@ return (add_2, mul_1))";
 
 const std::string kGraphLabel = "aot_forward_graph 0/0";
 
-NodeRecordView rec(const std::string& node, const std::string& op, const std::string& hash, int line = 0,
-                   const std::string& graph = kGraphLabel) {
-  NodeRecordView r;
+NodeRecord rec(const std::string& node, const std::string& op, std::uint64_t hash, int line = 0,
+               const std::string& graph = kGraphLabel) {
+  NodeRecord r;
   r.graph = graph;
   r.node = node;
   r.op = op;
   r.source = "/workspace/train.py:" + std::to_string(40 + line);
-  r.dtype = "f32";
+  r.dtype = model::DType::F32;
   r.shape = {8, 64};
   r.xxh3 = hash;
   r.shard = hash;
   return r;
 }
 
-constexpr const char* kH1 = "0000000000000001";
-constexpr const char* kH2 = "0000000000000002";
+constexpr std::uint64_t kH1 = 1;
+constexpr std::uint64_t kH2 = 2;
 
 /// Records of the graph with every hash kH1, except for nodes listed in `differ` (kH2).
-std::vector<NodeRecordView> records(const std::vector<std::string>& names,
-                                    const std::vector<std::string>& differ = {}) {
-  std::vector<NodeRecordView> out;
+std::vector<NodeRecord> records(const std::vector<std::string>& names,
+                                const std::vector<std::string>& differ = {}) {
+  std::vector<NodeRecord> out;
   int line = 0;
   for (const auto& n : names) {
     const bool d = std::find(differ.begin(), differ.end(), n) != differ.end();
@@ -194,46 +195,28 @@ TEST(NodeCompare, RecordsOfNodesTheGraphLacksAreComparedByNameAfterIt) {
   EXPECT_EQ(r.first->cause, DivergenceCause::Unknown) << "not in the graph: its inputs are unknown";
 }
 
-TEST(NodeCompare, RecordsParseStrictlyAndDamageCostsOnlyTheBadRecord) {
-  const auto ok = nlohmann::json::parse(
-      R"({"type":"node","graph":"g","node":"mm","op":"aten.mm.default","source":"t.py:4","output":0,
-          "dtype":"f32","shape":[4,8],"xxh3":"00000000DEADBEEF","shard":"0000000000000001"})");
-  const auto r = diff::node_record_from_json(ok, "rank-0.jsonl", 3);
-  EXPECT_EQ(r.xxh3, "00000000deadbeef");
-  EXPECT_EQ(r.shape, (std::vector<std::int64_t>{4, 8}));
-  for (const char* bad :
-       {R"({"type":"node","node":"mm","xxh3":"0000000000000001"})",
-        R"({"type":"node","graph":"g","node":"mm","xxh3":"123"})",
-        R"({"type":"node","graph":"g","node":"mm"})",
-        R"({"type":"node","graph":"g","node":"mm","xxh3":"0000000000000001","shape":[1,"a"]})",
-        R"({"type":"node","graph":"g","node":"mm","xxh3":"0000000000000001","output":-1})"}) {
-    EXPECT_THROW(diff::node_record_from_json(nlohmann::json::parse(bad), "rank-0.jsonl", 3),
-                 model::InputError)
-        << bad;
-  }
+TEST(NodeCompare, RecordsAreTheReadersNodeRecordsGroupedPerGraph) {
   model::RankTrace t;
-  t.source = "rank-0.jsonl";
-  t.unknown.push_back({"node", ok});
-  t.unknown.push_back({"node", nlohmann::json::parse(R"({"type":"node","graph":"g"})")});
-  t.unknown.push_back({"other", nlohmann::json::object()});
+  t.nodes = records(kNames);
+  auto other = rec("mm", "aten.mm.default", kH2, 0, "aot_backward_graph 0/0");
+  t.nodes.insert(t.nodes.begin() + 2, other);
   const auto n = diff::node_records_of(t);
-  ASSERT_EQ(n.graphs.size(), 1U);
-  EXPECT_EQ(n.graphs[0].records.size(), 1U);
-  ASSERT_EQ(n.issues.size(), 1U);
-  EXPECT_NE(n.issues[0].problem.find("node record 2"), std::string::npos) << n.issues[0].problem;
+  ASSERT_EQ(n.graphs.size(), 2U);
+  EXPECT_EQ(n.graphs[0].label, kGraphLabel);
+  EXPECT_EQ(n.graphs[0].records.size(), kNames.size());
+  EXPECT_EQ(n.graphs[1].label, "aot_backward_graph 0/0");
+  ASSERT_EQ(n.graphs[1].records.size(), 1U);
+  EXPECT_EQ(n.graphs[1].records[0].xxh3, kH2);
+  ASSERT_NE(n.find("aot_backward_graph 0/0"), nullptr);
+  EXPECT_EQ(n.find("nope"), nullptr);
+  EXPECT_TRUE(diff::node_records_of(model::RankTrace{}).empty());
 }
 
 // ---- end to end: run directories ------------------------------------------------------------------
 
-nlohmann::json to_json(const NodeRecordView& r) {
-  return {{"type", "node"},     {"graph", r.graph},   {"node", r.node},   {"op", r.op},
-          {"source", r.source}, {"output", r.output}, {"dtype", r.dtype}, {"shape", r.shape},
-          {"xxh3", r.xxh3},     {"shard", r.shard}};
-}
-
 /// A replay run: per rank a "graph" record (our graph JSON beside the trace) and node records.
 void write_replay_run(const std::filesystem::path& dir, const model::Graph& g,
-                      const std::vector<std::vector<NodeRecordView>>& per_rank) {
+                      const std::vector<std::vector<NodeRecord>>& per_rank) {
   model::RunManifest m;
   m.world_size = static_cast<int>(per_rank.size());
   model::write_manifest(dir, m);
@@ -248,7 +231,7 @@ void write_replay_run(const std::filesystem::path& dir, const model::Graph& g,
     ref.kind = "aot_forward_graph";
     ref.compile_id = "0/0";
     w.write_graph(ref);
-    for (const auto& rec : per_rank[r]) w.write_raw(to_json(rec));
+    for (const auto& rec : per_rank[r]) w.write_node(rec);
   }
 }
 
@@ -320,6 +303,36 @@ TEST(NodeCompare, BackwardInputsPropagateAForwardDivergence) {
   // differs because the forward diverged.
   EXPECT_EQ(got, (std::vector<std::string>{"aot_forward_graph 0/0 mm origin",
                                            "aot_backward_graph 0/0 x propagated"}));
+}
+
+TEST(NodeCompare, ADamagedNodeRecordIsTheReadersIssueAndCostsOnlyItself) {
+  gparity::testing::TempDir tmp;
+  const auto g = gparity::testing::fx_graph(kBody);
+  write_replay_run(tmp.path() / "a", g, {records(kNames)});
+  write_replay_run(tmp.path() / "b", g, {records(kNames, {"tanh", "mul"})});
+  {
+    // A node record with a bad hash, in the middle of the candidate's rank file.
+    model::TraceWriter w(tmp.path() / "b", 0, /*truncate=*/false);
+    w.write_raw(nlohmann::json::parse(
+        R"({"type":"node","graph":"aot_forward_graph 0/0","node":"relu","dtype":"f32","shape":[8,64],
+            "xxh3":"123","shard":"0000000000000001"})"));
+    w.write_node(rec("late", "aten.late.default", kH1));
+  }
+  diff::CollectingConsumer out;
+  const int rc = diff::compare_runs(model::open_run((tmp.path() / "a").string()),
+                                    model::open_run((tmp.path() / "b").string()), {}, out);
+  EXPECT_EQ(rc, 2) << "damaged input";
+  const diff::Finding* corrupt = nullptr;
+  const diff::Finding* divergence = nullptr;
+  for (const auto& f : out.findings) {
+    if (f.kind == "corrupt_line") corrupt = &f;
+    if (f.kind == "node_divergence") divergence = &f;
+  }
+  ASSERT_NE(corrupt, nullptr);
+  EXPECT_NE(corrupt->message.find("xxh3"), std::string::npos) << corrupt->message;
+  EXPECT_EQ(corrupt->where.line, static_cast<std::int64_t>(kNames.size()) + 2) << "graph record, 7 nodes, it";
+  ASSERT_NE(divergence, nullptr) << "the other records are still compared";
+  EXPECT_EQ(divergence->where.node, "tanh");
 }
 
 TEST(NodeCompare, RunsWithoutNodeRecordsAreUnaffected) {

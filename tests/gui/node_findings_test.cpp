@@ -57,7 +57,8 @@ void write_run(const std::filesystem::path& dir, const char* body, const std::ve
          {"output", 0},
          {"dtype", "f32"},
          {"shape", {8, 64}},
-         {"xxh3", d ? "00000000000000bb" : "00000000000000aa"}});
+         {"xxh3", d ? "00000000000000bb" : "00000000000000aa"},
+         {"shard", d ? "00000000000000bb" : "00000000000000aa"}});
   }
 }
 

@@ -1,10 +1,15 @@
 // Drives the real `gparity replay` (LibTorch of the build, CPU, Gloo for 2 ranks): bad input is a
 // clear message naming graph, node, op and line with exit 2; --against finds the first divergent
-// node; functional collectives run on 2 ranks; node records read back through the trace reader.
+// node; functional collectives run on 2 ranks; node records read back through the trace reader;
+// --coor through the device-hoisting pass (device literals, process groups on a 2x2 mesh, a
+// rank-dependent slice); `gparity compare` of two replay runs finds the origin node.
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,11 +28,32 @@ using gparity::testing::TempDir;
 const std::filesystem::path kData = std::filesystem::path(GPARITY_SOURCE_DIR) / "tests" / "data" / "replay";
 const std::filesystem::path kSamples = std::filesystem::path(GPARITY_SOURCE_DIR) / "samples" / "replay";
 
-CommandResult replay(const TempDir& dir, std::vector<std::string> args) {
+const std::filesystem::path kCoorTrace = kData / "coor_trace";
+
+CommandResult replay(const TempDir& dir, std::vector<std::string> args, const std::string& run = "run") {
   args.insert(args.begin(), "replay");
   args.push_back("--out");
-  args.push_back((dir.path() / "run").string());
+  args.push_back((dir.path() / run).string());
   return run_command(GPARITY_EXE, args);
+}
+
+/// The --json summary line of each rank, by rank.
+std::map<int, nlohmann::json> summaries(const std::string& out) {
+  std::map<int, nlohmann::json> by_rank;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("rank")) by_rank[j["rank"].get<int>()] = j;
+  }
+  return by_rank;
+}
+
+/// The "hoisted" counts of the graph labelled `label` in a rank's summary.
+nlohmann::json hoisted(const nlohmann::json& summary, const std::string& label) {
+  for (const auto& g : summary["graphs"])
+    if (g["label"] == label) return g["hoisted"];
+  ADD_FAILURE() << "no graph " << label << " in " << summary.dump();
+  return nlohmann::json::object();
 }
 
 model::RankTrace read_rank(const TempDir& dir, int rank) {
@@ -151,6 +177,100 @@ TEST(Replay, CoorOnASingleGraphIsSafe) {
   const auto r = replay(dir, {(kSamples / "mlp_aot_backward.txt").string(), "--coor", "--nproc", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("[rank 1] rank 1: safe"), std::string::npos) << r.out;
+}
+
+// tests/data/replay/coor_trace: a 4-rank TORCH_TRACE (2x2 mesh: tp groups '3' = {0,1}, '4' =
+// {2,3}) with three forward graphs per rank: 0/0 builds a constant with a baked
+// `device(type='cuda', index=r)`, 1/0 slices the input at the rank-dependent offset 32*(r%2),
+// 2/0 all-reduces on the rank's tp group.
+
+TEST(Replay, CoorHoistsDeviceLiteralsAndIsSafe) {
+  TempDir dir;
+  const auto r =
+      replay(dir, {kCoorTrace.string(), "--compile-id", "0/0", "--coor", "--nproc", "2", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto s = summaries(r.out);
+  ASSERT_EQ(s.size(), 2U) << r.out;
+  for (const auto& [rank, j] : s) EXPECT_EQ(j["verdict"]["outputs_equal"], true) << j.dump();
+  // Rank 1 runs rank 0's graph through model::hoist_graph: the device= literal and the three
+  // annotations move from cuda:0 to cuda:1 (then the CPU placement); its own graph is unchanged.
+  const auto coor = hoisted(s.at(1), "coor");
+  EXPECT_EQ(coor["device"], 1) << coor.dump();
+  EXPECT_EQ(coor["annotation"], 3) << coor.dump();
+  EXPECT_EQ(coor["unresolved"], 0) << coor.dump();
+  EXPECT_EQ(hoisted(s.at(1), "own")["device"], 0);
+  EXPECT_EQ(hoisted(s.at(0), "coor")["device"], 0);
+}
+
+TEST(Replay, CoorFindsARankDependentSliceOnRankOne) {
+  TempDir dir;
+  const auto r = replay(dir, {kCoorTrace.string(), "--compile-id", "1/0", "--coor", "--nproc", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank 0] rank 0: safe"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank 1] rank 1: unsafe"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first divergent node: slice_1 (aten.slice.Tensor) at /workspace/coor.py:20"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(origin)"), std::string::npos) << r.out;
+}
+
+TEST(Replay, CoorHoistsProcessGroupsOnATwoByTwoMesh) {
+  // Without group hoisting ranks 2 and 3 would run rank 0's all_reduce on group '3', which they
+  // are not in; hoisted, they run it on '4' and get their own bits.
+  TempDir dir;
+  const auto r = replay(dir, {kCoorTrace.string(), "--compile-id", "2/0", "--coor", "--nproc", "4", "--group",
+                              "3=0,1", "--group", "4=2,3", "--json", "--timeout", "30"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto s = summaries(r.out);
+  ASSERT_EQ(s.size(), 4U) << r.out;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(s.at(rank)["verdict"]["outputs_equal"], true) << s.at(rank).dump();
+    EXPECT_EQ(hoisted(s.at(rank), "coor")["group"], rank < 2 ? 0 : 1) << rank;
+    EXPECT_EQ(hoisted(s.at(rank), "coor")["unresolved"], 0) << rank;
+  }
+  // Group '4' not in the table: rank 0's '3' cannot be hoisted on ranks 2 and 3 (named on stderr,
+  // left as it is) and they fail with a clear error.
+  TempDir dir2;
+  const auto bad = replay(dir2, {kCoorTrace.string(), "--compile-id", "2/0", "--coor", "--nproc", "4",
+                                 "--group", "3=0,1", "--timeout", "30"});
+  EXPECT_NE(bad.exit_code, 0) << bad.out;
+  EXPECT_NE(bad.err.find("hoisting left 3 of node all_reduce"), std::string::npos) << bad.err;
+}
+
+TEST(Replay, CompareOfTwoReplayRunsNamesTheOriginNode) {
+  TempDir dir;
+  ASSERT_EQ(replay(dir, {(kData / "against_a.txt").string()}, "a").exit_code, 0);
+  ASSERT_EQ(replay(dir, {(kData / "against_b.txt").string()}, "b").exit_code, 0);
+  ASSERT_EQ(replay(dir, {(kData / "against_a.txt").string()}, "a2").exit_code, 0);
+  // Each run references the graph it ran.
+  const auto ta = model::read_rank_trace(model::rank_trace_path(dir.path() / "a", 0).string(), 0);
+  ASSERT_EQ(ta.graphs.size(), 1U);
+  EXPECT_EQ(ta.graphs[0].path, "graphs/graph.rank0.json");
+  EXPECT_EQ(ta.graphs[0].extra["name"], "graph");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "a" / "graphs" / "graph.rank0.json"));
+
+  const auto diff =
+      run_command(GPARITY_EXE, {"compare", (dir.path() / "a").string(), (dir.path() / "b").string()});
+  EXPECT_EQ(diff.exit_code, 1) << diff.out << diff.err;
+  EXPECT_NE(diff.out.find("first divergent node s"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("aten.add.Tensor"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("against_a.txt:"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("origin"), std::string::npos) << diff.out;
+  EXPECT_EQ(diff.out.find("node_graph_unavailable"), std::string::npos) << diff.out;
+
+  const auto same = run_command(
+      GPARITY_EXE, {"compare", (dir.path() / "a").string(), (dir.path() / "a2").string(), "--json"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_EQ(same.out.find("NOTHING COMPARED"), std::string::npos) << same.out;
+  const auto j = nlohmann::json::parse(same.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << same.out;
+  // Node comparisons are the evidence: 7 tensors (3 inputs, 3 ops, the output) compared.
+  EXPECT_EQ(j["result"]["nothing_compared"], false) << same.out;
+  EXPECT_EQ(j["result"]["compared"]["values"], 7) << same.out;
+  bool nodes_check = false;
+  for (const auto& c : j["checks"])
+    nodes_check = nodes_check || (c["name"] == "nodes graph" && c["outcome"] == "pass");
+  EXPECT_TRUE(nodes_check) << same.out;
 }
 
 TEST(Replay, OpsThisLibTorchLacksAreNamed) {

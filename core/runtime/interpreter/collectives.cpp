@@ -23,28 +23,6 @@
 
 namespace gparity::runtime {
 
-std::pair<std::string, std::vector<int>> parse_group_option(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw std::invalid_argument("--group takes NAME=RANK,RANK,..., got \"" + text + "\"");
-  std::vector<int> ranks;
-  std::istringstream in(text.substr(eq + 1));
-  for (std::string item; std::getline(in, item, ',');) {
-    std::size_t used = 0;
-    int r = -1;
-    try {
-      r = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || r < 0)
-      throw std::invalid_argument("--group " + text + ": \"" + item + "\" is not a rank");
-    ranks.push_back(r);
-  }
-  if (ranks.empty()) throw std::invalid_argument("--group " + text + ": no ranks");
-  return {text.substr(0, eq), ranks};
-}
-
 struct GroupComm::Impl {
   RankEnv env;
   CommBackend backend;

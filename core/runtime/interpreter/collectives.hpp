@@ -19,9 +19,6 @@ namespace gparity::runtime {
 /// Group name -> global ranks.
 using GroupRanks = std::map<std::string, std::vector<int>>;
 
-/// Parses "NAME=0,1,2" (throws std::invalid_argument naming the problem).
-std::pair<std::string, std::vector<int>> parse_group_option(const std::string& text);
-
 class GroupComm {
  public:
   /// Rendezvous of all ranks (RankEnv from the launcher); groups are created lazily.

@@ -1,21 +1,35 @@
 #pragma once
-// A minimal device remap for replay: every cpu/cuda device literal (torch.device values, "cuda:k"
-// strings, nested in lists and kwargs) and every annotation's device becomes the executing
-// device. It is what lets a graph captured on cuda:0 run on another rank's GPU or on the CPU.
-// The full device-hoisting pass (process groups included) is `gparity graph hoist`; replay calls
-// this function only through `hoist_for_replay`, the one place to swap it for that pass.
+// The graph a rank replays. A captured graph names the devices and process groups of the rank it
+// was captured on; replay moves it to the executing rank with the device-hoisting pass
+// (model::hoist_graph: device literals, annotations and process-group names, the same pass as
+// `gparity graph hoist`), so `--coor` checks exactly what compile-on-one-rank loads. On the CPU
+// the hoisted graph is then placed there: every accelerator device becomes `cpu` (a placement,
+// not a hoist: the hoist has already run, so a device or group it could not map still shows as
+// its problem, and on GPU as a failure of the run).
 
 #include <cstdint>
-#include <string_view>
+#include <string>
 
 #include "core/model/graph/graph.hpp"
+#include "core/model/graph/hoist.hpp"
+#include "core/model/graph/process_groups.hpp"
 
 namespace gparity::runtime {
 
-/// A copy of `g` (subgraphs included) with devices remapped to `type`:`index` (index -1: none).
-model::Graph remap_devices(const model::Graph& g, std::string_view type, std::int32_t index);
+struct ReplayPlacement {
+  std::int32_t source_rank = 0;  // the rank whose graph it is (0 for a graph without ranks)
+  std::int32_t target_rank = 0;  // the executing rank
+  std::string device = "cpu";    // the executing device: "cpu" or "cuda:k" (k: the local rank)
+  const model::ProcessGroupTable* groups = nullptr;
+};
 
-/// The graph as this rank runs it ("cpu" or "cuda:k"): today remap_devices.
-model::Graph hoist_for_replay(const model::Graph& g, std::string_view device);
+/// `g` hoisted from source_rank to target_rank (devices: the graph's own accelerator index,
+/// else source_rank, becomes k, or target_rank on the CPU), then placed on the CPU when the
+/// device is "cpu". The result's changes and unresolved items are the hoist's.
+model::HoistResult hoist_for_replay(const model::Graph& g, const ReplayPlacement& p);
+
+/// A copy of `g` (subgraphs included) with every accelerator device (torch.device values,
+/// "cuda:k" strings, nested in lists and kwargs, annotations) on the CPU.
+model::Graph place_on_cpu(const model::Graph& g);
 
 }  // namespace gparity::runtime
