@@ -61,6 +61,11 @@ struct Interpreter::Impl {
     std::vector<const Value*> values;       // collective / operator / higher-order operands
     std::unique_ptr<Impl> body;             // higher-order op
     std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
+    // Attention ops without dropout return their RNG-state outputs (philox_seed, philox_offset,
+    // rng_state) as uninitialized tensors: replay defines them as zero, or every execution would
+    // hash different garbage. `dropout_arg` is the schema position of dropout_p.
+    std::vector<std::size_t> rng_state_outputs;
+    std::optional<std::size_t> dropout_arg;
   };
 
   const model::Graph& g;
@@ -148,6 +153,8 @@ struct Interpreter::Impl {
                           "AOT, post-grad, make_fx, torch.export)");
       case NodeKind::CallModule:
         throw ReplayError("call_module nodes are not supported; export the graph flattened");
+      case NodeKind::Opaque:
+        throw ReplayError("statement the FX reader kept as opaque text cannot run: " + target);
       case NodeKind::CallFunction: break;
     }
     if (target == "operator.getitem") {
@@ -203,6 +210,19 @@ struct Interpreter::Impl {
     const auto& schema = handle->schema();
     s.args = detail::bind_arguments(schema, g, n);
     s.returns = schema.returns().size();
+    note_rng_state_outputs(schema, s);
+  }
+
+  static void note_rng_state_outputs(const c10::FunctionSchema& schema, Step& s) {
+    const auto& args = schema.arguments();
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (args[i].name() == "dropout_p") s.dropout_arg = i;
+    if (!s.dropout_arg) return;
+    const auto& rets = schema.returns();
+    for (std::size_t i = 0; i < rets.size(); ++i) {
+      const auto& r = rets[i].name();
+      if (r == "philox_seed" || r == "philox_offset" || r == "rng_state") s.rng_state_outputs.push_back(i);
+    }
   }
 
   void prepare_higher_order(const model::Node& n, Step& s, const std::string& op) {
@@ -341,7 +361,14 @@ struct Interpreter::Impl {
   c10::IValue call(Step& s, std::vector<c10::IValue>& stack) {
     stack.clear();
     detail::push_arguments(s.args, ctx(), stack);
+    const bool no_dropout = !s.rng_state_outputs.empty() && *s.dropout_arg < stack.size() &&
+                            stack[*s.dropout_arg].isDouble() && stack[*s.dropout_arg].toDouble() == 0.0;
     s.op->callBoxed(stack);
+    if (no_dropout) {
+      for (const auto i : s.rng_state_outputs)
+        if (i < stack.size() && stack[i].isTensor() && stack[i].toTensor().defined())
+          stack[i].toTensor().zero_();
+    }
     if (s.returns == 1) return std::move(stack[0]);
     if (s.returns == 0) return {};
     return c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>(stack.begin(), stack.end())));
