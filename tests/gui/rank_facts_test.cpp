@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models.hpp"
 #include "tests/support/qt_test_app.hpp"
