@@ -77,6 +77,7 @@ TEST_F(RankFactsTest, MeshSampleFindingsNameTheDpCoordinateAndTpGroups) {
                                   QAbstractItemModelTester::FailureReportingMode::Fatal);
   const auto doc = window_->document();
   int dp_rows = 0, tp_all_reduce = 0, divergent = 0;
+  bool shot = false;
   for (std::size_t i = 0; i < doc->graphs.size(); ++i) {
     if (doc->graphs[i].rank != 0) continue;
     window_->show_graph(static_cast<int>(i));
@@ -96,7 +97,11 @@ TEST_F(RankFactsTest, MeshSampleFindingsNameTheDpCoordinateAndTpGroups) {
         EXPECT_TRUE(cell(r, FindingsModel::Function).contains(QStringLiteral("tp"))) << f.note;
       }
     }
-    if (dp_rows > 0 && tp_all_reduce > 0) screenshot(*window_, "rank_facts_mesh");
+    if (!shot && dp_rows > 0 && tp_all_reduce > 0) {
+      ASSERT_TRUE(window_->canvas()->wait_for_layout());
+      screenshot(*window_, "rank_facts_mesh");
+      shot = true;
+    }
   }
   EXPECT_GT(dp_rows, 0) << "no finding names 48*dp";
   EXPECT_GT(tp_all_reduce, 0) << "the tp all-reduce is not process-group-parametric";
@@ -137,6 +142,7 @@ TEST_F(RankFactsTest, MultiRankLogsListCacheGroupsAndCompileIds) {
     ++jumped;
   }
   EXPECT_EQ(jumped, 1) << "no fact at a compile id another graph was logged at";
+  ASSERT_TRUE(window_->canvas()->wait_for_layout());
   screenshot(*window_, "rank_facts_tlparse");
 }
 
