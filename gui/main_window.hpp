@@ -4,8 +4,8 @@
 // cancellable progress dialog; a load that fails shows its message in the window and leaves the
 // previous document open. Recent files live in QSettings; files dropped on the window are opened.
 // Rank-diff mode (a trace of two or more ranks): the loader thread also runs the trace-level part
-// of `gparity graph ranks` (diff::classify_trace without graphs: the mesh from --mesh-less sources
-// (DeviceMesh specs, Flight Recorder pg_config, manifest, inferred), its process groups, and the
+// of `gparity graph ranks` (diff::classify_trace without graphs: the mesh read from DeviceMesh
+// specs, the Flight Recorder pg_config or the manifest, else inferred; the process groups; the
 // record facts); the shown graph is classified across ranks with that layout, and the findings
 // list holds the trace facts first, then the graph's findings.
 
