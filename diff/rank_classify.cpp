@@ -582,10 +582,11 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
 }
 
 TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphNormalization& norm,
-                                const RankLayout& given) {
+                                const RankLayout& given, bool graphs) {
   TraceRanksReport report;
   report.normalizations = normalization_names(norm);
-  const RankLayout layout = resolve_layout(trace, given, report.problems);
+  report.layout = resolve_layout(trace, given, report.problems);
+  const RankLayout& layout = report.layout;
   if (!layout.mesh.empty()) {
     std::string shape;
     for (std::size_t d = 0; d < layout.mesh.size(); ++d)
@@ -599,6 +600,7 @@ TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphN
   for (const auto& rt : trace.ranks) {
     report.ranks.push_back(rt.rank);
     for (const auto& p : rt.problems) report.problems.push_back(p.text());
+    if (!graphs) continue;
     std::map<std::pair<model::CompileId, std::string>, std::int32_t> seen;
     for (const auto& tg : rt.graphs) {
       const std::int32_t occ = seen[{tg.compile, tg.kind}]++;

@@ -143,6 +143,7 @@ struct TraceRanksReport {
   std::vector<RankFinding> findings;
   std::vector<FactGroups> fact_groups;
   std::string mesh;                   // "2x2 (dp, tp) from DeviceMesh in graph payloads", "" when none
+  RankLayout layout;                  // what the graphs are classified with (resolve_layout's)
   std::vector<std::string> problems;  // damage reported by the reader
   std::vector<std::string> normalizations;
   GraphVerdict verdict = GraphVerdict::Identical;
@@ -155,8 +156,10 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout given,
                           std::vector<std::string>& problems);
 
 /// Classifies every graph of the trace (with resolve_layout's layout) and adds the record-level
-/// facts of diff/trace_facts.hpp.
+/// facts of diff/trace_facts.hpp. `graphs` false: only the trace-level part (layout, mesh, facts,
+/// problems), for front ends that classify one graph at a time with classify_ranks(report.layout),
+/// as the GUI does for the graph it shows.
 TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphNormalization& norm,
-                                const RankLayout& layout);
+                                const RankLayout& layout, bool graphs = true);
 
 }  // namespace gparity::diff

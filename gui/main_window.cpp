@@ -28,7 +28,9 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <exception>
+#include <tuple>
 #include <utility>
 
 #include "gui/diff_view.hpp"
@@ -45,13 +47,19 @@ constexpr int kMaxRecent = 8;
 struct LoadOutcome {
   std::shared_ptr<const Document> doc;
   QString error;
+  std::shared_ptr<const diff::TraceRanksReport> ranks;
 };
 
 LoadOutcome load(const QString& path) {
   try {
-    return {load_document(path.toStdString()), {}};
+    LoadOutcome out{load_document(path.toStdString()), {}, {}};
+    // The trace-level part of `gparity graph ranks`, on this worker thread: the same code.
+    if (const auto& trace = out.doc->collection.trace; trace && trace->ranks.size() > 1)
+      out.ranks = std::make_shared<const diff::TraceRanksReport>(
+          diff::classify_trace(*trace, diff::GraphNormalization{}, diff::RankLayout{}, false));
+    return out;
   } catch (const std::exception& e) {
-    return {nullptr, QString::fromUtf8(e.what())};
+    return {nullptr, QString::fromUtf8(e.what()), {}};
   }
 }
 
@@ -274,7 +282,7 @@ void MainWindow::open_path(const QString& path, bool quiet) {
       return;
     }
     add_recent(abs);
-    adopt(out.doc);
+    adopt(out.doc, out.ranks);
   });
   watcher->setFuture(QtConcurrent::run([abs] { return load(abs); }));
 }
@@ -329,13 +337,16 @@ bool MainWindow::wait_idle(int timeout_ms) {
   return loads_running_ == 0 && canvas_->wait_for_layout(timeout_ms);
 }
 
-void MainWindow::adopt(std::shared_ptr<const Document> doc) {
+void MainWindow::adopt(std::shared_ptr<const Document> doc,
+                       std::shared_ptr<const diff::TraceRanksReport> ranks) {
   doc_ = std::move(doc);
+  ranks_ = std::move(ranks);
   current_ = -1;
   setWindowTitle(QStringLiteral("gparity-view — %1").arg(QString::fromStdString(doc_->path)));
   report(tr("Opened %1 (%2, %n graph(s))", nullptr, static_cast<int>(doc_->graphs.size()))
              .arg(QString::fromStdString(doc_->path), QString::fromStdString(doc_->format)));
   for (const auto& p : doc_->problems) report(tr("Problem: %1").arg(QString::fromStdString(p)));
+  report_rank_facts();
   graphs_model_->set_document(doc_);
   // Start on the first joint graph when there is one: it is the largest and most telling.
   int first = 0;
@@ -399,9 +410,33 @@ void MainWindow::dropEvent(QDropEvent* event) {
     if (url.isLocalFile()) open_path(url.toLocalFile());
 }
 
+void MainWindow::report_rank_facts() {
+  if (!ranks_) {
+    findings_model_->set_trace_facts({}, {});
+    return;
+  }
+  const auto& r = *ranks_;
+  findings_model_->set_trace_facts(r.findings, r.fact_groups);
+  report(tr("Mesh: %1")
+             .arg(r.mesh.empty() ? tr("none found (world-size factorizations are tried)")
+                                 : QString::fromStdString(r.mesh)));
+  // The reader's problems are listed already (Document::problems); the rest is new here.
+  for (const auto& p : r.problems)
+    if (std::find(doc_->problems.begin(), doc_->problems.end(), p) == doc_->problems.end())
+      report(tr("Problem: %1").arg(QString::fromStdString(p)));
+  for (const auto& fg : r.fact_groups)
+    report(tr("%1: %n group(s) of ranks", nullptr, static_cast<int>(fg.groups.size()))
+               .arg(QString::fromStdString(fg.fact)));
+  report(
+      tr("%n trace-level finding(s) across ranks (compile ids, caches, collective schedules, tensor "
+         "metadata, schedule vs output code)",
+         nullptr, static_cast<int>(r.findings.size())));
+}
+
 void MainWindow::classify_current() {
   // Diff mode across ranks: diff/ classifies the shown graph against the same graph on every
-  // rank; the findings list and the node colours come from its result.
+  // rank, with the layout `gparity graph ranks` resolves (mesh coordinates, process groups); the
+  // findings list (after the trace facts) and the node colours come from its result.
   const auto& e = doc_->graphs[static_cast<std::size_t>(current_)];
   const auto same = doc_->same_graph_on_ranks(e);
   if (same.size() < 2) {
@@ -411,7 +446,7 @@ void MainWindow::classify_current() {
   std::vector<diff::RankGraph> ranks;
   for (const auto* s : same) ranks.push_back({s->rank, s->graph});
   findings_model_->set_classification(
-      diff::classify_ranks(ranks, diff::GraphNormalization{}, diff::RankLayout{}));
+      diff::classify_ranks(ranks, diff::GraphNormalization{}, ranks_ ? ranks_->layout : diff::RankLayout{}));
   const auto& c = findings_model_->classification();
   std::vector<QColor> colors(e.graph->nodes.size());
   for (const auto& f : c.findings)
@@ -451,7 +486,7 @@ void MainWindow::open_diff(const QString& a, const QString& b) {
       open_path(b);
       return;
     }
-    adopt(oa.doc);
+    adopt(oa.doc, oa.ranks);
     const auto& shown = doc_->graphs[static_cast<std::size_t>(current_)];
     auto pick = ob.doc->find(shown.rank, shown.kind);
     for (std::size_t i = 0; !pick && i < ob.doc->graphs.size(); ++i)
@@ -465,10 +500,31 @@ void MainWindow::open_diff(const QString& a, const QString& b) {
 }
 
 void MainWindow::jump_to_finding(int row) {
-  const QString name = findings_model_->index(row, 0).data(kNodeNameRole).toString();
-  if (name.isEmpty() || !doc_ || current_ < 0) return;
+  if (!doc_ || current_ < 0 || row < 0 || row >= findings_model_->rowCount()) return;
+  const auto& f = findings_model_->finding(row);
+  if (row < findings_model_->trace_fact_rows() && !f.compile.empty() &&
+      doc_->graphs[static_cast<std::size_t>(current_)].compile != f.compile) {
+    // A trace fact: show a graph of its compile id, the shown rank's (same kind first) when it
+    // has one. The trace rows stay where they are, so the row is selected again after the switch.
+    const auto& shown = doc_->graphs[static_cast<std::size_t>(current_)];
+    int pick = -1, score = -1;
+    for (std::size_t i = 0; i < doc_->graphs.size(); ++i) {
+      const auto& g = doc_->graphs[i];
+      if (g.compile != f.compile) continue;
+      const int s = (g.rank == shown.rank ? 2 : 0) + (g.kind == shown.kind ? 1 : 0);
+      if (s > score) std::tie(pick, score) = std::pair{static_cast<int>(i), s};
+    }
+    if (pick < 0) {
+      statusBar()->showMessage(
+          tr("No graph was logged for compile %1").arg(QString::fromStdString(f.compile)));
+      return;
+    }
+    show_graph(pick);
+    findings_view_->setCurrentIndex(findings_model_->index(row, 0));
+  }
+  if (f.node.empty()) return;
   const auto* g = doc_->graphs[static_cast<std::size_t>(current_)].graph;
-  if (const auto id = g->find_node(name.toStdString()); id != model::kNoNode) canvas_->select_node(id);
+  if (const auto id = g->find_node(f.node); id != model::kNoNode) canvas_->select_node(id);
 }
 
 void MainWindow::set_node_findings(std::vector<diff::Finding> findings) {

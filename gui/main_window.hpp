@@ -3,12 +3,18 @@
 // values, and a messages pane. Inputs are loaded on a worker thread (QtConcurrent) with a
 // cancellable progress dialog; a load that fails shows its message in the window and leaves the
 // previous document open. Recent files live in QSettings; files dropped on the window are opened.
+// Rank-diff mode (a trace of two or more ranks): the loader thread also runs the trace-level part
+// of `gparity graph ranks` (diff::classify_trace without graphs: the mesh read from DeviceMesh
+// specs, the Flight Recorder pg_config or the manifest, else inferred; the process groups; the
+// record facts); the shown graph is classified across ranks with that layout, and the findings
+// list holds the trace facts first, then the graph's findings.
 
 #include <QMainWindow>
 #include <QStringList>
 #include <memory>
 
 #include "diff/finding.hpp"
+#include "diff/rank_classify.hpp"
 #include "gui/document.hpp"
 
 class QComboBox;
@@ -55,7 +61,10 @@ class MainWindow final : public QMainWindow {
   [[nodiscard]] const NodeTableModel* node_table() const { return table_model_.get(); }
   [[nodiscard]] const NodeInspectorModel* inspector() const { return inspector_model_.get(); }
   [[nodiscard]] const FindingsModel* findings() const { return findings_model_.get(); }
-  /// Selects the node a findings row names (what a click on the row does).
+  /// The trace-level rank report of the open document (null unless it is a multi-rank trace).
+  [[nodiscard]] std::shared_ptr<const diff::TraceRanksReport> rank_report() const { return ranks_; }
+  /// Selects the node a findings row names (what a click on the row does); a trace fact first
+  /// shows a graph of its compile id (the shown rank's when it has one).
   void jump_to_finding(int row);
   [[nodiscard]] QString messages() const;
   [[nodiscard]] int current_graph() const { return current_; }
@@ -81,12 +90,14 @@ class MainWindow final : public QMainWindow {
   void build_menus();
   void add_recent(const QString& path);
   void refresh_recent_menu();
-  void adopt(std::shared_ptr<const Document> doc);
+  void adopt(std::shared_ptr<const Document> doc, std::shared_ptr<const diff::TraceRanksReport> ranks);
   void report(const QString& text);
   void on_node_selected(model::NodeId id);
   void classify_current();
+  void report_rank_facts();
 
   std::shared_ptr<const Document> doc_;
+  std::shared_ptr<const diff::TraceRanksReport> ranks_;  // trace-level rank facts of doc_
   int current_ = -1;
   GraphCanvas* canvas_ = nullptr;
   QComboBox* selector_ = nullptr;

@@ -198,14 +198,53 @@ QColor finding_color(diff::FindingClass c) {
   return {};
 }
 
+namespace {
+
+/// One row for a fact that splits the ranks into groups: each rank's value is its group's
+/// sequence, the fit column lists the groups.
+diff::RankFinding groups_row(const diff::FactGroups& fg) {
+  diff::RankFinding f;
+  f.cls = diff::FindingClass::Divergent;
+  f.field = fg.fact + " groups";
+  std::string groups;
+  for (const auto& g : fg.groups) {
+    std::string ranks;
+    for (const auto r : g.ranks) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      f.values.push_back({r, g.sequence});
+    }
+    groups += (groups.empty() ? "" : " | ") + ranks;
+  }
+  std::sort(f.values.begin(), f.values.end(),
+            [](const diff::RankValue& a, const diff::RankValue& b) { return a.rank < b.rank; });
+  f.note = std::to_string(fg.groups.size()) + " groups of ranks: " + groups;
+  return f;
+}
+
+}  // namespace
+
+void FindingsModel::set_trace_facts(std::vector<diff::RankFinding> facts,
+                                    const std::vector<diff::FactGroups>& groups) {
+  beginResetModel();
+  facts_.clear();
+  for (const auto& g : groups) facts_.push_back(groups_row(g));
+  for (auto& f : facts) facts_.push_back(std::move(f));
+  endResetModel();
+}
+
 void FindingsModel::set_classification(diff::GraphClassification c) {
   beginResetModel();
   c_ = std::move(c);
   endResetModel();
 }
 
+const diff::RankFinding& FindingsModel::finding(int row) const {
+  const auto r = static_cast<std::size_t>(row);
+  return r < facts_.size() ? facts_[r] : c_.findings[r - facts_.size()];
+}
+
 int FindingsModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(c_.findings.size());
+  return parent.isValid() ? 0 : static_cast<int>(facts_.size() + c_.findings.size());
 }
 
 int FindingsModel::columnCount(const QModelIndex& parent) const {
@@ -214,12 +253,14 @@ int FindingsModel::columnCount(const QModelIndex& parent) const {
 
 QVariant FindingsModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
-  const auto& f = c_.findings[static_cast<std::size_t>(index.row())];
+  const auto& f = finding(index.row());
   if (role == kNodeNameRole) return qs(f.node);
+  if (role == kCompileRole) return qs(f.compile);
   if (role == Qt::BackgroundRole && index.column() == Class) return QBrush(finding_color(f.cls));
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (index.column()) {
     case Class: return qs(diff::finding_class_name(f.cls));
+    case Compile: return qs(f.compile);
     case Node: return qs(f.node);
     case Field: return qs(f.field);
     case Values: {
@@ -227,7 +268,13 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
       for (const auto& v : f.values) parts << QStringLiteral("%1: %2").arg(v.rank).arg(qs(v.text));
       return parts.join(QStringLiteral("; "));
     }
-    case Function: return f.function ? qs(f.function->text()) : qs(f.note);
+    case Function: {
+      QString fit = f.function ? qs(f.function->text()) : QString();
+      if (f.function && !f.function->inferred_mesh.empty())
+        fit += QStringLiteral(" (mesh %1)").arg(qs(f.function->inferred_mesh));
+      if (!f.note.empty()) fit += (fit.isEmpty() ? QString() : QStringLiteral(" — ")) + qs(f.note);
+      return fit;
+    }
     default: return {};
   }
 }
@@ -235,7 +282,7 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
 QVariant FindingsModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole)
     return QAbstractTableModel::headerData(section, o, role);
-  static const char* const kNames[] = {"class", "node", "field", "per rank", "fit"};
+  static const char* const kNames[] = {"class", "compile", "node", "field", "per rank", "fit"};
   return section >= 0 && section < ColumnCount ? QString::fromLatin1(kNames[section]) : QVariant();
 }
 

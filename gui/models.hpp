@@ -5,8 +5,11 @@
 // - NodeInspectorModel: every field of one node, one column per rank holding the same graph
 //   (same compile id, kind and occurrence); cells whose text differs from rank 0's column are
 //   marked (kDiffersRole true, tinted background).
-// - FindingsModel: diff/'s rank classification of one graph across ranks (rank-parametric,
-//   device-parametric, divergent), one row per finding; kNodeNameRole gives the node to jump to.
+// - FindingsModel: the trace-level facts of a multi-rank trace (diff/trace_facts.hpp: compile
+//   ids, cache hit/miss, collective schedules, tensor metadata, schedule vs output code, and the
+//   groups of ranks each fact splits them into), then diff/'s rank classification of the shown
+//   graph across ranks (device-, rank-, process-group-parametric, divergent); one row per
+//   finding; kNodeNameRole gives the node to jump to, kCompileRole the compile id of a fact.
 // They hold a shared_ptr to the Document, so the graphs they point into stay alive. The models
 // only format what core/model parsed; they never parse.
 
@@ -30,6 +33,8 @@ inline constexpr int kNodeIdRole = Qt::UserRole + 2;
 
 /// Item data role: the node name of a finding row (QString, empty for graph-level findings).
 inline constexpr int kNodeNameRole = Qt::UserRole + 3;
+/// Item data role: the compile id a trace-level finding arises at (QString, empty otherwise).
+inline constexpr int kCompileRole = Qt::UserRole + 4;
 
 class GraphListModel final : public QAbstractListModel {
  public:
@@ -77,15 +82,22 @@ class NodeInspectorModel final : public QAbstractTableModel {
 
 class FindingsModel final : public QAbstractTableModel {
  public:
-  enum Column { Class, Node, Field, Values, Function, ColumnCount };
+  enum Column { Class, Compile, Node, Field, Values, Function, ColumnCount };
+  /// The trace-level rows, listed first whatever graph is shown: one per fact finding and one
+  /// per fact that splits the ranks into groups ("cache groups", the groups in the fit column).
+  void set_trace_facts(std::vector<diff::RankFinding> facts, const std::vector<diff::FactGroups>& groups);
+  [[nodiscard]] int trace_fact_rows() const { return static_cast<int>(facts_.size()); }
   void set_classification(diff::GraphClassification c);
   [[nodiscard]] const diff::GraphClassification& classification() const { return c_; }
+  /// The finding a row shows (trace facts, then the graph's findings); row must be valid.
+  [[nodiscard]] const diff::RankFinding& finding(int row) const;
   [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
   [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
 
  private:
+  std::vector<diff::RankFinding> facts_;
   diff::GraphClassification c_;
 };
 
