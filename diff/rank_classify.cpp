@@ -611,13 +611,13 @@ TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphN
   report.findings = std::move(facts.findings);
   report.fact_groups = std::move(facts.groups);
   for (auto& p : facts.problems) report.problems.push_back(std::move(p));
-  for (const auto& [key, graphs] : by_key) {
+  for (const auto& [key, rank_graphs] : by_key) {
     TraceGraphReport g;
     g.compile = std::get<0>(key);
     g.kind = std::get<1>(key);
     g.occurrence = std::get<2>(key);
-    for (const auto& rg : graphs) g.ranks.push_back(rg.rank);
-    g.classification = classify_ranks(graphs, norm, layout);
+    for (const auto& rg : rank_graphs) g.ranks.push_back(rg.rank);
+    g.classification = classify_ranks(rank_graphs, norm, layout);
     if (g.ranks.size() != report.ranks.size()) {
       RankFinding f;
       f.cls = FindingClass::Divergent;

@@ -17,16 +17,15 @@ namespace fs = std::filesystem;
 using gparity::testing::run_command;
 
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data";
-// ../shared relative to the source root (the main checkout), or $GPARITY_SHARED_DIR.
-fs::path shared_samples() {
-  if (const char* env = std::getenv("GPARITY_SHARED_DIR"))
-    return fs::path(env) / "samples" / "torch-2.11-dcp";
-  return fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
-}
-const fs::path kSamples = shared_samples();
+// The shared samples' torch-2.11-dcp (tests/support/shared_data.hpp); empty when absent.
+const fs::path kSamples = [] {
+  const auto d = gparity::testing::samples_dir();
+  return d ? fs::path(*d) / "torch-2.11-dcp" : fs::path();
+}();
 
-#define SKIP_WITHOUT_SAMPLES() \
-  if (!fs::exists(kSamples)) GTEST_SKIP() << "no " << kSamples.string()
+#define SKIP_WITHOUT_SAMPLES()                   \
+  if (kSamples.empty() || !fs::exists(kSamples)) \
+  GTEST_SKIP() << "no shared samples (../shared or $GPARITY_SAMPLES)"
 
 std::string sample(const std::string& rel) {
   return (kSamples / rel).string();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tests/support/run_command.hpp"
+#include "tests/support/shared_data.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tensorboard_writer.hpp"
 
@@ -336,12 +337,10 @@ TEST(CliEvidence, SourcesWithoutAManifestDeclareWhatTheirRanksRecorded) {
 }
 
 TEST(CliEvidence, SharedSamplesKeepTheirVerdicts) {
-  // ../shared beside the checkout (a worktree one level deeper: ../../shared), or the variable.
-  const char* env = std::getenv("GPARITY_SHARED_SAMPLES");
-  fs::path root = env != nullptr ? fs::path(env) : fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples";
-  if (env == nullptr && !fs::exists(root))
-    root = fs::path(GPARITY_SOURCE_DIR) / ".." / ".." / "shared" / "samples";
-  if (!fs::exists(root / "torch-2.11-fsdp2-2rank")) GTEST_SKIP() << "no " << root;
+  const auto samples = gparity::testing::samples_dir();  // ../shared/samples or $GPARITY_SAMPLES
+  if (!samples || !fs::exists(fs::path(*samples) / "torch-2.11-fsdp2-2rank"))
+    GTEST_SKIP() << "no shared samples";
+  const fs::path root(*samples);
   for (const auto* sample : {"torch-2.11-fsdp2-2rank", "torch-2.11-2x2mesh-mp"}) {
     const auto dir = root / sample;
     if (!fs::exists(dir)) continue;

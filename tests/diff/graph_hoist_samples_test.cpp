@@ -19,6 +19,7 @@
 #include "core/model/graph/hoist.hpp"
 #include "core/model/graph/process_groups.hpp"
 #include "diff/graph_diff.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace {
 
@@ -33,16 +34,10 @@ const std::set<std::string> kSliceTargets = {"aten.slice.Tensor", "aten.slice_sc
                                              "operator.getitem", "operator.setitem"};
 
 /// ../shared/samples (or $GPARITY_SHARED/samples); "" when absent.
-std::string shared_samples() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("GPARITY_SHARED")) candidates.emplace_back(fs::path(env) / "samples");
-  candidates.push_back(fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples");
-  candidates.push_back(fs::path(GPARITY_SOURCE_DIR) / ".." / ".." / "shared" / "samples");
-  for (const auto& c : candidates) {
-    std::error_code ec;
-    if (fs::is_directory(c / "torch-2.11-2x2mesh-mp", ec)) return c.string();
-  }
-  return {};
+std::string shared_samples() {  // ../shared/samples or $GPARITY_SAMPLES; "" when absent
+  const auto d = gparity::testing::samples_dir();
+  std::error_code ec;
+  return d && fs::is_directory(fs::path(*d) / "torch-2.11-2x2mesh-mp", ec) ? *d : std::string();
 }
 
 struct Outcome {

@@ -15,6 +15,7 @@
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
 #include "core/model/formats/dcp_record.hpp"
+#include "tests/support/shared_data.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
@@ -25,16 +26,15 @@ using gparity::model::hash_file;
 using gparity::model::InputError;
 
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
-// ../shared relative to the source root (the main checkout), or $GPARITY_SHARED_DIR.
-fs::path shared_samples() {
-  if (const char* env = std::getenv("GPARITY_SHARED_DIR"))
-    return fs::path(env) / "samples" / "torch-2.11-dcp";
-  return fs::path(GPARITY_SOURCE_DIR) / ".." / "shared" / "samples" / "torch-2.11-dcp";
-}
-const fs::path kSamples = shared_samples();
+// The shared samples' torch-2.11-dcp (tests/support/shared_data.hpp); empty when absent.
+const fs::path kSamples = [] {
+  const auto d = gparity::testing::samples_dir();
+  return d ? fs::path(*d) / "torch-2.11-dcp" : fs::path();
+}();
 
-#define SKIP_WITHOUT_SAMPLES() \
-  if (!fs::exists(kSamples)) GTEST_SKIP() << "no " << kSamples.string()
+#define SKIP_WITHOUT_SAMPLES()                   \
+  if (kSamples.empty() || !fs::exists(kSamples)) \
+  GTEST_SKIP() << "no shared samples (../shared or $GPARITY_SAMPLES)"
 
 // name without the DCP state-dict wrapper ("model.") -> digest
 std::map<std::string, gparity::model::TensorDigest> by_name(const FileDigest& d,
