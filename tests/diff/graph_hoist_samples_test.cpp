@@ -33,7 +33,6 @@ const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/"
 const std::set<std::string> kSliceTargets = {"aten.slice.Tensor", "aten.slice_scatter.default",
                                              "operator.getitem", "operator.setitem"};
 
-/// ../shared/samples (or $GPARITY_SHARED/samples); "" when absent.
 std::string shared_samples() {  // ../shared/samples or $GPARITY_SAMPLES; "" when absent
   const auto d = gparity::testing::samples_dir();
   std::error_code ec;
