@@ -96,7 +96,10 @@ for name in sys.argv[3:]:
 )PY";
   const auto path = std::filesystem::temp_directory_path() / "gparity_replay_bench.py";
   std::ofstream(path) << script;
-  std::string cmd = "/usr/bin/python3 " + path.string() + " " + dir.string() + " " + std::to_string(iters);
+  // GPARITY_PYTHON: the interpreter with torch (the GPU machine's is `python3`, not /usr/bin's).
+  const char* py = std::getenv("GPARITY_PYTHON");
+  std::string cmd = std::string(py != nullptr && *py != '\0' ? py : "/usr/bin/python3") + " " +
+                    path.string() + " " + dir.string() + " " + std::to_string(iters);
   for (const char* n : kGraphs) cmd += std::string(" ") + n;
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   std::vector<std::pair<double, double>> out;
@@ -117,7 +120,9 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   const auto py = python_runs(dir, iters);
   if (py.size() != kGraphs.size()) {
-    std::fprintf(stderr, "bench_replay: the Python side failed (needs /usr/bin/python3 with torch)\n");
+    std::fprintf(
+        stderr,
+        "bench_replay: the Python side failed (needs torch in /usr/bin/python3 or $GPARITY_PYTHON)\n");
     return 2;
   }
   std::printf("%-24s %5s %14s %14s %14s %8s\n", "graph", "ops", "replay us/node", "fx us/node", "gm us/node",

@@ -107,7 +107,7 @@ done
 
 if want 4; then
   say "4. bench_replay (CPU)"
-  GPARITY_TORCHOPS= timeout 300 "$build/bench/bench_replay" 1000 2>&1 | tee "$out/bench_replay.txt"
+  GPARITY_TORCHOPS= GPARITY_PYTHON=python3 timeout 300 "$build/bench/bench_replay" 1000 2>&1 | tee "$out/bench_replay.txt"
 fi
 say "summary"
 cat "$out/summary.txt"
