@@ -14,8 +14,8 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
-#include "diff/node_compare.hpp"
 #include "diff/nccl_rings.hpp"
+#include "diff/node_compare.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {

@@ -349,9 +349,9 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
     n.extra = extras(*it, {"algo", "graph_file", "rings", "ring_pattern", "ring_seed", "graph_error"});
     m.nccl = std::move(n);
   }
-  m.extra = extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names",
-                       "ranks", "framework_versions", "command_line", "config_fingerprint", "start_time",
-                       "nccl"});
+  m.extra =
+      extras(j, {"schema_version", "format", "run_id", "world_size", "mesh_shape", "mesh_dim_names", "ranks",
+                 "framework_versions", "command_line", "config_fingerprint", "start_time", "nccl"});
   m.extra.erase("steps");
   return m;
 }
