@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
@@ -52,7 +53,8 @@ struct ReplayCliOptions {
   std::uint64_t seed = 0;
   std::string int_range;
   bool per_rank_inputs = false;
-  std::vector<std::string> syms, groups, flight_recorders;
+  std::vector<std::string> syms;
+  GroupOptions groups;  // --group, --flight-recorder, --no-flight-recorder
   bool no_hash = false;
   bool json = false;
   double timeout_s = 120;
@@ -107,14 +109,6 @@ const model::GraphEntry& pick(const model::GraphCollection& c, const std::string
 
 std::string device_of(const ReplayCliOptions& o, const runtime::RankEnv& env) {
   return o.device == "cuda" ? "cuda:" + std::to_string(env.local_rank) : "cpu";
-}
-
-/// The process groups: the Flight Recorder dumps' pg_config (--flight-recorder, else the dumps
-/// beside SOURCE) and --group specs.
-model::ProcessGroupTable group_table(const ReplayCliOptions& o) {
-  const auto dumps =
-      o.flight_recorders.empty() ? model::flight_recorder_dumps_near(o.source) : o.flight_recorders;
-  return model::load_group_table(dumps, o.groups);
 }
 
 runtime::GroupRanks group_ranks(const model::ProcessGroupTable& table) {
@@ -253,7 +247,8 @@ int run_one_rank(const ReplayCliOptions& o) {
   if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
     throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
   const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
-  const auto table = group_table(o);
+  std::vector<std::string> dumps_used;
+  const auto table = o.groups.load(o.source, dumps_used);
   const auto job = [&](std::string label, const model::GraphEntry& e) {
     runtime::ReplayPlacement p;
     p.source_rank = std::max(e.rank, 0);
@@ -422,11 +417,7 @@ void register_replay(CLI::App& app, Action& action) {
                   "Generated integer inputs uniform in [LO, HI) (default: zeros)");
   cmd->add_flag("--per-rank-inputs", o->per_rank_inputs, "Generated inputs differ between ranks");
   cmd->add_option("--sym", o->syms, "Value of a symbolic size, NAME=INTEGER (repeatable)");
-  cmd->add_option("--group", o->groups, "Ranks of a process group, NAME=RANK,RANK,... (repeatable)");
-  cmd->add_option(
-      "--flight-recorder", o->flight_recorders,
-      "Flight Recorder dump whose pg_config names the groups, for collectives and group hoisting "
-      "(repeatable; default: rank<r>_flight_recorder.json beside SOURCE or in its parent folder)");
+  o->groups.add_to(cmd);
   cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "One JSON summary line per rank");

@@ -1,6 +1,6 @@
 #pragma once
 // `--group NAME=RANKS` and `--flight-recorder PATH` for the commands that hoist process-group
-// names (`graph hoist`, `graph devices`): the group table comes from the dumps given, else from
+// names (`graph hoist`, `graph devices`, `replay`): the group table comes from the dumps given, else from
 // the rank<r>_flight_recorder.json files found beside the graph source, plus the --group specs.
 
 #include <CLI/CLI.hpp>
