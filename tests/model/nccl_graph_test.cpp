@@ -53,6 +53,21 @@ TEST(NcclGraph, ReadsTheDumpFromFourH200s) {
   EXPECT_EQ(*f.ring_graph()->attr("id"), "0");
 }
 
+TEST(NcclGraph, TwoGpuDumpHasOneRingWhateverThePattern) {
+  // NCCL 2.28.9's own dump of 2 H200s (written during `gparity run --ring-orders` on the device),
+  // with `dev="0x1"` in hex: it reads, writes back unchanged, and every pattern leaves one ring,
+  // since 0 1 and 1 0 are the same cycle: two ranks cannot show a ring-order effect.
+  const std::string dump = std::string(GPARITY_SOURCE_DIR) + "/tests/data/nccl/graph-dump-2xh200-ring.xml";
+  const auto text = slurp(dump);
+  EXPECT_EQ(write_nccl_graph_xml(parse_nccl_graph_xml(text, dump)), text);
+  for (const auto p : {RingPattern::ReverseOdd, RingPattern::Rotate, RingPattern::Random}) {
+    auto f = parse_nccl_graph_xml(text, dump);
+    const auto rw = rewrite_ring_orders(f, p, 1, 2);
+    EXPECT_EQ(rw.after.size(), 12U);
+    EXPECT_EQ(rw.distinct_after, 1U) << ring_pattern_name(p);
+  }
+}
+
 TEST(NcclGraph, WritesItBackByteForByte) {
   // NCCL's reader accepts only its own layout; an unchanged file must round-trip exactly.
   const auto text = slurp(kDump);
