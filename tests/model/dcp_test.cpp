@@ -26,15 +26,11 @@ using gparity::model::hash_file;
 using gparity::model::InputError;
 
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
-// The shared samples' torch-2.11-dcp (tests/support/shared_data.hpp); empty when absent.
-const fs::path kSamples = [] {
-  const auto d = gparity::testing::samples_dir();
-  return d ? fs::path(*d) / "torch-2.11-dcp" : fs::path();
-}();
+// The shared samples' torch-2.11-dcp; empty when absent.
+const fs::path kSamples = gparity::testing::sample_folder("torch-2.11-dcp");
 
-#define SKIP_WITHOUT_SAMPLES()                   \
-  if (kSamples.empty() || !fs::exists(kSamples)) \
-  GTEST_SKIP() << "no shared samples (../shared or $GPARITY_SAMPLES)"
+#define SKIP_WITHOUT_SAMPLES() \
+  if (kSamples.empty()) GTEST_SKIP() << "no shared samples (../shared or $GPARITY_SAMPLES)"
 
 // name without the DCP state-dict wrapper ("model.") -> digest
 std::map<std::string, gparity::model::TensorDigest> by_name(const FileDigest& d,

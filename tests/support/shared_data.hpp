@@ -29,4 +29,12 @@ inline std::optional<std::string> samples_dir() {
   return shared_data("GPARITY_SAMPLES", "samples");
 }
 
+/// One folder of the samples (…/samples/<name>); empty when absent.
+inline std::filesystem::path sample_folder(const std::string& name) {
+  const auto dir = samples_dir();
+  if (!dir) return {};
+  auto p = std::filesystem::path(*dir) / name;
+  return std::filesystem::exists(p) ? p : std::filesystem::path();
+}
+
 }  // namespace gparity::testing
