@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
-# `cat > /dev/null` of a DCP checkpoint's files vs `gparity hash --threads N` of the folder,
-# side by side: the two alternate, REPS times each, and the ratio of their median times is
-# the hash's speed as a fraction of cat's (issue 11's goal: >= 0.70).
+# `cat > /dev/null` of DCP checkpoints' files vs `gparity hash --threads N` of the folders, side by
+# side: the two alternate, REPS times each, and the ratio of their median times is the hash's
+# speed as a fraction of cat's (issue 11's goal: >= 0.70). Several folders go to one cat and one
+# gparity command, as a user hashes the checkpoints of a run.
 #
-#   scripts/dcp-hash-vs-cat.sh GPARITY DIR [THREADS=2] [REPS=5]
+#   scripts/dcp-hash-vs-cat.sh [--threads N=2] [--reps N=5] GPARITY DIR...
 #   DROP_CACHES=1  drop the page cache before every timed command (root only; else warm runs)
 #
 # Prints one line per run and a summary; the last line is `ratio R`.
 set -uo pipefail
+threads=2
+reps=5
+while [ $# -gt 0 ]; do
+  case $1 in
+    --threads) threads=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 if [ $# -lt 2 ]; then
-  sed -n '2,9p' "$0"
+  sed -n '2,10p' "$0"
   exit 2
 fi
 gparity=$1
-dir=$2
-threads=${3:-2}
-reps=${4:-5}
-[ -f "$dir/.metadata" ] || { echo "dcp-hash-vs-cat: $dir has no .metadata" >&2; exit 2; }
-files=("$dir"/.metadata "$dir"/*)
+shift
+dirs=("$@")
+files=()
+for dir in "${dirs[@]}"; do
+  [ -f "$dir/.metadata" ] || { echo "dcp-hash-vs-cat: $dir has no .metadata" >&2; exit 2; }
+  files+=("$dir"/.metadata "$dir"/*)
+done
 bytes=$(cat "${files[@]}" | wc -c)
 
 mode=warm
@@ -41,7 +53,7 @@ for ((i = 1; i <= reps; ++i)); do
   t1=$(now)
   drop
   t2=$(now)
-  "$gparity" hash --threads "$threads" "$dir" >/dev/null || { echo "gparity hash failed" >&2; exit 1; }
+  "$gparity" hash --threads "$threads" "${dirs[@]}" >/dev/null || { echo "gparity hash failed" >&2; exit 1; }
   t3=$(now)
   c=$(calc "$t1 - $t0")
   h=$(calc "$t3 - $t2")
@@ -53,7 +65,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) 
 mc=$(median "${cat_t[@]}")
 mh=$(median "${hash_t[@]}")
 gib=$(calc "$bytes / 1073741824")
-printf '%s: %.3f GiB in %d files, %s page cache, %d reps, load %s\n' "$dir" "$gib" "${#files[@]}" "$mode" \
+printf '%s: %.3f GiB in %d files, %s page cache, %d reps, load %s\n' "${dirs[*]}" "$gib" "${#files[@]}" "$mode" \
   "$reps" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'cat  median %.3f s (%.2f GiB/s)\n' "$mc" "$(calc "$gib / $mc")"
 printf 'hash median %.3f s (%.2f GiB/s, --threads %d)\n' "$mh" "$(calc "$gib / $mh")" "$threads"

@@ -71,12 +71,12 @@ tail -2 "$out/hash-bad.txt"
 rm -rf "$bad"
 
 say "cat vs gparity hash --threads 4, cold cache (dropped before each command)"
-DROP_CACHES=1 bash "$src/scripts/dcp-hash-vs-cat.sh" "$G" "$ckpt" 4 5 2>&1 | tee "$out/bench.txt"
+DROP_CACHES=1 bash "$src/scripts/dcp-hash-vs-cat.sh" --threads 4 --reps 5 "$G" "$ckpt" 2>&1 | tee "$out/bench.txt"
 say "cat vs gparity hash --threads 4, warm cache"
-bash "$src/scripts/dcp-hash-vs-cat.sh" "$G" "$ckpt" 4 5 2>&1 | tee -a "$out/bench.txt"
+bash "$src/scripts/dcp-hash-vs-cat.sh" --threads 4 --reps 5 "$G" "$ckpt" 2>&1 | tee -a "$out/bench.txt"
 say "cat vs gparity hash --threads 2 and 8, warm cache"
-bash "$src/scripts/dcp-hash-vs-cat.sh" "$G" "$ckpt" 2 3 2>&1 | tail -3 | tee -a "$out/bench.txt"
-bash "$src/scripts/dcp-hash-vs-cat.sh" "$G" "$ckpt" 8 3 2>&1 | tail -3 | tee -a "$out/bench.txt"
+bash "$src/scripts/dcp-hash-vs-cat.sh" --threads 2 --reps 3 "$G" "$ckpt" 2>&1 | tail -3 | tee -a "$out/bench.txt"
+bash "$src/scripts/dcp-hash-vs-cat.sh" --threads 8 --reps 3 "$G" "$ckpt" 2>&1 | tail -3 | tee -a "$out/bench.txt"
 
 say "bench_dcp_hash (4 threads, warm)"
 GPARITY_BENCH_DCP=$ckpt GPARITY_BENCH_THREADS=4 timeout 120 "$build/bench/bench_dcp_hash" \

@@ -127,6 +127,34 @@ TEST(Dcp, TruncatedDataFileIsReportedWithFileAndRange) {
   EXPECT_NE(msg.find("outside"), std::string::npos) << msg;
 }
 
+TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
+  gparity::testing::TempDir tmp;
+  const auto bad = copy_checkpoint(tmp, kData + "/grid");
+  fs::resize_file(fs::path(bad) / "__1_0.distcp", 1000);
+  const std::vector<std::string> good{kData + "/grid.safetensors", kData + "/grid", kData + "/grid.safetensors"};
+  std::vector<std::string> seen;
+  const auto all = gparity::model::hash_files(good, {2}, [&](std::size_t k, const std::string& p) {
+    EXPECT_EQ(k, seen.size() + 1);
+    seen.push_back(p);
+  });
+  ASSERT_EQ(all.size(), 3U);
+  EXPECT_EQ(seen.size(), 3U);
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    const auto one = hash_file(good[i], {1});
+    EXPECT_EQ(all[i].path, good[i]);
+    ASSERT_EQ(all[i].tensors.size(), one.tensors.size());
+    for (std::size_t t = 0; t < one.tensors.size(); ++t) EXPECT_EQ(all[i].tensors[t].xxh3, one.tensors[t].xxh3);
+  }
+  // The bad checkpoint is reported, whichever thread finished first; the good ones still ran.
+  const std::vector<std::string> mixed{kData + "/grid", bad, kData + "/nope"};
+  try {
+    (void)gparity::model::hash_files(mixed, {3});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("__1_0.distcp"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
   gparity::testing::TempDir tmp;
   const auto dir = copy_checkpoint(tmp, kData + "/grid");

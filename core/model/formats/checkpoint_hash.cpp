@@ -322,6 +322,38 @@ FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptio
   return out;
 }
 
+std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options,
+                                   const std::function<void(std::size_t, const std::string&)>& done) {
+  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Paths in parallel: a checkpoint too small to share among threads (one per 8 MiB) still
+  // keeps a thread busy beside the others.
+  const auto workers = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
+  const CheckpointHashOptions each{std::max(1u, threads / workers)};
+  std::vector<FileDigest> out(paths.size());
+  std::vector<std::exception_ptr> errors(paths.size());
+  std::atomic<std::size_t> next{0};
+  std::size_t finished = 0;
+  std::mutex mu;
+  const auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      try {
+        out[i] = hash_file(paths[i], each);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      const std::lock_guard lock(mu);
+      if (done) done(++finished, paths[i]);
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  pool.clear();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
 FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options) {
   if (is_dcp_checkpoint(path)) return hash_dcp_checkpoint(path, options);
   FileDigest out{path, "raw", {}, {}};

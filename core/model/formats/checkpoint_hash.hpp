@@ -9,7 +9,9 @@
 // same tensor gives in a safetensors file, whatever the sharding.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,12 @@ struct CheckpointHashOptions {
 /// Hashes a DCP checkpoint folder, a .safetensors file tensor by tensor, or any other file as
 /// one raw byte tensor (elements of 1 byte). Errors are InputError.
 FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options = {});
+
+/// Hashes several paths, as many at a time as options.threads allows (each with its share of the
+/// threads), results in the order of `paths`. `done(k, path)` is called (serialised) after each
+/// path, k counting the paths done so far. Errors: the first failing path in `paths` order.
+std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options = {},
+                                   const std::function<void(std::size_t, const std::string&)>& done = {});
 
 /// Hashes a DCP checkpoint folder (tensors in registration order).
 FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options = {});
