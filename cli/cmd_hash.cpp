@@ -87,13 +87,14 @@ void register_hash(CLI::App& app, Action& action) {
       "(docs/hashing.md, docs/checkpoints.md).");
   cmd->add_option("PATH", opts->files, "Files or DCP checkpoint folders to hash")->required();
   cmd->add_option("--threads", opts->threads,
-                  "Threads (0 = all cores): paths are hashed in parallel, and a DCP checkpoint's tensors with at most one thread per 8 MiB");
+                  "Threads (0 = all cores): paths are hashed in parallel, and a DCP checkpoint's tensors "
+                  "with at most one thread per 8 MiB");
   cmd->add_flag("--json", opts->json, "Machine-readable output");
   cmd->callback([opts, &action] {
     action = [opts] {
       ProgressBar progress("hashing", opts->files.size());
-      const auto digests = model::hash_files(opts->files, {opts->threads},
-                                             [&](std::size_t k, const std::string& f) { progress.update(k, f); });
+      const auto digests = model::hash_files(
+          opts->files, {opts->threads}, [&](std::size_t k, const std::string& f) { progress.update(k, f); });
       progress.finish();
       if (opts->json) {
         std::cout << to_json(digests).dump(2) << '\n';

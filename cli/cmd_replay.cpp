@@ -29,6 +29,7 @@
 #include "core/model/graph/hoist.hpp"
 #include "core/model/graph/process_groups.hpp"
 #include "core/model/run/trace_writer.hpp"
+#include "core/runtime/interpreter/captured_replay.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/device_remap.hpp"
 #include "core/runtime/interpreter/inputs.hpp"
@@ -56,6 +57,10 @@ struct ReplayCliOptions {
   std::vector<std::string> syms;
   GroupOptions groups;  // --group, --flight-recorder, --no-flight-recorder
   bool no_hash = false;
+  int repeat = 0;  // timed runs after the recorded one
+  bool cuda_graph = false;
+  int cuda_graph_warmup = 2;
+  bool cuda_graph_check = false;
   bool json = false;
   double timeout_s = 120;
 };
@@ -73,6 +78,10 @@ std::string own_executable() {
   return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string("gparity-run");
 }
 
+/// pick()'s rank when the caller names none: the source's first rank. (An int, not an optional:
+/// GCC 12 cannot follow an optional through pick()'s inlining, -Wmaybe-uninitialized.)
+constexpr int kNoRank = -1;
+
 /// One graph this rank runs, with its label in the records, as it runs it (hoisted to this rank).
 struct Job {
   std::string label;
@@ -80,11 +89,11 @@ struct Job {
   model::HoistResult hoisted;
 };
 
-const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path,
-                              std::optional<int> rank, const std::string& kind, const std::string& compile_id,
+const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path, int rank,
+                              const std::string& kind, const std::string& compile_id,
                               std::optional<std::size_t> index) {
   model::GraphSelector s;
-  if (!c.ranks.empty()) s.rank = rank.value_or(c.ranks.front());
+  if (!c.ranks.empty()) s.rank = rank == kNoRank ? c.ranks.front() : rank;
   s.kind = kind;
   s.occurrence = index;
   if (!compile_id.empty()) {
@@ -234,8 +243,102 @@ void write_graph_records(const std::string& run_dir, int rank, const Job& j, mod
   write(write, j.hoisted.graph, j.label);
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+nlohmann::json timing_json(const std::vector<double>& ms) {
+  return {{"runs", ms.size()},
+          {"median_ms", median(ms)},
+          {"min_ms", ms.empty() ? 0.0 : *std::min_element(ms.begin(), ms.end())},
+          {"ms", ms}};
+}
+
+nlohmann::json memory_json(const runtime::DeviceMemory& m) {
+  return {{"peak_allocated", m.peak_allocated}, {"peak_reserved", m.peak_reserved}};
+}
+
+/// --repeat: the graph again on the same bound inputs, each run timed (device synchronised),
+/// hashing as the recorded run did (the records are not written again).
+std::vector<double> timed_reruns(runtime::Interpreter& interp, runtime::InputSource& inputs, int runs,
+                                 bool hash, int device_index) {
+  std::vector<double> ms;
+  const auto sync = [&] {
+    if (device_index >= 0) runtime::synchronize_device(device_index);
+  };
+  for (int r = 0; r < runs; ++r) {
+    sync();
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)interp.rerun(inputs, {.hash = hash});
+    sync();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return ms;
+}
+
+/// --cuda-graph: the job's graph uncaptured and captured (core/runtime/interpreter/captured_replay),
+/// both hashed after they finish; records labelled `job.label` and "cuda-graph". Returns the
+/// verdict's exit code.
+int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, const Job& job,
+                    runtime::Interpreter& interp, runtime::InputSource& inputs, runtime::GroupComm* comm,
+                    model::TraceWriter& writer, nlohmann::json& summary) {
+  Job captured_job = job;
+  captured_job.label = "cuda-graph";
+  write_graph_records(o.out, env.rank, captured_job, writer);
+  std::vector<model::NodeRecord> plain, captured;
+  const auto keep = [&](std::vector<model::NodeRecord>& into, const std::string& label) {
+    return [&into, &writer, label, top = job.label](const model::NodeRecord& r) {
+      model::NodeRecord copy = r;
+      const bool top_level = copy.graph == top;
+      copy.graph = label + copy.graph.substr(top.size());
+      writer.write_node(copy);
+      if (top_level) into.push_back(std::move(copy));
+    };
+  };
+  runtime::CapturedReplayOptions co;
+  co.device_index = env.local_rank;
+  co.warmup = o.cuda_graph_warmup;
+  co.runs = std::max(1, o.repeat);
+  co.check = o.cuda_graph_check;
+  co.comm = comm;
+  interp.bind_inputs(inputs);
+  const auto r =
+      runtime::run_captured(interp, inputs, co, keep(plain, job.label), keep(captured, "cuda-graph"));
+  const auto v = compare_jobs(job, plain, r.uncaptured_outputs, captured_job, captured, r.captured_outputs);
+  const std::string text = (v.equal ? "captured replay bitwise equal to the uncaptured run"
+                                    : "captured replay differs from the uncaptured run") +
+                           (v.text.empty() ? "" : "; " + v.text);
+  nlohmann::json cg = {{"warmup", co.warmup},
+                       {"static_inputs", r.static_inputs},
+                       {"static_bytes", r.static_bytes},
+                       {"copied_inputs", r.copied_inputs},
+                       {"copies_per_replay", r.copies.copies_per_replay()},
+                       {"bytes_per_replay", r.copies.bytes_per_replay()},
+                       {"uncaptured", timing_json(r.uncaptured_ms)},
+                       {"captured", timing_json(r.replay_ms)},
+                       {"memory_uncaptured", memory_json(r.uncaptured_memory)},
+                       {"memory_captured", memory_json(r.captured_memory)},
+                       {"check", co.check}};
+  summary["cuda_graph"] = cg;
+  summary["verdict"] = v.json;
+  summary["verdict"]["text"] = text;
+  writer.write_event({"cuda_graph", std::nullopt, text, cg});
+  writer.write_event({"replay_verdict", std::nullopt, text, summary["verdict"]});
+  if (!o.json)
+    std::cout << "rank " << env.rank << ": " << job.label << " captured as a CUDA graph (" << r.static_inputs
+              << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
+              << r.copies.bytes_per_replay() << " bytes): uncaptured " << median(r.uncaptured_ms)
+              << " ms, replay " << median(r.replay_ms) << " ms (median of " << co.runs << ")\n"
+              << "rank " << env.rank << ": " << text << std::endl;
+  return v.equal ? kExitParity : kExitDivergence;
+}
+
 int run_one_rank(const ReplayCliOptions& o) {
   const auto env = runtime::rank_env_from_environment();
+  if (o.device == "cuda") runtime::require_cuda_device(env.local_rank);
   const auto device = device_of(o, env);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   const auto symbols = parse_syms(o.syms);
@@ -243,7 +346,7 @@ int run_one_rank(const ReplayCliOptions& o) {
 
   const auto coll = model::load_graphs(o.source);
   const bool multi = coll.ranks.size() > 1;
-  const auto own_rank = o.rank ? o.rank : (multi ? std::optional<int>(env.rank) : std::nullopt);
+  const int own_rank = o.rank ? *o.rank : (multi ? env.rank : kNoRank);
   if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
     throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
   const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
@@ -268,9 +371,7 @@ int run_one_rank(const ReplayCliOptions& o) {
                          o.compile_id, o.index);
     jobs.push_back(job("b", b));
   } else if (o.coor) {
-    const auto& r0 =
-        pick(coll, o.source, coll.ranks.empty() ? std::nullopt : std::optional<int>(coll.ranks.front()),
-             o.kind, o.compile_id, o.index);
+    const auto& r0 = pick(coll, o.source, kNoRank, o.kind, o.compile_id, o.index);
     jobs.push_back(job("coor", r0));
   }
   for (const auto& j : jobs) {
@@ -291,6 +392,22 @@ int run_one_rank(const ReplayCliOptions& o) {
   std::vector<std::vector<model::NodeRecord>> records(jobs.size());
   std::vector<std::vector<model::NodeRecord>> outputs(jobs.size());
   nlohmann::json summary = {{"rank", env.rank}, {"graphs", nlohmann::json::array()}};
+  const int device_index = o.device == "cuda" ? env.local_rank : -1;
+  if (o.cuda_graph) {
+    runtime::InterpretOptions io;
+    io.label = jobs[0].label;
+    io.source = jobs[0].entry->source;
+    io.device = device;
+    io.symbols = symbols;
+    io.comm = comm.get();
+    io.rng_seed = o.seed;
+    runtime::Interpreter interp(jobs[0].hoisted.graph, io);
+    runtime::InputSource inputs(inputs_opts);
+    const int code = replay_captured(o, env, jobs[0], interp, inputs, comm.get(), writer, summary);
+    if (comm) comm->barrier("end of replay");
+    if (o.json) std::cout << summary.dump() << std::endl;
+    return code;
+  }
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     runtime::InterpretOptions io;
     io.label = jobs[j].label;
@@ -311,6 +428,7 @@ int run_one_rank(const ReplayCliOptions& o) {
     });
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const auto reruns = timed_reruns(interp, inputs, o.repeat, !o.no_hash, device_index);
     summary["graphs"].push_back({{"label", jobs[j].label},
                                  {"source", jobs[j].entry->source},
                                  {"ops", interp.op_nodes()},
@@ -321,10 +439,15 @@ int run_one_rank(const ReplayCliOptions& o) {
                                    {"annotation", jobs[j].hoisted.count(model::HoistChangeKind::Annotation)},
                                    {"group", jobs[j].hoisted.count(model::HoistChangeKind::ProcessGroup)},
                                    {"unresolved", jobs[j].hoisted.unresolved.size()}}}});
-    if (!o.json)
+    if (!reruns.empty()) summary["graphs"].back()["repeat"] = timing_json(reruns);
+    if (!o.json) {
       std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].entry->source
-                << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms"
-                << std::endl;
+                << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";
+      if (!reruns.empty())
+        std::cout << "; " << reruns.size() << " more runs" << (o.no_hash ? " without hashing" : "")
+                  << ": median " << median(reruns) << " ms";
+      std::cout << std::endl;
+    }
   }
   int code = kExitParity;
   if (jobs.size() == 2) {
@@ -419,12 +542,28 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_option("--sym", o->syms, "Value of a symbolic size, NAME=INTEGER (repeatable)");
   o->groups.add_to(cmd);
   cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
+  cmd->add_option("--repeat", o->repeat,
+                  "Run each graph N more times on the same inputs, timed (median in the summary)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--cuda-graph", o->cuda_graph,
+                "Capture the graph as a CUDA graph and replay it beside the uncaptured run; verdict: "
+                "bitwise equal or the first divergent node (docs/cuda-graphs.md)");
+  cmd->add_option("--cuda-graph-warmup", o->cuda_graph_warmup, "Uncaptured runs before the capture")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_flag("--cuda-graph-check", o->cuda_graph_check,
+                "Before every replay, check that the static inputs and symbols are as captured");
   cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "One JSON summary line per rank");
   cmd->callback([o, &action] {
     action = [o] {
       if (!o->against.empty() && o->coor) {
         std::cerr << "gparity: error: --against and --coor exclude each other\n";
+        return kExitBadInput;
+      }
+      if (o->cuda_graph && (!o->against.empty() || o->coor || o->device != "cuda" || o->no_hash)) {
+        std::cerr << "gparity: error: --cuda-graph runs one graph on --device cuda and compares hashes "
+                     "(no --against, --coor or --no-hash)\n";
         return kExitBadInput;
       }
       try {

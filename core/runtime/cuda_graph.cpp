@@ -28,6 +28,15 @@ bool cuda_graphs_available() noexcept {
 #endif
 }
 
+void require_cuda_device(int local_rank) {
+  if (!cuda_graphs_available())
+    throw std::invalid_argument("--device cuda needs a LibTorch with CUDA; this build has none");
+  const int n = cuda_device_count();
+  if (local_rank >= n)
+    throw std::invalid_argument("--device cuda: local rank " + std::to_string(local_rank) + " has no GPU (" +
+                                std::to_string(n) + " visible)");
+}
+
 StaticTensor static_tensor(const std::string& name, const at::Tensor& t) {
   StaticTensor s;
   s.name = name;
@@ -40,6 +49,10 @@ StaticTensor static_tensor(const std::string& name, const at::Tensor& t) {
 }
 
 #if GPARITY_TORCH_CUDA
+
+int cuda_device_count() noexcept {
+  return static_cast<int>(c10::cuda::device_count());
+}
 
 struct CaptureStream::Impl {
   c10::cuda::CUDAStream previous;
@@ -117,12 +130,12 @@ void StepGraphs::capture_backward(const std::function<void()>& fn) {
   impl_->capture(impl_->backward, "backward", fn);
 }
 bool StepGraphs::captured() const noexcept {
-  return impl_->forward && impl_->backward;
+  return impl_->forward != nullptr;
 }
 void StepGraphs::replay() {
   if (!captured()) throw std::logic_error("StepGraphs::replay before capture");
   impl_->forward->replay();
-  impl_->backward->replay();
+  if (impl_->backward) impl_->backward->replay();
 }
 void StepGraphs::release() {
   // Backward first: it was captured last into the shared pool. The pool goes back to the
@@ -160,6 +173,10 @@ void synchronize_device(int device_index) {
 }
 
 #else  // no CUDA in this LibTorch
+
+int cuda_device_count() noexcept {
+  return 0;
+}
 
 struct CaptureStream::Impl {};
 CaptureStream::CaptureStream(int /*device_index*/) {

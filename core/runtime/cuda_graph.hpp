@@ -57,8 +57,9 @@ class StepGraphs {
   /// the phase named.
   void capture_forward(const std::function<void()>& fn);
   void capture_backward(const std::function<void()>& fn);
+  /// The forward is captured (a replayed graph is one "forward" graph without a backward).
   [[nodiscard]] bool captured() const noexcept;
-  /// Forward then backward, enqueued on the current stream.
+  /// Forward then backward (if captured), enqueued on the current stream.
   void replay();
   /// Destroys the graphs and gives their pool back to the allocator. Idempotent.
   void release();
@@ -67,6 +68,11 @@ class StepGraphs {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// GPUs this process sees (0 without CUDA in this LibTorch).
+int cuda_device_count() noexcept;
+/// Throws std::invalid_argument, saying why, when `local_rank` has no GPU here ("--device cuda").
+void require_cuda_device(int local_rank);
 
 /// A tensor as a static input of a captured graph (address, shape, dtype, bytes).
 StaticTensor static_tensor(const std::string& name, const at::Tensor& t);

@@ -131,7 +131,8 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
   gparity::testing::TempDir tmp;
   const auto bad = copy_checkpoint(tmp, kData + "/grid");
   fs::resize_file(fs::path(bad) / "__1_0.distcp", 1000);
-  const std::vector<std::string> good{kData + "/grid.safetensors", kData + "/grid", kData + "/grid.safetensors"};
+  const std::vector<std::string> good{kData + "/grid.safetensors", kData + "/grid",
+                                      kData + "/grid.safetensors"};
   std::vector<std::string> seen;
   const auto all = gparity::model::hash_files(good, {2}, [&](std::size_t k, const std::string& p) {
     EXPECT_EQ(k, seen.size() + 1);
@@ -143,7 +144,8 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
     const auto one = hash_file(good[i], {1});
     EXPECT_EQ(all[i].path, good[i]);
     ASSERT_EQ(all[i].tensors.size(), one.tensors.size());
-    for (std::size_t t = 0; t < one.tensors.size(); ++t) EXPECT_EQ(all[i].tensors[t].xxh3, one.tensors[t].xxh3);
+    for (std::size_t t = 0; t < one.tensors.size(); ++t)
+      EXPECT_EQ(all[i].tensors[t].xxh3, one.tensors[t].xxh3);
   }
   // The bad checkpoint is reported, whichever thread finished first; the good ones still ran.
   const std::vector<std::string> mixed{kData + "/grid", bad, kData + "/nope"};

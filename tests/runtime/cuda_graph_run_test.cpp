@@ -191,5 +191,34 @@ TEST(CudaGraphRun, KilledRankIsNamedWhileGraphsReplay) {
   EXPECT_GE(t0.steps.size(), 2u);
 }
 
+TEST(CudaGraphReplay, CapturedGraphIsBitwiseEqualToTheUncapturedRun) {
+  SKIP_WITHOUT_GPUS(1);
+  // The attention block's forward and backward (samples/replay): SDPA, in-place-free AOT graphs;
+  // the MLP backward writes no input either. Every node's tensors after the last replay equal
+  // the uncaptured run's.
+  const auto samples = std::filesystem::path(GPARITY_SOURCE_DIR) / "samples" / "replay";
+  for (const char* g : {"attention_aot_forward.txt", "attention_aot_backward.txt", "mlp_aot_backward.txt"}) {
+    TempDir dir;
+    const auto out = dir.path() / "run";
+    const auto r =
+        run_command(GPARITY_EXE, {"replay", (samples / g).string(), "--out", out.string(), "--device", "cuda",
+                                  "--cuda-graph", "--cuda-graph-check", "--repeat", "3", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << g << ": " << r.err << r.out;
+    const auto t = model::read_rank_trace(model::rank_trace_path(out, 0).string(), 0);
+    const auto* cg = find_event(t, "cuda_graph");
+    ASSERT_NE(cg, nullptr) << g;
+    EXPECT_EQ(cg->data["captured"]["runs"], 3) << g;
+    EXPECT_GT(cg->data["static_inputs"].get<int>(), 0) << g;
+    const auto* v = find_event(t, "replay_verdict");
+    ASSERT_NE(v, nullptr) << g;
+    EXPECT_EQ(v->data["outputs_equal"], true) << g << ": " << v->message;
+    // Both executions' records are there, one per tensor each, with equal hashes.
+    std::vector<std::uint64_t> plain, captured;
+    for (const auto& n : t.nodes) (n.graph == "cuda-graph" ? captured : plain).push_back(n.xxh3);
+    ASSERT_FALSE(plain.empty()) << g;
+    EXPECT_EQ(plain, captured) << g;
+  }
+}
+
 }  // namespace
 }  // namespace gparity

@@ -284,5 +284,35 @@ TEST(Replay, OpsThisLibTorchLacksAreNamed) {
   expect_bad(r, {"graph \"inductor_post_grad_graph\"", "node \"", "not registered in this LibTorch"});
 }
 
+TEST(Replay, RepeatTimesMoreRunsOnTheSameInputsAndRecordsOnlyTheFirst) {
+  TempDir once, repeated;
+  const auto graph = (kSamples / "attention_aot_forward.txt").string();
+  ASSERT_EQ(replay(once, {graph}).exit_code, 0);
+  const auto r = replay(repeated, {graph, "--repeat", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = summaries(r.out);
+  ASSERT_EQ(s.count(0), 1u) << r.out;
+  const auto& rep = s.at(0)["graphs"][0]["repeat"];
+  EXPECT_EQ(rep["runs"], 4);
+  ASSERT_EQ(rep["ms"].size(), 4u);
+  for (const auto& ms : rep["ms"]) EXPECT_GT(ms.get<double>(), 0.0);
+  EXPECT_LE(rep["min_ms"].get<double>(), rep["median_ms"].get<double>());
+  // The timed runs write nothing: the same records as one run, bit for bit.
+  const auto a = read_rank(once, 0), b = read_rank(repeated, 0);
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (std::size_t i = 0; i < a.nodes.size(); ++i)
+    EXPECT_EQ(a.nodes[i].xxh3, b.nodes[i].xxh3) << a.nodes[i].node;
+}
+
+TEST(Replay, CudaGraphOptionsAreChecked) {
+  TempDir dir;
+  const auto graph = (kSamples / "mlp_aot_forward.txt").string();
+  expect_bad(replay(dir, {graph, "--cuda-graph"}), {"--cuda-graph runs one graph on --device cuda"});
+  expect_bad(replay(dir, {graph, "--cuda-graph", "--device", "cuda", "--no-hash"}),
+             {"no --against, --coor or --no-hash"});
+  expect_bad(replay(dir, {graph, "--cuda-graph", "--device", "cuda", "--against", graph}),
+             {"--cuda-graph runs one graph"});
+}
+
 }  // namespace
 }  // namespace gparity

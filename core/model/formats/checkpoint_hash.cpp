@@ -324,10 +324,12 @@ FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptio
 
 std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options,
                                    const std::function<void(std::size_t, const std::string&)>& done) {
-  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   // Paths in parallel: a checkpoint too small to share among threads (one per 8 MiB) still
   // keeps a thread busy beside the others.
-  const auto workers = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
+  const auto workers =
+      static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
   const CheckpointHashOptions each{std::max(1u, threads / workers)};
   std::vector<FileDigest> out(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());

@@ -46,7 +46,8 @@ FileDigest hash_file(const std::string& path, const CheckpointHashOptions& optio
 /// Hashes several paths, as many at a time as options.threads allows (each with its share of the
 /// threads), results in the order of `paths`. `done(k, path)` is called (serialised) after each
 /// path, k counting the paths done so far. Errors: the first failing path in `paths` order.
-std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options = {},
+std::vector<FileDigest> hash_files(std::span<const std::string> paths,
+                                   const CheckpointHashOptions& options = {},
                                    const std::function<void(std::size_t, const std::string&)>& done = {});
 
 /// Hashes a DCP checkpoint folder (tensors in registration order).

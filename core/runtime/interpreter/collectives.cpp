@@ -28,6 +28,7 @@ struct GroupComm::Impl {
   CommBackend backend;
   GroupRanks groups;
   std::chrono::milliseconds timeout;
+  bool capturing = false;       // inside a CUDA graph capture: wait without a host-side timeout
   std::unique_ptr<Comm> world;  // rendezvous, heartbeat, failure diagnosis
   c10::intrusive_ptr<c10d::Store> store;
   struct Group {
@@ -109,6 +110,9 @@ int GroupComm::world_size() const noexcept {
 }
 const GroupRanks& GroupComm::groups() const noexcept {
   return impl_->groups;
+}
+void GroupComm::set_graph_capture(bool capturing) noexcept {
+  impl_->capturing = capturing;
 }
 void GroupComm::barrier(const char* what) {
   impl_->world->barrier(what);
@@ -210,8 +214,12 @@ Target resolve(GroupComm* comm, bool legacy, const std::vector<std::string>& nam
   return t;
 }
 
-void wait(const c10::intrusive_ptr<c10d::Work>& w, std::chrono::milliseconds timeout) {
-  w->wait(timeout);
+void wait(const c10::intrusive_ptr<c10d::Work>& w, GroupComm* comm) {
+  if (comm->impl().capturing) {
+    w->wait();  // the current stream waits for the collective's: no host polling in a capture
+  } else {
+    w->wait(comm->impl().timeout);
+  }
 }
 
 /// Bytes moved as bytes: Gloo in LibTorch 1.13 knows no bfloat16; the leading dims stay.
@@ -222,13 +230,12 @@ at::Tensor as_bytes(const at::Tensor& t) {
 at::Tensor all_reduce(Target& t, GroupComm* comm, at::Tensor x, const std::string& op) {
   if (!t.group) return x;
   auto& g = *t.group;
-  const auto timeout = comm->impl().timeout;
   c10d::AllreduceOptions o;
   o.reduceOp = reduce_op(op);
 #if GPARITY_HAVE_NCCL
   if (g.nccl) {
     std::vector<at::Tensor> ts{x};
-    wait(g.nccl->allreduce(ts, o), timeout);
+    wait(g.nccl->allreduce(ts, o), comm);
     return x;
   }
 #endif
@@ -237,7 +244,7 @@ at::Tensor all_reduce(Target& t, GroupComm* comm, at::Tensor x, const std::strin
   const bool avg = op == "avg";
   if (avg) o.reduceOp = c10d::ReduceOp::SUM;
   std::vector<at::Tensor> ts{x.scalar_type() == at::kBFloat16 ? x.to(at::kFloat) : x};
-  wait(g.gloo->allreduce(ts, o), timeout);
+  wait(g.gloo->allreduce(ts, o), comm);
   if (avg) ts[0].div_(static_cast<double>(t.ranks.size()));
   if (!ts[0].is_same(x)) x.copy_(ts[0]);
 #endif
@@ -256,7 +263,7 @@ at::Tensor all_gather(Target& t, GroupComm* comm, const at::Tensor& in) {
 #if GPARITY_HAVE_NCCL
   if (g.nccl) {
     auto i = in.contiguous();
-    wait(g.nccl->_allgather_base(out, i), comm->impl().timeout);
+    wait(g.nccl->_allgather_base(out, i), comm);
     return out;
   }
 #endif
@@ -268,7 +275,7 @@ at::Tensor all_gather(Target& t, GroupComm* comm, const at::Tensor& in) {
   for (std::int64_t r = 0; r < n; ++r) outs.push_back(dst.narrow(0, r * m, m));
   std::vector<std::vector<at::Tensor>> outputs{outs};
   std::vector<at::Tensor> inputs{src};
-  wait(g.gloo->allgather(outputs, inputs), comm->impl().timeout);
+  wait(g.gloo->allgather(outputs, inputs), comm);
   for (std::int64_t r = 0; r < n; ++r) dst.narrow(0, r * m, m).copy_(outputs[0][static_cast<std::size_t>(r)]);
 #endif
   (void)g;
@@ -290,7 +297,7 @@ at::Tensor reduce_scatter(Target& t, GroupComm* comm, const at::Tensor& in, cons
     auto i = in.contiguous();
     c10d::ReduceScatterOptions o;
     o.reduceOp = reduce_op(op);
-    wait(g.nccl->_reduce_scatter_base(out, i, o), comm->impl().timeout);
+    wait(g.nccl->_reduce_scatter_base(out, i, o), comm);
     return out;
   }
 #endif
@@ -314,14 +321,14 @@ at::Tensor all_to_all(Target& t, GroupComm* comm, const at::Tensor& in, std::vec
   auto i = in.contiguous();
 #if GPARITY_HAVE_NCCL
   if (g.nccl) {
-    wait(g.nccl->alltoall_base(out, i, out_splits, in_splits), comm->impl().timeout);
+    wait(g.nccl->alltoall_base(out, i, out_splits, in_splits), comm);
     return out;
   }
 #endif
 #if GPARITY_HAVE_GLOO
   auto ib = as_bytes(i);
   auto ob = as_bytes(out);
-  wait(g.gloo->alltoall_base(ob, ib, out_splits, in_splits), comm->impl().timeout);
+  wait(g.gloo->alltoall_base(ob, ib, out_splits, in_splits), comm);
   out.copy_(ob.view(out.scalar_type()).squeeze(-1).view(sizes));
 #endif
   (void)g;
@@ -337,13 +344,13 @@ at::Tensor broadcast(Target& t, GroupComm* comm, at::Tensor x, std::int64_t src)
 #if GPARITY_HAVE_NCCL
   if (g.nccl) {
     ts = {x};
-    wait(g.nccl->broadcast(ts, o), comm->impl().timeout);
+    wait(g.nccl->broadcast(ts, o), comm);
     return x;
   }
 #endif
 #if GPARITY_HAVE_GLOO
   ts = {as_bytes(x)};
-  wait(g.gloo->broadcast(ts, o), comm->impl().timeout);
+  wait(g.gloo->broadcast(ts, o), comm);
   x.copy_(ts[0].view(x.scalar_type()).squeeze(-1).view(x.sizes()));
 #endif
   (void)g;

@@ -32,6 +32,9 @@ class GroupComm {
   [[nodiscard]] const GroupRanks& groups() const noexcept;
   /// All ranks wait here (between graphs, at the end).
   void barrier(const char* what);
+  /// While a CUDA graph is captured, collectives are only enqueued: waiting with a timeout
+  /// polls CUDA events on the host, which a capture forbids.
+  void set_graph_capture(bool capturing) noexcept;
 
   struct Impl;
   Impl& impl() noexcept { return *impl_; }

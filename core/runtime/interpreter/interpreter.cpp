@@ -9,6 +9,8 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/version.h>
 
+#include <algorithm>
+
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/detail.hpp"
 #include "core/runtime/interpreter/inputs.hpp"
@@ -74,6 +76,12 @@ struct Interpreter::Impl {
   std::vector<c10::IValue> env;
   std::map<std::string, std::int64_t> symbols;
   std::size_t op_count = 0;
+  // The placeholder values of the last bind (top level only), in placeholder order: reruns use
+  // them as they are, so they keep their addresses (what a captured CUDA graph reads).
+  std::vector<c10::IValue> bound;
+  bool hash_now = true;      // o.hash, or the rerun's choice
+  bool keep_values = false;  // no frees: every node's value outlives the run (hash_kept)
+  c10::IValue result;        // the output of the last run
 
   Impl(const model::Graph& graph, InterpretOptions options) : g(graph), o(std::move(options)) {}
 
@@ -377,6 +385,7 @@ struct Interpreter::Impl {
   c10::IValue higher_order(Step& s, InputSource& inputs, const NodeSink& sink) {
     std::vector<c10::IValue> operands;
     for (const auto* v : s.values) operands.push_back(detail::plain_value(*v, ctx()));
+    s.body->hash_now = hash_now;
     auto out = s.body->execute(inputs, sink, &operands);
     return out;
   }
@@ -428,27 +437,42 @@ struct Interpreter::Impl {
     }
   }
 
-  /// Runs the graph: placeholders from `operands` (a subgraph) or `inputs`; returns the output.
+  /// Makes the placeholder values from `inputs` (and binds the symbols) for the runs that follow.
+  void bind(InputSource& inputs) {
+    symbols.clear();
+    bind_symbols(inputs);
+    bound.clear();
+    for (const auto& s : steps) {
+      if (s.kind != StepKind::Placeholder) continue;
+      const auto& n = g.nodes[s.node];
+      try {
+        bound.push_back(placeholder(n, inputs));
+      } catch (const ReplayError& e) {
+        const std::string msg = e.what();
+        if (msg.starts_with("graph \"")) throw;
+        fail(n, msg);
+      } catch (const c10::Error& e) {
+        fail(n, e.what_without_backtrace());
+      }
+    }
+  }
+
+  /// Runs the graph: placeholders from `operands` (a subgraph's, or the bound values); returns
+  /// the output.
   c10::IValue execute(InputSource& inputs, const NodeSink& sink, const std::vector<c10::IValue>* operands,
                       std::vector<model::NodeRecord>* outputs = nullptr) {
     env.assign(g.nodes.size(), c10::IValue());
-    symbols.clear();
-    if (!operands) bind_symbols(inputs);
     std::vector<c10::IValue> stack;
     std::size_t next_operand = 0;
-    c10::IValue result;
+    result = c10::IValue();
     for (auto& s : steps) {
       const auto& n = g.nodes[s.node];
       try {
         switch (s.kind) {
           case StepKind::Placeholder:
-            if (operands) {
-              if (next_operand >= operands->size())
-                fail(n, "the subgraph has more inputs than its caller passes");
-              env[s.node] = (*operands)[next_operand++];
-            } else {
-              env[s.node] = placeholder(n, inputs);
-            }
+            if (next_operand >= operands->size())
+              fail(n, "the subgraph has more inputs than its caller passes");
+            env[s.node] = (*operands)[next_operand++];
             break;
           case StepKind::Op: env[s.node] = call(s, stack); break;
           case StepKind::GetItem: env[s.node] = getitem(n); break;
@@ -481,13 +505,32 @@ struct Interpreter::Impl {
       } catch (const std::exception& e) {
         fail(n, e.what());
       }
-      if (o.hash && s.kind != StepKind::Output && s.kind != StepKind::Subgraph)
-        record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
-               env[s.node], sink);
-      if (s.kind == StepKind::Output && o.hash) record(n, s.node, "output", result, sink, outputs);
-      for (const auto id : s.free_after) env[id] = c10::IValue();
+      if (hash_now) record_step(s, sink, outputs);
+      if (!keep_values)
+        for (const auto id : s.free_after) env[id] = c10::IValue();
     }
     return result;
+  }
+
+  void record_step(const Step& s, const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
+    const auto& n = g.nodes[s.node];
+    if (s.kind == StepKind::Output) {
+      record(n, s.node, "output", result, sink, outputs);
+    } else if (s.kind != StepKind::Subgraph) {
+      record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
+             env[s.node], sink);
+    }
+  }
+
+  /// Top-level run on the bound placeholder values.
+  std::vector<model::NodeRecord> run_bound(InputSource& inputs, const NodeSink& sink, bool reseed) {
+    // Graphs are replayed without autograd: inference mode skips the autograd and view-tracking
+    // dispatch keys (the same kernels, so the same bits).
+    const c10::InferenceMode no_autograd;
+    if (reseed) at::manual_seed(o.rng_seed);
+    std::vector<model::NodeRecord> outputs;
+    execute(inputs, sink, &bound, &outputs);
+    return outputs;
   }
 };
 
@@ -499,24 +542,81 @@ Interpreter::Interpreter(const model::Graph& graph, InterpretOptions options)
 Interpreter::~Interpreter() = default;
 
 std::vector<model::NodeRecord> Interpreter::run(InputSource& inputs, const NodeSink& sink) {
-  // Graphs are replayed without autograd: inference mode skips the autograd and view-tracking
-  // dispatch keys (the same kernels, so the same bits).
-  const c10::InferenceMode no_autograd;
-  at::manual_seed(impl_->o.rng_seed);
-  std::vector<model::NodeRecord> outputs;
-  impl_->execute(inputs, sink, nullptr, &outputs);
-  return outputs;
+  bind_inputs(inputs);
+  return rerun(inputs, {.hash = impl_->o.hash}, sink);
 }
 
 std::vector<model::NodeRecord> Interpreter::run_tensors(std::span<const at::Tensor> inputs,
                                                         const NodeSink& sink) {
-  std::vector<c10::IValue> operands(inputs.begin(), inputs.end());
-  const c10::InferenceMode no_autograd;
-  at::manual_seed(impl_->o.rng_seed);
-  std::vector<model::NodeRecord> outputs;
+  impl_->symbols.clear();
+  impl_->bound.assign(inputs.begin(), inputs.end());
   runtime::InputSource none(InputOptions{});
-  impl_->execute(none, sink, &operands, &outputs);
+  return rerun(none, {.hash = impl_->o.hash}, sink);
+}
+
+void Interpreter::bind_inputs(InputSource& inputs) {
+  impl_->bind(inputs);
+}
+
+std::vector<model::NodeRecord> Interpreter::rerun(InputSource& inputs, const RerunOptions& options,
+                                                  const NodeSink& sink) {
+  impl_->hash_now = options.hash;
+  impl_->keep_values = options.keep_values;
+  return impl_->run_bound(inputs, sink, options.reseed);
+}
+
+std::vector<model::NodeRecord> Interpreter::hash_kept(const NodeSink& sink) {
+  if (!impl_->keep_values) throw std::logic_error("Interpreter::hash_kept without a rerun that kept values");
+  const c10::InferenceMode no_autograd;
+  std::vector<model::NodeRecord> outputs;
+  for (const auto& s : impl_->steps) impl_->record_step(s, sink, &outputs);
   return outputs;
+}
+
+void Interpreter::reseed() {
+  at::manual_seed(impl_->o.rng_seed);
+}
+
+void Interpreter::release_values() {
+  impl_->env.clear();
+  impl_->result = c10::IValue();
+  impl_->keep_values = false;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> Interpreter::input_tensors() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  std::size_t k = 0;
+  for (const auto& s : impl_->steps) {
+    if (s.kind != StepKind::Placeholder) continue;
+    if (k >= impl_->bound.size()) break;
+    const auto& v = impl_->bound[k++];
+    if (v.isTensor() && v.toTensor().defined())
+      out.emplace_back(std::string(impl_->g.str(impl_->g.nodes[s.node].name)), v.toTensor());
+  }
+  return out;
+}
+
+std::vector<std::string> Interpreter::mutated_inputs() const {
+  const auto& g = impl_->g;
+  std::vector<std::string> out;
+  const auto add = [&](model::NodeId id) {
+    if (id >= g.nodes.size() || g.nodes[id].kind != NodeKind::Placeholder) return;
+    std::string name(g.str(g.nodes[id].name));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  };
+  for (const auto& s : impl_->steps) {
+    if (s.kind != StepKind::Op) continue;
+    const auto& args = s.op->schema().arguments();
+    for (std::size_t i = 0; i < args.size() && i < s.args.size(); ++i) {
+      const auto* alias = args[i].alias_info();
+      if (alias && alias->isWrite() && s.args[i].value) model::for_each_ref(*s.args[i].value, add);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::int64_t> Interpreter::bound_symbols() const {
+  return impl_->symbols;
 }
 
 std::size_t Interpreter::op_nodes() const noexcept {

@@ -74,6 +74,33 @@ class Interpreter {
   /// Runs the graph on given placeholder values, in placeholder order (benchmarks, tests).
   std::vector<model::NodeRecord> run_tensors(std::span<const at::Tensor> inputs, const NodeSink& sink = {});
 
+  // Repeated runs on the same inputs (timing, CUDA-graph capture and replay): bind_inputs makes
+  // the placeholder values once; every rerun uses those tensors as they are (same addresses; an
+  // in-place op of the graph leaves its mark on them for the next run). run() is bind_inputs
+  // then rerun.
+  struct RerunOptions {
+    bool hash = false;         // hash every node's tensors (sink gets the records)
+    bool keep_values = false;  // keep every node's value after the run, for hash_kept()
+    bool reseed = true;        // reset the generators to rng_seed first (not inside a capture)
+  };
+  void bind_inputs(InputSource& inputs);
+  std::vector<model::NodeRecord> rerun(InputSource& inputs, const RerunOptions& options,
+                                       const NodeSink& sink = {});
+  /// Hashes the values the last rerun with keep_values left (as they are now: after a captured
+  /// graph's replay, the replay's), in the order and form run() records them; returns the
+  /// outputs' records. Nodes inside higher-order ops' subgraphs are hashed only as the op's result.
+  std::vector<model::NodeRecord> hash_kept(const NodeSink& sink = {});
+  /// Resets the default CPU and CUDA generators to rng_seed (what every run does first).
+  void reseed();
+  /// Drops the values a run kept.
+  void release_values();
+  /// The bound placeholder tensors, by placeholder name.
+  [[nodiscard]] std::vector<std::pair<std::string, at::Tensor>> input_tensors() const;
+  /// Placeholders the graph writes in place (an op's schema marks the argument written).
+  [[nodiscard]] std::vector<std::string> mutated_inputs() const;
+  /// The symbols' values of the last bind.
+  [[nodiscard]] std::map<std::string, std::int64_t> bound_symbols() const;
+
   /// Number of nodes that execute (everything but placeholders and the output).
   [[nodiscard]] std::size_t op_nodes() const noexcept;
 
