@@ -9,13 +9,17 @@
 #      process-group names through the sample's rank<r>_flight_recorder.json pg_config, passed as
 #      --flight-recorder), beside each rank's own
 #   4. bench_replay (CPU dispatch cost vs torch.fx.Interpreter under the machine's PyTorch)
+#   5. --cuda-graph: every forward/backward/joint graph captured as a CUDA graph and replayed
+#      beside the uncaptured run (--cuda-graph-check, 3 runs each); verdict per graph
+#   6. bench/replay_gpu_bench.py: a transformer block (dim 2048, seq 1024, bf16) compiled under
+#      TORCH_TRACE on one GPU; eager vs replay without / with hashing (and --cuda-graph), side by side
 #
 #   bash CARRY/src/scripts/device-replay-run.sh CARRY SAMPLE_DIR...
 #     CARRY        made by scripts/device-carry.sh
 #     SAMPLE_DIR   a run folder holding trace/ (and rank<r>_flight_recorder.json), e.g. the
 #                  carried torch-2.11-fsdp2-2rank/{compile,compile_rankbug}, compile_tp,
 #                  torch-2.11-2x2mesh-mp/{compile,compile_coor}
-# STEPS (space separated numbers, default "1 2 3 4") picks steps; the build always runs.
+# STEPS (space separated numbers, default "1 2 3 4 5 6") picks steps; the build always runs.
 # Every replay writes a run directory under $OUT/runs/<sample>/<what>, and one line per replay
 # goes to $OUT/summary.txt: sample, graph, compile id, what, exit code (0 equal/ran, 1 diverges,
 # 2 bad input) and the verdict lines.
@@ -28,7 +32,7 @@ fi
 carry=$(cd "$1" && pwd)
 shift
 out=${OUT:-/tmp/out}
-steps=" ${STEPS:-1 2 3 4} "
+steps=" ${STEPS:-1 2 3 4 5 6} "
 mkdir -p "$out/runs"
 export PATH="$carry/sysroot/usr/bin:$PATH"
 want() { [[ $steps == *" $1 "* ]]; }
@@ -69,7 +73,7 @@ replay() {  # sample-name what trace nproc args...
   local rc=$?
   {
     echo "$name $what exit $rc"
-    grep -E "safe|unsafe|bitwise|differ|error|hoisting left" "$dir.log" | head -8 | sed 's/^/    /'
+    grep -E "safe|unsafe|bitwise|differ|error|hoisting left|captured as" "$dir.log" | head -8 | sed 's/^/    /'
   } | tee -a "$out/summary.txt"
 }
 
@@ -95,6 +99,10 @@ for sample in "$@"; do
     esac
     sel=(--compile-id "$cid" --graph "$kind" --index "$idx" "${fr[@]}")
     want 1 && replay "$name" "run-$cid-$kind-$idx" "$trace" "$nproc" "${sel[@]}"
+    if want 5 && [ "$kind" != inductor_post_grad_graph ]; then
+      replay "$name" "cudagraph-$cid-$kind-$idx" "$trace" "$nproc" "${sel[@]}" --cuda-graph --cuda-graph-check \
+        --repeat 3
+    fi
     if want 3 && [ "$kind" != inductor_post_grad_graph ]; then
       replay "$name" "coor-$cid-$kind-$idx" "$trace" "$nproc" "${sel[@]}" --coor
     fi
@@ -108,6 +116,13 @@ done
 if want 4; then
   say "4. bench_replay (CPU)"
   GPARITY_TORCHOPS= GPARITY_PYTHON=python3 timeout 300 "$build/bench/bench_replay" 1000 2>&1 | tee "$out/bench_replay.txt"
+fi
+if want 6; then
+  say "6. replay_gpu_bench (transformer block, one GPU)"
+  rm -rf /tmp/gparity-bench-trace
+  TORCH_TRACE=/tmp/gparity-bench-trace CUDA_VISIBLE_DEVICES=0 timeout 400 python3 "$carry/src/bench/replay_gpu_bench.py" \
+    --gparity "$G" --trace /tmp/gparity-bench-trace --out "$out/replay_gpu_bench.json" --cuda-graph \
+    2>&1 | tail -20 | tee "$out/replay_gpu_bench.txt"
 fi
 say "summary"
 cat "$out/summary.txt"

@@ -89,6 +89,7 @@ struct StepGraphs::Impl {
   int device = 0;
   decltype(at::cuda::graph_pool_handle()) pool{};
   std::unique_ptr<at::cuda::CUDAGraph> forward, backward;
+  bool pool_ref = false;  // warm_up_in_pool took a reference on the pool (released in release())
 
   void capture(std::unique_ptr<at::cuda::CUDAGraph>& g, const char* phase, const std::function<void()>& fn) {
     g = std::make_unique<at::cuda::CUDAGraph>();
@@ -122,6 +123,22 @@ StepGraphs::~StepGraphs() {
   }
 }
 
+void StepGraphs::warm_up_in_pool(const std::function<void()>& fn) {
+  namespace alloc = c10::cuda::CUDACachingAllocator;
+  const auto dev = static_cast<c10::DeviceIndex>(impl_->device);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(dev).stream();
+  // Takes a reference on the pool (kept until release()) so it outlives the gap before capture.
+  alloc::beginAllocateToPool(dev, impl_->pool, [stream](cudaStream_t s) { return s == stream; });
+  impl_->pool_ref = true;
+  try {
+    fn();
+  } catch (...) {
+    alloc::endAllocateToPool(dev, impl_->pool);
+    throw;
+  }
+  alloc::endAllocateToPool(dev, impl_->pool);
+}
+
 void StepGraphs::capture_forward(const std::function<void()>& fn) {
   impl_->capture(impl_->forward, "forward", fn);
 }
@@ -142,6 +159,10 @@ void StepGraphs::release() {
   // allocator with the last graph that uses it.
   impl_->backward.reset();
   impl_->forward.reset();
+  if (impl_->pool_ref) {
+    impl_->pool_ref = false;
+    c10::cuda::CUDACachingAllocator::releasePool(static_cast<c10::DeviceIndex>(impl_->device), impl_->pool);
+  }
 }
 
 namespace {
@@ -189,6 +210,9 @@ StepGraphs::StepGraphs(int /*device_index*/) {
   throw std::invalid_argument(no_cuda());
 }
 StepGraphs::~StepGraphs() = default;
+void StepGraphs::warm_up_in_pool(const std::function<void()>& /*fn*/) {
+  throw std::invalid_argument(no_cuda());
+}
 void StepGraphs::capture_forward(const std::function<void()>& /*fn*/) {
   throw std::invalid_argument(no_cuda());
 }

@@ -52,6 +52,11 @@ class StepGraphs {
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
 
+  /// Runs `fn` (uncaptured work on the current stream: a warm-up step's forward and backward)
+  /// with its allocations on that stream taken from the graphs' pool, so the capture that follows
+  /// reuses the blocks the warm-up freed instead of growing a pool beside the warm-up's cache
+  /// (what keeps peak reserved memory near eager's).
+  void warm_up_in_pool(const std::function<void()>& fn);
   /// Captures `fn` (which enqueues work on the current stream) as the forward / backward graph.
   /// The work is recorded, not run. An exception from `fn` ends the capture and is rethrown with
   /// the phase named.

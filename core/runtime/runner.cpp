@@ -159,7 +159,7 @@ class Trainer {
     const bool async = device_.is_cuda() && o_.hash_async;
     at::Tensor loss;
     if (o_.cuda_graph && step > o_.cuda_graph_warmup) {
-      if (!graphs_) capture(step);
+      if (!graphs_ || !graphs_->captured()) capture(step);
       // A replay overwrites the loss and gradients of the last step in place: its pending hashes
       // must be done first (eager steps get fresh tensors and need not wait here).
       if (async) r.recorder_ns += rec_.before_update();
@@ -171,12 +171,21 @@ class Trainer {
       graphs_->replay();
       loss = static_loss_;
     } else {
-      std::vector<at::Tensor> full(params_.size());
-      for (auto it = plan_.buckets.rbegin(); it != plan_.buckets.rend(); ++it) gather(*it, full);
-      const auto tokens = synthetic_tokens(o_.model, o_.seed, env_.rank, step);
-      loss = debug_model_loss(o_.model, full, tokens);
-      loss.backward();
-      for (const auto& b : plan_.buckets) reduce_scatter(b, full);
+      const auto forward_backward = [&] {
+        std::vector<at::Tensor> full(params_.size());
+        for (auto it = plan_.buckets.rbegin(); it != plan_.buckets.rend(); ++it) gather(*it, full);
+        const auto tokens = synthetic_tokens(o_.model, o_.seed, env_.rank, step);
+        loss = debug_model_loss(o_.model, full, tokens);
+        loss.backward();
+        for (const auto& b : plan_.buckets) reduce_scatter(b, full);
+      };
+      if (o_.cuda_graph) {
+        // Warm-up: what will be captured allocates from the graphs' pool already.
+        if (!graphs_) graphs_ = std::make_unique<StepGraphs>(device_.index());
+        graphs_->warm_up_in_pool(forward_backward);
+      } else {
+        forward_backward();
+      }
     }
 
     auto norm_sq = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device_));
@@ -259,7 +268,7 @@ class Trainer {
     synchronize_device(dev);
     warmup_memory_ = device_memory(dev);
     release_cached_device_memory();
-    graphs_ = std::make_unique<StepGraphs>(dev);
+    if (!graphs_) graphs_ = std::make_unique<StepGraphs>(dev);
     static_tokens_ = at::zeros({o_.model.batch, o_.model.seq_len + 1},
                                at::TensorOptions().dtype(at::kLong).device(device_));
     static_full_.assign(params_.size(), at::Tensor());

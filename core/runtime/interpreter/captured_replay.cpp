@@ -107,7 +107,7 @@ CapturedReplayResult run_captured(Interpreter& interp, InputSource& inputs,
   StepGraphs graphs(dev);
   for (int w = 0; w < options.warmup; ++w) {
     restorer.restore(nullptr);
-    (void)interp.rerun(inputs, {});
+    graphs.warm_up_in_pool([&] { (void)interp.rerun(inputs, {}); });
   }
   restorer.restore(nullptr);
   interp.reseed();  // outside the capture: it registers the generators' state, each replay resets it

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""GPU benchmark of `gparity replay` on a transformer block (issue 12; docs/replay.md).
+
+On one GPU, with the machine's PyTorch (2.11 on the device machine):
+  1. compiles a pre-norm transformer block (RMSNorm, causal SDPA attention, GELU MLP; bf16;
+     --dim 2048, --seq 1024 by default) with torch.compile through aot_autograd, with TORCH_TRACE
+     on, so the trace holds its aot_forward_graph and aot_backward_graph; the backend keeps the
+     GraphModules aot_autograd hands it;
+  2. per graph, in rounds, side by side in this one process: PyTorch eager running the graph
+     (GraphModule.__call__ under inference_mode, the inputs random tensors of the placeholders'
+     shapes), `gparity replay --no-hash --repeat N` and `gparity replay --repeat N` (every node
+     hashed on the GPU) of the same graph from the trace, and optionally `--cuda-graph`;
+  3. prints and writes (--out JSON) the medians and the ratios:
+       replay / eager          goal <= 1.10
+       hashed / replay - 1     goal <= 0.30
+
+Every timed run is synchronised before and after (torch.cuda.synchronize in Python, the device
+in gparity). gparity generates its own inputs (docs/replay.md, "Inputs"); the values differ from
+Python's but shapes, dtypes and strides are the same, so the kernels are.
+
+  TORCH_TRACE=DIR python3 bench/replay_gpu_bench.py --gparity BUILD/cli/gparity --trace DIR --out OUT.json
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.RMSNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.norm2 = nn.RMSNorm(dim)
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.w2(F.gelu(self.w1(self.norm2(x))))
+
+
+def capture_graphs(args):
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    saved = {}
+
+    def keep(kind):
+        def compiler(gm, example_inputs):
+            saved[kind] = gm
+            return make_boxed_func(gm.forward)
+
+        return compiler
+
+    torch.manual_seed(0)
+    block = Block(args.dim, args.heads, args.hidden).to(device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(args.batch, args.seq, args.dim, device="cuda", dtype=torch.bfloat16)
+    compiled = torch.compile(block, backend=aot_autograd(fw_compiler=keep("fw"), bw_compiler=keep("bw")))
+    compiled(x).float().square().mean().backward()
+    torch.cuda.synchronize()
+    return saved
+
+
+def placeholder_inputs(gm):
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    out = []
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        v = n.meta.get("val")
+        if not isinstance(v, torch.Tensor):
+            raise SystemExit(f"placeholder {n.name} is not a tensor ({type(v).__name__}); the bench needs static shapes")
+        t = torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="cuda")
+        if t.is_floating_point():
+            t.uniform_(-1, 1, generator=gen)
+        else:
+            t.zero_()
+        out.append(t)
+    return out
+
+
+def time_eager(gm, inputs, runs):
+    ms = []
+    with torch.inference_mode():
+        for _ in range(3):
+            gm(*inputs)
+        for _ in range(runs):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            gm(*inputs)
+            torch.cuda.synchronize()
+            ms.append((time.perf_counter() - t0) * 1e3)
+    return ms
+
+
+def time_replay(args, kind, extra, out_dir):
+    cmd = [args.gparity, "replay", args.trace, "--graph", kind, "--device", "cuda", "--out", out_dir,
+           "--repeat", str(args.runs + 3), "--json"] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr[-4000:]}")
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    if "cuda_graph" in summary:
+        return summary["cuda_graph"]["captured"]["ms"][3:], summary
+    return summary["graphs"][0]["repeat"]["ms"][3:], summary  # the first 3: warm-up, as in eager
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gparity", required=True)
+    ap.add_argument("--trace", required=True, help="the TORCH_TRACE folder this process writes")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dim", type=int, default=2048)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--hidden", type=int, default=8192)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cuda-graph", action="store_true", help="also time gparity replay --cuda-graph")
+    args = ap.parse_args()
+    if os.environ.get("TORCH_TRACE") != args.trace:
+        raise SystemExit("run with TORCH_TRACE set to --trace")
+    graphs = capture_graphs(args)
+    result = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
+              "shape": {k: getattr(args, k) for k in ("dim", "heads", "hidden", "seq", "batch")},
+              "dtype": "bf16", "runs": args.runs, "rounds": args.rounds, "graphs": {}}
+    for key, kind in (("fw", "aot_forward_graph"), ("bw", "aot_backward_graph")):
+        gm = graphs[key]
+        inputs = placeholder_inputs(gm)
+        ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+        series = {"eager": [], "replay": [], "hashed": []}
+        if args.cuda_graph:
+            series["cuda_graph"] = []
+        for r in range(args.rounds):
+            series["eager"] += time_eager(gm, inputs, args.runs)
+            base = f"{args.out}.runs/{key}-{r}"
+            series["replay"] += time_replay(args, kind, ["--no-hash"], base + "-nohash")[0]
+            series["hashed"] += time_replay(args, kind, [], base + "-hash")[0]
+            if args.cuda_graph:
+                series["cuda_graph"] += time_replay(args, kind, ["--cuda-graph"], base + "-cg")[0]
+        med = {k: statistics.median(v) for k, v in series.items()}
+        g = {"ops": ops, "median_ms": med, "ms": series,
+             "replay_over_eager": med["replay"] / med["eager"],
+             "hashing_overhead": med["hashed"] / med["replay"] - 1}
+        if args.cuda_graph:
+            g["cuda_graph_over_replay"] = med["cuda_graph"] / med["replay"]
+        result["graphs"][kind] = g
+        print(f"{kind}: {ops} ops; eager {med['eager']:.3f} ms, replay {med['replay']:.3f} ms, "
+              f"hashed {med['hashed']:.3f} ms" +
+              (f", captured {med['cuda_graph']:.3f} ms" if args.cuda_graph else "") +
+              f"; replay/eager {g['replay_over_eager']:.3f} (goal <= 1.10), "
+              f"hashing +{100 * g['hashing_overhead']:.1f}% (goal <= 30%)", flush=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
