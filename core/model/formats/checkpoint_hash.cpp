@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -240,7 +243,7 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
   }
   hash::Xxh3Stream xs;
   std::vector<std::byte> scratch;
-  std::vector<std::vector<std::byte>> buffers;
+  std::vector<DcpChunkBuffer> buffers;
   hash::ShardHashOptions sh;
   sh.max_threads = 1;  // parallelism is across tensors
   for (const auto& b : bands) {
@@ -266,92 +269,149 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
 
 }  // namespace
 
-FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options) {
-  const DcpCheckpoint ck(dir);
-  FileDigest out{dir, "dcp", {}, {}};
+namespace {
+
+std::int64_t tensor_bytes(const DcpEntry& e) {
+  const auto n = numel(e.size);
+  return n < 0 ? INT64_MAX : n * static_cast<std::int64_t>(dtype_size(e.dtype));
+}
+
+// One DCP checkpoint being hashed: its tensors are work items shared by every thread.
+struct DcpJob {
+  std::unique_ptr<DcpCheckpoint> ck;
   std::vector<const DcpEntry*> tensors;
-  for (const auto& e : ck.metadata().entries) {
-    if (e.is_tensor)
-      tensors.push_back(&e);
-    else
-      out.other_entries.push_back(e.fqn);
-  }
-  out.tensors.resize(tensors.size());
-  // Largest tensors first (results stay in registration order): with fewer tensors than
-  // threads' worth of work, a big tensor started last would leave the other threads idle.
-  std::vector<std::size_t> order(tensors.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto bytes_of = [&](std::size_t i) {
-    const auto n = numel(tensors[i]->size);
-    return n < 0 ? INT64_MAX : n * static_cast<std::int64_t>(dtype_size(tensors[i]->dtype));
-  };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return bytes_of(a) > bytes_of(b); });
-  unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(tensors.size(), 1)));
-  // A thread per 8 MiB at most: on a small checkpoint, starting and joining threads (and waiting
-  // for a busy machine to schedule them) costs more than the hashing they would share.
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    total = bytes_of(i) > INT64_MAX - total ? INT64_MAX : total + bytes_of(i);
-  n = static_cast<unsigned>(std::clamp<std::int64_t>(total >> 23, 1, n));
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::size_t error_at = tensors.size();
+  std::atomic<std::size_t> left{0};  // tensors not hashed yet
+  std::size_t error_at = SIZE_MAX;   // first bad tensor in registration order
+};
+
+struct TensorItem {
+  std::size_t path, tensor;
+  std::int64_t bytes;
+};
+
+// Hashes `paths` in two phases over one pool of threads: each path is opened (a DCP
+// checkpoint's metadata read and its files opened; any other file hashed whole), then every
+// DCP tensor of every path is one work item, largest first. Items as small as a tensor keep
+// the threads evenly busy where a path per thread would leave one idle while another finishes a
+// larger checkpoint.
+std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const CheckpointHashOptions& options,
+                                   const std::function<void(std::size_t, const std::string&)>& done,
+                                   bool dcp) {
+  const unsigned threads =
+      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto openers =
+      static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
+  const CheckpointHashOptions each{std::max(1u, threads / openers)};
+  std::vector<FileDigest> out(paths.size());
+  std::vector<std::exception_ptr> errors(paths.size());
+  std::vector<DcpJob> jobs(paths.size());
+  std::size_t finished = 0;
   std::mutex mu;
-  const auto work = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < tensors.size();) {
-      const std::size_t i = order[k];
+  const auto finish = [&](std::size_t i) {
+    jobs[i].ck.reset();  // its files closed as soon as its last tensor is done
+    const std::lock_guard lock(mu);
+    if (done) done(++finished, paths[i]);
+  };
+
+  std::atomic<std::size_t> next_path{0};
+  const auto open = [&] {
+    for (std::size_t i; (i = next_path.fetch_add(1)) < paths.size();) {
+      DcpJob& j = jobs[i];
       try {
-        out.tensors[i] = hash_dcp_tensor(ck, *tensors[i]);
+        if (dcp || is_dcp_checkpoint(paths[i])) {
+          j.ck = std::make_unique<DcpCheckpoint>(paths[i]);
+          out[i] = {paths[i], "dcp", {}, {}};
+          for (const auto& e : j.ck->metadata().entries) {
+            if (e.is_tensor)
+              j.tensors.push_back(&e);
+            else
+              out[i].other_entries.push_back(e.fqn);
+          }
+          out[i].tensors.resize(j.tensors.size());
+          j.left = j.tensors.size();
+          if (!j.tensors.empty()) continue;  // finished by the thread hashing its last tensor
+        } else {
+          out[i] = hash_file(paths[i], each);
+        }
+      } catch (...) {
+        errors[i] = std::current_exception();
+        j.tensors.clear();
+      }
+      finish(i);
+    }
+  };
+
+  std::vector<TensorItem> items;
+  std::atomic<std::size_t> next_item{0};
+  const auto hash = [&] {
+    for (std::size_t k; (k = next_item.fetch_add(1)) < items.size();) {
+      const TensorItem& it = items[k];
+      DcpJob& j = jobs[it.path];
+      try {
+        out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor]);
       } catch (...) {
         // Report the first bad tensor in registration order, whatever thread saw it first.
         const std::lock_guard lock(mu);
-        if (i < error_at) {
-          error_at = i;
-          error = std::current_exception();
+        if (it.tensor < j.error_at) {
+          j.error_at = it.tensor;
+          errors[it.path] = std::current_exception();
         }
       }
+      if (j.left.fetch_sub(1) == 1) finish(it.path);
     }
   };
-  std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  pool.clear();
-  if (error) std::rethrow_exception(error);
+
+  // Once every path is open (run by the last thread to arrive, before any goes on): the work
+  // items, and more threads when the tensors call for more than the openers. A thread per 8 MiB
+  // at most: on a small checkpoint, starting and joining threads (and waiting for a busy machine
+  // to schedule them) costs more than the hashing they would share.
+  std::vector<std::jthread> extra;
+  const auto plan = [&]() noexcept {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      for (std::size_t t = 0; t < jobs[i].tensors.size(); ++t) {
+        const auto b = tensor_bytes(*jobs[i].tensors[t]);
+        items.push_back({i, t, b});
+        total = b > INT64_MAX - total ? INT64_MAX : total + b;
+      }
+    }
+    // Largest tensors first: a big tensor started last would leave the other threads idle.
+    std::stable_sort(items.begin(), items.end(),
+                     [](const TensorItem& a, const TensorItem& b) { return a.bytes > b.bytes; });
+    const auto wanted = static_cast<unsigned>(std::clamp<std::int64_t>(total >> 23, 1, threads));
+    const auto workers =
+        std::min<std::size_t>(std::max(wanted, openers), std::max<std::size_t>(items.size(), 1));
+    try {
+      for (std::size_t t = openers; t < workers; ++t) extra.emplace_back(hash);
+    } catch (...) {  // no more threads to be had: the ones running share the work
+    }
+  };
+  std::barrier opened(static_cast<std::ptrdiff_t>(openers), plan);
+  const auto work = [&] {
+    open();
+    opened.arrive_and_wait();
+    hash();
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 1; t < openers; ++t) pool.emplace_back(work);
+    work();
+  }
+  extra.clear();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
+}
+
+}  // namespace
+
+FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options) {
+  return std::move(hash_paths(std::span(&dir, 1), options, {}, true)[0]);
 }
 
 std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options,
                                    const std::function<void(std::size_t, const std::string&)>& done) {
-  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  // Paths in parallel: a checkpoint too small to share among threads (one per 8 MiB) still
-  // keeps a thread busy beside the others.
-  const auto workers = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
-  const CheckpointHashOptions each{std::max(1u, threads / workers)};
-  std::vector<FileDigest> out(paths.size());
-  std::vector<std::exception_ptr> errors(paths.size());
-  std::atomic<std::size_t> next{0};
-  std::size_t finished = 0;
-  std::mutex mu;
-  const auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
-      try {
-        out[i] = hash_file(paths[i], each);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-      const std::lock_guard lock(mu);
-      if (done) done(++finished, paths[i]);
-    }
-  };
-  std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  pool.clear();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return out;
+  return hash_paths(paths, options, done, false);
 }
 
 FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options) {
