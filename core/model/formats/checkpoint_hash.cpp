@@ -215,7 +215,14 @@ std::string layout_of(const DcpEntry& e) {
   return same ? s + " of " + shape_text(e.chunks[0].sizes) : s + " of mixed sizes";
 }
 
-TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
+// A hashing thread's buffers, reused from tensor to tensor (fresh ones would be fresh pages,
+// each zeroed by the kernel): memory stays bounded by the largest band of chunks.
+struct Scratch {
+  std::vector<std::byte> gather;
+  std::vector<DcpChunkBuffer> chunks;
+};
+
+TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e, Scratch& mem) {
   TensorDigest out{e.fqn, e.dtype, e.size, 0, 0, layout_of(e)};
   std::vector<const DcpChunk*> chunks;
   for (const auto& c : e.chunks) chunks.push_back(&c);
@@ -242,8 +249,8 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
     if (!regular) bands = {chunks};
   }
   hash::Xxh3Stream xs;
-  std::vector<std::byte> scratch;
-  std::vector<DcpChunkBuffer> buffers;
+  std::vector<std::byte>& scratch = mem.gather;
+  std::vector<DcpChunkBuffer>& buffers = mem.chunks;
   hash::ShardHashOptions sh;
   sh.max_threads = 1;  // parallelism is across tensors
   for (const auto& b : bands) {
@@ -344,11 +351,12 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   std::vector<TensorItem> items;
   std::atomic<std::size_t> next_item{0};
   const auto hash = [&] {
+    Scratch scratch;
     for (std::size_t k; (k = next_item.fetch_add(1)) < items.size();) {
       const TensorItem& it = items[k];
       DcpJob& j = jobs[it.path];
       try {
-        out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor]);
+        out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor], scratch);
       } catch (...) {
         // Report the first bad tensor in registration order, whatever thread saw it first.
         const std::lock_guard lock(mu);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/pickle/pickle_machine.hpp"
@@ -24,13 +25,13 @@ std::optional<std::uint64_t> le(std::span<const std::byte> b, std::uint64_t at, 
   return v;
 }
 
-bool same_name(std::span<const std::byte> b, std::uint64_t at, std::uint64_t len, const std::string& name) {
+bool same_name(std::span<const std::byte> b, std::uint64_t at, std::uint64_t len, std::string_view name) {
   return len == name.size() && at <= b.size() && len <= b.size() - at &&
          std::memcmp(b.data() + at, name.data(), name.size()) == 0;
 }
 
 struct ZipEntry {
-  std::string name;
+  std::string_view name;             // into the zip's bytes
   std::uint64_t data = 0, size = 0;  // where its bytes start in the zip, and how many (as stored)
   std::uint32_t crc = 0;
   bool stored = false;  // uncompressed, unencrypted: the bytes are the member
@@ -95,7 +96,7 @@ std::optional<std::vector<ZipEntry>> zip_entries(std::span<const std::byte> zip)
     }
     ZipEntry e;
     if (name_at + *nlen > zip.size()) return std::nullopt;
-    e.name.assign(reinterpret_cast<const char*>(zip.data() + name_at), *nlen);
+    e.name = std::string_view(reinterpret_cast<const char*>(zip.data() + name_at), *nlen);
     const auto lnlen = le(zip, *lho + 26, 2), lelen = le(zip, *lho + 28, 2);
     if (le(zip, *lho, 4) != kLocal || !lnlen || !lelen || !same_name(zip, *lho + 30, *lnlen, e.name))
       return std::nullopt;
@@ -104,7 +105,7 @@ std::optional<std::vector<ZipEntry>> zip_entries(std::span<const std::byte> zip)
     e.crc = static_cast<std::uint32_t>(*crc);
     if (e.data > zip.size() || e.size > zip.size() - e.data) return std::nullopt;
     e.stored = *method == 0 && (*flags & 1) == 0 && *csize == *usize;
-    out.push_back(std::move(e));
+    out.push_back(e);
     at = name_at + *nlen + *elen + *clen;
   }
   return out;
@@ -188,6 +189,13 @@ class Record {
            " bytes");
   }
 
+  /// A member's bytes, read into `scratch`.
+  std::span<const std::byte> member(const std::string& member, std::uint64_t cap,
+                                    std::vector<std::byte>& scratch) const {
+    read(member, cap, scratch);
+    return scratch;
+  }
+
   /// Where a member stored uncompressed and unencrypted lies in `bytes` (the zip this record was
   /// opened on), with libzip's size and CRC; nullopt for anything else.
   std::optional<InPlace> stored(const std::string& member, std::span<const std::byte> bytes) const {
@@ -238,21 +246,29 @@ class StoredZip {
     for (const auto& e : entries_) {
       if (e.name == "data.pkl") return "";
       if (e.name.ends_with("/data.pkl") && e.name.find('/') == e.name.size() - 9)
-        return e.name.substr(0, e.name.size() - 8);
+        return std::string(e.name.substr(0, e.name.size() - 8));
     }
     fail("torch.save record without a data.pkl member");
   }
 
   bool has(const std::string& member) const { return find(member) != nullptr; }
 
-  void read(const std::string& member, std::uint64_t cap, std::vector<std::byte>& out) const {
+  /// A member's bytes, in place (CRC-checked): `scratch` is not needed.
+  std::span<const std::byte> member(const std::string& member, std::uint64_t cap,
+                                    std::vector<std::byte>&) const {
     const ZipEntry* e = find(member);
     if (!e) fail("no member \"" + member + "\"");
     if (e->size > cap)
       fail("member \"" + member + "\" declares " + std::to_string(e->size) + " bytes, more than the " +
            std::to_string(cap) + " that can hold");
     const auto data = bytes_.subspan(e->data, e->size);
-    check_storage_crc32(zip_crc32(0, data), e->crc, where_ + "!" + member);
+    if (const auto crc = zip_crc32(0, data); crc != e->crc)
+      check_storage_crc32(crc, e->crc, where_ + "!" + member);
+    return data;
+  }
+
+  void read(const std::string& name, std::uint64_t cap, std::vector<std::byte>& out) const {
+    const auto data = member(name, cap, out);
     out.assign(data.begin(), data.end());
   }
 
@@ -304,14 +320,13 @@ template <class Zip>
 TorchSaveTensor read_tensor(const Zip& rec, std::span<const std::byte> bytes, const std::string& where,
                             std::vector<std::byte>& buffer, CrcCheck crc) {
   const std::string prefix = rec.prefix();
+  std::vector<std::byte> scratch;  // members read through libzip; stored ones are read in place
   if (rec.has(prefix + "byteorder")) {
-    std::vector<std::byte> bo;
-    rec.read(prefix + "byteorder", 16, bo);
-    const std::string order(reinterpret_cast<const char*>(bo.data()), bo.size());
-    if (order != "little") rec.fail("storage byte order \"" + order + "\" is not little-endian");
+    const auto bo = rec.member(prefix + "byteorder", 16, scratch);
+    const std::string_view order(reinterpret_cast<const char*>(bo.data()), bo.size());
+    if (order != "little") rec.fail("storage byte order \"" + std::string(order) + "\" is not little-endian");
   }
-  std::vector<std::byte> pkl;
-  rec.read(prefix + "data.pkl", kMaxPickleBytes, pkl);
+  const auto pkl = rec.member(prefix + "data.pkl", kMaxPickleBytes, scratch);
   const auto doc = pickle::decode(pkl, where + "!" + prefix + "data.pkl");
   pickle::require_allowed(doc, pickle::torch_save_allow_list());
   TorchSaveTensor out;
