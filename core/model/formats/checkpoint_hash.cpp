@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -287,8 +287,8 @@ std::int64_t tensor_bytes(const DcpEntry& e) {
 struct DcpJob {
   std::unique_ptr<DcpCheckpoint> ck;
   std::vector<const DcpEntry*> tensors;
-  std::atomic<std::size_t> left{0};  // tensors not hashed yet
-  std::size_t error_at = SIZE_MAX;   // first bad tensor in registration order
+  std::size_t left = 0;             // tensors not hashed yet (guarded by hash_paths' mutex)
+  std::size_t error_at = SIZE_MAX;  // first bad tensor in registration order
 };
 
 struct TensorItem {
@@ -296,11 +296,13 @@ struct TensorItem {
   std::int64_t bytes;
 };
 
-// Hashes `paths` in two phases over one pool of threads: each path is opened (a DCP
-// checkpoint's metadata read and its files opened; any other file hashed whole), then every
-// DCP tensor of every path is one work item, largest first. Items as small as a tensor keep
-// the threads evenly busy where a path per thread would leave one idle while another finishes a
-// larger checkpoint.
+// Hashes `paths` with one pool of threads sharing two kinds of work: opening a path (a DCP
+// checkpoint's metadata read and its files opened; any other file hashed whole), and hashing
+// one DCP tensor, largest first among those opened. Items as small as a tensor keep the threads
+// evenly busy where a path per thread would leave one idle while another finishes a larger
+// checkpoint. No thread ever sleeps waiting for another: on a loaded machine a thread put to
+// sleep (a barrier, a condition variable) can take milliseconds to be scheduled again, and a
+// thread that starts late just joins in on what is left.
 std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const CheckpointHashOptions& options,
                                    const std::function<void(std::size_t, const std::string&)>& done,
                                    bool dcp) {
@@ -313,99 +315,126 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   std::vector<std::exception_ptr> errors(paths.size());
   std::vector<DcpJob> jobs(paths.size());
   std::size_t finished = 0;
-  std::mutex mu;
-  const auto finish = [&](std::size_t i) {
-    jobs[i].ck.reset();  // its files closed as soon as its last tensor is done
-    const std::lock_guard lock(mu);
+  std::mutex mu;                  // guards everything below, errors, and `done`
+  std::vector<TensorItem> queue;  // a heap, largest tensor on top
+  std::size_t opened = 0;
+  std::int64_t total = 0;  // bytes of every tensor queued so far
+  std::vector<std::jthread> pool;
+  const auto smaller = [](const TensorItem& a, const TensorItem& b) {
+    if (a.bytes != b.bytes) return a.bytes < b.bytes;
+    return a.path != b.path ? a.path > b.path : a.tensor > b.tensor;  // then in path and registration order
+  };
+  const auto finish = [&](std::size_t i) {  // under mu
+    jobs[i].ck.reset();                     // its files closed as soon as its last tensor is done
     if (done) done(++finished, paths[i]);
   };
 
   std::atomic<std::size_t> next_path{0};
-  const auto open = [&] {
-    for (std::size_t i; (i = next_path.fetch_add(1)) < paths.size();) {
-      DcpJob& j = jobs[i];
-      try {
-        if (dcp || is_dcp_checkpoint(paths[i])) {
-          j.ck = std::make_unique<DcpCheckpoint>(paths[i]);
-          out[i] = {paths[i], "dcp", {}, {}};
-          for (const auto& e : j.ck->metadata().entries) {
-            if (e.is_tensor)
-              j.tensors.push_back(&e);
-            else
-              out[i].other_entries.push_back(e.fqn);
-          }
-          out[i].tensors.resize(j.tensors.size());
-          j.left = j.tensors.size();
-          if (!j.tensors.empty()) continue;  // finished by the thread hashing its last tensor
-        } else {
-          out[i] = hash_file(paths[i], each);
-        }
-      } catch (...) {
-        errors[i] = std::current_exception();
-        j.tensors.clear();
-      }
-      finish(i);
-    }
-  };
-
-  std::vector<TensorItem> items;
-  std::atomic<std::size_t> next_item{0};
-  const auto hash = [&] {
-    Scratch scratch;
-    for (std::size_t k; (k = next_item.fetch_add(1)) < items.size();) {
-      const TensorItem& it = items[k];
-      DcpJob& j = jobs[it.path];
-      try {
-        out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor], scratch);
-      } catch (...) {
-        // Report the first bad tensor in registration order, whatever thread saw it first.
-        const std::lock_guard lock(mu);
-        if (it.tensor < j.error_at) {
-          j.error_at = it.tensor;
-          errors[it.path] = std::current_exception();
-        }
-      }
-      if (j.left.fetch_sub(1) == 1) finish(it.path);
-    }
-  };
-
-  // Once every path is open (run by the last thread to arrive, before any goes on): the work
-  // items, and more threads when the tensors call for more than the openers. A thread per 8 MiB
-  // at most: on a small checkpoint, starting and joining threads (and waiting for a busy machine
-  // to schedule them) costs more than the hashing they would share.
-  std::vector<std::jthread> extra;
-  const auto plan = [&]() noexcept {
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      for (std::size_t t = 0; t < jobs[i].tensors.size(); ++t) {
-        const auto b = tensor_bytes(*jobs[i].tensors[t]);
-        items.push_back({i, t, b});
-        total = b > INT64_MAX - total ? INT64_MAX : total + b;
-      }
-    }
-    // Largest tensors first: a big tensor started last would leave the other threads idle.
-    std::stable_sort(items.begin(), items.end(),
-                     [](const TensorItem& a, const TensorItem& b) { return a.bytes > b.bytes; });
-    const auto wanted = static_cast<unsigned>(std::clamp<std::int64_t>(total >> 23, 1, threads));
-    const auto workers =
-        std::min<std::size_t>(std::max(wanted, openers), std::max<std::size_t>(items.size(), 1));
+  std::function<void()> work;
+  // Opens path i; its tensors join the queue.
+  const auto open = [&](std::size_t i) {
+    DcpJob& j = jobs[i];
+    FileDigest d;
+    std::exception_ptr error;
     try {
-      for (std::size_t t = openers; t < workers; ++t) extra.emplace_back(hash);
+      if (dcp || is_dcp_checkpoint(paths[i])) {
+        j.ck = std::make_unique<DcpCheckpoint>(paths[i]);
+        d = {paths[i], "dcp", {}, {}};
+        for (const auto& e : j.ck->metadata().entries) {
+          if (e.is_tensor)
+            j.tensors.push_back(&e);
+          else
+            d.other_entries.push_back(e.fqn);
+        }
+        d.tensors.resize(j.tensors.size());
+      } else {
+        d = hash_file(paths[i], each);
+      }
+    } catch (...) {
+      error = std::current_exception();
+      j.tensors.clear();
+    }
+    const std::lock_guard lock(mu);
+    out[i] = std::move(d);
+    errors[i] = error;
+    j.left = j.tensors.size();
+    for (std::size_t t = 0; t < j.tensors.size(); ++t) {
+      const auto b = tensor_bytes(*j.tensors[t]);
+      queue.push_back({i, t, b});
+      std::push_heap(queue.begin(), queue.end(), smaller);
+      total = b > INT64_MAX - total ? INT64_MAX : total + b;
+    }
+    ++opened;
+    if (j.tensors.empty()) finish(i);
+    // A thread per 8 MiB at most beyond the openers: on a small checkpoint, starting and
+    // joining threads (and waiting for a busy machine to schedule them) costs more than the
+    // hashing they would share.
+    const auto wanted = static_cast<std::size_t>(std::clamp<std::int64_t>(total >> 23, 1, threads));
+    try {
+      while (pool.size() + 1 < wanted) pool.emplace_back(work);
     } catch (...) {  // no more threads to be had: the ones running share the work
     }
   };
-  std::barrier opened(static_cast<std::ptrdiff_t>(openers), plan);
-  const auto work = [&] {
-    open();
-    opened.arrive_and_wait();
-    hash();
+  // Hashes one queued tensor; false when there is none now.
+  const auto hash_one = [&](Scratch& scratch) {
+    TensorItem it{};
+    {
+      const std::lock_guard lock(mu);
+      if (queue.empty()) return false;
+      std::pop_heap(queue.begin(), queue.end(), smaller);
+      it = queue.back();
+      queue.pop_back();
+    }
+    DcpJob& j = jobs[it.path];
+    std::exception_ptr error;
+    try {
+      out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor], scratch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const std::lock_guard lock(mu);
+    // Report the first bad tensor in registration order, whatever thread saw it first.
+    if (error && it.tensor < j.error_at) {
+      j.error_at = it.tensor;
+      errors[it.path] = error;
+    }
+    if (--j.left == 0) finish(it.path);
+    return true;
+  };
+  work = [&] {
+    Scratch scratch;
+    for (unsigned idle = 0;; ++idle) {
+      if (const std::size_t i = next_path.fetch_add(1); i < paths.size()) {
+        open(i);
+        idle = 0;
+        continue;
+      }
+      if (hash_one(scratch)) {
+        idle = 0;
+        continue;
+      }
+      {
+        const std::lock_guard lock(mu);
+        if (opened == paths.size() && queue.empty()) return;
+      }
+      // Another thread is still opening a path (its tensors come next): a DCP checkpoint opens
+      // in well under a millisecond, a plain file is hashed whole while "opening".
+      if (idle < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   };
   {
-    std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < openers; ++t) pool.emplace_back(work);
-    work();
+    const std::lock_guard lock(mu);
+    try {
+      for (unsigned t = 1; t < openers; ++t) pool.emplace_back(work);
+    } catch (...) {
+    }
   }
-  extra.clear();
+  work();
+  // Every path is open now, so no thread adds to the pool any more.
+  pool.clear();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   return out;
