@@ -287,8 +287,21 @@ std::int64_t tensor_bytes(const DcpEntry& e) {
 struct DcpJob {
   std::unique_ptr<DcpCheckpoint> ck;
   std::vector<const DcpEntry*> tensors;
-  std::size_t left = 0;             // tensors not hashed yet (guarded by hash_paths' mutex)
-  std::size_t error_at = SIZE_MAX;  // first bad tensor in registration order
+  std::atomic<std::size_t> left{0};  // tensors not hashed yet
+  std::size_t error_at = SIZE_MAX;   // first bad tensor in registration order
+};
+
+// Guards the work queue: held for a heap push or pop only, so a waiter spins (yielding) rather
+// than sleeping in the kernel and waiting to be scheduled again.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (flag_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void unlock() noexcept { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_;
 };
 
 struct TensorItem {
@@ -315,7 +328,8 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   std::vector<std::exception_ptr> errors(paths.size());
   std::vector<DcpJob> jobs(paths.size());
   std::size_t finished = 0;
-  std::mutex mu;                  // guards everything below, errors, and `done`
+  std::mutex mu;  // guards out[i] (as a whole), errors, `done`, `opened`, `total` and `pool`
+  SpinLock queue_lock;
   std::vector<TensorItem> queue;  // a heap, largest tensor on top
   std::size_t opened = 0;
   std::int64_t total = 0;  // bytes of every tensor queued so far
@@ -354,18 +368,26 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
       error = std::current_exception();
       j.tensors.clear();
     }
-    const std::lock_guard lock(mu);
-    out[i] = std::move(d);
-    errors[i] = error;
-    j.left = j.tensors.size();
-    for (std::size_t t = 0; t < j.tensors.size(); ++t) {
-      const auto b = tensor_bytes(*j.tensors[t]);
-      queue.push_back({i, t, b});
-      std::push_heap(queue.begin(), queue.end(), smaller);
-      total = b > INT64_MAX - total ? INT64_MAX : total + b;
+    {
+      const std::lock_guard lock(mu);
+      out[i] = std::move(d);
+      errors[i] = error;
     }
-    ++opened;
+    j.left = j.tensors.size();
+    std::int64_t bytes = 0;
+    {
+      const std::lock_guard lock(queue_lock);
+      for (std::size_t t = 0; t < j.tensors.size(); ++t) {
+        const auto b = tensor_bytes(*j.tensors[t]);
+        queue.push_back({i, t, b});
+        std::push_heap(queue.begin(), queue.end(), smaller);
+        bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
+      }
+    }
+    const std::lock_guard lock(mu);
+    ++opened;  // after its tensors are queued: a thread seeing every path opened and the queue empty is done
     if (j.tensors.empty()) finish(i);
+    total = bytes > INT64_MAX - total ? INT64_MAX : total + bytes;
     // A thread per 8 MiB at most beyond the openers: on a small checkpoint, starting and
     // joining threads (and waiting for a busy machine to schedule them) costs more than the
     // hashing they would share.
@@ -379,7 +401,7 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   const auto hash_one = [&](Scratch& scratch) {
     TensorItem it{};
     {
-      const std::lock_guard lock(mu);
+      const std::lock_guard lock(queue_lock);
       if (queue.empty()) return false;
       std::pop_heap(queue.begin(), queue.end(), smaller);
       it = queue.back();
@@ -392,13 +414,18 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
     } catch (...) {
       error = std::current_exception();
     }
-    const std::lock_guard lock(mu);
-    // Report the first bad tensor in registration order, whatever thread saw it first.
-    if (error && it.tensor < j.error_at) {
-      j.error_at = it.tensor;
-      errors[it.path] = error;
+    if (error) {
+      // Report the first bad tensor in registration order, whatever thread saw it first.
+      const std::lock_guard lock(mu);
+      if (it.tensor < j.error_at) {
+        j.error_at = it.tensor;
+        errors[it.path] = error;
+      }
     }
-    if (--j.left == 0) finish(it.path);
+    if (j.left.fetch_sub(1) == 1) {
+      const std::lock_guard lock(mu);
+      finish(it.path);
+    }
     return true;
   };
   work = [&] {
@@ -413,9 +440,14 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
         idle = 0;
         continue;
       }
+      bool all_opened = false;
       {
         const std::lock_guard lock(mu);
-        if (opened == paths.size() && queue.empty()) return;
+        all_opened = opened == paths.size();
+      }
+      if (all_opened) {
+        const std::lock_guard lock(queue_lock);
+        if (queue.empty()) return;
       }
       // Another thread is still opening a path (its tensors come next): a DCP checkpoint opens
       // in well under a millisecond, a plain file is hashed whole while "opening".
