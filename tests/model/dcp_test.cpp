@@ -131,7 +131,8 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
   gparity::testing::TempDir tmp;
   const auto bad = copy_checkpoint(tmp, kData + "/grid");
   fs::resize_file(fs::path(bad) / "__1_0.distcp", 1000);
-  const std::vector<std::string> good{kData + "/grid.safetensors", kData + "/grid", kData + "/grid.safetensors"};
+  const std::vector<std::string> good{kData + "/grid.safetensors", kData + "/grid",
+                                      kData + "/grid.safetensors"};
   std::vector<std::string> seen;
   const auto all = gparity::model::hash_files(good, {2}, [&](std::size_t k, const std::string& p) {
     EXPECT_EQ(k, seen.size() + 1);
@@ -143,7 +144,8 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
     const auto one = hash_file(good[i], {1});
     EXPECT_EQ(all[i].path, good[i]);
     ASSERT_EQ(all[i].tensors.size(), one.tensors.size());
-    for (std::size_t t = 0; t < one.tensors.size(); ++t) EXPECT_EQ(all[i].tensors[t].xxh3, one.tensors[t].xxh3);
+    for (std::size_t t = 0; t < one.tensors.size(); ++t)
+      EXPECT_EQ(all[i].tensors[t].xxh3, one.tensors[t].xxh3);
   }
   // The bad checkpoint is reported, whichever thread finished first; the good ones still ran.
   const std::vector<std::string> mixed{kData + "/grid", bad, kData + "/nope"};
@@ -152,6 +154,27 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("__1_0.distcp"), std::string::npos) << e.what();
+  }
+}
+
+// Checkpoints hashed together hold their data files open for pread up to a process-wide cap;
+// past it, files are mapped instead. Both ways give the same digests.
+TEST(Dcp, CheckpointsPastTheOpenFileCapAreReadThroughMappings) {
+  const std::size_t files = gparity::model::DcpCheckpoint(kData + "/grid").files().size();
+  ASSERT_GT(files, 0U);
+  const std::size_t copies = gparity::model::DcpCheckpoint::kMaxOpenFiles / files + 2;
+  const std::vector<std::string> paths(copies, kData + "/grid");
+  const auto one = hash_file(kData + "/grid", {1});
+  for (const unsigned threads : {1U, 2U}) {
+    const auto all = gparity::model::hash_files(paths, {threads});
+    ASSERT_EQ(all.size(), copies);
+    for (const auto& d : all) {
+      ASSERT_EQ(d.tensors.size(), one.tensors.size());
+      for (std::size_t t = 0; t < one.tensors.size(); ++t) {
+        EXPECT_EQ(d.tensors[t].xxh3, one.tensors[t].xxh3) << d.tensors[t].name;
+        EXPECT_EQ(d.tensors[t].shard_hash, one.tensors[t].shard_hash) << d.tensors[t].name;
+      }
+    }
   }
 }
 
