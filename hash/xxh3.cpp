@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "hash/block_walk.hpp"
+#include "hash/xxh3_dispatch.hpp"
 
 namespace gparity::hash {
 
 struct Xxh3Stream::State {
-  XXH3_state_t* s = XXH3_createState();
-  State() { XXH3_64bits_reset(s); }
-  ~State() { XXH3_freeState(s); }
+  detail::Xxh3State* s = detail::xxh3_state_new();
+  State() = default;
+  ~State() { detail::xxh3_state_free(s); }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 };
@@ -28,15 +29,15 @@ Xxh3Stream::Xxh3Stream(Xxh3Stream&&) noexcept = default;
 Xxh3Stream& Xxh3Stream::operator=(Xxh3Stream&&) noexcept = default;
 
 void Xxh3Stream::update(std::span<const std::byte> bytes) noexcept {
-  XXH3_64bits_update(state_->s, bytes.data(), bytes.size());
+  detail::xxh3_state_update(state_->s, bytes.data(), bytes.size());
 }
 
 std::uint64_t Xxh3Stream::digest() const noexcept {
-  return XXH3_64bits_digest(state_->s);
+  return detail::xxh3_state_digest(state_->s);
 }
 
 void Xxh3Stream::reset() noexcept {
-  XXH3_64bits_reset(state_->s);
+  detail::xxh3_state_reset(state_->s);
 }
 
 std::uint64_t xxh3_64(const BlockView& block) {

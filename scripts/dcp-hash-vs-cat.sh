@@ -43,23 +43,32 @@ fi
 drop() { [ $mode = cold ] && sync && echo 3 >/proc/sys/vm/drop_caches; }
 [ $mode = warm ] && cat "${files[@]}" >/dev/null  # both sides start from a warm cache
 
-now() { date +%s.%N; }
+# stamp VAR: the time in seconds, from bash's own clock where it has one (5.0+): a `date`
+# process (or a $(...) subshell) started to read the end time would add its own start-up, about
+# a millisecond, to both sides and pull the ratio towards 1.
+stamp() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then
+    printf -v "$1" '%s' "${EPOCHREALTIME/,/.}"
+  else
+    printf -v "$1" '%s' "$(date +%s.%N)"
+  fi
+}
 calc() { awk "BEGIN {print $1}"; }
 cat_t=() hash_t=()
 for ((i = 1; i <= reps; ++i)); do
   drop
-  t0=$(now)
+  stamp t0
   cat "${files[@]}" >/dev/null
-  t1=$(now)
+  stamp t1
   drop
-  t2=$(now)
+  stamp t2
   "$gparity" hash --threads "$threads" "${dirs[@]}" >/dev/null || { echo "gparity hash failed" >&2; exit 1; }
-  t3=$(now)
+  stamp t3
   c=$(calc "$t1 - $t0")
   h=$(calc "$t3 - $t2")
   cat_t+=("$c")
   hash_t+=("$h")
-  printf 'run %d: cat %.3f s  hash %.3f s  ratio %.3f\n' "$i" "$c" "$h" "$(calc "$c / $h")"
+  printf 'run %d: cat %.4f s  hash %.4f s  ratio %.3f\n' "$i" "$c" "$h" "$(calc "$c / $h")"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 mc=$(median "${cat_t[@]}")
@@ -67,6 +76,6 @@ mh=$(median "${hash_t[@]}")
 gib=$(calc "$bytes / 1073741824")
 printf '%s: %.3f GiB in %d files, %s page cache, %d reps, load %s\n' "${dirs[*]}" "$gib" "${#files[@]}" "$mode" \
   "$reps" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'cat  median %.3f s (%.2f GiB/s)\n' "$mc" "$(calc "$gib / $mc")"
-printf 'hash median %.3f s (%.2f GiB/s, --threads %d)\n' "$mh" "$(calc "$gib / $mh")" "$threads"
+printf 'cat  median %.4f s (%.2f GiB/s)\n' "$mc" "$(calc "$gib / $mc")"
+printf 'hash median %.4f s (%.2f GiB/s, --threads %d)\n' "$mh" "$(calc "$gib / $mh")" "$threads"
 printf 'ratio %.3f\n' "$(calc "$mc / $mh")"

@@ -157,6 +157,61 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
   }
 }
 
+// Checkpoints hashed together hold their data files open for pread up to a process-wide cap;
+// past it, files are mapped instead. Both ways give the same digests.
+TEST(Dcp, CheckpointsPastTheOpenFileCapAreReadThroughMappings) {
+  const std::size_t files = gparity::model::DcpCheckpoint(kData + "/grid").files().size();
+  ASSERT_GT(files, 0U);
+  const std::size_t copies = gparity::model::DcpCheckpoint::kMaxOpenFiles / files + 2;
+  const std::vector<std::string> paths(copies, kData + "/grid");
+  const auto one = hash_file(kData + "/grid", {1});
+  for (const unsigned threads : {1U, 2U}) {
+    const auto all = gparity::model::hash_files(paths, {threads});
+    ASSERT_EQ(all.size(), copies);
+    for (const auto& d : all) {
+      ASSERT_EQ(d.tensors.size(), one.tensors.size());
+      for (std::size_t t = 0; t < one.tensors.size(); ++t) {
+        EXPECT_EQ(d.tensors[t].xxh3, one.tensors[t].xxh3) << d.tensors[t].name;
+        EXPECT_EQ(d.tensors[t].shard_hash, one.tensors[t].shard_hash) << d.tensors[t].name;
+      }
+    }
+  }
+}
+
+// The CRC-32 that checks every storage (a vector kernel for large runs where the CPU has one,
+// continued run after run as the one-pass hash feeds it) is zip's, bit for bit.
+TEST(Dcp, ZipCrc32MatchesTheBitwiseDefinition) {
+  const auto reference = [](std::uint32_t crc, std::span<const std::byte> bytes) {
+    crc = ~crc;
+    for (const auto b : bytes) {
+      crc ^= static_cast<std::uint8_t>(b);
+      for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320U & (0U - (crc & 1U)));
+    }
+    return ~crc;
+  };
+  std::vector<std::byte> data(70000);
+  std::uint32_t x = 12345;
+  for (auto& b : data) {
+    x = x * 1103515245U + 12345U;
+    b = static_cast<std::byte>(x >> 24);
+  }
+  for (const std::size_t n : {0UL, 1UL, 63UL, 255UL, 256UL, 1023UL, 1024UL, 1025UL, 1088UL, 1279UL, 1280UL,
+                              1344UL, 4097UL, 65536UL + 77UL}) {
+    for (const std::size_t offset : {0UL, 3UL}) {
+      const auto bytes = std::span<const std::byte>(data).subspan(offset, n);
+      for (const std::uint32_t init : {0U, 0xFFFFFFFFU, 0x1234ABCDU}) {
+        EXPECT_EQ(gparity::model::zip_crc32(init, bytes), reference(init, bytes))
+            << n << " bytes at " << offset;
+      }
+      // In two runs, as the one-pass hash computes it.
+      const auto head = bytes.first(n / 3);
+      EXPECT_EQ(gparity::model::zip_crc32(gparity::model::zip_crc32(0, head), bytes.subspan(head.size())),
+                reference(0, bytes))
+          << n;
+    }
+  }
+}
+
 TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
   gparity::testing::TempDir tmp;
   const auto dir = copy_checkpoint(tmp, kData + "/grid");

@@ -124,6 +124,26 @@ TEST(Pickle, MalformedInputNamesTheByteOffset) {
   EXPECT_NE(error_of([] { (void)decode(""); }).find("without STOP"), std::string::npos);
 }
 
+// Memo indices far beyond the entries so far are kept apart from the dense ones (so one large
+// index allocates nothing large), and still found once the dense ones grow past them.
+TEST(Pickle, MemoFindsSparseIndicesAfterTheDenseOnesGrowPastThem) {
+  const auto le4 = [](std::uint32_t v) {
+    return std::string{static_cast<char>(v & 0xFF), static_cast<char>((v >> 8) & 0xFF),
+                       static_cast<char>((v >> 16) & 0xFF), static_cast<char>(v >> 24)};
+  };
+  std::string p = "\x80\x04K\x2ar" + le4(5000) + "0";  // 42 at memo 5000, popped
+  for (int i = 0; i < 2100; ++i) p += "N\x94";         // memo 1 .. 2100
+  p += "Nr" + le4(5001);                               // the dense ones now cover 5000
+  p += "j" + le4(5000) + ".";
+  const auto doc = decode(p);
+  ASSERT_EQ(doc.root->kind, pk::Kind::Int);
+  EXPECT_EQ(doc.root->i, 42);
+  EXPECT_NE(error_of([&] {
+              (void)decode("\x80\x04Nr" + le4(5000) + "j" + le4(4999) + ".");
+            }).find("memo entry 4999"),
+            std::string::npos);
+}
+
 TEST(Pickle, CapsBoundMemoStackAndValues) {
   pk::Limits small;
   small.max_memo = 4;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -212,7 +215,14 @@ std::string layout_of(const DcpEntry& e) {
   return same ? s + " of " + shape_text(e.chunks[0].sizes) : s + " of mixed sizes";
 }
 
-TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
+// A hashing thread's buffers, reused from tensor to tensor (fresh ones would be fresh pages,
+// each zeroed by the kernel): memory stays bounded by the largest band of chunks.
+struct Scratch {
+  std::vector<std::byte> gather;
+  std::vector<DcpChunkBuffer> chunks;
+};
+
+TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e, Scratch& mem) {
   TensorDigest out{e.fqn, e.dtype, e.size, 0, 0, layout_of(e)};
   std::vector<const DcpChunk*> chunks;
   for (const auto& c : e.chunks) chunks.push_back(&c);
@@ -239,8 +249,8 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
     if (!regular) bands = {chunks};
   }
   hash::Xxh3Stream xs;
-  std::vector<std::byte> scratch;
-  std::vector<std::vector<std::byte>> buffers;
+  std::vector<std::byte>& scratch = mem.gather;
+  std::vector<DcpChunkBuffer>& buffers = mem.chunks;
   hash::ShardHashOptions sh;
   sh.max_threads = 1;  // parallelism is across tensors
   for (const auto& b : bands) {
@@ -266,94 +276,211 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e) {
 
 }  // namespace
 
-FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options) {
-  const DcpCheckpoint ck(dir);
-  FileDigest out{dir, "dcp", {}, {}};
-  std::vector<const DcpEntry*> tensors;
-  for (const auto& e : ck.metadata().entries) {
-    if (e.is_tensor)
-      tensors.push_back(&e);
-    else
-      out.other_entries.push_back(e.fqn);
-  }
-  out.tensors.resize(tensors.size());
-  // Largest tensors first (results stay in registration order): with fewer tensors than
-  // threads' worth of work, a big tensor started last would leave the other threads idle.
-  std::vector<std::size_t> order(tensors.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto bytes_of = [&](std::size_t i) {
-    const auto n = numel(tensors[i]->size);
-    return n < 0 ? INT64_MAX : n * static_cast<std::int64_t>(dtype_size(tensors[i]->dtype));
-  };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return bytes_of(a) > bytes_of(b); });
-  unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<std::size_t>(n, std::max<std::size_t>(tensors.size(), 1)));
-  // A thread per 8 MiB at most: on a small checkpoint, starting and joining threads (and waiting
-  // for a busy machine to schedule them) costs more than the hashing they would share.
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    total = bytes_of(i) > INT64_MAX - total ? INT64_MAX : total + bytes_of(i);
-  n = static_cast<unsigned>(std::clamp<std::int64_t>(total >> 23, 1, n));
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::size_t error_at = tensors.size();
-  std::mutex mu;
-  const auto work = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < tensors.size();) {
-      const std::size_t i = order[k];
-      try {
-        out.tensors[i] = hash_dcp_tensor(ck, *tensors[i]);
-      } catch (...) {
-        // Report the first bad tensor in registration order, whatever thread saw it first.
-        const std::lock_guard lock(mu);
-        if (i < error_at) {
-          error_at = i;
-          error = std::current_exception();
-        }
-      }
-    }
-  };
-  std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  pool.clear();
-  if (error) std::rethrow_exception(error);
-  return out;
+namespace {
+
+std::int64_t tensor_bytes(const DcpEntry& e) {
+  const auto n = numel(e.size);
+  return n < 0 ? INT64_MAX : n * static_cast<std::int64_t>(dtype_size(e.dtype));
 }
 
-std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options,
-                                   const std::function<void(std::size_t, const std::string&)>& done) {
+// One DCP checkpoint being hashed: its tensors are work items shared by every thread.
+struct DcpJob {
+  std::unique_ptr<DcpCheckpoint> ck;
+  std::vector<const DcpEntry*> tensors;
+  std::atomic<std::size_t> left{0};  // tensors not hashed yet
+  std::size_t error_at = SIZE_MAX;   // first bad tensor in registration order
+};
+
+// Guards the work queue: held for a heap push or pop only, so a waiter spins (yielding) rather
+// than sleeping in the kernel and waiting to be scheduled again.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (flag_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void unlock() noexcept { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_;
+};
+
+struct TensorItem {
+  std::size_t path, tensor;
+  std::int64_t bytes;
+};
+
+// Hashes `paths` with one pool of threads sharing two kinds of work: opening a path (a DCP
+// checkpoint's metadata read and its files opened; any other file hashed whole), and hashing
+// one DCP tensor, largest first among those opened. Items as small as a tensor keep the threads
+// evenly busy where a path per thread would leave one idle while another finishes a larger
+// checkpoint. No thread ever sleeps waiting for another: on a loaded machine a thread put to
+// sleep (a barrier, a condition variable) can take milliseconds to be scheduled again, and a
+// thread that starts late just joins in on what is left.
+std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const CheckpointHashOptions& options,
+                                   const std::function<void(std::size_t, const std::string&)>& done,
+                                   bool dcp) {
   const unsigned threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  // Paths in parallel: a checkpoint too small to share among threads (one per 8 MiB) still
-  // keeps a thread busy beside the others.
-  const auto workers =
+  const auto openers =
       static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
-  const CheckpointHashOptions each{std::max(1u, threads / workers)};
+  const CheckpointHashOptions each{std::max(1u, threads / openers)};
   std::vector<FileDigest> out(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());
-  std::atomic<std::size_t> next{0};
+  std::vector<DcpJob> jobs(paths.size());
   std::size_t finished = 0;
-  std::mutex mu;
-  const auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
-      try {
-        out[i] = hash_file(paths[i], each);
-      } catch (...) {
-        errors[i] = std::current_exception();
+  std::mutex mu;  // guards out[i] (as a whole), errors, `done`, `opened`, `total` and `pool`
+  SpinLock queue_lock;
+  std::vector<TensorItem> queue;  // a heap, largest tensor on top
+  std::size_t opened = 0;
+  std::int64_t total = 0;  // bytes of every tensor queued so far
+  std::vector<std::jthread> pool;
+  const auto smaller = [](const TensorItem& a, const TensorItem& b) {
+    if (a.bytes != b.bytes) return a.bytes < b.bytes;
+    return a.path != b.path ? a.path > b.path : a.tensor > b.tensor;  // then in path and registration order
+  };
+  const auto finish = [&](std::size_t i) {  // under mu
+    jobs[i].ck.reset();                     // its files closed as soon as its last tensor is done
+    if (done) done(++finished, paths[i]);
+  };
+
+  std::atomic<std::size_t> next_path{0};
+  std::function<void()> work;
+  // Opens path i; its tensors join the queue.
+  const auto open = [&](std::size_t i) {
+    DcpJob& j = jobs[i];
+    FileDigest d;
+    std::exception_ptr error;
+    try {
+      if (dcp || is_dcp_checkpoint(paths[i])) {
+        j.ck = std::make_unique<DcpCheckpoint>(paths[i]);
+        d = {paths[i], "dcp", {}, {}};
+        for (const auto& e : j.ck->metadata().entries) {
+          if (e.is_tensor)
+            j.tensors.push_back(&e);
+          else
+            d.other_entries.push_back(e.fqn);
+        }
+        d.tensors.resize(j.tensors.size());
+      } else {
+        d = hash_file(paths[i], each);
       }
+    } catch (...) {
+      error = std::current_exception();
+      j.tensors.clear();
+    }
+    {
       const std::lock_guard lock(mu);
-      if (done) done(++finished, paths[i]);
+      out[i] = std::move(d);
+      errors[i] = error;
+    }
+    j.left = j.tensors.size();
+    std::int64_t bytes = 0;
+    {
+      const std::lock_guard lock(queue_lock);
+      for (std::size_t t = 0; t < j.tensors.size(); ++t) {
+        const auto b = tensor_bytes(*j.tensors[t]);
+        queue.push_back({i, t, b});
+        std::push_heap(queue.begin(), queue.end(), smaller);
+        bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
+      }
+    }
+    const std::lock_guard lock(mu);
+    ++opened;  // after its tensors are queued: a thread seeing every path opened and the queue empty is done
+    if (j.tensors.empty()) finish(i);
+    total = bytes > INT64_MAX - total ? INT64_MAX : total + bytes;
+    // A thread per 8 MiB at most beyond the openers: on a small checkpoint, starting and
+    // joining threads (and waiting for a busy machine to schedule them) costs more than the
+    // hashing they would share.
+    const auto wanted = static_cast<std::size_t>(std::clamp<std::int64_t>(total >> 23, 1, threads));
+    try {
+      while (pool.size() + 1 < wanted) pool.emplace_back(work);
+    } catch (...) {  // no more threads to be had: the ones running share the work
     }
   };
-  std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < workers; ++t) pool.emplace_back(work);
+  // Hashes one queued tensor; false when there is none now.
+  const auto hash_one = [&](Scratch& scratch) {
+    TensorItem it{};
+    {
+      const std::lock_guard lock(queue_lock);
+      if (queue.empty()) return false;
+      std::pop_heap(queue.begin(), queue.end(), smaller);
+      it = queue.back();
+      queue.pop_back();
+    }
+    DcpJob& j = jobs[it.path];
+    std::exception_ptr error;
+    try {
+      out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor], scratch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (error) {
+      // Report the first bad tensor in registration order, whatever thread saw it first.
+      const std::lock_guard lock(mu);
+      if (it.tensor < j.error_at) {
+        j.error_at = it.tensor;
+        errors[it.path] = error;
+      }
+    }
+    if (j.left.fetch_sub(1) == 1) {
+      const std::lock_guard lock(mu);
+      finish(it.path);
+    }
+    return true;
+  };
+  work = [&] {
+    Scratch scratch;
+    for (unsigned idle = 0;; ++idle) {
+      if (const std::size_t i = next_path.fetch_add(1); i < paths.size()) {
+        open(i);
+        idle = 0;
+        continue;
+      }
+      if (hash_one(scratch)) {
+        idle = 0;
+        continue;
+      }
+      bool all_opened = false;
+      {
+        const std::lock_guard lock(mu);
+        all_opened = opened == paths.size();
+      }
+      if (all_opened) {
+        const std::lock_guard lock(queue_lock);
+        if (queue.empty()) return;
+      }
+      // Another thread is still opening a path (its tensors come next): a DCP checkpoint opens
+      // in well under a millisecond, a plain file is hashed whole while "opening".
+      if (idle < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  };
+  {
+    const std::lock_guard lock(mu);
+    try {
+      for (unsigned t = 1; t < openers; ++t) pool.emplace_back(work);
+    } catch (...) {
+    }
+  }
   work();
+  // Every path is open now, so no thread adds to the pool any more.
   pool.clear();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   return out;
+}
+
+}  // namespace
+
+FileDigest hash_dcp_checkpoint(const std::string& dir, const CheckpointHashOptions& options) {
+  return std::move(hash_paths(std::span(&dir, 1), options, {}, true)[0]);
+}
+
+std::vector<FileDigest> hash_files(std::span<const std::string> paths, const CheckpointHashOptions& options,
+                                   const std::function<void(std::size_t, const std::string&)>& done) {
+  return hash_paths(paths, options, done, false);
 }
 
 FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options) {

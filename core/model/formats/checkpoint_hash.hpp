@@ -43,9 +43,12 @@ struct CheckpointHashOptions {
 /// one raw byte tensor (elements of 1 byte). Errors are InputError.
 FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options = {});
 
-/// Hashes several paths, as many at a time as options.threads allows (each with its share of the
-/// threads), results in the order of `paths`. `done(k, path)` is called (serialised) after each
-/// path, k counting the paths done so far. Errors: the first failing path in `paths` order.
+/// Hashes several paths with options.threads threads shared by all of them (paths are opened in
+/// parallel, then every DCP tensor of every path is a work item, largest first; a DCP checkpoint
+/// gets at most a thread per 8 MiB beyond one per path), results in the order of `paths`.
+/// `done(k, path)` is called (serialised) after each path, k counting the paths done so far.
+/// Errors: the first failing path in `paths` order (within a checkpoint, its first bad tensor in
+/// registration order).
 std::vector<FileDigest> hash_files(std::span<const std::string> paths,
                                    const CheckpointHashOptions& options = {},
                                    const std::function<void(std::size_t, const std::string&)>& done = {});

@@ -3,6 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <filesystem>
 
 #include "core/model/base/input_error.hpp"
@@ -28,6 +31,15 @@ void prefetch(std::span<const std::byte> bytes) noexcept {
   (void)madvise(p, end - begin, MADV_WILLNEED);
 }
 
+// Data files held open by every DcpCheckpoint of the process (kMaxOpenFiles).
+std::atomic<std::size_t> g_open_files{0};
+
+bool take_open_slot(std::size_t max) noexcept {
+  for (std::size_t n = g_open_files.load(); n < max;)
+    if (g_open_files.compare_exchange_weak(n, n + 1)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool is_dcp_checkpoint(const std::string& path) {
@@ -47,9 +59,27 @@ DcpCheckpoint::DcpCheckpoint(const std::string& dir) : dir_(dir) {
       const std::string p = (fs::path(dir) / l.file).string();
       if (!fs::is_regular_file(p, ec))
         throw InputError(p, "the checkpoint's .metadata names this data file, but it is missing");
-      DataFile f{MappedFile(p), nullptr};
-      const auto head = f.map.bytes().first(std::min<std::size_t>(f.map.bytes().size(), 9));
-      if (looks_like_safetensors(head)) f.safetensors = std::make_unique<SafetensorsFile>(p);
+      DataFile f;
+      f.path = p;
+      std::array<std::byte, 9> head{};
+      std::span<const std::byte> first;
+      if (take_open_slot(kMaxOpenFiles)) {
+        ++open_files_.n;  // before the open, which can throw: OpenSlots gives it back
+        f.file.emplace(p);
+        if (f.file->size() > kReadChunkBytes) f.map.emplace(p);
+        f.size = f.map ? f.map->bytes().size() : f.file->size();
+        const std::span<std::byte> to = std::span(head).first(std::min<std::uint64_t>(f.size, head.size()));
+        f.file->read_at(0, to);
+        first = to;
+      } else {
+        f.map.emplace(p);
+        f.size = f.map->bytes().size();
+        first = f.map->bytes().first(std::min<std::size_t>(f.size, head.size()));
+      }
+      if (looks_like_safetensors(first)) {
+        f.safetensors = std::make_unique<SafetensorsFile>(p);  // maps the file itself
+        f.map.reset();
+      }
       files_.emplace(l.file, std::move(f));
     };
     for (const auto& c : e.chunks) {
@@ -60,17 +90,35 @@ DcpCheckpoint::DcpCheckpoint(const std::string& dir) : dir_(dir) {
   }
 }
 
+DcpCheckpoint::OpenSlots::~OpenSlots() {
+  g_open_files.fetch_sub(n);
+}
+
 std::vector<std::pair<std::string, std::uint64_t>> DcpCheckpoint::files() const {
   std::vector<std::pair<std::string, std::uint64_t>> out;
-  for (const auto& [name, f] : files_) out.emplace_back(name, f.map.bytes().size());
+  for (const auto& [name, f] : files_) out.emplace_back(name, f.size);
   return out;
 }
 
-DcpChunkView DcpCheckpoint::load(const DcpEntry& entry, const DcpChunk& chunk, std::vector<std::byte>& buffer,
+std::span<const std::byte> DcpCheckpoint::chunk_bytes(const DataFile& f, std::uint64_t offset,
+                                                      std::uint64_t length, DcpChunkBuffer& buffer) const {
+  if (f.file && (!f.map || length <= kReadChunkBytes)) {
+    if (buffer.record_capacity < length) {
+      buffer.record = std::make_unique_for_overwrite<std::byte[]>(length);
+      buffer.record_capacity = length;
+    }
+    const std::span<std::byte> to(buffer.record.get(), length);
+    f.file->read_at(offset, to);
+    return to;
+  }
+  return f.map->bytes().subspan(offset, length);
+}
+
+DcpChunkView DcpCheckpoint::load(const DcpEntry& entry, const DcpChunk& chunk, DcpChunkBuffer& buffer,
                                  CrcCheck crc) const {
   const DcpLocation& l = *chunk.where;
   const DataFile& f = files_.at(l.file);
-  const std::string where = f.map.path() + " @ " + std::to_string(l.offset);
+  const std::string where = f.path + " @ " + std::to_string(l.offset);
   const auto fail = [&](const std::string& problem) -> InputError {
     return InputError(where, "\"" + entry.fqn + "\": " + problem);
   };
@@ -91,11 +139,12 @@ DcpChunkView DcpCheckpoint::load(const DcpEntry& entry, const DcpChunk& chunk, s
     }
     throw fail("no tensor of this name in the safetensors data file");
   }
-  const auto size = f.map.bytes().size();
+  const auto size = f.size;
   if (l.offset > size || l.length > size - l.offset)
     throw fail("byte range [" + std::to_string(l.offset) + ", +" + std::to_string(l.length) +
                ") lies outside the " + std::to_string(size) + "-byte file (truncated?)");
-  auto t = read_torch_save_tensor(f.map.bytes().subspan(l.offset, l.length), where, buffer, crc);
+  const auto record = chunk_bytes(f, l.offset, l.length, buffer);
+  auto t = read_torch_save_tensor(record, where, buffer.storage, crc);
   if (t.record.dtype != entry.dtype)
     throw fail(std::string("chunk dtype ") + std::string(dtype_name(t.record.dtype)) +
                " differs from the metadata's " + std::string(dtype_name(entry.dtype)));
@@ -107,7 +156,7 @@ DcpChunkView DcpCheckpoint::load(const DcpEntry& entry, const DcpChunk& chunk, s
   v.shape = t.record.size;
   v.strides = t.record.stride;
   if (t.unchecked_crc32) {
-    prefetch(t.storage);
+    if (record.data() != buffer.record.get()) prefetch(t.storage);  // in the mapping
     v.storage = t.storage;
     v.unchecked_crc32 = t.unchecked_crc32;
     v.crc_where = where + " (\"" + entry.fqn + "\" storage)";

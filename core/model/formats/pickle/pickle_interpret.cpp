@@ -99,12 +99,12 @@ void fail_at(const Document& doc, const Value& v, const std::string& problem) {
 
 void require_allowed(const Document& doc, std::span<const GlobalName> allowed) {
   // The arena holds every value the pickle made, reachable or not: check them all.
-  for (const auto& v : doc.arena) {
-    if (v.kind != Kind::Global || allowed_global(v, allowed)) continue;
+  doc.arena.for_each([&](const Value& v) {
+    if (v.kind != Kind::Global || allowed_global(v, allowed)) return;
     fail_at(doc, v,
             "refusing this pickle: it references " + v.text + "." + v.text2 +
                 ", which is not on the allow-list of known shapes (nothing was imported or called)");
-  }
+  });
 }
 
 std::optional<DType> as_dtype(const Value& v) noexcept {

@@ -20,7 +20,7 @@ class Machine {
 
   Document run() {
     while (true) {
-      const Op op = ops_.next();
+      Op op = ops_.next();
       at_ = op.offset;
       if (step(op)) break;
     }
@@ -85,7 +85,7 @@ class Machine {
     // Duplicate keys are kept; Value::get returns the last, as Python's dict would hold it.
     for (std::size_t i = 0; i < kv.size(); i += 2) target->pairs.emplace_back(kv[i], kv[i + 1]);
   }
-  Value* global(std::string module, std::string name) {
+  Value* global(std::string&& module, std::string&& name) {
     Value* g = make(Kind::Global);
     g->text = std::move(module);
     g->text2 = std::move(name);
@@ -99,20 +99,44 @@ class Machine {
     o->kwargs = kwargs;
     return o;
   }
+  // The memo: indices are dense in what pickle writes (0, 1, 2, ... by MEMOIZE or PUT), so they
+  // index a vector; one far beyond the entries so far (only a hand-made pickle) goes to a map,
+  // so that a single large index cannot allocate a huge vector.
   void memo_put(std::int64_t index, Value* v) {
     if (index < 0 || static_cast<std::uint64_t>(index) >= limits_.max_memo)
       fail("memo index " + std::to_string(index) + " beyond the limit of " +
            std::to_string(limits_.max_memo));
-    if (memo_.size() >= limits_.max_memo && !memo_.contains(index))
-      fail("more than " + std::to_string(limits_.max_memo) + " memo entries (limit)");
-    memo_[index] = v;
+    Value** slot = memo_find(index);
+    if (!slot) {
+      if (memo_count_ >= limits_.max_memo)
+        fail("more than " + std::to_string(limits_.max_memo) + " memo entries (limit)");
+      const auto at = static_cast<std::size_t>(index);
+      if (at < memo_dense_.size()) {
+        slot = &memo_dense_[at];
+      } else if (at < 2 * memo_count_ + 1024) {
+        memo_dense_.resize(at + 1, nullptr);
+        slot = &memo_dense_[at];
+      } else {
+        slot = &memo_sparse_[index];
+      }
+      ++memo_count_;
+    }
+    *slot = v;
+  }
+  // The entry's slot, null when the index was never stored (an index lives in one of the two).
+  Value** memo_find(std::int64_t index) {
+    const auto at = static_cast<std::size_t>(index);
+    if (at < memo_dense_.size() && memo_dense_[at]) return &memo_dense_[at];
+    if (memo_sparse_.empty()) return nullptr;
+    const auto it = memo_sparse_.find(index);
+    return it == memo_sparse_.end() ? nullptr : &it->second;
   }
   Value* memo_get(std::int64_t index) {
-    const auto it = memo_.find(index);
-    if (it == memo_.end()) fail("memo entry " + std::to_string(index) + " was never stored");
-    return it->second;
+    Value** slot = index < 0 ? nullptr : memo_find(index);
+    if (!slot) fail("memo entry " + std::to_string(index) + " was never stored");
+    return *slot;
   }
-  Value* scalar(const Op& op) {
+  Value* scalar(Op& op) {
     Value* v = nullptr;
     switch (op.kind) {
       case ArgKind::Int:
@@ -125,7 +149,7 @@ class Machine {
         break;
       case ArgKind::BigInt:
         v = make(Kind::BigInt);
-        v->text = op.text;
+        v->text = std::move(op.text);
         break;
       case ArgKind::Float:
         v = make(Kind::Float);
@@ -133,18 +157,18 @@ class Machine {
         break;
       case ArgKind::Text:
         v = make(Kind::Str);
-        v->text = op.text;
+        v->text = std::move(op.text);
         break;
       default:
         v = make(Kind::Bytes);
-        v->text = op.text;
+        v->text = std::move(op.text);
         break;
     }
     return v;
   }
 
   // Returns true at STOP.
-  bool step(const Op& op) {
+  bool step(Op& op) {
     switch (op.code) {
       case '\x80':
         if (op.i > 5) fail("unsupported pickle protocol " + std::to_string(op.i));
@@ -256,17 +280,17 @@ class Machine {
       case 'p':
       case 'q':
       case 'r': memo_put(op.i, top("PUT")); break;
-      case '\x94': memo_put(static_cast<std::int64_t>(memo_.size()), top("MEMOIZE")); break;
+      case '\x94': memo_put(static_cast<std::int64_t>(memo_count_), top("MEMOIZE")); break;
       case '\x82':
       case '\x83':
       case '\x84': push(global("copyreg extension", std::to_string(op.i))); break;
-      case 'c': push(global(op.text, op.text2)); break;
+      case 'c': push(global(std::move(op.text), std::move(op.text2))); break;
       case '\x93': {
         Value* name = pop("STACK_GLOBAL");
         Value* module = pop("STACK_GLOBAL");
         if (!module->is_str() || !name->is_str())
           fail("STACK_GLOBAL needs two strings, got " + describe(*module) + " and " + describe(*name));
-        push(global(module->text, name->text));
+        push(global(std::string(module->text), std::string(name->text)));
         break;
       }
       case 'R': {
@@ -298,7 +322,7 @@ class Machine {
       }
       case 'i': {
         auto items = pop_mark("INST");
-        Value* cls = global(op.text, op.text2);
+        Value* cls = global(std::move(op.text), std::move(op.text2));
         push(object(Built::Inst, cls, sequence(Kind::Tuple, std::move(items))));
         break;
       }
@@ -321,7 +345,7 @@ class Machine {
       }
       case 'P': {
         Value* id = make(Kind::Str);
-        id->text = op.text;
+        id->text = std::move(op.text);
         push(sequence(Kind::PersId, {id}));
         break;
       }
@@ -337,7 +361,9 @@ class Machine {
   Document doc_;
   std::vector<Value*> stack_;
   std::vector<std::size_t> marks_;
-  std::unordered_map<std::int64_t, Value*> memo_;
+  std::vector<Value*> memo_dense_;
+  std::unordered_map<std::int64_t, Value*> memo_sparse_;
+  std::size_t memo_count_ = 0;  // entries in both
   std::size_t at_ = 0;
 };
 

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,10 +62,41 @@ struct Value {
   [[nodiscard]] const Value* get(std::string_view key) const noexcept;
 };
 
+/// Every Value a pickle made, at stable addresses, allocated in blocks that grow (a DCP chunk's
+/// pickle makes a few dozen values: one allocation, not one per value or two).
+class Arena {
+ public:
+  Arena() = default;
+  Arena(Arena&& other) noexcept;
+  Arena& operator=(Arena&& other) noexcept;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  ~Arena();
+
+  /// A new default Value.
+  Value& emplace_back();
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Calls f(const Value&) on every value, in the order they were made.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& b : blocks_)
+      for (std::size_t i = 0; i < b.used; ++i) f(b.values[i]);
+  }
+
+ private:
+  struct Block {
+    Value* values;
+    std::size_t capacity, used;
+  };
+  void release() noexcept;
+  std::vector<Block> blocks_;
+  std::size_t size_ = 0;
+};
+
 /// A decoded pickle: the arena and the value STOP returned.
 struct Document {
   std::string source;
-  std::deque<Value> arena;
+  Arena arena;
   const Value* root = nullptr;
   int protocol = 0;
 };
