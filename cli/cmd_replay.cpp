@@ -57,6 +57,7 @@ struct ReplayCliOptions {
   std::vector<std::string> syms;
   GroupOptions groups;  // --group, --flight-recorder, --no-flight-recorder
   bool no_hash = false;
+  std::string node_hash = "both";
   int repeat = 0;  // timed runs after the recorded one
   bool cuda_graph = false;
   int cuda_graph_warmup = 2;
@@ -129,8 +130,8 @@ runtime::GroupRanks group_ranks(const model::ProcessGroupTable& table) {
 bool same(const std::vector<model::NodeRecord>& a, const std::vector<model::NodeRecord>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].xxh3 != b[i].xxh3 || a[i].dtype != b[i].dtype || a[i].shape != b[i].shape ||
-        a[i].output != b[i].output)
+    if ((a[i].has_xxh3 && b[i].has_xxh3 && a[i].xxh3 != b[i].xxh3) || a[i].shard != b[i].shard ||
+        a[i].dtype != b[i].dtype || a[i].shape != b[i].shape || a[i].output != b[i].output)
       return false;
   return true;
 }
@@ -401,6 +402,7 @@ int run_one_rank(const ReplayCliOptions& o) {
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;
+    io.node_xxh3 = o.node_hash == "both";
     runtime::Interpreter interp(jobs[0].hoisted.graph, io);
     runtime::InputSource inputs(inputs_opts);
     const int code = replay_captured(o, env, jobs[0], interp, inputs, comm.get(), writer, summary);
@@ -414,6 +416,7 @@ int run_one_rank(const ReplayCliOptions& o) {
     io.source = jobs[j].entry->source;
     io.device = device;
     io.hash = !o.no_hash;
+    io.node_xxh3 = o.node_hash == "both";
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
@@ -542,6 +545,11 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_option("--sym", o->syms, "Value of a symbolic size, NAME=INTEGER (repeatable)");
   o->groups.add_to(cmd);
   cmd->add_flag("--no-hash", o->no_hash, "Run without hashing (timing)");
+  cmd->add_option("--node-hash", o->node_hash,
+                  "both: XXH3-64 and the shard-invariant hash of every node's tensors; shard: the "
+                  "shard-invariant hash only (on a GPU, XXH3 is a sequential chain per tensor)")
+      ->check(CLI::IsMember({"both", "shard"}))
+      ->capture_default_str();
   cmd->add_option("--repeat", o->repeat,
                   "Run each graph N more times on the same inputs, timed (median in the summary)")
       ->check(CLI::Range(0, 100000));

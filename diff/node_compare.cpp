@@ -69,7 +69,7 @@ std::unordered_map<std::string_view, Outputs> by_node(std::span<const model::Nod
 /// The fields in which two records of one output differ ("xxh3", "shard", "dtype", "shape").
 std::vector<std::string> record_diff(const model::NodeRecord& a, const model::NodeRecord& b) {
   std::vector<std::string> f;
-  if (a.xxh3 != b.xxh3) f.emplace_back("xxh3");
+  if (a.has_xxh3 && b.has_xxh3 && a.xxh3 != b.xxh3) f.emplace_back("xxh3");
   if (a.shard != b.shard) f.emplace_back("shard");
   if (a.dtype != b.dtype) f.emplace_back("dtype");
   if (a.shape != b.shape) f.emplace_back("shape");

@@ -85,7 +85,7 @@ BlockHashes hash_cpu(const at::Tensor& t, const Placed& p) {
 /// made contiguous for XXH3 on PyTorch's current stream (the caller makes it `stream`); those
 /// copies go into `keep`, which must outlive the stream's work.
 void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements,
-                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep) {
+                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep, bool xxh3 = true) {
   std::vector<hash::DeviceBytes> bytes;
   std::vector<hash::BlockView> views;
   std::vector<hash::GlobalPlacement> globals;
@@ -98,6 +98,7 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
     views.push_back({static_cast<const std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.element_size()),
                      p.shape, p.stride});
     globals.push_back({p.offsets, p.global});
+    if (!xxh3) continue;
     if (t.is_contiguous()) {
       bytes.push_back({t.data_ptr(), t.nbytes()});
     } else {
@@ -107,7 +108,7 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
   }
   // PyTorch CUDA tensors and their buffers are device memory: no driver query per pointer.
   hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false);
-  hash::xxh3_64_cuda_batch(bytes, words, 2, stream, /*check_pointers=*/false);
+  if (xxh3) hash::xxh3_64_cuda_batch(bytes, words, 2, stream, /*check_pointers=*/false);
 }
 
 std::vector<BlockHashes> unpack(const std::int64_t* h, std::size_t n) {
@@ -173,6 +174,73 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
   }
 #endif
   return result;
+}
+
+struct DeferredHashes::Impl {
+  bool xxh3 = true;
+  std::vector<at::Tensor> chunks;  // 2 words a slot, on the device
+  std::vector<std::size_t> used;   // slots used per chunk
+  std::size_t total = 0;
+};
+
+DeferredHashes::DeferredHashes(bool xxh3) : impl_(std::make_unique<Impl>()) {
+  impl_->xxh3 = xxh3;
+}
+DeferredHashes::~DeferredHashes() = default;
+
+std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors) {
+  const std::size_t first = impl_->total;
+  if (tensors.empty()) return first;
+#if GPARITY_WITH_CUDA_HASH
+  const auto device = tensors.front().device();
+  for (const auto& t : tensors)
+    if (!t.is_cuda() || t.device() != device)
+      throw std::invalid_argument("DeferredHashes: CUDA tensors of one device only");
+  auto& im = *impl_;
+  constexpr std::size_t kChunk = 4096;
+  if (im.chunks.empty() ||
+      im.used.back() + tensors.size() > static_cast<std::size_t>(im.chunks.back().numel() / 2) ||
+      im.chunks.back().device() != device) {
+    im.chunks.push_back(at::zeros({2 * static_cast<std::int64_t>(std::max(kChunk, tensors.size()))},
+                                  at::TensorOptions().dtype(at::kLong).device(device)));
+    im.used.push_back(0);
+  }
+  std::vector<Placed> placements;
+  placements.reserve(tensors.size());
+  for (const auto& t : tensors) placements.push_back(placed(t, {}, {}));
+#if GPARITY_TORCH_CUDA
+  void* stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+#else
+  void* stream = nullptr;
+#endif
+  // Contiguous copies for XXH3 are freed after the enqueue: the caching allocator hands their
+  // blocks out again only to work ordered after the kernels on this stream.
+  std::vector<at::Tensor> keep;
+  auto* words =
+      reinterpret_cast<std::uint64_t*>(im.chunks.back().data_ptr<std::int64_t>()) + 2 * im.used.back();
+  enqueue_cuda(tensors, placements, words, stream, keep, im.xxh3);
+  im.used.back() += tensors.size();
+  im.total += tensors.size();
+  return first;
+#else
+  throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");
+#endif
+}
+
+std::vector<BlockHashes> DeferredHashes::collect() {
+  std::vector<BlockHashes> out;
+  out.reserve(impl_->total);
+#if GPARITY_WITH_CUDA_HASH
+  for (std::size_t c = 0; c < impl_->chunks.size(); ++c) {
+    const auto host = impl_->chunks[c].cpu();  // waits for the stream
+    const auto part = unpack(host.data_ptr<std::int64_t>(), impl_->used[c]);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+#endif
+  impl_->chunks.clear();
+  impl_->used.clear();
+  impl_->total = 0;
+  return out;
 }
 
 BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> offsets,

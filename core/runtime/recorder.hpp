@@ -48,6 +48,28 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
                                      std::span<const std::span<const std::int64_t>> offsets = {},
                                      std::span<const std::span<const std::int64_t>> global_shapes = {});
 
+/// Hashes of CUDA tensors enqueued on the device's current stream into device memory and read
+/// back all at once: hashing every tensor of a stream of work (each node of a replayed graph)
+/// without a wait per tensor. Each tensor is hashed whole; with xxh3 off only the shard-invariant
+/// hash is computed (XXH3's scramble chain is sequential per tensor: ~30 GB/s on one large
+/// buffer, docs/performance.md) and BlockHashes::xxh3 stays 0.
+class DeferredHashes {
+ public:
+  explicit DeferredHashes(bool xxh3 = true);
+  ~DeferredHashes();
+  DeferredHashes(const DeferredHashes&) = delete;
+  DeferredHashes& operator=(const DeferredHashes&) = delete;
+  /// Enqueues the hashes of `tensors` (CUDA, one device); returns the first one's position in
+  /// what collect() returns.
+  std::size_t enqueue(std::span<const at::Tensor> tensors);
+  /// Waits for the hashes and returns them in enqueue order; starts over.
+  std::vector<BlockHashes> collect();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// The trace scalar of a one-element floating tensor, bits in its own dtype.
 model::TraceScalar trace_scalar(const at::Tensor& scalar);
 /// The trace dtype of a tensor.

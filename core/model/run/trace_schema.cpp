@@ -534,17 +534,12 @@ std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord
 }
 
 json to_json(const NodeRecord& r) {
-  json j = {{"type", "node"},
-            {"graph", r.graph},
-            {"node", r.node},
-            {"index", r.index},
-            {"op", r.op},
-            {"source", r.source},
-            {"output", r.output},
-            {"dtype", std::string(dtype_name(r.dtype))},
-            {"shape", r.shape},
-            {"xxh3", hash::to_hex(r.xxh3)},
-            {"shard", hash::to_hex(r.shard)}};
+  json j = {{"type", "node"},     {"graph", r.graph},
+            {"node", r.node},     {"index", r.index},
+            {"op", r.op},         {"source", r.source},
+            {"output", r.output}, {"dtype", std::string(dtype_name(r.dtype))},
+            {"shape", r.shape},   {"shard", hash::to_hex(r.shard)}};
+  if (r.has_xxh3) j["xxh3"] = hash::to_hex(r.xxh3);
   merge_extras(j, r.extra);
   return j;
 }
@@ -565,7 +560,8 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
     if (!v) bad(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
     return *v;
   };
-  r.xxh3 = hash_field("xxh3");
+  r.has_xxh3 = j.contains("xxh3");
+  if (r.has_xxh3) r.xxh3 = hash_field("xxh3");
   r.shard = hash_field("shard");
   r.extra = extras(
       j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3", "shard"});

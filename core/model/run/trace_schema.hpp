@@ -211,6 +211,7 @@ struct NodeRecord {
   std::vector<std::int64_t> shape;
   std::uint64_t xxh3 = 0;   // XXH3-64 of the tensor's bytes in row-major order
   std::uint64_t shard = 0;  // shard-invariant hash of the whole tensor
+  bool has_xxh3 = true;     // false: hashed without XXH3 (replay --node-hash shard; no "xxh3" field)
   nlohmann::json extra = nlohmann::json::object();
 };
 

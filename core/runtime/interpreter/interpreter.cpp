@@ -51,6 +51,19 @@ std::string strip_ops(std::string_view target) {
 
 }  // namespace
 
+/// Node records whose CUDA hashes are still on the device (DeferredHashes): records go to the
+/// sink in execution order once they are back, with one wait per run instead of one per node.
+struct PendingRecords {
+  explicit PendingRecords(bool xxh3) : hashes(xxh3) {}
+  struct Entry {
+    model::NodeRecord rec;
+    std::optional<std::size_t> slot;  // position in hashes.collect(); none: already hashed
+    bool output = false;              // one of the graph's outputs
+  };
+  DeferredHashes hashes;
+  std::vector<Entry> entries;
+};
+
 struct Interpreter::Impl {
   struct Step {
     StepKind kind = StepKind::Op;
@@ -79,9 +92,11 @@ struct Interpreter::Impl {
   // The placeholder values of the last bind (top level only), in placeholder order: reruns use
   // them as they are, so they keep their addresses (what a captured CUDA graph reads).
   std::vector<c10::IValue> bound;
-  bool hash_now = true;      // o.hash, or the rerun's choice
-  bool keep_values = false;  // no frees: every node's value outlives the run (hash_kept)
-  c10::IValue result;        // the output of the last run
+  bool hash_now = true;               // o.hash, or the rerun's choice
+  bool keep_values = false;           // no frees: every node's value outlives the run (hash_kept)
+  c10::IValue result;                 // the output of the last run
+  PendingRecords* pending = nullptr;  // the top level's, shared with the subgraphs
+  std::unique_ptr<PendingRecords> own_pending;
 
   Impl(const model::Graph& graph, InterpretOptions options) : g(graph), o(std::move(options)) {}
 
@@ -386,6 +401,7 @@ struct Interpreter::Impl {
     std::vector<c10::IValue> operands;
     for (const auto* v : s.values) operands.push_back(detail::plain_value(*v, ctx()));
     s.body->hash_now = hash_now;
+    s.body->pending = pending;
     auto out = s.body->execute(inputs, sink, &operands);
     return out;
   }
@@ -414,27 +430,62 @@ struct Interpreter::Impl {
     std::int64_t k = 0;
     tensors_in(v, ts, index, k);
     if (ts.empty()) return;
-    const auto hashes = hash_blocks(ts);
+    std::vector<at::Tensor> cpu, cuda;
+    for (const auto& t : ts) (t.is_cuda() ? cuda : cpu).push_back(t);
+    const auto cpu_hashes = hash_blocks(cpu);
+    const std::size_t first_slot = cuda.empty() ? 0 : pending->hashes.enqueue(cuda);
+    std::size_t next_cpu = 0, next_cuda = 0;
     const auto src = source_of(n);
     for (std::size_t i = 0; i < ts.size(); ++i) {
-      model::NodeRecord r;
+      PendingRecords::Entry e;
+      auto& r = e.rec;
       r.graph = o.label;
       r.node = std::string(g.str(n.name));
       r.index = id;
       r.op = op;
       r.source = src;
       r.output = index[i];
+      r.has_xxh3 = o.node_xxh3;
+      const bool on_gpu = ts[i].is_cuda();
+      if (on_gpu) {
+        e.slot = first_slot + next_cuda++;
+      } else {
+        r.xxh3 = o.node_xxh3 ? cpu_hashes[next_cpu].xxh3 : 0;
+        r.shard = cpu_hashes[next_cpu].shard;
+        ++next_cpu;
+      }
       try {
         r.dtype = trace_dtype(ts[i]);
       } catch (const std::exception&) {
         continue;  // a dtype traces cannot name (complex32, ...): not recorded
       }
       r.shape = ts[i].sizes().vec();
-      r.xxh3 = hashes[i].xxh3;
-      r.shard = hashes[i].shard;
-      if (sink) sink(r);
-      if (keep) keep->push_back(std::move(r));
+      e.output = keep != nullptr;
+      pending->entries.push_back(std::move(e));
     }
+    // On the CPU nothing waits: records go out as they come unless earlier ones are pending.
+    if (cuda.empty() && !sink_waits()) flush(sink, keep);
+  }
+
+  [[nodiscard]] bool sink_waits() const {
+    for (const auto& e : pending->entries)
+      if (e.slot) return true;
+    return false;
+  }
+
+  /// Sends every pending record to `sink` (and the outputs' to `outputs`), in order, once the
+  /// device's hashes are back.
+  void flush(const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
+    const auto hashes = sink_waits() ? pending->hashes.collect() : std::vector<BlockHashes>{};
+    for (auto& e : pending->entries) {
+      if (e.slot) {
+        e.rec.xxh3 = o.node_xxh3 ? hashes.at(*e.slot).xxh3 : 0;
+        e.rec.shard = hashes.at(*e.slot).shard;
+      }
+      if (sink) sink(e.rec);
+      if (e.output && outputs) outputs->push_back(std::move(e.rec));
+    }
+    pending->entries.clear();
   }
 
   /// Makes the placeholder values from `inputs` (and binds the symbols) for the runs that follow.
@@ -529,8 +580,19 @@ struct Interpreter::Impl {
     const c10::InferenceMode no_autograd;
     if (reseed) at::manual_seed(o.rng_seed);
     std::vector<model::NodeRecord> outputs;
-    execute(inputs, sink, &bound, &outputs);
+    with_pending([&] { execute(inputs, sink, &bound, &outputs); }, sink, &outputs);
     return outputs;
+  }
+
+  /// Runs `fn` with a record queue (the top level's) and flushes it after.
+  template <typename Fn>
+  void with_pending(Fn&& fn, const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
+    if (!own_pending) own_pending = std::make_unique<PendingRecords>(o.node_xxh3);
+    pending = own_pending.get();
+    own_pending->entries.clear();
+    (void)own_pending->hashes.collect();  // drops what an interrupted run left
+    fn();
+    flush(sink, outputs);
   }
 };
 
@@ -569,7 +631,11 @@ std::vector<model::NodeRecord> Interpreter::hash_kept(const NodeSink& sink) {
   if (!impl_->keep_values) throw std::logic_error("Interpreter::hash_kept without a rerun that kept values");
   const c10::InferenceMode no_autograd;
   std::vector<model::NodeRecord> outputs;
-  for (const auto& s : impl_->steps) impl_->record_step(s, sink, &outputs);
+  impl_->with_pending(
+      [&] {
+        for (const auto& s : impl_->steps) impl_->record_step(s, sink, &outputs);
+      },
+      sink, &outputs);
   return outputs;
 }
 

@@ -45,6 +45,9 @@ struct InterpretOptions {
   std::string source;          // file the graph came from (for "file:line" positions)
   std::string device = "cpu";  // "cpu" or "cuda:N": where inputs are placed
   bool hash = true;            // hash every node's tensors (on_node gets the records)
+  /// XXH3-64 of every node's tensors besides the shard-invariant hash. On a GPU XXH3's scramble
+  /// chain is sequential per tensor (~30 GB/s on one buffer), so --node-hash shard leaves it out.
+  bool node_xxh3 = true;
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
