@@ -53,7 +53,13 @@ std::string strip_ops(std::string_view target) {
 
 /// Node records whose CUDA hashes are still on the device (DeferredHashes): records go to the
 /// sink in execution order once they are back, with one wait per run instead of one per node.
+/// CUDA tensors wait in `queued` (kept alive) and are hashed in batches: one launch for many
+/// nodes, because a launch per node costs more host time than a node's own kernels. A batch is
+/// enqueued before any op that writes in place (so every tensor is hashed as its node left it),
+/// before collectives, and when it reaches kBatchTensors tensors or kBatchBytes bytes.
 struct PendingRecords {
+  static constexpr std::size_t kBatchTensors = 512;
+  static constexpr std::int64_t kBatchBytes = std::int64_t{1} << 30;
   explicit PendingRecords(bool xxh3) : hashes(xxh3) {}
   struct Entry {
     model::NodeRecord rec;
@@ -62,6 +68,28 @@ struct PendingRecords {
   };
   DeferredHashes hashes;
   std::vector<Entry> entries;
+  std::vector<at::Tensor> queued;  // not yet enqueued, slots next_slot - queued.size() ...
+  std::int64_t queued_bytes = 0;
+  std::size_t next_slot = 0;
+
+  std::size_t queue(const at::Tensor& t) {
+    queued.push_back(t);
+    queued_bytes += static_cast<std::int64_t>(t.nbytes());
+    const std::size_t slot = next_slot++;
+    if (queued.size() >= kBatchTensors || queued_bytes >= kBatchBytes) enqueue();
+    return slot;
+  }
+  void enqueue() {
+    if (queued.empty()) return;
+    (void)hashes.enqueue(queued);
+    queued.clear();
+    queued_bytes = 0;
+  }
+  std::vector<BlockHashes> collect() {
+    enqueue();
+    next_slot = 0;
+    return hashes.collect();
+  }
 };
 
 struct Interpreter::Impl {
@@ -76,6 +104,7 @@ struct Interpreter::Impl {
     std::vector<const Value*> values;       // collective / operator / higher-order operands
     std::unique_ptr<Impl> body;             // higher-order op
     std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
+    bool writes = false;                    // writes an argument in place (schema alias info)
     // Attention ops without dropout return their RNG-state outputs (philox_seed, philox_offset,
     // rng_state) as uninitialized tensors: replay defines them as zero, or every execution would
     // hash different garbage. `dropout_arg` is the schema position of dropout_p.
@@ -232,6 +261,8 @@ struct Interpreter::Impl {
     s.op = *handle;
     const auto& schema = handle->schema();
     s.args = detail::bind_arguments(schema, g, n);
+    for (const auto& a : schema.arguments())
+      s.writes = s.writes || (a.alias_info() != nullptr && a.alias_info()->isWrite());
     s.returns = schema.returns().size();
     note_rng_state_outputs(schema, s);
   }
@@ -430,11 +461,17 @@ struct Interpreter::Impl {
     std::int64_t k = 0;
     tensors_in(v, ts, index, k);
     if (ts.empty()) return;
-    std::vector<at::Tensor> cpu, cuda;
-    for (const auto& t : ts) (t.is_cuda() ? cuda : cpu).push_back(t);
+    std::vector<at::Tensor> cpu;
+    bool any_cuda = false;
+    for (const auto& t : ts) {
+      if (t.is_cuda()) {
+        any_cuda = true;
+      } else {
+        cpu.push_back(t);
+      }
+    }
     const auto cpu_hashes = hash_blocks(cpu);
-    const std::size_t first_slot = cuda.empty() ? 0 : pending->hashes.enqueue(cuda);
-    std::size_t next_cpu = 0, next_cuda = 0;
+    std::size_t next_cpu = 0;
     const auto src = source_of(n);
     for (std::size_t i = 0; i < ts.size(); ++i) {
       PendingRecords::Entry e;
@@ -448,7 +485,7 @@ struct Interpreter::Impl {
       r.has_xxh3 = o.node_xxh3;
       const bool on_gpu = ts[i].is_cuda();
       if (on_gpu) {
-        e.slot = first_slot + next_cuda++;
+        e.slot = pending->queue(ts[i]);
       } else {
         r.xxh3 = o.node_xxh3 ? cpu_hashes[next_cpu].xxh3 : 0;
         r.shard = cpu_hashes[next_cpu].shard;
@@ -464,7 +501,7 @@ struct Interpreter::Impl {
       pending->entries.push_back(std::move(e));
     }
     // On the CPU nothing waits: records go out as they come unless earlier ones are pending.
-    if (cuda.empty() && !sink_waits()) flush(sink, keep);
+    if (!any_cuda && !sink_waits()) flush(sink, keep);
   }
 
   [[nodiscard]] bool sink_waits() const {
@@ -476,7 +513,7 @@ struct Interpreter::Impl {
   /// Sends every pending record to `sink` (and the outputs' to `outputs`), in order, once the
   /// device's hashes are back.
   void flush(const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
-    const auto hashes = sink_waits() ? pending->hashes.collect() : std::vector<BlockHashes>{};
+    const auto hashes = sink_waits() ? pending->collect() : std::vector<BlockHashes>{};
     for (auto& e : pending->entries) {
       if (e.slot) {
         e.rec.xxh3 = o.node_xxh3 ? hashes.at(*e.slot).xxh3 : 0;
@@ -525,10 +562,14 @@ struct Interpreter::Impl {
               fail(n, "the subgraph has more inputs than its caller passes");
             env[s.node] = (*operands)[next_operand++];
             break;
-          case StepKind::Op: env[s.node] = call(s, stack); break;
+          case StepKind::Op:
+            if (s.writes && pending) pending->enqueue();  // hash what it overwrites first
+            env[s.node] = call(s, stack);
+            break;
           case StepKind::GetItem: env[s.node] = getitem(n); break;
           case StepKind::Arith: env[s.node] = arith(s); break;
           case StepKind::Collective: {
+            if (pending) pending->enqueue();
             std::vector<c10::IValue> args;
             for (const auto* v : s.values) args.push_back(v ? detail::plain_value(*v, ctx()) : c10::IValue());
             env[s.node] = detail::run_collective(o.comm, s.name, s.legacy, args);
@@ -590,7 +631,7 @@ struct Interpreter::Impl {
     if (!own_pending) own_pending = std::make_unique<PendingRecords>(o.node_xxh3);
     pending = own_pending.get();
     own_pending->entries.clear();
-    (void)own_pending->hashes.collect();  // drops what an interrupted run left
+    (void)own_pending->collect();  // drops what an interrupted run left
     fn();
     flush(sink, outputs);
   }
