@@ -58,6 +58,7 @@ struct ReplayCliOptions {
   GroupOptions groups;  // --group, --flight-recorder, --no-flight-recorder
   bool no_hash = false;
   std::string node_hash = "both";
+  bool no_view_hashes = false;
   int repeat = 0;  // timed runs after the recorded one
   bool cuda_graph = false;
   int cuda_graph_warmup = 2;
@@ -403,6 +404,7 @@ int run_one_rank(const ReplayCliOptions& o) {
     io.comm = comm.get();
     io.rng_seed = o.seed;
     io.node_xxh3 = o.node_hash == "both";
+    io.view_hashes = !o.no_view_hashes;
     runtime::Interpreter interp(jobs[0].hoisted.graph, io);
     runtime::InputSource inputs(inputs_opts);
     const int code = replay_captured(o, env, jobs[0], interp, inputs, comm.get(), writer, summary);
@@ -417,6 +419,7 @@ int run_one_rank(const ReplayCliOptions& o) {
     io.device = device;
     io.hash = !o.no_hash;
     io.node_xxh3 = o.node_hash == "both";
+    io.view_hashes = !o.no_view_hashes;
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
@@ -550,6 +553,9 @@ void register_replay(CLI::App& app, Action& action) {
                   "shard-invariant hash only (on a GPU, XXH3 is a sequential chain per tensor)")
       ->check(CLI::IsMember({"both", "shard"}))
       ->capture_default_str();
+  cmd->add_flag("--no-view-hashes", o->no_view_hashes,
+                "Record view ops' results (t, view, permute, ...) by dtype and shape only: their bytes "
+                "are their base's, hashed where the base was made");
   cmd->add_option("--repeat", o->repeat,
                   "Run each graph N more times on the same inputs, timed (median in the summary)")
       ->check(CLI::Range(0, 100000));

@@ -314,5 +314,35 @@ TEST(Replay, CudaGraphOptionsAreChecked) {
              {"--cuda-graph runs one graph"});
 }
 
+TEST(Replay, NoViewHashesRecordsViewsByShapeAndKeepsEveryOtherHash) {
+  TempDir full, lean;
+  const auto graph = (kSamples / "attention_aot_forward.txt").string();
+  ASSERT_EQ(replay(full, {graph}).exit_code, 0);
+  const auto r = replay(lean, {graph, "--no-view-hashes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = read_rank(full, 0), b = read_rank(lean, 0);
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  std::size_t views = 0;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const auto& x = a.nodes[i];
+    const auto& y = b.nodes[i];
+    ASSERT_EQ(x.node, y.node);
+    EXPECT_EQ(x.shape, y.shape) << x.node;
+    const bool view = x.op == "aten.t.default" || x.op == "aten.transpose.int" ||
+                      x.op == "aten.expand.default" || x.op == "aten.view.default" ||
+                      x.op == "aten._reshape_alias.default" || x.op == "aten.split.Tensor";
+    if (view) {
+      ++views;
+      EXPECT_TRUE(y.extra.value("view", false)) << y.node << " " << y.op;
+      EXPECT_FALSE(y.has_xxh3) << y.node;
+    } else {
+      EXPECT_FALSE(y.extra.contains("view")) << y.node << " " << y.op;
+      EXPECT_EQ(x.xxh3, y.xxh3) << x.node;
+      EXPECT_EQ(x.shard, y.shard) << x.node;
+    }
+  }
+  EXPECT_GE(views, 10u);
+}
+
 }  // namespace
 }  // namespace gparity

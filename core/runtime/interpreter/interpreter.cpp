@@ -105,6 +105,7 @@ struct Interpreter::Impl {
     std::unique_ptr<Impl> body;             // higher-order op
     std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
     bool writes = false;                    // writes an argument in place (schema alias info)
+    bool view = false;                      // its result aliases an argument: a view, no new bytes
     // Attention ops without dropout return their RNG-state outputs (philox_seed, philox_offset,
     // rng_state) as uninitialized tensors: replay defines them as zero, or every execution would
     // hash different garbage. `dropout_arg` is the schema position of dropout_p.
@@ -125,6 +126,13 @@ struct Interpreter::Impl {
   bool keep_values = false;           // no frees: every node's value outlives the run (hash_kept)
   c10::IValue result;                 // the output of the last run
   PendingRecords* pending = nullptr;  // the top level's, shared with the subgraphs
+  /// Where each node's tensors' hashes are (this run, until an op writes in place): getitem and
+  /// the output take them from the node that made the tensor instead of hashing it again.
+  struct HashRef {
+    std::optional<std::size_t> slot;  // on the device, in the pending batch
+    BlockHashes known;                // on the CPU
+  };
+  std::vector<std::map<std::int64_t, HashRef>> node_hashes;
   std::unique_ptr<PendingRecords> own_pending;
 
   Impl(const model::Graph& graph, InterpretOptions options) : g(graph), o(std::move(options)) {}
@@ -263,6 +271,9 @@ struct Interpreter::Impl {
     s.args = detail::bind_arguments(schema, g, n);
     for (const auto& a : schema.arguments())
       s.writes = s.writes || (a.alias_info() != nullptr && a.alias_info()->isWrite());
+    s.view = !s.writes && !schema.returns().empty();
+    for (const auto& r : schema.returns())
+      s.view = s.view && r.alias_info() != nullptr && !r.alias_info()->isWrite();
     s.returns = schema.returns().size();
     note_rng_state_outputs(schema, s);
   }
@@ -454,20 +465,49 @@ struct Interpreter::Impl {
     }
   }
 
+  void forget_hashes() {
+    for (auto& m : node_hashes) m.clear();
+  }
+
+  /// The hash of output position `k` of a tensor already hashed this run: the node a getitem
+  /// takes it from, or the node an output element names; nullptr: hash it.
+  const HashRef* known_hash(const model::Node& n, model::NodeId id, std::int64_t k) const {
+    const auto at = [&](model::NodeId node, std::int64_t pos) -> const HashRef* {
+      if (node >= node_hashes.size()) return nullptr;
+      const auto it = node_hashes[node].find(pos);
+      return it == node_hashes[node].end() ? nullptr : &it->second;
+    };
+    if (n.kind == NodeKind::Output) {
+      if (n.args.empty()) return nullptr;
+      const auto& out = n.args[0];
+      if (out.kind == ValueKind::Node) return k == 0 ? at(out.node, 0) : nullptr;
+      if (k < 0 || static_cast<std::size_t>(k) >= out.items.size()) return nullptr;
+      const auto& item = out.items[static_cast<std::size_t>(k)];
+      return item.kind == ValueKind::Node ? at(item.node, 0) : nullptr;
+    }
+    if (id < steps.size() && steps[id].kind == StepKind::GetItem && k == 0)
+      return at(n.args[0].node, n.args[1].i);
+    return nullptr;
+  }
+
   void record(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
-              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr) {
+              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr, bool hashes = true) {
     std::vector<at::Tensor> ts;
     std::vector<std::int64_t> index;
     std::int64_t k = 0;
     tensors_in(v, ts, index, k);
     if (ts.empty()) return;
+    if (node_hashes.size() < g.nodes.size()) node_hashes.resize(g.nodes.size());
     std::vector<at::Tensor> cpu;
+    std::vector<const HashRef*> known(ts.size(), nullptr);
     bool any_cuda = false;
-    for (const auto& t : ts) {
-      if (t.is_cuda()) {
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      known[i] = hashes ? known_hash(n, id, index[i]) : nullptr;
+      if (known[i] || !hashes) continue;
+      if (ts[i].is_cuda()) {
         any_cuda = true;
       } else {
-        cpu.push_back(t);
+        cpu.push_back(ts[i]);
       }
     }
     const auto cpu_hashes = hash_blocks(cpu);
@@ -482,15 +522,23 @@ struct Interpreter::Impl {
       r.op = op;
       r.source = src;
       r.output = index[i];
-      r.has_xxh3 = o.node_xxh3;
-      const bool on_gpu = ts[i].is_cuda();
-      if (on_gpu) {
-        e.slot = pending->queue(ts[i]);
+      r.has_xxh3 = o.node_xxh3 && hashes;
+      HashRef ref;
+      if (!hashes) {
+        r.extra["view"] = true;  // its bytes are its base's, hashed where the base was made
+      } else if (known[i]) {
+        ref = *known[i];
+      } else if (ts[i].is_cuda()) {
+        ref.slot = pending->queue(ts[i]);
       } else {
-        r.xxh3 = o.node_xxh3 ? cpu_hashes[next_cpu].xxh3 : 0;
-        r.shard = cpu_hashes[next_cpu].shard;
-        ++next_cpu;
+        ref.known = cpu_hashes[next_cpu++];
       }
+      e.slot = ref.slot;
+      if (!ref.slot) {
+        r.xxh3 = o.node_xxh3 ? ref.known.xxh3 : 0;
+        r.shard = ref.known.shard;
+      }
+      if (hashes) node_hashes[id][index[i]] = ref;
       try {
         r.dtype = trace_dtype(ts[i]);
       } catch (const std::exception&) {
@@ -550,6 +598,7 @@ struct Interpreter::Impl {
   c10::IValue execute(InputSource& inputs, const NodeSink& sink, const std::vector<c10::IValue>* operands,
                       std::vector<model::NodeRecord>* outputs = nullptr) {
     env.assign(g.nodes.size(), c10::IValue());
+    forget_hashes();  // a subgraph runs once per call
     std::vector<c10::IValue> stack;
     std::size_t next_operand = 0;
     result = c10::IValue();
@@ -564,12 +613,14 @@ struct Interpreter::Impl {
             break;
           case StepKind::Op:
             if (s.writes && pending) pending->enqueue();  // hash what it overwrites first
+            if (s.writes) forget_hashes();
             env[s.node] = call(s, stack);
             break;
           case StepKind::GetItem: env[s.node] = getitem(n); break;
           case StepKind::Arith: env[s.node] = arith(s); break;
           case StepKind::Collective: {
             if (pending) pending->enqueue();
+            forget_hashes();
             std::vector<c10::IValue> args;
             for (const auto* v : s.values) args.push_back(v ? detail::plain_value(*v, ctx()) : c10::IValue());
             env[s.node] = detail::run_collective(o.comm, s.name, s.legacy, args);
@@ -610,7 +661,7 @@ struct Interpreter::Impl {
       record(n, s.node, "output", result, sink, outputs);
     } else if (s.kind != StepKind::Subgraph) {
       record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
-             env[s.node], sink);
+             env[s.node], sink, nullptr, !(s.view && !o.view_hashes));
     }
   }
 
@@ -632,6 +683,7 @@ struct Interpreter::Impl {
     pending = own_pending.get();
     own_pending->entries.clear();
     (void)own_pending->collect();  // drops what an interrupted run left
+    forget_hashes();
     fn();
     flush(sink, outputs);
   }

@@ -48,6 +48,9 @@ struct InterpretOptions {
   /// XXH3-64 of every node's tensors besides the shard-invariant hash. On a GPU XXH3's scramble
   /// chain is sequential per tensor (~30 GB/s on one buffer), so --node-hash shard leaves it out.
   bool node_xxh3 = true;
+  /// Hash the results of view ops too (their bytes are their base's): off records them with
+  /// dtype and shape only ("view": true), which a GPU replay needs to stay near its own speed.
+  bool view_hashes = true;
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
