@@ -118,7 +118,11 @@ def time_replay(args, kind, extra, out_dir):
     summary = json.loads(p.stdout.strip().splitlines()[-1])
     if "cuda_graph" in summary:
         return summary["cuda_graph"]["captured"]["ms"][3:], summary
-    return summary["graphs"][0]["repeat"]["ms"][3:], summary  # the first 3: warm-up, as in eager
+    rep = summary["graphs"][0]["repeat"]
+    if extra and "last_run_hashing" in rep:
+        print(f"  {kind} {' '.join(extra)}: median {rep['median_ms']:.3f} ms; last run's hashing "
+              f"{json.dumps(rep['last_run_hashing'])}", flush=True)
+    return rep["ms"][3:], summary  # the first 3: warm-up, as in eager
 
 
 def main():

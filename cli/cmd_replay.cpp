@@ -445,7 +445,13 @@ int run_one_rank(const ReplayCliOptions& o) {
                                    {"annotation", jobs[j].hoisted.count(model::HoistChangeKind::Annotation)},
                                    {"group", jobs[j].hoisted.count(model::HoistChangeKind::ProcessGroup)},
                                    {"unresolved", jobs[j].hoisted.unresolved.size()}}}});
-    if (!reruns.empty()) summary["graphs"].back()["repeat"] = timing_json(reruns);
+    if (!reruns.empty()) {
+      summary["graphs"].back()["repeat"] = timing_json(reruns);
+      const auto p = interp.last_run_profile();
+      summary["graphs"].back()["repeat"]["last_run_hashing"] = {
+          {"record_ms", p.record_ms}, {"enqueue_ms", p.enqueue_ms}, {"collect_ms", p.collect_ms},
+          {"batches", p.batches},     {"tensors", p.tensors},       {"bytes", p.bytes}};
+    }
     if (!o.json) {
       std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].entry->source
                 << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";

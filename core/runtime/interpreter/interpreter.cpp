@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/detail.hpp"
@@ -79,16 +80,27 @@ struct PendingRecords {
     if (queued.size() >= kBatchTensors || queued_bytes >= kBatchBytes) enqueue();
     return slot;
   }
+  RunProfile profile;
   void enqueue() {
     if (queued.empty()) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    ++profile.batches;
+    profile.tensors += queued.size();
+    profile.bytes += queued_bytes;
     (void)hashes.enqueue(queued);
+    profile.enqueue_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     queued.clear();
     queued_bytes = 0;
   }
   std::vector<BlockHashes> collect() {
     enqueue();
     next_slot = 0;
-    return hashes.collect();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = hashes.collect();
+    profile.collect_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
   }
 };
 
@@ -492,6 +504,14 @@ struct Interpreter::Impl {
 
   void record(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
               const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr, bool hashes = true) {
+    const auto t0 = std::chrono::steady_clock::now();
+    record_tensors(n, id, op, v, sink, keep, hashes);
+    pending->profile.record_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void record_tensors(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
+                      const NodeSink& sink, std::vector<model::NodeRecord>* keep, bool hashes) {
     std::vector<at::Tensor> ts;
     std::vector<std::int64_t> index;
     std::int64_t k = 0;
@@ -683,6 +703,7 @@ struct Interpreter::Impl {
     pending = own_pending.get();
     own_pending->entries.clear();
     (void)own_pending->collect();  // drops what an interrupted run left
+    own_pending->profile = {};
     forget_hashes();
     fn();
     flush(sink, outputs);
@@ -776,6 +797,10 @@ std::vector<std::string> Interpreter::mutated_inputs() const {
 
 std::map<std::string, std::int64_t> Interpreter::bound_symbols() const {
   return impl_->symbols;
+}
+
+RunProfile Interpreter::last_run_profile() const {
+  return impl_->own_pending ? impl_->own_pending->profile : RunProfile{};
 }
 
 std::size_t Interpreter::op_nodes() const noexcept {

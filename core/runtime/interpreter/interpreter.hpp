@@ -60,6 +60,14 @@ struct InterpretOptions {
   std::uint64_t rng_seed = 0;
 };
 
+/// Where the hashing of the last run spent its time (host clocks): building the records (the
+/// CPU hashes included), enqueuing the CUDA hash batches, and waiting for their results.
+struct RunProfile {
+  double record_ms = 0, enqueue_ms = 0, collect_ms = 0;
+  std::size_t batches = 0, tensors = 0;
+  std::int64_t bytes = 0;  // CUDA bytes hashed
+};
+
 /// One node's result, hashed: the records of its tensors.
 using NodeSink = std::function<void(const model::NodeRecord&)>;
 
@@ -106,6 +114,8 @@ class Interpreter {
   [[nodiscard]] std::vector<std::string> mutated_inputs() const;
   /// The symbols' values of the last bind.
   [[nodiscard]] std::map<std::string, std::int64_t> bound_symbols() const;
+
+  [[nodiscard]] RunProfile last_run_profile() const;
 
   /// Number of nodes that execute (everything but placeholders and the output).
   [[nodiscard]] std::size_t op_nodes() const noexcept;
