@@ -143,6 +143,7 @@ struct Interpreter::Impl {
   struct HashRef {
     std::optional<std::size_t> slot;  // on the device, in the pending batch
     BlockHashes known;                // on the CPU
+    bool view = false;                // not hashed: a view's result (--no-view-hashes)
   };
   std::vector<std::map<std::int64_t, HashRef>> node_hashes;
   std::unique_ptr<PendingRecords> own_pending;
@@ -522,7 +523,7 @@ struct Interpreter::Impl {
     std::vector<const HashRef*> known(ts.size(), nullptr);
     bool any_cuda = false;
     for (std::size_t i = 0; i < ts.size(); ++i) {
-      known[i] = hashes ? known_hash(n, id, index[i]) : nullptr;
+      known[i] = known_hash(n, id, index[i]);
       if (known[i] || !hashes) continue;
       if (ts[i].is_cuda()) {
         any_cuda = true;
@@ -544,8 +545,11 @@ struct Interpreter::Impl {
       r.output = index[i];
       r.has_xxh3 = o.node_xxh3 && hashes;
       HashRef ref;
-      if (!hashes) {
-        r.extra["view"] = true;  // its bytes are its base's, hashed where the base was made
+      if (!hashes || (known[i] && known[i]->view)) {
+        // Its bytes are its base's, hashed where the base was made (an output or getitem that
+        // names a view is recorded as that view).
+        ref.view = true;
+        r.extra["view"] = true;
       } else if (known[i]) {
         ref = *known[i];
       } else if (ts[i].is_cuda()) {
@@ -553,12 +557,13 @@ struct Interpreter::Impl {
       } else {
         ref.known = cpu_hashes[next_cpu++];
       }
+      r.has_xxh3 = r.has_xxh3 && !ref.view;
       e.slot = ref.slot;
       if (!ref.slot) {
         r.xxh3 = o.node_xxh3 ? ref.known.xxh3 : 0;
         r.shard = ref.known.shard;
       }
-      if (hashes) node_hashes[id][index[i]] = ref;
+      node_hashes[id][index[i]] = ref;
       try {
         r.dtype = trace_dtype(ts[i]);
       } catch (const std::exception&) {
