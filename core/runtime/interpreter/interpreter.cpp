@@ -169,20 +169,29 @@ struct Interpreter::Impl {
     throw ReplayError(where(n) + ": " + what);
   }
 
+  /// Runs `fn` for node `n`: whatever it throws becomes one ReplayError naming the node (an
+  /// error a subgraph's node already named passes through as it is).
+  template <typename Fn>
+  decltype(auto) naming(const model::Node& n, Fn&& fn) const {
+    try {
+      return fn();
+    } catch (const ReplayError& e) {
+      const std::string msg = e.what();
+      if (msg.starts_with("graph \"")) throw;
+      fail(n, msg);
+    } catch (const c10::Error& e) {
+      fail(n, e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      fail(n, e.what());
+    }
+  }
+
   void prepare() {
     steps.reserve(g.nodes.size());
     for (model::NodeId id = 0; id < g.nodes.size(); ++id) {
       Step s;
       s.node = id;
-      try {
-        prepare_node(g.nodes[id], s);
-      } catch (const ReplayError& e) {
-        const std::string msg = e.what();
-        if (msg.starts_with("graph \"")) throw;
-        fail(g.nodes[id], msg);
-      } catch (const c10::Error& e) {
-        fail(g.nodes[id], e.what_without_backtrace());
-      }
+      naming(g.nodes[id], [&] { prepare_node(g.nodes[id], s); });
       if (s.kind != StepKind::Placeholder && s.kind != StepKind::Output && s.kind != StepKind::Subgraph)
         ++op_count;
       steps.push_back(std::move(s));
@@ -606,15 +615,7 @@ struct Interpreter::Impl {
     for (const auto& s : steps) {
       if (s.kind != StepKind::Placeholder) continue;
       const auto& n = g.nodes[s.node];
-      try {
-        bound.push_back(placeholder(n, inputs));
-      } catch (const ReplayError& e) {
-        const std::string msg = e.what();
-        if (msg.starts_with("graph \"")) throw;
-        fail(n, msg);
-      } catch (const c10::Error& e) {
-        fail(n, e.what_without_backtrace());
-      }
+      bound.push_back(naming(n, [&] { return placeholder(n, inputs); }));
     }
   }
 
@@ -629,7 +630,7 @@ struct Interpreter::Impl {
     result = c10::IValue();
     for (auto& s : steps) {
       const auto& n = g.nodes[s.node];
-      try {
+      naming(n, [&] {
         switch (s.kind) {
           case StepKind::Placeholder:
             if (next_operand >= operands->size())
@@ -664,15 +665,7 @@ struct Interpreter::Impl {
             result = n.args.empty() ? c10::IValue() : detail::plain_value(n.args[0], ctx());
             break;
         }
-      } catch (const ReplayError& e) {
-        const std::string msg = e.what();
-        if (msg.starts_with("graph \"")) throw;
-        fail(n, msg);
-      } catch (const c10::Error& e) {
-        fail(n, e.what_without_backtrace());
-      } catch (const std::exception& e) {
-        fail(n, e.what());
-      }
+      });
       if (hash_now) record_step(s, sink, outputs);
       if (!keep_values)
         for (const auto id : s.free_after) env[id] = c10::IValue();
