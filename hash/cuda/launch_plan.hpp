@@ -79,7 +79,7 @@ GPARITY_HD Location locate(const LaunchPlan& p, std::int64_t flat) {
   const Dim& in = p.dims[p.ndims - 1];
   std::int64_t row = flat / in.extent;
   const std::int64_t col = flat - row * in.extent;
-  Location loc{col * in.local_stride, p.global_base + static_cast<std::uint64_t>(col)};
+  Location loc{col * in.local_stride, p.global_base + static_cast<std::uint64_t>(col) * in.global_stride};
   for (int d = p.ndims - 2; d >= 0; --d) {
     const std::int64_t next = row / p.dims[d].extent;
     const std::int64_t idx = row - next * p.dims[d].extent;

@@ -40,6 +40,9 @@ namespace cuda_detail {
 /// Validates the block exactly as hash::shard_hash does (same BlockError messages) and
 /// coalesces its dims the same way. Pure host code: never touches the data pointer.
 LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement);
+/// Reorders a plan's dims into memory order (largest local stride first) and merges those that
+/// are contiguous in both the block and the global tensor (make_launch_plan does this).
+void in_memory_order(LaunchPlan& plan);
 }  // namespace cuda_detail
 
 }  // namespace gparity::hash

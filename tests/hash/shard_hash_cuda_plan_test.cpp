@@ -89,6 +89,31 @@ TEST(CudaPlan, DenseBlocksTakeTheVectorPath) {
   }
 }
 
+TEST(CudaPlan, StridedBlocksAreWalkedInMemoryOrder) {
+  // A transposed matrix: the kernel's fastest dim is the one of local stride 1, so neighbouring
+  // threads read neighbouring elements; the walk still gives every element its global index.
+  const std::int64_t rows = 6, cols = 5;
+  std::vector<float> storage(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<float>(i) * 0.5F - 3.0F;
+  const std::vector<std::int64_t> shape{cols, rows}, strides{1, cols};  // storage is [rows, cols]
+  const BlockView view{reinterpret_cast<const std::byte*>(storage.data()), 4, shape, strides};
+  const LaunchPlan plan = cuda_detail::make_launch_plan(view, GlobalPlacement{});
+  ASSERT_EQ(plan.ndims, 2);
+  EXPECT_EQ(plan.dims[1].local_stride, 1);
+  EXPECT_EQ(plan.dims[1].global_stride, static_cast<std::uint64_t>(rows));
+  EXPECT_EQ(replay_strided(plan), shard_hash(view, GlobalPlacement{}));
+  // Dims contiguous in memory and in the global tensor merge: a permuted-back view is dense.
+  LaunchPlan split{};
+  split.data = plan.data;
+  split.elem_size = 4;
+  split.total = rows * cols;
+  split.ndims = 2;
+  split.dims[0] = {cols, 1, 1};  // inner first: memory order puts it last, then both merge
+  split.dims[1] = {rows, cols, static_cast<std::uint64_t>(cols)};
+  cuda_detail::in_memory_order(split);
+  EXPECT_TRUE(cuda_detail::is_dense(split));
+}
+
 TEST(CudaPlan, DenseSplitCoversEveryElementOnce) {
   for (const std::uint32_t es : {1U, 2U, 4U, 8U}) {
     for (std::uint64_t addr = 0; addr < 64; addr += es) {
