@@ -32,16 +32,11 @@ say() { echo "== $*"; }
   echo "ranks $n"
 } 2>&1 | tee "$out/machine.txt"
 
-site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-nccl_h=$(find /usr/local/cuda/include /usr/include "$site/nvidia" -name nccl.h 2>/dev/null | head -1)
-[ -n "$nccl_h" ] && export CXXFLAGS="${CXXFLAGS:-} -isystem $(dirname "$nccl_h")"
+source "$(dirname "$0")/device-common.sh"
+device_nccl_include
 
 build=/tmp/gparity-build
-start=$(date +%s)
-GPARITY_DEVICE_KEEP_GOING=1 bash "$carry/device-build.sh" "$carry" "$build" \
-  gparity runtime_tests runtime_cuda_graph_tests bench_cuda_graph >"$out/build.log" 2>&1
-say "build exit $? in $(($(date +%s) - start)) s"
-grep -E "error|FAILED" "$out/build.log" | head -20
+device_build "$carry" "$build" "$out/build.log" gparity runtime_tests runtime_cuda_graph_tests bench_cuda_graph
 G=$build/cli/gparity
 
 if want 1; then

@@ -43,16 +43,11 @@ say() { echo "== $*"; }
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
 } 2>&1 | tee "$out/machine.txt"
 
-site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-nccl_h=$(find /usr/local/cuda/include /usr/include "$site/nvidia" -name nccl.h 2>/dev/null | head -1)
-[ -n "$nccl_h" ] && export CXXFLAGS="${CXXFLAGS:-} -isystem $(dirname "$nccl_h")"
+source "$(dirname "$0")/device-common.sh"
+device_nccl_include
 
 build=/tmp/gparity-build
-start=$(date +%s)
-GPARITY_DEVICE_KEEP_GOING=1 bash "$carry/device-build.sh" "$carry" "$build" gparity gparity-run bench_replay \
-  >"$out/build.log" 2>&1
-say "build exit $? in $(($(date +%s) - start)) s"
-grep -E "error|FAILED" "$out/build.log" | head -20
+device_build "$carry" "$build" "$out/build.log" gparity gparity-run bench_replay
 G=$build/cli/gparity
 
 # Graph list of a trace as "rank compile_id kind index" lines.
@@ -115,7 +110,7 @@ done
 
 if want 4; then
   say "4. bench_replay (CPU)"
-  GPARITY_TORCHOPS= GPARITY_PYTHON=python3 timeout 300 "$build/bench/bench_replay" 1000 2>&1 | tee "$out/bench_replay.txt"
+  GPARITY_TORCHOPS='' GPARITY_PYTHON=python3 timeout 300 "$build/bench/bench_replay" 1000 2>&1 | tee "$out/bench_replay.txt"
 fi
 if want 6; then
   say "6. replay_gpu_bench (transformer block, one GPU)"

@@ -39,19 +39,13 @@ say() { echo "== $*"; }
 } 2>&1 | tee "$out/machine.txt"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
-# ProcessGroupNCCL.hpp includes <nccl.h>: take it from the CUDA toolkit or the nvidia-nccl wheel.
-site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-nccl_h=$(find /usr/local/cuda/include /usr/include "$site/nvidia" -name nccl.h 2>/dev/null | head -1)
-[ -n "$nccl_h" ] && export CXXFLAGS="${CXXFLAGS:-} -isystem $(dirname "$nccl_h")"
+source "$(dirname "$0")/device-common.sh"
+device_nccl_include
 say "nccl.h: ${nccl_h:-not found}"
 
 build=/tmp/gparity-build
-start=$(date +%s)
-GPARITY_DEVICE_KEEP_GOING=1 GPARITY_DEVICE_CMAKE_ARGS="-DGPARITY_BUILD_BENCH=OFF" \
-  bash "$carry/device-build.sh" "$carry" "$build" gparity gparity-run gparity_torchops >"$out/build.log" 2>&1
-say "build exit $? in $(($(date +%s) - start)) s"
-grep -E "GPARITY_WITH|LibTorch|CUDA:|gparity runtime:" "$out/build.log" | head -8
-grep -E "error|FAILED" "$out/build.log" | head -20
+GPARITY_DEVICE_CMAKE_ARGS="-DGPARITY_BUILD_BENCH=OFF" DEVICE_BUILD_SHOW="GPARITY_WITH|LibTorch|CUDA:|gparity runtime:" \
+  device_build "$carry" "$build" "$out/build.log" gparity gparity-run gparity_torchops
 G=$build/cli/gparity
 ops=$build/core/torchops/libgparity_torchops.so
 if [ ! -x "$G" ] || [ ! -x "$build/cli/gparity-run" ]; then

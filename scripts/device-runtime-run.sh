@@ -30,19 +30,13 @@ say() { echo "== $*"; }
   nproc
 } 2>&1 | tee "$out/machine.txt"
 
-# ProcessGroupNCCL.hpp includes <nccl.h>: take it from the CUDA toolkit or the nvidia-nccl wheel.
-site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-nccl_h=$(find /usr/local/cuda/include /usr/include "$site/nvidia" -name nccl.h 2>/dev/null | head -1)
-[ -n "$nccl_h" ] && export CXXFLAGS="${CXXFLAGS:-} -isystem $(dirname "$nccl_h")"
+source "$(dirname "$0")/device-common.sh"
+device_nccl_include
 say "nccl.h: ${nccl_h:-not found}"
 
 build=/tmp/gparity-build
-start=$(date +%s)
-GPARITY_DEVICE_KEEP_GOING=1 bash "$carry/device-build.sh" "$carry" "$build" \
-  gparity hash_cuda_tests runtime_tests gparity_torchops bench_recorder >"$out/build.log" 2>&1
-say "build exit $? in $(($(date +%s) - start)) s"
-grep -E "GPARITY_WITH|LibTorch|CUDA:|gparity runtime:" "$out/build.log" | head -8
-grep -E "error|FAILED" "$out/build.log" | head -20
+DEVICE_BUILD_SHOW="GPARITY_WITH|LibTorch|CUDA:|gparity runtime:" \
+  device_build "$carry" "$build" "$out/build.log" gparity hash_cuda_tests runtime_tests gparity_torchops bench_recorder
 G=$build/cli/gparity
 ops=$build/core/torchops/libgparity_torchops.so
 
