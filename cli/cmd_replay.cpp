@@ -29,6 +29,7 @@
 #include "core/model/graph/hoist.hpp"
 #include "core/model/graph/process_groups.hpp"
 #include "core/model/run/trace_writer.hpp"
+#include "core/runtime/clock.hpp"
 #include "core/runtime/interpreter/captured_replay.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/device_remap.hpp"
@@ -245,16 +246,9 @@ void write_graph_records(const std::string& run_dir, int rank, const Job& j, mod
   write(write, j.hoisted.graph, j.label);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 nlohmann::json timing_json(const std::vector<double>& ms) {
   return {{"runs", ms.size()},
-          {"median_ms", median(ms)},
+          {"median_ms", runtime::median(ms)},
           {"min_ms", ms.empty() ? 0.0 : *std::min_element(ms.begin(), ms.end())},
           {"ms", ms}};
 }
@@ -268,16 +262,8 @@ nlohmann::json memory_json(const runtime::DeviceMemory& m) {
 std::vector<double> timed_reruns(runtime::Interpreter& interp, runtime::InputSource& inputs, int runs,
                                  bool hash, int device_index) {
   std::vector<double> ms;
-  const auto sync = [&] {
-    if (device_index >= 0) runtime::synchronize_device(device_index);
-  };
-  for (int r = 0; r < runs; ++r) {
-    sync();
-    const auto t0 = std::chrono::steady_clock::now();
-    (void)interp.rerun(inputs, {.hash = hash});
-    sync();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
+  for (int r = 0; r < runs; ++r)
+    ms.push_back(runtime::timed_on_device(device_index, [&] { (void)interp.rerun(inputs, {.hash = hash}); }));
   return ms;
 }
 
@@ -332,8 +318,8 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
   if (!o.json)
     std::cout << "rank " << env.rank << ": " << job.label << " captured as a CUDA graph (" << r.static_inputs
               << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
-              << r.copies.bytes_per_replay() << " bytes): uncaptured " << median(r.uncaptured_ms)
-              << " ms, replay " << median(r.replay_ms) << " ms (median of " << co.runs << ")\n"
+              << r.copies.bytes_per_replay() << " bytes): uncaptured " << runtime::median(r.uncaptured_ms)
+              << " ms, replay " << runtime::median(r.replay_ms) << " ms (median of " << co.runs << ")\n"
               << "rank " << env.rank << ": " << text << std::endl;
   return v.equal ? kExitParity : kExitDivergence;
 }
@@ -432,8 +418,7 @@ int run_one_rank(const ReplayCliOptions& o) {
       if (r.graph == jobs[j].label) records[j].push_back(r);
       ++count;
     });
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms = runtime::ms_since(t0);
     const auto reruns = timed_reruns(interp, inputs, o.repeat, !o.no_hash, device_index);
     summary["graphs"].push_back({{"label", jobs[j].label},
                                  {"source", jobs[j].entry->source},
@@ -457,7 +442,7 @@ int run_one_rank(const ReplayCliOptions& o) {
                 << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";
       if (!reruns.empty())
         std::cout << "; " << reruns.size() << " more runs" << (o.no_hash ? " without hashing" : "")
-                  << ": median " << median(reruns) << " ms";
+                  << ": median " << runtime::median(reruns) << " ms";
       std::cout << std::endl;
     }
   }

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "core/runtime/clock.hpp"
+
 #if GPARITY_TORCH_CUDA
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -235,5 +237,13 @@ void release_cached_device_memory() {}
 void synchronize_device(int /*device_index*/) {}
 
 #endif
+
+double timed_on_device(int device_index, const std::function<void()>& fn) {
+  if (device_index >= 0) synchronize_device(device_index);
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  if (device_index >= 0) synchronize_device(device_index);
+  return ms_since(t0);
+}
 
 }  // namespace gparity::runtime

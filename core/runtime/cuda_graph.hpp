@@ -95,5 +95,8 @@ void reset_peak_device_memory(int device_index);
 /// Gives the allocator's unused cached blocks back to the device (outside any capture).
 void release_cached_device_memory();
 void synchronize_device(int device_index);
+/// Milliseconds `fn` takes with the device synchronised before and after (no synchronisation
+/// for a negative index: a CPU run).
+double timed_on_device(int device_index, const std::function<void()>& fn);
 
 }  // namespace gparity::runtime

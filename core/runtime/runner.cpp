@@ -31,13 +31,6 @@
 namespace gparity::runtime {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
 std::string iso_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};

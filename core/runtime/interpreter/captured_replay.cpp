@@ -55,18 +55,6 @@ GraphSignature bound_signature(const Interpreter& interp) {
   return sig;
 }
 
-namespace {
-
-double timed_ms(int device_index, const std::function<void()>& fn) {
-  synchronize_device(device_index);
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  synchronize_device(device_index);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 CapturedReplayResult run_captured(Interpreter& interp, InputSource& inputs,
                                   const CapturedReplayOptions& options, const NodeSink& uncaptured_sink,
                                   const NodeSink& captured_sink) {
@@ -95,7 +83,8 @@ CapturedReplayResult run_captured(Interpreter& interp, InputSource& inputs,
   for (int r = 0; r < options.runs; ++r) {
     restorer.restore(nullptr);
     const bool last = r + 1 == options.runs;
-    result.uncaptured_ms.push_back(timed_ms(dev, [&] { (void)interp.rerun(inputs, {.keep_values = last}); }));
+    result.uncaptured_ms.push_back(
+        timed_on_device(dev, [&] { (void)interp.rerun(inputs, {.keep_values = last}); }));
   }
   result.uncaptured_outputs = interp.hash_kept(uncaptured_sink);
   interp.release_values();
@@ -122,7 +111,7 @@ CapturedReplayResult run_captured(Interpreter& interp, InputSource& inputs,
     if (options.check) require_unchanged(captured, bound_signature(interp), r);
     result.copies.replayed();
     interp.reseed();  // random ops draw what the uncaptured run drew
-    result.replay_ms.push_back(timed_ms(dev, [&] { graphs.replay(); }));
+    result.replay_ms.push_back(timed_on_device(dev, [&] { graphs.replay(); }));
   }
   result.captured_outputs = interp.hash_kept(captured_sink);
   result.captured_memory = device_memory(dev);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/runtime/clock.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/detail.hpp"
 #include "core/runtime/interpreter/inputs.hpp"
@@ -71,7 +72,10 @@ struct PendingRecords {
   std::vector<Entry> entries;
   std::vector<at::Tensor> queued;  // not yet enqueued, slots next_slot - queued.size() ...
   std::int64_t queued_bytes = 0;
-  std::size_t next_slot = 0;
+  std::size_t next_slot = 0;  // slots handed out since the last collect(): > 0 while any waits
+  RunProfile profile;
+
+  [[nodiscard]] bool waiting() const noexcept { return next_slot > 0; }
 
   std::size_t queue(const at::Tensor& t) {
     queued.push_back(t);
@@ -80,7 +84,6 @@ struct PendingRecords {
     if (queued.size() >= kBatchTensors || queued_bytes >= kBatchBytes) enqueue();
     return slot;
   }
-  RunProfile profile;
   void enqueue() {
     if (queued.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
@@ -88,8 +91,7 @@ struct PendingRecords {
     profile.tensors += queued.size();
     profile.bytes += queued_bytes;
     (void)hashes.enqueue(queued);
-    profile.enqueue_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    profile.enqueue_ms += ms_since(t0);
     queued.clear();
     queued_bytes = 0;
   }
@@ -98,8 +100,7 @@ struct PendingRecords {
     next_slot = 0;
     const auto t0 = std::chrono::steady_clock::now();
     auto out = hashes.collect();
-    profile.collect_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    profile.collect_ms += ms_since(t0);
     return out;
   }
 };
@@ -516,8 +517,7 @@ struct Interpreter::Impl {
               const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr, bool hashes = true) {
     const auto t0 = std::chrono::steady_clock::now();
     record_tensors(n, id, op, v, sink, keep, hashes);
-    pending->profile.record_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    pending->profile.record_ms += ms_since(t0);
   }
 
   void record_tensors(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
@@ -530,15 +530,9 @@ struct Interpreter::Impl {
     if (node_hashes.size() < g.nodes.size()) node_hashes.resize(g.nodes.size());
     std::vector<at::Tensor> cpu;
     std::vector<const HashRef*> known(ts.size(), nullptr);
-    bool any_cuda = false;
     for (std::size_t i = 0; i < ts.size(); ++i) {
       known[i] = known_hash(n, id, index[i]);
-      if (known[i] || !hashes) continue;
-      if (ts[i].is_cuda()) {
-        any_cuda = true;
-      } else {
-        cpu.push_back(ts[i]);
-      }
+      if (!known[i] && hashes && !ts[i].is_cuda()) cpu.push_back(ts[i]);
     }
     const auto cpu_hashes = hash_blocks(cpu);
     std::size_t next_cpu = 0;
@@ -552,7 +546,6 @@ struct Interpreter::Impl {
       r.op = op;
       r.source = src;
       r.output = index[i];
-      r.has_xxh3 = o.node_xxh3 && hashes;
       HashRef ref;
       if (!hashes || (known[i] && known[i]->view)) {
         // Its bytes are its base's, hashed where the base was made (an output or getitem that
@@ -566,7 +559,7 @@ struct Interpreter::Impl {
       } else {
         ref.known = cpu_hashes[next_cpu++];
       }
-      r.has_xxh3 = r.has_xxh3 && !ref.view;
+      r.has_xxh3 = o.node_xxh3 && !ref.view;
       e.slot = ref.slot;
       if (!ref.slot) {
         r.xxh3 = o.node_xxh3 ? ref.known.xxh3 : 0;
@@ -582,20 +575,14 @@ struct Interpreter::Impl {
       e.output = keep != nullptr;
       pending->entries.push_back(std::move(e));
     }
-    // On the CPU nothing waits: records go out as they come unless earlier ones are pending.
-    if (!any_cuda && !sink_waits()) flush(sink, keep);
-  }
-
-  [[nodiscard]] bool sink_waits() const {
-    for (const auto& e : pending->entries)
-      if (e.slot) return true;
-    return false;
+    // On the CPU nothing waits: records go out as they come unless device hashes are pending.
+    if (!pending->waiting()) flush(sink, keep);
   }
 
   /// Sends every pending record to `sink` (and the outputs' to `outputs`), in order, once the
   /// device's hashes are back.
   void flush(const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
-    const auto hashes = sink_waits() ? pending->collect() : std::vector<BlockHashes>{};
+    const auto hashes = pending->waiting() ? pending->collect() : std::vector<BlockHashes>{};
     for (auto& e : pending->entries) {
       if (e.slot) {
         e.rec.xxh3 = o.node_xxh3 ? hashes.at(*e.slot).xxh3 : 0;
