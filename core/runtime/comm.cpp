@@ -151,12 +151,7 @@ struct Comm::Impl {
       // One store round trip per collective: what lets a failure report tell a rank that is
       // stuck in compute from one waiting in the same collective.
       store->set("gparity/coll/" + std::to_string(env.rank), to_bytes(std::to_string(++collectives)));
-      auto work = fn();
-      if (capturing) {
-        work->wait();  // the current stream waits for the collective's stream, nothing more
-      } else {
-        work->wait(timeout);
-      }
+      wait_work(fn(), capturing, timeout);
     } catch (const RankFailure&) {
       throw;
     } catch (const std::exception& e) {

@@ -39,6 +39,18 @@ class RankFailure : public std::runtime_error {
 
 enum class CommBackend { Gloo, Nccl };
 
+/// Waits for a c10d work (`c10::intrusive_ptr<c10d::Work>`). While a CUDA graph is captured it
+/// waits without a timeout: with one, c10d polls the work's CUDA event from the host, which a
+/// capture forbids; without, the current stream just waits for the collective's stream.
+template <typename WorkPtr>
+void wait_work(const WorkPtr& work, bool capturing, std::chrono::milliseconds timeout) {
+  if (capturing) {
+    work->wait();
+  } else {
+    work->wait(timeout);
+  }
+}
+
 /// Whether this build of the runtime can use `backend` (Gloo needs its headers at build time,
 /// NCCL a CUDA LibTorch).
 bool comm_backend_available(CommBackend backend) noexcept;

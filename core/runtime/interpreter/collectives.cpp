@@ -215,11 +215,7 @@ Target resolve(GroupComm* comm, bool legacy, const std::vector<std::string>& nam
 }
 
 void wait(const c10::intrusive_ptr<c10d::Work>& w, GroupComm* comm) {
-  if (comm->impl().capturing) {
-    w->wait();  // the current stream waits for the collective's: no host polling in a capture
-  } else {
-    w->wait(comm->impl().timeout);
-  }
+  wait_work(w, comm->impl().capturing, comm->impl().timeout);
 }
 
 /// Bytes moved as bytes: Gloo in LibTorch 1.13 knows no bfloat16; the leading dims stay.
