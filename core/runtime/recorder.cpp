@@ -111,6 +111,25 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
   if (xxh3) hash::xxh3_64_cuda_batch(bytes, words, 2, stream, /*check_pointers=*/false);
 }
 
+/// The device's current stream, as the hash kernels take it.
+void* current_stream(const at::Device& device) {
+#if GPARITY_TORCH_CUDA
+  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+#else
+  (void)device;
+  return nullptr;
+#endif
+}
+
+/// Zeroed words for `blocks` blocks' hashes on `device` (2 each: XXH3, shard hash).
+at::Tensor hash_words(std::int64_t blocks, const at::Device& device) {
+  return at::zeros({2 * blocks}, at::TensorOptions().dtype(at::kLong).device(device));
+}
+
+std::uint64_t* words_of(const at::Tensor& words) {
+  return reinterpret_cast<std::uint64_t*>(words.data_ptr<std::int64_t>());
+}
+
 std::vector<BlockHashes> unpack(const std::int64_t* h, std::size_t n) {
   std::vector<BlockHashes> result(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -121,16 +140,10 @@ std::vector<BlockHashes> unpack(const std::int64_t* h, std::size_t n) {
 /// Hashes CUDA blocks (all on one device) on the device's current stream and waits: only 16
 /// bytes a block come back.
 std::vector<BlockHashes> hash_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements) {
-#if GPARITY_TORCH_CUDA
-  void* stream = c10::cuda::getCurrentCUDAStream(tensors.front().device().index()).stream();
-#else
-  void* stream = nullptr;
-#endif
-  const auto n = static_cast<std::int64_t>(tensors.size());
-  auto out = at::zeros({2 * n}, at::TensorOptions().dtype(at::kLong).device(tensors.front().device()));
+  const auto device = tensors.front().device();
+  const auto out = hash_words(static_cast<std::int64_t>(tensors.size()), device);
   std::vector<at::Tensor> keep;  // alive until the result is back
-  enqueue_cuda(tensors, placements, reinterpret_cast<std::uint64_t*>(out.data_ptr<std::int64_t>()), stream,
-               keep);
+  enqueue_cuda(tensors, placements, words_of(out), current_stream(device), keep);
   const auto host = out.cpu();  // waits for the current stream
   return unpack(host.data_ptr<std::int64_t>(), tensors.size());
 }
@@ -201,24 +214,17 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors) {
   if (im.chunks.empty() ||
       im.used.back() + tensors.size() > static_cast<std::size_t>(im.chunks.back().numel() / 2) ||
       im.chunks.back().device() != device) {
-    im.chunks.push_back(at::zeros({2 * static_cast<std::int64_t>(std::max(kChunk, tensors.size()))},
-                                  at::TensorOptions().dtype(at::kLong).device(device)));
+    im.chunks.push_back(hash_words(static_cast<std::int64_t>(std::max(kChunk, tensors.size())), device));
     im.used.push_back(0);
   }
   std::vector<Placed> placements;
   placements.reserve(tensors.size());
   for (const auto& t : tensors) placements.push_back(placed(t, {}, {}));
-#if GPARITY_TORCH_CUDA
-  void* stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-#else
-  void* stream = nullptr;
-#endif
   // Contiguous copies for XXH3 are freed after the enqueue: the caching allocator hands their
   // blocks out again only to work ordered after the kernels on this stream.
   std::vector<at::Tensor> keep;
-  auto* words =
-      reinterpret_cast<std::uint64_t*>(im.chunks.back().data_ptr<std::int64_t>()) + 2 * im.used.back();
-  enqueue_cuda(tensors, placements, words, stream, keep, im.xxh3);
+  enqueue_cuda(tensors, placements, words_of(im.chunks.back()) + 2 * im.used.back(), current_stream(device),
+               keep, im.xxh3);
   im.used.back() += tensors.size();
   im.total += tensors.size();
   return first;
@@ -402,10 +408,8 @@ std::int64_t Recorder::step_async(const StepTensors& t) {
   try {
     const c10::cuda::CUDAStreamGuard guard(side);  // PyTorch's allocations and copies below go on `side`
     if (!tensors.empty()) {
-      const auto n = static_cast<std::int64_t>(tensors.size());
-      auto words = at::zeros({2 * n}, at::TensorOptions().dtype(at::kLong).device(*device));
-      enqueue_cuda(tensors, placements, reinterpret_cast<std::uint64_t*>(words.data_ptr<std::int64_t>()),
-                   side.stream(), p->keep);
+      auto words = hash_words(static_cast<std::int64_t>(tensors.size()), *device);
+      enqueue_cuda(tensors, placements, words_of(words), side.stream(), p->keep);
       p->words_host = pinned_copy(words);
       p->keep.push_back(std::move(words));
     }
