@@ -350,5 +350,33 @@ TEST(Replay, NoViewHashesRecordsViewsByShapeAndKeepsEveryOtherHash) {
   EXPECT_GE(named, 1u);  // the forward returns views it saves for the backward
 }
 
+TEST(Replay, NodeHashShardLeavesOutXxh3AndKeepsTheShardHash) {
+  TempDir full, shard;
+  const auto graph = (kSamples / "mlp_aot_forward.txt").string();
+  ASSERT_EQ(replay(full, {graph}).exit_code, 0);
+  const auto r = replay(shard, {graph, "--node-hash", "shard"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = read_rank(full, 0), b = read_rank(shard, 0);
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_TRUE(a.nodes[i].has_xxh3) << a.nodes[i].node;
+    EXPECT_FALSE(b.nodes[i].has_xxh3) << b.nodes[i].node;
+    EXPECT_EQ(a.nodes[i].shard, b.nodes[i].shard) << a.nodes[i].node;
+  }
+  // Two shard-only runs compare on the shard hash: equal seeds agree, another seed diverges.
+  TempDir same, other;
+  ASSERT_EQ(replay(same, {graph, "--node-hash", "shard"}).exit_code, 0);
+  ASSERT_EQ(replay(other, {graph, "--node-hash", "shard", "--seed", "7"}).exit_code, 0);
+  EXPECT_EQ(
+      run_command(GPARITY_EXE, {"compare", (shard.path() / "run").string(), (same.path() / "run").string()})
+          .exit_code,
+      0);
+  EXPECT_EQ(
+      run_command(GPARITY_EXE, {"compare", (shard.path() / "run").string(), (other.path() / "run").string()})
+          .exit_code,
+      1);
+  expect_bad(replay(shard, {graph, "--node-hash", "md5"}), {"--node-hash"});
+}
+
 }  // namespace
 }  // namespace gparity
