@@ -25,7 +25,13 @@ find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(Protobuf REQUIRED)
-find_package(libzip REQUIRED)
+# minizip (libminizip-dev, zlib's contrib): .pt2 archives and torch.save records with deflated
+# members (core/model/formats/zip_archive.hpp says why not libzip).
+find_path(GPARITY_MINIZIP_INCLUDE_DIR minizip/unzip.h REQUIRED)
+find_library(GPARITY_MINIZIP_LIBRARY minizip REQUIRED)
+find_package(ZLIB REQUIRED)
+add_library(gparity_minizip INTERFACE IMPORTED)
+target_include_directories(gparity_minizip INTERFACE ${GPARITY_MINIZIP_INCLUDE_DIR})
 # expat (libexpat1-dev): NCCL graph XML (core/model/formats/nccl_graph.cpp).
 # CMake's FindEXPAT module, not expat's own config: the config names the library by its absolute
 # install path (/lib/x86_64-linux-gnu/libexpat.so.1.x), which a carried sysroot does not have.
@@ -53,6 +59,7 @@ function(gparity_static_or_shared var shared archive)
     set(${var} "$<IF:$<BOOL:$<TARGET_PROPERTY:GPARITY_STATIC_DEPS>>,${${cache}},${shared}>" PARENT_SCOPE)
   else()
     set(${var} "${shared}" PARENT_SCOPE)
+    set_property(GLOBAL APPEND PROPERTY GPARITY_MISSING_ARCHIVES ${archive})
   endif()
 endfunction()
 if(XXHASH_LIBRARY)
@@ -62,6 +69,10 @@ endif()
 gparity_static_or_shared(_gparity_deflate_link "${GPARITY_LIBDEFLATE_LIBRARY}" libdeflate.a)
 set_property(TARGET gparity_libdeflate PROPERTY INTERFACE_LINK_LIBRARIES "${_gparity_deflate_link}")
 gparity_static_or_shared(GPARITY_EXPAT_LINK EXPAT::EXPAT libexpat.a)
+gparity_static_or_shared(_gparity_minizip_link "${GPARITY_MINIZIP_LIBRARY}" libminizip.a)
+gparity_static_or_shared(_gparity_zlib_link ZLIB::ZLIB libz.a)
+set_property(TARGET gparity_minizip PROPERTY INTERFACE_LINK_LIBRARIES "${_gparity_minizip_link};${_gparity_zlib_link}")
+gparity_static_or_shared(GPARITY_CRYPTO_LINK OpenSSL::Crypto libcrypto.a)
 gparity_static_or_shared(GPARITY_PROTOBUF_LINK protobuf::libprotobuf libprotobuf.a)
 
 if(GPARITY_BUILD_TESTS)

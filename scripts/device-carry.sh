@@ -2,7 +2,7 @@
 # Assembles a folder to carry to the GPU machine (device tool `run`, option `carry`): a copy of a
 # gparity source tree plus a small sysroot of the Debian packages its configure needs that the
 # GPU machine's image lacks (xxhash.h, CLI11, Google Benchmark, GoogleTest, nlohmann/json,
-# OpenSSL, protobuf, libzip, ...), taken from this machine's installed packages (dpkg -L).
+# OpenSSL, protobuf, minizip, ...), taken from this machine's installed packages (dpkg -L).
 # Run here; then scripts/device-build.sh (carried inside the folder) builds there.
 #
 #   scripts/device-carry.sh DEST [SRC]
@@ -24,10 +24,10 @@ src=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 
 packages=(
   libxxhash-dev libcli11-dev libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev
-  libssl-dev libprotobuf-dev libzip-dev
+  libssl-dev libprotobuf-dev
+  libminizip-dev zlib1g-dev  # zip archives (.pt2, torch.save records)
   libdeflate-dev           # CRC-32 of DCP zip members read in place
   libexpat1-dev            # NCCL graph XML (gparity nccl-rings)
-  zipcmp zipmerge ziptool  # libzip's CMake config checks that these exist
   xxhash                   # xxhsum: the XXH3 tests compare against it
 )
 # shellcheck disable=SC2206

@@ -10,7 +10,7 @@ core_pkgs=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
-  libzip-dev zipcmp zipmerge ziptool
+  libminizip-dev zlib1g-dev       # zip archives (.pt2, torch.save records); archives for the static CLI
   libdeflate-dev                  # CRC-32 of DCP zip members read in place
   libexpat1-dev                   # NCCL graph XML (gparity nccl-rings)
   libssl-dev                      # MD5 of TORCH_TRACE payloads (has_payload check)

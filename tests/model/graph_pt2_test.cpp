@@ -2,7 +2,7 @@
 // layout) and hostile zips: huge members, zip bombs, path tricks, too many members.
 
 #include <gtest/gtest.h>
-#include <zip.h>
+#include <minizip/zip.h>
 
 #include <fstream>
 #include <sstream>
@@ -18,19 +18,27 @@ using namespace gparity::model;
 
 const std::string kPt2 = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/eager/tiny_export.pt2";
 
-// Writes a zip with the given (name, content) members through libzip.
+// Writes a zip with the given (name, content) members through minizip, deflated unless `stored`.
 std::string make_zip(const gparity::testing::TempDir& dir, const std::string& name,
-                     const std::vector<std::pair<std::string, std::string>>& members) {
+                     const std::vector<std::pair<std::string, std::string>>& members, bool stored = false) {
   const std::string path = (dir.path() / name).string();
-  int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  zipFile z = zipOpen64(path.c_str(), APPEND_STATUS_CREATE);
   EXPECT_NE(z, nullptr);
   for (const auto& [m, content] : members) {
-    zip_source_t* src = zip_source_buffer(z, content.data(), content.size(), 0);
-    EXPECT_GE(zip_file_add(z, m.c_str(), src, ZIP_FL_ENC_UTF_8), 0) << m;
+    EXPECT_EQ(zipOpenNewFileInZip64(z, m.c_str(), nullptr, nullptr, 0, nullptr, 0, nullptr, stored ? 0 : Z_DEFLATED,
+                                    stored ? 0 : Z_DEFAULT_COMPRESSION, 0),
+              ZIP_OK)
+        << m;
+    EXPECT_EQ(zipWriteInFileInZip(z, content.data(), static_cast<unsigned>(content.size())), ZIP_OK) << m;
+    EXPECT_EQ(zipCloseFileInZip(z), ZIP_OK) << m;
   }
-  EXPECT_EQ(zip_close(z), 0);
+  EXPECT_EQ(zipClose(z, nullptr), ZIP_OK);
   return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::string model_json() {
@@ -118,6 +126,45 @@ TEST(GraphPt2, HostileArchivesAreRejectedNamingTheMember) {
   broken.replace(broken.find("\"p_tok_weight\"}}, \"kind\""), 14, "\"p_nowhere__\"");
   const auto bad_ref = make_zip(dir, "ref.pt2", {{"r/models/model.json", broken}});
   expect_error([&] { read_pt2(bad_ref); }, "ref.pt2!r/models/model.json", "unknown tensor 'p_nowhere__'");
+}
+
+// Every member read is checked against its CRC-32 and its declared size, stored or deflated, on a
+// file or on bytes in memory; encrypted members and unknown methods are refused by name.
+TEST(GraphPt2, DamagedMembersAreReportedNotReturned) {
+  gparity::testing::TempDir dir;
+  const std::string text = "a member that is long enough to find again in the archive's bytes";
+  const auto good = slurp(make_zip(dir, "good.zip", {{"m", text}}, /*stored=*/true));
+  const std::size_t at = good.find(text);
+  ASSERT_NE(at, std::string::npos);
+  {
+    const ZipArchive zip(std::as_bytes(std::span(good)), "good.zip");
+    EXPECT_EQ(zip.read("m"), text);
+    ASSERT_NE(zip.info("m"), nullptr);
+    EXPECT_TRUE(zip.info("m")->stored());
+    EXPECT_EQ(zip.info("m")->size, text.size());
+  }
+  // One flipped byte in the stored data: only the CRC can tell.
+  std::string flipped = good;
+  flipped[at + 3] ^= 0x20;
+  const ZipArchive bad(std::as_bytes(std::span(flipped)), "flipped.zip");
+  expect_error([&] { (void)bad.read("m"); }, "flipped.zip!m", "CRC-32 mismatch");
+  // The encryption bit in the central directory (offset 8 of the entry).
+  std::string locked = good;
+  const std::size_t central = locked.rfind("PK\x01\x02");
+  ASSERT_NE(central, std::string::npos);
+  locked[central + 8] |= 1;
+  const ZipArchive enc(std::as_bytes(std::span(locked)), "locked.zip");
+  expect_error([&] { (void)enc.read("m"); }, "locked.zip!m", "encrypted member");
+  // A deflated member whose stream is cut short: the declared size is not reached.
+  const std::string big(100000, 'x');
+  auto deflated = slurp(make_zip(dir, "deflated.zip", {{"d", big + text}}));
+  const std::size_t local_data = 30 + 1;  // the local header and the name "d"
+  for (std::size_t i = local_data + 20; i < local_data + 60 && i < deflated.size(); ++i) deflated[i] = '\0';
+  const ZipArchive cut(std::as_bytes(std::span(deflated)), "cut.zip");
+  expect_error([&] { (void)cut.read("d"); }, "cut.zip!d", "deflate stream");
+  // Bytes that hold no zip at all.
+  const std::string junk = "PK\x05\x06 nothing";
+  expect_error([&] { ZipArchive z(std::as_bytes(std::span(junk)), "junk"); }, "junk", "not a readable zip");
 }
 
 }  // namespace

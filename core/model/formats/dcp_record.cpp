@@ -4,7 +4,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-#include <zip.h>
 
 #include <cstdio>
 #include <cstring>
@@ -14,6 +13,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/pickle/pickle_machine.hpp"
+#include "core/model/formats/zip_archive.hpp"
 
 namespace gparity::model {
 namespace {
@@ -43,7 +43,7 @@ struct ZipEntry {
 // Every member of the zip held in `zip`, from its central directory (zip64 too) and local
 // headers: each local header's name must match its central entry, and each member's stored
 // bytes must lie inside the zip. nullopt when anything is off (the caller then reads through
-// libzip, which reports the damage).
+// the zip library, which reports the damage).
 std::optional<std::vector<ZipEntry>> zip_entries(std::span<const std::byte> zip) {
   constexpr std::uint64_t kEocd = 0x06054b50, kEocd64 = 0x06064b50, kLocator = 0x07064b50;
   constexpr std::uint64_t kCentral = 0x02014b50, kLocal = 0x04034b50, kSat = 0xFFFFFFFF;
@@ -119,77 +119,31 @@ struct InPlace {
   std::uint32_t crc;
 };
 
-struct ZipCloser {
-  void operator()(zip_t* z) const noexcept { zip_discard(z); }
-};
-struct FileCloser {
-  void operator()(zip_file_t* f) const noexcept { zip_fclose(f); }
-};
-
+// A torch.save record read through the zip library: for records with a deflated or otherwise
+// unusual member, and for the damage reports of broken ones.
 class Record {
  public:
-  Record(std::span<const std::byte> bytes, const std::string& where) : where_(where) {
-    zip_error_t err;
-    zip_error_init(&err);
-    zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &err);
-    if (!src) fail("cannot open the byte range as a zip: " + message(err));
-    zip_.reset(zip_open_from_source(src, ZIP_RDONLY, &err));
-    if (!zip_) {
-      zip_source_free(src);
-      fail("not a torch.save zip record: " + message(err));
-    }
-    zip_error_fini(&err);
-  }
+  Record(std::span<const std::byte> bytes, const std::string& where) : where_(where), zip_(open(bytes, where)) {}
 
   [[noreturn]] void fail(const std::string& problem) const { throw InputError(where_, problem); }
 
   /// The archive's folder prefix ("archive/" or "<name>/"), found from its data.pkl.
   std::string prefix() const {
-    const zip_int64_t n = zip_get_num_entries(zip_.get(), 0);
-    for (zip_int64_t i = 0; i < n; ++i) {
-      const char* raw = zip_get_name(zip_.get(), static_cast<zip_uint64_t>(i), ZIP_FL_ENC_RAW);
-      if (!raw) continue;
-      const std::string name(raw);
+    for (const auto& name : zip_.members()) {
       if (name == "data.pkl") return "";
-      if (name.ends_with("/data.pkl") && name.find('/') == name.size() - 9)
-        return name.substr(0, name.size() - 8);
+      if (name.ends_with("/data.pkl") && name.find('/') == name.size() - 9) return name.substr(0, name.size() - 8);
     }
     fail("torch.save record without a data.pkl member");
   }
 
-  std::uint64_t size_of(const std::string& member, zip_int64_t& index) const {
-    index = zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW);
-    if (index < 0) fail("no member \"" + member + "\"");
-    zip_stat_t st;
-    zip_stat_init(&st);
-    if (zip_stat_index(zip_.get(), static_cast<zip_uint64_t>(index), 0, &st) != 0 ||
-        !(st.valid & ZIP_STAT_SIZE))
-      fail("cannot stat member \"" + member + "\"");
-    return st.size;
-  }
-
   /// Reads a member whose size is at most `cap` into `out` (resized to the member's size).
   void read(const std::string& member, std::uint64_t cap, std::vector<std::byte>& out) const {
-    zip_int64_t index = 0;
-    const std::uint64_t size = size_of(member, index);
-    if (size > cap)
-      fail("member \"" + member + "\" declares " + std::to_string(size) + " bytes, more than the " +
+    const ZipMemberInfo* info = zip_.info(member);
+    if (!info) fail("no member \"" + member + "\"");
+    if (info->size > cap)
+      fail("member \"" + member + "\" declares " + std::to_string(info->size) + " bytes, more than the " +
            std::to_string(cap) + " that can hold");
-    std::unique_ptr<zip_file_t, FileCloser> f(
-        zip_fopen_index(zip_.get(), static_cast<zip_uint64_t>(index), 0));
-    if (!f) fail("cannot open member \"" + member + "\": " + zip_strerror(zip_.get()));
-    out.resize(static_cast<std::size_t>(size));
-    std::size_t got = 0;
-    while (got < out.size()) {
-      const zip_int64_t r = zip_fread(f.get(), out.data() + got, out.size() - got);
-      if (r < 0)
-        fail("corrupt member \"" + member + "\": " + zip_error_strerror(zip_file_get_error(f.get())));
-      if (r == 0) break;
-      got += static_cast<std::size_t>(r);
-    }
-    if (got != out.size())
-      fail("member \"" + member + "\" ends after " + std::to_string(got) + " of " + std::to_string(size) +
-           " bytes");
+    zip_.read_into(member, cap, out);
   }
 
   /// A member's bytes, read into `scratch`.
@@ -200,44 +154,38 @@ class Record {
   }
 
   /// Where a member stored uncompressed and unencrypted lies in `bytes` (the zip this record was
-  /// opened on), with libzip's size and CRC; nullopt for anything else.
+  /// opened on), with its size and CRC; nullopt for anything else.
   std::optional<InPlace> stored(const std::string& member, std::span<const std::byte> bytes) const {
-    const zip_int64_t index = zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW);
-    if (index < 0) return std::nullopt;
-    zip_stat_t st;
-    zip_stat_init(&st);
-    constexpr auto kNeed =
-        ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_CRC | ZIP_STAT_ENCRYPTION_METHOD;
-    if (zip_stat_index(zip_.get(), static_cast<zip_uint64_t>(index), 0, &st) != 0 ||
-        (st.valid & kNeed) != kNeed || st.comp_method != ZIP_CM_STORE ||
-        st.encryption_method != ZIP_EM_NONE || st.comp_size != st.size)
-      return std::nullopt;
+    const ZipMemberInfo* info = zip_.info(member);
+    if (!info || !info->stored()) return std::nullopt;
     const auto entries = zip_entries(bytes);
     if (!entries) return std::nullopt;
     for (const auto& e : *entries)
       if (e.name == member)
-        return e.stored && e.size == st.size ? std::optional(InPlace{e.data, e.size, st.crc}) : std::nullopt;
+        return e.stored && e.size == info->size ? std::optional(InPlace{e.data, e.size, info->crc}) : std::nullopt;
     return std::nullopt;
   }
 
-  bool has(const std::string& member) const {
-    return zip_name_locate(zip_.get(), member.c_str(), ZIP_FL_ENC_RAW) >= 0;
-  }
+  bool has(const std::string& member) const { return zip_.contains(member); }
 
  private:
-  static std::string message(zip_error_t& err) {
-    std::string m = zip_error_strerror(&err);
-    zip_error_fini(&err);
-    return m;
+  static ZipArchive open(std::span<const std::byte> bytes, const std::string& where) {
+    try {
+      // A storage member can be as large as the record (deflated ones larger: read() caps them).
+      return ZipArchive(bytes, where, ZipLimits{.max_members = 65536, .max_member_bytes = UINT64_MAX});
+    } catch (const InputError& e) {
+      if (e.source() != where) throw;  // a member's problem names the member
+      throw InputError(where, "not a torch.save zip record: " + e.problem());
+    }
   }
   std::string where_;
-  std::unique_ptr<zip_t, ZipCloser> zip_;
+  ZipArchive zip_;
 };
 
-// A torch.save record whose every member is stored (what torch.save writes), read without
-// libzip (whose archive open costs more than a small chunk's hashing: it converts every
-// member's DOS time through mktime, which re-reads /etc/localtime each time). Same interface as
-// Record; member bytes are CRC-checked like libzip does.
+// A torch.save record whose every member is stored (what torch.save writes), read in place
+// without the zip library: opening an archive through it costs more than a small chunk's
+// hashing (it copies every central entry out and checks each local header again on open).
+// Same interface as Record; member bytes are CRC-checked as the zip library does.
 class StoredZip {
  public:
   StoredZip(std::span<const std::byte> bytes, const std::string& where, std::vector<ZipEntry> entries)
@@ -395,7 +343,7 @@ template <class Zip>
 TorchSaveTensor read_tensor(const Zip& rec, std::span<const std::byte> bytes, const std::string& where,
                             std::vector<std::byte>& buffer, CrcCheck crc) {
   const std::string prefix = rec.prefix();
-  std::vector<std::byte> scratch;  // members read through libzip; stored ones are read in place
+  std::vector<std::byte> scratch;  // members read through the zip library; stored ones in place
   if (rec.has(prefix + "byteorder")) {
     const auto bo = rec.member(prefix + "byteorder", 16, scratch);
     const std::string_view order(reinterpret_cast<const char*>(bo.data()), bo.size());

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/formats/pt2_zip.hpp"
+#include "core/model/formats/zip_archive.hpp"
 #include "core/model/graph/graph.hpp"
 
 namespace gparity::model {
