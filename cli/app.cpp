@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -16,24 +19,10 @@
 
 namespace gparity::cli {
 
-int run_app(int argc, char** argv, std::initializer_list<Registrar> registrars) {
-  CLI::App app{
-      "gparity: prove distributed PyTorch training runs are bitwise identical to their "
-      "eager baselines, and show where they are not.\n"
-      "Exit codes: 0 parity, 1 divergence or incomplete evidence, 2 bad input, usage or nothing compared."};
-  app.name("gparity");
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "gparity 0.1.0");
+namespace {
 
-  Action action;
-  for (const Registrar r : registrars) r(app, action);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitParity : kExitBadInput;
-  }
+// The chosen action, with errors mapped to exit codes.
+int run_action(const Action& action) {
   try {
     return action ? action() : kExitBadInput;
   } catch (const model::InputError& e) {
@@ -44,6 +33,41 @@ int run_app(int argc, char** argv, std::initializer_list<Registrar> registrars) 
     std::cerr << "gparity: internal error: " << e.what() << '\n';
   }
   return kExitBadInput;
+}
+
+int finish(int rc, AppExit how) {
+  if (how == AppExit::return_code) return rc;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(rc);
+}
+
+}  // namespace
+
+int run_app(int argc, char** argv, std::initializer_list<NamedRegistrar> registrars, AppExit how) {
+  CLI::App app{
+      "gparity: prove distributed PyTorch training runs are bitwise identical to their "
+      "eager baselines, and show where they are not.\n"
+      "Exit codes: 0 parity, 1 divergence or incomplete evidence, 2 bad input, usage or nothing compared."};
+  app.name("gparity");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gparity 0.1.0");
+
+  Action action;
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  const bool named = std::any_of(registrars.begin(), registrars.end(),
+                                 [&](const NamedRegistrar& r) { return r.command == first; });
+  for (const NamedRegistrar& r : registrars)
+    if (!named || r.command == first) r.add(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return finish(rc == 0 ? kExitParity : kExitBadInput, how);
+  }
+  return finish(run_action(action), how);
 }
 
 int exec_runtime_command(int argc, char** argv) {

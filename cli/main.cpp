@@ -12,8 +12,16 @@ int main(int argc, char** argv) {
     if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "replay"))
       return exec_runtime_command(argc, argv);
     return run_app(argc, argv,
-                   {register_hash, register_run_forwarder, register_compare, register_gate, register_graph,
-                    register_graph_diff, register_collectives, register_buckets, register_nccl_rings});
+                   {{"hash", register_hash},
+                    {"run", register_run_forwarder},
+                    {"compare", register_compare},
+                    {"gate", register_gate},
+                    {"graph", register_graph},
+                    {"graph", register_graph_diff},
+                    {"collectives", register_collectives},
+                    {"buckets", register_buckets},
+                    {"nccl-rings", register_nccl_rings}},
+                   AppExit::now);
   } catch (...) {
     std::cerr << "gparity: internal error\n";
     return kExitBadInput;

@@ -8,7 +8,7 @@
 int main(int argc, char** argv) {
   using namespace gparity::cli;
   try {
-    return run_app(argc, argv, {register_run, register_replay});
+    return run_app(argc, argv, {{"run", register_run}, {"replay", register_replay}});
   } catch (...) {
     std::cerr << "gparity: internal error\n";
     return kExitBadInput;
