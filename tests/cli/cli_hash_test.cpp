@@ -61,4 +61,24 @@ TEST(CliHash, HelpExitsZeroEverywhere) {
   }
 }
 
+// A named command builds only its own options (run_app), so help without one must still list
+// every command, and each command's own help must still be there.
+TEST(CliHash, TopLevelHelpListsEveryCommandAndEachHasItsOwn) {
+  const auto top = run_command(GPARITY_EXE, {"--help"});
+  ASSERT_EQ(top.exit_code, 0);
+  for (const std::string cmd :
+       {"hash", "run", "replay", "compare", "gate", "graph", "collectives", "buckets", "nccl-rings"}) {
+    EXPECT_NE(top.out.find("\n  " + cmd + " "), std::string::npos) << cmd << "\n" << top.out;
+    if (cmd == "run" || cmd == "replay") continue;  // forwarded to gparity-run
+    const auto own = run_command(GPARITY_EXE, {cmd, "--help"});
+    EXPECT_EQ(own.exit_code, 0) << cmd;
+    EXPECT_NE(own.out.find("Usage: gparity " + cmd), std::string::npos) << own.out;
+  }
+  // graph's subcommands come from three registrars: all of them are there under `graph`.
+  const auto graph = run_command(GPARITY_EXE, {"graph", "--help"});
+  for (const std::string sub : {"list", "show", "export", "ranks", "diff", "devices", "hoist"})
+    EXPECT_NE(graph.out.find("\n  " + sub + " "), std::string::npos) << sub << "\n" << graph.out;
+  EXPECT_EQ(run_command(GPARITY_EXE, {"--version"}).exit_code, 0);
+}
+
 }  // namespace
