@@ -17,6 +17,7 @@
 
 #include "core/runtime/launcher.hpp"
 #include "core/runtime/runner.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -58,7 +59,7 @@ void run_model(benchmark::State& state, const char* name, const DebugModelConfig
       ratio.push_back(static_cast<double>(r.recorder_ns) / without);
     });
   }
-  std::filesystem::remove_all(dir);
+  gparity::testing::remove_tree(dir);  // not std::filesystem::remove_all (temp_dir.hpp says why)
   // Also printed at once: the figures survive a crash in a later benchmark or at exit.
   std::printf("recorder %s %s: params %lld step_ms_without_recorder %.3f recorder_ms %.4f ratio %.5f\n",
               o.device.c_str(), name, static_cast<long long>(params), median(step_ms), median(rec_ms),

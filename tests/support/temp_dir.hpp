@@ -1,6 +1,9 @@
 #pragma once
 // A per-test scratch directory, removed with everything in it when the object goes away.
 
+#include <ftw.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -8,6 +11,20 @@
 #include <string_view>
 
 namespace gparity::testing {
+
+/// Removes `root` and everything under it (symlinks are removed, not followed); errors are
+/// ignored. Not std::filesystem::remove_all: PyTorch 2.11's pip libtorch.so exports its own copy,
+/// which takes precedence in a process linked with LibTorch and calls through an unresolved
+/// PLT slot (a null jump: every runtime test with a TempDir crashed on the GPU machine).
+inline void remove_tree(const std::filesystem::path& root) {
+  (void)::nftw(
+      root.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) {
+        (void)std::remove(p);
+        return 0;  // go on past what cannot be removed
+      },
+      64, FTW_DEPTH | FTW_PHYS);
+}
 
 class TempDir {
  public:
@@ -17,10 +34,7 @@ class TempDir {
             ("gparity-test-" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { remove_tree(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
