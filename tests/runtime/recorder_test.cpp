@@ -89,6 +89,38 @@ TEST(HashBlocks, CudaTensorsHashLikeTheirCpuCopies) {
   EXPECT_EQ(hash_block(gpu[0]).xxh3, want[0].xxh3);
 }
 
+// DeferredHashes: the same digests as hash_blocks, in enqueue order, across batches; a tensor
+// freed by the caller right after its enqueue, and one overwritten in place right after, are
+// still hashed as they were (the hashes run on the caller's stream, before what follows them
+// there). Skips without a GPU.
+TEST(DeferredHashes, HashesSeeTheTensorsAsEnqueued) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): GPU hashing not run";
+  const auto big_cpu = sample({2048, 4096});  // 32 MiB: its XXH3 chain runs for a while
+  const auto bf_cpu = sample({64, 33}, at::kBFloat16);
+  auto big = big_cpu.to(at::kCUDA);
+  const auto bf = bf_cpu.to(at::kCUDA);
+  DeferredHashes deferred;
+  const std::vector<at::Tensor> first = {big, big.t(), bf.narrow(1, 1, 5)};
+  EXPECT_EQ(deferred.enqueue(first), 0u);
+  {
+    const auto temp = bf.to(at::kFloat) * 3;  // freed at the end of this scope
+    const std::vector<at::Tensor> second = {temp};
+    EXPECT_EQ(deferred.enqueue(second), 3u);
+  }
+  const auto scratch = at::full({64, 33}, 7.0, big.options());  // may take `temp`'s block
+  big.add_(1.0);
+  const auto got = deferred.collect();
+  ASSERT_EQ(got.size(), 4u);
+  const std::vector<at::Tensor> want_cpu = {big_cpu, big_cpu.t(), bf_cpu.narrow(1, 1, 5), bf_cpu.to(at::kFloat) * 3};
+  const auto want = hash_blocks(want_cpu);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].xxh3, want[i].xxh3) << "tensor " << i;
+    EXPECT_EQ(got[i].shard, want[i].shard) << "tensor " << i;
+  }
+  EXPECT_TRUE(deferred.collect().empty());  // collect starts over
+  EXPECT_EQ(scratch.sum().item<double>(), 7.0 * 64 * 33);
+}
+
 TEST(TraceScalar, KeepsTheBitsOfItsDtype) {
   const auto s = trace_scalar(at::full({}, -0.0, at::kFloat));
   EXPECT_EQ(s.bits, 0x80000000u);
