@@ -46,7 +46,8 @@ target_link_libraries(gparity_libdeflate INTERFACE ${GPARITY_LIBDEFLATE_LIBRARY}
 # The light `gparity` executable starts in a fraction of the time when libstdc++ and the libraries
 # Debian also ships as archives are linked in statically: most of a dynamic start is the loader
 # resolving libstdc++ and libprotobuf symbols (6.2 ms -> 2.7 ms for `gparity --version` here, on
-# a command that is run once per file in scripts). Only targets with the property
+# a command that is run once per file in scripts; 1.2 ms as the static PIE that cli/CMakeLists.txt
+# links when every archive is found). Only targets with the property
 # GPARITY_STATIC_DEPS get the archives; gparity-run, the tests and anything that shares a process
 # with LibTorch (which brings its own libprotobuf) keep the shared libraries.
 option(GPARITY_STATIC_CLI "Link the gparity executable with static libstdc++ and dependency archives" ON)

@@ -125,15 +125,17 @@ std::int64_t hex_at(std::string_view s, std::size_t i, std::size_t n) noexcept {
 
 }  // namespace
 
+// Indexed by opcode byte: op_name runs once per opcode of every pickle read (a DCP checkpoint
+// decodes one small pickle per chunk), so no search, and built at compile time (a function-local
+// static would test its guard on every call).
+constexpr auto kOpNames = [] {
+  std::array<std::string_view, 256> t{};
+  for (const auto& o : kOps) t[static_cast<unsigned char>(o.code)] = o.name;
+  return t;
+}();
+
 std::string_view op_name(char code) noexcept {
-  // Indexed by opcode byte: this runs once per opcode of every pickle read (a DCP checkpoint
-  // decodes one small pickle per chunk), so no search.
-  static const auto table = [] {
-    std::array<std::string_view, 256> t{};
-    for (const auto& o : kOps) t[static_cast<unsigned char>(o.code)] = o.name;
-    return t;
-  }();
-  return table[static_cast<unsigned char>(code)];
+  return kOpNames[static_cast<unsigned char>(code)];
 }
 
 void OpReader::fail(std::size_t offset, const std::string& problem) const {
