@@ -241,9 +241,13 @@ std::uint64_t shard_hash(const BlockView& block, const GlobalPlacement& placemen
   const detail::BlockWalk walk(block, placement.offsets, placement.global_shape);
   const std::int64_t total = walk.total();
   const auto bytes = static_cast<std::size_t>(total) * block.elem_size;
-  unsigned threads = options.max_threads ? options.max_threads : std::thread::hardware_concurrency();
-  threads = std::max(1U, threads);
-  if (threads == 1 || bytes < options.parallel_threshold_bytes) return hash_range(walk, 0, total);
+  if (bytes < options.parallel_threshold_bytes) return hash_range(walk, 0, total);
+  // Asked once per process: glibc answers hardware_concurrency() by opening, reading and closing
+  // /sys/devices/system/cpu/online, which cost more than hashing a small block (a replayed
+  // graph's node outputs on the CPU spent half their time there).
+  static const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  unsigned threads = options.max_threads ? options.max_threads : cores;
+  if (threads == 1) return hash_range(walk, 0, total);
 
   // Addition mod 2^64 is associative and commutative: any split gives the same sum.
   threads = static_cast<unsigned>(std::min<std::int64_t>(threads, total));
