@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -129,18 +130,29 @@ struct DenseSegment {
   std::uint32_t elem_size;
 };
 
+/// Dense blocks of one launch, passed by value as the kernel's parameter (up to 32 KiB on sm_70+
+/// with CUDA 12.1+): no device table to allocate and copy, a pageable host-to-device copy being
+/// one the driver may serialise with the stream, so that enqueueing a batch would wait for the
+/// work before it.
+constexpr std::uint32_t kSegmentsPerLaunch = 256;
+struct DenseBatch {
+  std::uint32_t n;
+  DenseSegment segs[kSegmentsPerLaunch];
+};
+static_assert(sizeof(DenseBatch) <= 32000, "kernel parameters are limited to 32 KiB");
+
 /// Every dense block of a batch in one launch; each CTA finds its block by binary search
 /// (first_cta ascending) and the element size is uniform across a CTA.
-__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const DenseSegment* segs, std::uint32_t n) {
-  std::uint32_t lo = 0, hi = n;  // the last segment whose first_cta <= blockIdx.x
+__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_constant__ DenseBatch batch) {
+  std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= blockIdx.x
   while (hi - lo > 1) {
     const std::uint32_t mid = (lo + hi) / 2;
-    if (segs[mid].first_cta <= blockIdx.x)
+    if (batch.segs[mid].first_cta <= blockIdx.x)
       lo = mid;
     else
       hi = mid;
   }
-  const DenseSegment seg = segs[lo];
+  const DenseSegment& seg = batch.segs[lo];
   const std::uint64_t tid = (blockIdx.x - seg.first_cta) * kThreads + threadIdx.x;
   const std::uint64_t nthreads = static_cast<std::uint64_t>(seg.ctas) * kThreads;
   std::uint64_t acc = 0;
@@ -241,9 +253,17 @@ void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* 
 void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums,
                              void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  std::vector<DenseSegment> dense;
-  std::uint64_t ctas = 0;
   const std::uint64_t full = resident_ctas<dense_batch_kernel>();
+  auto batch = std::make_unique<DenseBatch>();  // 16 KiB: not on the stack
+  batch->n = 0;
+  std::uint64_t ctas = 0;
+  const auto launch = [&] {
+    if (batch->n == 0) return;
+    dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
+    check(cudaGetLastError(), "shard hash batch");
+    batch->n = 0;
+    ctas = 0;
+  };
   for (std::size_t i = 0; i < n; ++i) {
     const LaunchPlan& plan = plans[i];
     if (plan.total == 0) continue;
@@ -255,22 +275,11 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
                                          static_cast<std::uint64_t>(plan.total));
     const std::uint64_t needed = (dense_work(split) + kThreads - 1) / kThreads;
     const auto mine = static_cast<std::uint32_t>(needed < full ? (needed > 0 ? needed : 1) : full);
-    dense.push_back({plan.data, plan.global_base, split, sums[i], ctas, mine, plan.elem_size});
+    if (batch->n == kSegmentsPerLaunch || ctas + mine > 0x7FFFFFFFU) launch();
+    batch->segs[batch->n++] = {plan.data, plan.global_base, split, sums[i], ctas, mine, plan.elem_size};
     ctas += mine;
   }
-  if (dense.empty()) return;
-  if (ctas > 0x7FFFFFFFU) throw CudaError("shard hash: too many blocks in one batch");
-  const std::size_t bytes = dense.size() * sizeof(DenseSegment);
-  void* table = nullptr;
-  check(cudaMallocAsync(&table, bytes, s), "cudaMallocAsync");
-  cudaError_t e = cudaMemcpyAsync(table, dense.data(), bytes, cudaMemcpyHostToDevice, s);
-  if (e == cudaSuccess) {
-    dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(
-        static_cast<const DenseSegment*>(table), static_cast<std::uint32_t>(dense.size()));
-    e = cudaGetLastError();
-  }
-  cudaFreeAsync(table, s);
-  check(e, "shard hash batch");
+  launch();
 }
 
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream) {

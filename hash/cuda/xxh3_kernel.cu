@@ -7,7 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "hash/cuda/xxh3_plan.hpp"
@@ -27,6 +29,17 @@ __device__ __forceinline__ std::uint64_t word_of(const uint4& v, int half) {
                    : (static_cast<std::uint64_t>(v.w) << 32 | v.z);
 }
 
+/// The inputs of one launch, passed by value as the kernels' parameter (up to 32 KiB on sm_70+
+/// with CUDA 12.1+): no device table to copy, a pageable host-to-device copy being one the
+/// driver may serialise with the stream. first_block counts from the launch's first block.
+constexpr std::uint32_t kSegmentsPerLaunch = 512;
+struct Xxh3Batch {
+  std::uint32_t n;
+  std::uint64_t total_blocks;
+  Xxh3Segment segs[kSegmentsPerLaunch];
+};
+static_assert(sizeof(Xxh3Batch) + sizeof(Xxh3Secret) + 64 <= 32000, "kernel parameters are limited to 32 KiB");
+
 /// Index of the segment holding global block g (first_block ascending, full_blocks > 0).
 __device__ __forceinline__ std::uint32_t find_segment(const Xxh3Segment* segs, std::uint32_t n,
                                                       std::uint64_t g) {
@@ -42,8 +55,10 @@ __device__ __forceinline__ std::uint32_t find_segment(const Xxh3Segment* segs, s
 }
 
 __global__ void __launch_bounds__(kThreads)
-    block_sums_kernel(const Xxh3Segment* segs, std::uint32_t nsegs, std::uint64_t total_blocks,
-                      const Xxh3Secret secret, std::uint64_t* sums) {
+    block_sums_kernel(const __grid_constant__ Xxh3Batch batch, const Xxh3Secret secret, std::uint64_t* sums) {
+  const Xxh3Segment* segs = batch.segs;
+  const std::uint32_t nsegs = batch.n;
+  const std::uint64_t total_blocks = batch.total_blocks;
   const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * (kThreads / 32);
   const int s = static_cast<int>(threadIdx.x & 15);  // this thread's stripe within a block
@@ -101,9 +116,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(32)
-    chain_kernel(const Xxh3Segment* segs, const std::uint64_t* sums, const Xxh3Secret secret,
+    chain_kernel(const __grid_constant__ Xxh3Batch batch, const std::uint64_t* sums, const Xxh3Secret secret,
                  std::uint64_t* out, std::size_t out_stride) {
-  const Xxh3Segment seg = segs[blockIdx.x];
+  const Xxh3Segment& seg = batch.segs[blockIdx.x];
   const int lane = static_cast<int>(threadIdx.x);
   std::uint64_t acc = 0;
   if (seg.size > kXxh3MidsizeMax && lane < kXxh3Lanes) {
@@ -140,13 +155,20 @@ __global__ void __launch_bounds__(32)
 }
 
 unsigned sums_grid(std::uint64_t total_blocks) {
-  int device = 0, sms = 0, per_sm = 0;
+  // The device queries cost more than a launch: asked once per device.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::uint64_t> known[kMaxDevices];  // 0: not asked yet
+  int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums_kernel, kThreads, 0),
-        "occupancy query");
-  const std::uint64_t full =
-      static_cast<std::uint64_t>(sms) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
+  std::uint64_t full = device < kMaxDevices ? known[device].load(std::memory_order_relaxed) : 0;
+  if (full == 0) {
+    int sms = 0, per_sm = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums_kernel, kThreads, 0),
+          "occupancy query");
+    full = static_cast<std::uint64_t>(sms > 0 ? sms : 1) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
+    if (device < kMaxDevices) known[device].store(full, std::memory_order_relaxed);
+  }
   const std::uint64_t blocks_per_cta = kThreads / 16;
   const std::uint64_t needed = (total_blocks + blocks_per_cta - 1) / blocks_per_cta;
   return static_cast<unsigned>(needed < full ? needed : full);
@@ -176,27 +198,36 @@ void keep_pool_memory() {
 void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total_blocks,
                  const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride, void* stream) {
   if (n == 0) return;
-  if (n > 0x7FFFFFFFU) throw CudaError("xxh3: too many buffers in one batch");
   const auto s = static_cast<cudaStream_t>(stream);
   keep_pool_memory();
-  // One stream-ordered scratch: the segment table, then the block sums (8-byte aligned).
-  const std::size_t table_bytes = (n * sizeof(Xxh3Segment) + 7) / 8 * 8;
-  const std::size_t bytes = table_bytes + total_blocks * kXxh3Lanes * sizeof(std::uint64_t);
+  // One stream-ordered scratch for the block sums of every input.
   void* scratch = nullptr;
-  check(cudaMallocAsync(&scratch, bytes, s), "cudaMallocAsync");
-  auto* table = static_cast<Xxh3Segment*>(scratch);
-  auto* sums = reinterpret_cast<std::uint64_t*>(static_cast<unsigned char*>(scratch) + table_bytes);
-  cudaError_t e = cudaMemcpyAsync(table, segments, n * sizeof(Xxh3Segment), cudaMemcpyHostToDevice, s);
-  if (e == cudaSuccess && total_blocks > 0) {
-    block_sums_kernel<<<sums_grid(total_blocks), kThreads, 0, s>>>(table, static_cast<std::uint32_t>(n),
-                                                                   total_blocks, secret, sums);
-    e = cudaGetLastError();
+  if (total_blocks > 0)
+    check(cudaMallocAsync(&scratch, total_blocks * kXxh3Lanes * sizeof(std::uint64_t), s), "cudaMallocAsync");
+  auto* sums = static_cast<std::uint64_t*>(scratch);
+  auto batch = std::make_unique<Xxh3Batch>();  // 16 KiB: not on the stack
+  cudaError_t e = cudaSuccess;
+  for (std::size_t first = 0; first < n && e == cudaSuccess; first += kSegmentsPerLaunch) {
+    const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, kSegmentsPerLaunch));
+    const std::uint64_t base = segments[first].first_block;
+    batch->n = count;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      batch->segs[i] = segments[first + i];
+      batch->segs[i].first_block -= base;
+    }
+    const Xxh3Segment& last = batch->segs[count - 1];
+    batch->total_blocks = last.first_block + last.full_blocks;
+    std::uint64_t* group_sums = sums ? sums + base * kXxh3Lanes : nullptr;
+    if (batch->total_blocks > 0) {
+      block_sums_kernel<<<sums_grid(batch->total_blocks), kThreads, 0, s>>>(*batch, secret, group_sums);
+      e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+      chain_kernel<<<count, 32, 0, s>>>(*batch, group_sums, secret, device_out + first * out_stride, out_stride);
+      e = cudaGetLastError();
+    }
   }
-  if (e == cudaSuccess) {
-    chain_kernel<<<static_cast<unsigned>(n), 32, 0, s>>>(table, sums, secret, device_out, out_stride);
-    e = cudaGetLastError();
-  }
-  cudaFreeAsync(scratch, s);
+  if (scratch) cudaFreeAsync(scratch, s);
   check(e, "xxh3 kernels");
 }
 

@@ -87,6 +87,43 @@ TEST_F(ShardHashCuda, BatchMatchesTheCpuBlockByBlock) {
   EXPECT_THROW(shard_hash_cuda_batch(views, std::span(placements).first(1), out, kStride), BlockError);
 }
 
+// More dense blocks than one launch takes (256 a launch, passed as the kernel's parameter),
+// every element size, with strided ones between them: each sum in its own slot.
+TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
+  const auto storage = testing::random_storage(1 << 20, 31);
+  const DeviceBytes dev(storage);
+  std::vector<std::vector<std::int64_t>> shapes, strides, offsets, globals;
+  std::vector<std::uint32_t> sizes;
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < 700; ++i) {
+    const std::uint32_t es = 1U << (i % 4);
+    const std::int64_t rows = 1 + static_cast<std::int64_t>(i % 9), cols = 3 + static_cast<std::int64_t>(i % 17);
+    const bool transposed = i % 5 == 0;
+    shapes.push_back({rows, cols});
+    strides.push_back(transposed ? std::vector<std::int64_t>{1, rows} : std::vector<std::int64_t>{cols, 1});
+    offsets.push_back({static_cast<std::int64_t>(i % 3), 0});
+    globals.push_back({rows + 2, cols});
+    sizes.push_back(es);
+    starts.push_back((i * 4099) % 900000 / 8 * 8 + (i % 2) * es);  // aligned and one element off
+  }
+  std::vector<BlockView> cpu_views, gpu_views;
+  std::vector<GlobalPlacement> placements;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    cpu_views.push_back({storage.data() + starts[i], sizes[i], shapes[i], strides[i]});
+    gpu_views.push_back({dev.data() + starts[i], sizes[i], shapes[i], strides[i]});
+    placements.push_back({offsets[i], globals[i]});
+  }
+  std::uint64_t* out = nullptr;
+  cuda_ok(cudaMalloc(&out, shapes.size() * sizeof(std::uint64_t)));
+  cuda_ok(cudaMemset(out, 0, shapes.size() * sizeof(std::uint64_t)));
+  shard_hash_cuda_batch(gpu_views, placements, out, 1);
+  std::vector<std::uint64_t> host(shapes.size());
+  cuda_ok(cudaMemcpy(host.data(), out, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  cudaFree(out);
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    ASSERT_EQ(host[i], shard_hash(cpu_views[i], placements[i])) << "block " << i;
+}
+
 TEST_F(ShardHashCuda, BlocksOfAMeshSumToTheFullHash) {
   // 2-D mesh (uneven rows x columns), each tile hashed on the GPU in place from the full tensor.
   for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {

@@ -93,6 +93,24 @@ TEST_F(Xxh3Cuda, BatchWritesEachDigestAtItsStride) {
   }
 }
 
+// More buffers than one launch takes (512 a launch, their table passed as the kernels'
+// parameter): every digest in its slot, block sums of later launches offset right.
+TEST_F(Xxh3Cuda, BatchesLargerThanOneLaunchMatchTheCpu) {
+  const auto host = testing::random_storage(1 << 20, 13);
+  const DeviceBuffer dev(host);
+  std::vector<std::pair<std::size_t, std::size_t>> parts;
+  for (std::size_t i = 0; i < 1300; ++i) parts.emplace_back((i * 7919) % 500000, (i * 104729) % 5000);
+  std::vector<DeviceBytes> buffers;
+  for (const auto& [off, n] : parts) buffers.push_back({n ? dev.data() + off : nullptr, n});
+  const std::vector<std::byte> zeros(parts.size() * sizeof(std::uint64_t));
+  const DeviceBuffer out(zeros);
+  xxh3_64_cuda_batch(buffers, out.words(), 1);
+  std::vector<std::uint64_t> got(parts.size());
+  ASSERT_EQ(cudaMemcpy(got.data(), out.words(), got.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    ASSERT_EQ(got[i], cpu(host, parts[i].first, parts[i].second)) << "buffer " << i;
+}
+
 TEST_F(Xxh3Cuda, RejectsHostPointers) {
   const std::vector<std::byte> host(4096);
   EXPECT_THROW(xxh3_64_cuda({host.data(), host.size()}), CudaError);
