@@ -36,9 +36,10 @@ __device__ __forceinline__ std::uint64_t load_bits(const unsigned char* p) {
   }
 }
 
-/// Sum of mix() over the 16 / ES elements of one vector whose first element has index key `key`.
+/// Sum of mix() over the 16 / ES elements of one vector whose first element has index key `key`;
+/// each next element's key is `step` further (kStep: consecutive global indices).
 template <int ES>
-__device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64_t key) {
+__device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64_t key, std::uint64_t step = kStep) {
   const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
   std::uint64_t acc = 0;
   if constexpr (ES == 8) {
@@ -46,7 +47,7 @@ __device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64
     for (int k = 0; k < 2; ++k) {
       acc += mix_halves(static_cast<std::uint32_t>(key >> 32) ^ w[2 * k + 1],
                         static_cast<std::uint32_t>(key) ^ w[2 * k]);
-      key += kStep;
+      key += step;
     }
   } else {
     constexpr int kPerWord = 4 / ES;
@@ -57,7 +58,7 @@ __device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64
       for (int k = 0; k < kPerWord; ++k) {
         const std::uint32_t bits = (w[i] >> (8 * ES * k)) & kMask;
         acc += mix_halves(static_cast<std::uint32_t>(key >> 32), static_cast<std::uint32_t>(key) ^ bits);
-        key += kStep;
+        key += step;
       }
     }
   }
@@ -177,6 +178,47 @@ __global__ void __launch_bounds__(kThreads) strided_kernel(const LaunchPlan plan
   block_add(acc, sum);
 }
 
+/// Strided blocks whose innermost dim (in memory order) is contiguous in memory: runs of
+/// `extent` neighbouring elements whose global indices step by that dim's global stride (a
+/// transposed matrix's columns). A warp takes a run: one locate() for the run, then aligned
+/// 16-byte loads with the keys advanced by the global step, where strided_kernel locates and
+/// loads one element at a time (0.13-0.18 TB/s on an H200).
+inline constexpr std::int64_t kMinRun = 32;
+
+GPARITY_HD bool has_runs(const LaunchPlan& p) {
+  const Dim& in = p.dims[p.ndims - 1];
+  return p.ndims > 1 && in.local_stride == 1 && in.extent >= kMinRun &&
+         reinterpret_cast<std::uintptr_t>(p.data) % p.elem_size == 0;
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kThreads) runs_kernel(const LaunchPlan plan, std::uint64_t* sum) {
+  const Dim& in = plan.dims[plan.ndims - 1];
+  const std::int64_t len = in.extent;
+  const std::int64_t runs = plan.total / len;
+  const unsigned lane = threadIdx.x & 31U;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
+  const std::uint64_t gstep = in.global_stride;
+  const std::uint64_t key_step = gstep * kStep;  // between neighbours in memory
+  constexpr std::uint64_t kPer = 16 / ES;
+  std::uint64_t acc = 0;
+  for (std::int64_t r = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32; r < runs;
+       r += warps) {
+    const Location loc = locate(plan, r * len);  // the run's first element
+    const unsigned char* p = plan.data + loc.local * ES;
+    const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(p), ES, static_cast<std::uint64_t>(len));
+    const uint4* vec = reinterpret_cast<const uint4*>(p + split.head * ES);
+    const std::uint64_t key0 = kSeed + (loc.global + split.head * gstep) * kStep;
+    for (std::uint64_t v = lane; v < split.vectors; v += 32)
+      acc += hash_vector<ES>(__ldcs(vec + v), key0 + v * kPer * key_step, key_step);
+    for (std::uint64_t e = lane; e < split.head + split.tail; e += 32) {
+      const std::uint64_t k = e < split.head ? e : split.head + split.vectors * kPer + (e - split.head);
+      acc += mix_at(loc.global + k * gstep, load_bits<ES>(p + k * ES));
+    }
+  }
+  block_add(acc, sum);
+}
+
 /// CTAs of `Kernel` that fit on the current device at once, queried once per device (the
 /// queries cost more than a launch).
 template <auto Kernel>
@@ -218,6 +260,9 @@ void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) 
         split_dense(reinterpret_cast<std::uintptr_t>(plan.data), ES, static_cast<std::uint64_t>(plan.total));
     dense_kernel<ES><<<grid_size<dense_kernel<ES>>(dense_work(split)), kThreads, 0, stream>>>(
         plan.data, plan.global_base, split, sum);
+  } else if (has_runs(plan)) {
+    const auto runs = static_cast<std::uint64_t>(plan.total / plan.dims[plan.ndims - 1].extent);
+    runs_kernel<ES><<<grid_size<runs_kernel<ES>>(runs * 32), kThreads, 0, stream>>>(plan, sum);
   } else {
     const auto total = static_cast<std::uint64_t>(plan.total);
     strided_kernel<ES><<<grid_size<strided_kernel<ES>>(total), kThreads, 0, stream>>>(plan, sum);

@@ -88,7 +88,8 @@ TEST_F(ShardHashCuda, BatchMatchesTheCpuBlockByBlock) {
 }
 
 // More dense blocks than one launch takes (256 a launch, passed as the kernel's parameter),
-// every element size, with strided ones between them: each sum in its own slot.
+// every element size, with strided ones between them (element by element, and as runs): each
+// sum in its own slot.
 TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
   const auto storage = testing::random_storage(1 << 20, 31);
   const DeviceBytes dev(storage);
@@ -97,8 +98,11 @@ TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
   std::vector<std::size_t> starts;
   for (std::size_t i = 0; i < 700; ++i) {
     const std::uint32_t es = 1U << (i % 4);
-    const std::int64_t rows = 1 + static_cast<std::int64_t>(i % 9), cols = 3 + static_cast<std::int64_t>(i % 17);
+    // Every fifth block is transposed; every tenth one with columns of 33+ elements, which the
+    // kernel reads as runs of neighbours in memory whose global indices step by a row.
     const bool transposed = i % 5 == 0;
+    const std::int64_t rows = i % 10 == 0 ? 33 + static_cast<std::int64_t>(i % 47) : 1 + static_cast<std::int64_t>(i % 9);
+    const std::int64_t cols = 3 + static_cast<std::int64_t>(i % 17);
     shapes.push_back({rows, cols});
     strides.push_back(transposed ? std::vector<std::int64_t>{1, rows} : std::vector<std::int64_t>{cols, 1});
     offsets.push_back({static_cast<std::int64_t>(i % 3), 0});
