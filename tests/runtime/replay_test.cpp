@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <limits>
+#include <span>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +18,7 @@
 
 #include "core/model/run/trace_reader.hpp"
 #include "core/model/run/trace_writer.hpp"
+#include "hash/xxh3.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -127,6 +131,26 @@ TEST(Replay, WritesNodeRecordsForEveryTensor) {
   for (std::size_t i = 0; i < t.nodes.size(); ++i)
     EXPECT_EQ(t.nodes[i].xxh3, t2.nodes[i].xxh3) << t.nodes[i].node;
   EXPECT_NE(t.nodes.back().xxh3, t3.nodes.back().xxh3);
+}
+
+// empty / new_empty_strided return uninitialized memory: replay fills it as PyTorch's
+// deterministic mode does (NaN; the integer type's maximum), so every execution hashes the same
+// bytes and `--against` the graph itself is equal.
+TEST(Replay, UninitializedResultsAreFilledLikeDeterministicMode) {
+  TempDir dir;
+  const auto graph = (kData / "uninitialized.txt").string();
+  const auto r = replay(dir, {graph});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto t = read_rank(dir, 0);
+  std::map<std::string, std::uint64_t> xxh3;
+  for (const auto& n : t.nodes) xxh3[n.node] = n.xxh3;
+  const std::vector<std::uint32_t> nan(12, 0x7FC00000U);
+  const std::vector<std::int64_t> imax(5, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(xxh3["new_empty_strided"], hash::xxh3_64(std::as_bytes(std::span(nan))));
+  EXPECT_EQ(xxh3["empty"], hash::xxh3_64(std::as_bytes(std::span(imax))));
+  TempDir again;
+  const auto a = replay(again, {graph, "--against", graph});
+  EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
 }
 
 TEST(Replay, AgainstFindsTheFirstDivergentNode) {

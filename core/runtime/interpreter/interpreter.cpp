@@ -4,6 +4,7 @@
 #include "core/runtime/interpreter/interpreter.hpp"
 
 #include <ATen/Context.h>
+#include <ATen/Dispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/InferenceMode.h>
@@ -11,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <set>
 
 #include "core/runtime/clock.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
@@ -124,6 +127,11 @@ struct Interpreter::Impl {
     // hash different garbage. `dropout_arg` is the schema position of dropout_p.
     std::vector<std::size_t> rng_state_outputs;
     std::optional<std::size_t> dropout_arg;
+    // empty, empty_like, empty_strided, new_empty, new_empty_strided, empty_permuted: the result
+    // is uninitialized memory (whatever the allocator's block held), so every execution would
+    // hash different bytes. Replay fills it as PyTorch's deterministic mode does
+    // (torch.utils.deterministic.fill_uninitialized_memory): NaN, or the integer type's maximum.
+    bool uninitialized_result = false;
   };
 
   const model::Graph& g;
@@ -299,6 +307,9 @@ struct Interpreter::Impl {
       s.view = s.view && r.alias_info() != nullptr && !r.alias_info()->isWrite();
     s.returns = schema.returns().size();
     note_rng_state_outputs(schema, s);
+    static const std::set<std::string> kEmpty = {"aten::empty",     "aten::empty_like",        "aten::empty_strided",
+                                                 "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
+    s.uninitialized_result = s.returns == 1 && kEmpty.contains(schema.name());
   }
 
   static void note_rng_state_outputs(const c10::FunctionSchema& schema, Step& s) {
@@ -446,6 +457,18 @@ struct Interpreter::Impl {
     fail(n, "operator.getitem on a result that is not a tuple or list");
   }
 
+  /// What PyTorch's deterministic mode writes into uninitialized memory.
+  static void fill_deterministic(at::Tensor t) {
+    if (t.is_floating_point() || t.is_complex()) {
+      t.fill_(std::numeric_limits<double>::quiet_NaN());
+    } else if (t.scalar_type() == at::kBool) {
+      t.fill_(true);
+    } else {
+      AT_DISPATCH_INTEGRAL_TYPES(t.scalar_type(), "fill_deterministic",
+                                 [&] { t.fill_(std::numeric_limits<scalar_t>::max()); });
+    }
+  }
+
   c10::IValue call(Step& s, std::vector<c10::IValue>& stack) {
     stack.clear();
     detail::push_arguments(s.args, ctx(), stack);
@@ -457,6 +480,8 @@ struct Interpreter::Impl {
         if (i < stack.size() && stack[i].isTensor() && stack[i].toTensor().defined())
           stack[i].toTensor().zero_();
     }
+    if (s.uninitialized_result && !stack.empty() && stack[0].isTensor() && stack[0].toTensor().defined())
+      fill_deterministic(stack[0].toTensor());
     if (s.returns == 1) return std::move(stack[0]);
     if (s.returns == 0) return {};
     return c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>(stack.begin(), stack.end())));
