@@ -39,7 +39,8 @@ __device__ __forceinline__ std::uint64_t load_bits(const unsigned char* p) {
 /// Sum of mix() over the 16 / ES elements of one vector whose first element has index key `key`;
 /// each next element's key is `step` further (kStep: consecutive global indices).
 template <int ES>
-__device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64_t key, std::uint64_t step = kStep) {
+__device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64_t key,
+                                                     std::uint64_t step = kStep) {
   const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
   std::uint64_t acc = 0;
   if constexpr (ES == 8) {
@@ -206,7 +207,8 @@ __global__ void __launch_bounds__(kThreads) runs_kernel(const LaunchPlan plan, s
        r += warps) {
     const Location loc = locate(plan, r * len);  // the run's first element
     const unsigned char* p = plan.data + loc.local * ES;
-    const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(p), ES, static_cast<std::uint64_t>(len));
+    const DenseSplit split =
+        split_dense(reinterpret_cast<std::uintptr_t>(p), ES, static_cast<std::uint64_t>(len));
     const uint4* vec = reinterpret_cast<const uint4*>(p + split.head * ES);
     const std::uint64_t key0 = kSeed + (loc.global + split.head * gstep) * kStep;
     for (std::uint64_t v = lane; v < split.vectors; v += 32)

@@ -38,7 +38,8 @@ struct Xxh3Batch {
   std::uint64_t total_blocks;
   Xxh3Segment segs[kSegmentsPerLaunch];
 };
-static_assert(sizeof(Xxh3Batch) + sizeof(Xxh3Secret) + 64 <= 32000, "kernel parameters are limited to 32 KiB");
+static_assert(sizeof(Xxh3Batch) + sizeof(Xxh3Secret) + 64 <= 32000,
+              "kernel parameters are limited to 32 KiB");
 
 /// Index of the segment holding global block g (first_block ascending, full_blocks > 0).
 __device__ __forceinline__ std::uint32_t find_segment(const Xxh3Segment* segs, std::uint32_t n,
@@ -166,7 +167,8 @@ unsigned sums_grid(std::uint64_t total_blocks) {
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums_kernel, kThreads, 0),
           "occupancy query");
-    full = static_cast<std::uint64_t>(sms > 0 ? sms : 1) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
+    full =
+        static_cast<std::uint64_t>(sms > 0 ? sms : 1) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
     if (device < kMaxDevices) known[device].store(full, std::memory_order_relaxed);
   }
   const std::uint64_t blocks_per_cta = kThreads / 16;
@@ -223,7 +225,8 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
       e = cudaGetLastError();
     }
     if (e == cudaSuccess) {
-      chain_kernel<<<count, 32, 0, s>>>(*batch, group_sums, secret, device_out + first * out_stride, out_stride);
+      chain_kernel<<<count, 32, 0, s>>>(*batch, group_sums, secret, device_out + first * out_stride,
+                                        out_stride);
       e = cudaGetLastError();
     }
   }

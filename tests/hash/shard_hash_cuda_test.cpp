@@ -101,7 +101,8 @@ TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
     // Every fifth block is transposed; every tenth one with columns of 33+ elements, which the
     // kernel reads as runs of neighbours in memory whose global indices step by a row.
     const bool transposed = i % 5 == 0;
-    const std::int64_t rows = i % 10 == 0 ? 33 + static_cast<std::int64_t>(i % 47) : 1 + static_cast<std::int64_t>(i % 9);
+    const std::int64_t rows =
+        i % 10 == 0 ? 33 + static_cast<std::int64_t>(i % 47) : 1 + static_cast<std::int64_t>(i % 9);
     const std::int64_t cols = 3 + static_cast<std::int64_t>(i % 17);
     shapes.push_back({rows, cols});
     strides.push_back(transposed ? std::vector<std::int64_t>{1, rows} : std::vector<std::int64_t>{cols, 1});

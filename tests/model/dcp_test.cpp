@@ -254,7 +254,7 @@ void flip_first_storage_byte(const fs::path& file) {
   FAIL() << "no storage member in " << file;
 }
 
-// Storage members are read in place (not through libzip), so the CRC-32 check is ours: one
+// Storage members are read in place (not through the zip library), so the CRC-32 check is ours: one
 // flipped bit is refused, both on the one-pass path (row chunks of the samples) and on the
 // general one (the grid's column blocks).
 TEST(Dcp, OneFlippedStorageBitFailsTheCrcCheck) {
@@ -274,8 +274,9 @@ TEST(Dcp, OneFlippedStorageBitFailsTheCrcCheck) {
 }
 
 // One torch.save record three ways (tests/data/dcp/record_*.zip, from make_grid_checkpoint.py):
-// every member stored (read without libzip, storage in place), data.pkl deflated (libzip, storage
-// still in place), data.pkl and storage deflated (libzip, storage copied out). Same tensor.
+// every member stored (read without the zip library, storage in place), data.pkl deflated
+// (minizip, storage still in place), data.pkl and storage deflated (minizip, storage copied out).
+// Same tensor.
 TEST(Dcp, RecordReaderTakesEachZipPathToTheSameTensor) {
   using gparity::model::CrcCheck;
   using gparity::model::read_torch_save_tensor;

@@ -25,8 +25,8 @@ std::string make_zip(const gparity::testing::TempDir& dir, const std::string& na
   zipFile z = zipOpen64(path.c_str(), APPEND_STATUS_CREATE);
   EXPECT_NE(z, nullptr);
   for (const auto& [m, content] : members) {
-    EXPECT_EQ(zipOpenNewFileInZip64(z, m.c_str(), nullptr, nullptr, 0, nullptr, 0, nullptr, stored ? 0 : Z_DEFLATED,
-                                    stored ? 0 : Z_DEFAULT_COMPRESSION, 0),
+    EXPECT_EQ(zipOpenNewFileInZip64(z, m.c_str(), nullptr, nullptr, 0, nullptr, 0, nullptr,
+                                    stored ? 0 : Z_DEFLATED, stored ? 0 : Z_DEFAULT_COMPRESSION, 0),
               ZIP_OK)
         << m;
     EXPECT_EQ(zipWriteInFileInZip(z, content.data(), static_cast<unsigned>(content.size())), ZIP_OK) << m;

@@ -111,7 +111,8 @@ TEST(DeferredHashes, HashesSeeTheTensorsAsEnqueued) {
   big.add_(1.0);
   const auto got = deferred.collect();
   ASSERT_EQ(got.size(), 4u);
-  const std::vector<at::Tensor> want_cpu = {big_cpu, big_cpu.t(), bf_cpu.narrow(1, 1, 5), bf_cpu.to(at::kFloat) * 3};
+  const std::vector<at::Tensor> want_cpu = {big_cpu, big_cpu.t(), bf_cpu.narrow(1, 1, 5),
+                                            bf_cpu.to(at::kFloat) * 3};
   const auto want = hash_blocks(want_cpu);
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].xxh3, want[i].xxh3) << "tensor " << i;

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
-#include <span>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>

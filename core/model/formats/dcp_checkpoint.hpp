@@ -27,7 +27,7 @@
 namespace gparity::model {
 
 /// Buffers a caller owns and reuses across loads: the chunk's record bytes (small chunks) and
-/// members copied out through libzip (compressed ones). Memory stays bounded by one chunk.
+/// members copied out through minizip (compressed ones). Memory stays bounded by one chunk.
 struct DcpChunkBuffer {
   std::vector<std::byte> storage;       // members that cannot be read in place
   std::unique_ptr<std::byte[]> record;  // a small chunk's bytes, read from its file
@@ -59,7 +59,7 @@ class DcpCheckpoint {
   [[nodiscard]] std::vector<std::pair<std::string, std::uint64_t>> files() const;
 
   /// Loads one chunk of a tensor entry. Its bytes point into `buffer` (a small chunk read from
-  /// its file, or a member copied out through libzip) or into the mapped file (large chunks:
+  /// its file, or a member copied out through minizip) or into the mapped file (large chunks:
   /// safetensors form, and torch.save members stored uncompressed). With CrcCheck::by_caller an
   /// in-place storage comes back unchecked (see DcpChunkView). A mapped chunk's storage range is
   /// asked into memory ahead of use (page tables populated).

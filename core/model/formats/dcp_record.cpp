@@ -123,7 +123,8 @@ struct InPlace {
 // unusual member, and for the damage reports of broken ones.
 class Record {
  public:
-  Record(std::span<const std::byte> bytes, const std::string& where) : where_(where), zip_(open(bytes, where)) {}
+  Record(std::span<const std::byte> bytes, const std::string& where)
+      : where_(where), zip_(open(bytes, where)) {}
 
   [[noreturn]] void fail(const std::string& problem) const { throw InputError(where_, problem); }
 
@@ -131,7 +132,8 @@ class Record {
   std::string prefix() const {
     for (const auto& name : zip_.members()) {
       if (name == "data.pkl") return "";
-      if (name.ends_with("/data.pkl") && name.find('/') == name.size() - 9) return name.substr(0, name.size() - 8);
+      if (name.ends_with("/data.pkl") && name.find('/') == name.size() - 9)
+        return name.substr(0, name.size() - 8);
     }
     fail("torch.save record without a data.pkl member");
   }
@@ -162,7 +164,8 @@ class Record {
     if (!entries) return std::nullopt;
     for (const auto& e : *entries)
       if (e.name == member)
-        return e.stored && e.size == info->size ? std::optional(InPlace{e.data, e.size, info->crc}) : std::nullopt;
+        return e.stored && e.size == info->size ? std::optional(InPlace{e.data, e.size, info->crc})
+                                                : std::nullopt;
     return std::nullopt;
   }
 

@@ -3,11 +3,12 @@
 // (<archive>/data.pkl naming the storage, storage offset, size and stride; <archive>/data/<key>
 // holding the storage bytes), read straight from that range. The pickle goes through the
 // non-executing reader with torch.save's allow-list only. A record whose members are all stored
-// uncompressed (what torch.save writes) is read through its own central directory, without
-// libzip (bounds-checked, local headers matched, small members CRC-checked); any other record
-// through libzip. A stored storage member is read in place either way, and its CRC-32 is checked
-// (here, or by the caller in its own pass over the bytes). A deflated one is copied out through
-// libzip into a caller-owned buffer, so memory is bounded by one chunk.
+// uncompressed (what torch.save writes) is read through its own central directory, without the
+// zip library (bounds-checked, local headers matched, small members CRC-checked); any other
+// record through the zip library (minizip, formats/zip_archive). A stored storage member is read
+// in place either way, and its CRC-32 is checked (here, or by the caller in its own pass over the
+// bytes). A deflated one is inflated through minizip into a caller-owned buffer, so memory is
+// bounded by one chunk.
 
 #include <cstddef>
 #include <cstdint>

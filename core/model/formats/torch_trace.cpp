@@ -133,8 +133,7 @@ std::string to_hex(const unsigned char* d, unsigned n) {
 
 class TraceParser {
  public:
-  TraceParser(TorchTraceRank& out, const TraceOptions& options)
-      : out_(out), options_(options) {}
+  TraceParser(TorchTraceRank& out, const TraceOptions& options) : out_(out), options_(options) {}
 
   void run() {
     const std::string_view t = out_.text;

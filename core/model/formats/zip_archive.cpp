@@ -31,9 +31,13 @@ uLong ZCALLBACK cursor_read(voidpf, voidpf stream, void* buf, uLong size) {
   return static_cast<uLong>(n);
 }
 
-uLong ZCALLBACK cursor_write(voidpf, voidpf, const void*, uLong) { return 0; }
+uLong ZCALLBACK cursor_write(voidpf, voidpf, const void*, uLong) {
+  return 0;
+}
 
-ZPOS64_T ZCALLBACK cursor_tell(voidpf, voidpf stream) { return static_cast<Cursor*>(stream)->pos; }
+ZPOS64_T ZCALLBACK cursor_tell(voidpf, voidpf stream) {
+  return static_cast<Cursor*>(stream)->pos;
+}
 
 long ZCALLBACK cursor_seek(voidpf, voidpf stream, ZPOS64_T offset, int origin) {
   auto* c = static_cast<Cursor*>(stream);
@@ -49,8 +53,12 @@ long ZCALLBACK cursor_seek(voidpf, voidpf stream, ZPOS64_T offset, int origin) {
   return 0;
 }
 
-int ZCALLBACK cursor_close(voidpf, voidpf) { return 0; }
-int ZCALLBACK cursor_error(voidpf, voidpf) { return 0; }
+int ZCALLBACK cursor_close(voidpf, voidpf) {
+  return 0;
+}
+int ZCALLBACK cursor_error(voidpf, voidpf) {
+  return 0;
+}
 
 std::string unz_message(int code) {
   switch (code) {
@@ -145,7 +153,8 @@ void ZipArchive::list_members() {
         r != UNZ_OK)
       throw InputError(path_, "zip member " + std::to_string(i) + ": " + unz_message(r));
     std::string member = name.substr(0, std::min<std::size_t>(fi.size_filename, name.size()));
-    if (const auto why = unsafe_member_reason(member); !why.empty()) throw InputError(path_ + "!" + member, why);
+    if (const auto why = unsafe_member_reason(member); !why.empty())
+      throw InputError(path_ + "!" + member, why);
     Member m;
     m.info = {fi.uncompressed_size, fi.compressed_size, static_cast<std::uint32_t>(fi.crc),
               static_cast<std::uint16_t>(fi.compression_method), (fi.flag & 1U) != 0};
@@ -159,8 +168,8 @@ void ZipArchive::list_members() {
   if (rc != UNZ_END_OF_LIST_OF_FILE)
     throw InputError(path_, "zip member " + std::to_string(members_.size()) + ": " + unz_message(rc));
   if (members_.size() != global.number_entry)
-    throw InputError(path_, "zip directory lists " + std::to_string(members_.size()) + " members, the end record " +
-                                std::to_string(global.number_entry));
+    throw InputError(path_, "zip directory lists " + std::to_string(members_.size()) +
+                                " members, the end record " + std::to_string(global.number_entry));
 }
 
 const ZipMemberInfo* ZipArchive::info(const std::string& member) const {
@@ -175,11 +184,12 @@ void ZipArchive::read_member(const std::string& member, std::uint64_t cap, Sink&
   if (it == index_.end()) throw InputError(where, "no such member");
   const Member& m = entries_[it->second];
   if (m.info.size > cap)
-    throw InputError(where, "member declares " + std::to_string(m.info.size) + " bytes, more than the limit of " +
-                                std::to_string(cap));
+    throw InputError(where, "member declares " + std::to_string(m.info.size) +
+                                " bytes, more than the limit of " + std::to_string(cap));
   if (m.info.encrypted) throw InputError(where, "encrypted member");
   if (m.info.method != 0 && m.info.method != Z_DEFLATED)
-    throw InputError(where, "compression method " + std::to_string(m.info.method) + " (only stored and deflate)");
+    throw InputError(where,
+                     "compression method " + std::to_string(m.info.method) + " (only stored and deflate)");
   unz64_file_pos pos = m.pos;
   if (const int rc = unzGoToFilePos64(zip_->z, &pos); rc != UNZ_OK)
     throw InputError(where, "cannot locate member: " + unz_message(rc));
@@ -206,8 +216,8 @@ void ZipArchive::read_member(const std::string& member, std::uint64_t cap, Sink&
     sink(buf, static_cast<std::size_t>(got));
   }
   if (total != m.info.size)
-    throw InputError(where, "member ends after " + std::to_string(total) + " of " + std::to_string(m.info.size) +
-                                " bytes");
+    throw InputError(where, "member ends after " + std::to_string(total) + " of " +
+                                std::to_string(m.info.size) + " bytes");
   closer.open = false;
   // The CRC is checked here, once the whole member has been read.
   if (const int rc = unzCloseCurrentFile(zip_->z); rc != UNZ_OK)

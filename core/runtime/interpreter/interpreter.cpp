@@ -307,8 +307,9 @@ struct Interpreter::Impl {
       s.view = s.view && r.alias_info() != nullptr && !r.alias_info()->isWrite();
     s.returns = schema.returns().size();
     note_rng_state_outputs(schema, s);
-    static const std::set<std::string> kEmpty = {"aten::empty",     "aten::empty_like",        "aten::empty_strided",
-                                                 "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
+    static const std::set<std::string> kEmpty = {
+        "aten::empty",     "aten::empty_like",        "aten::empty_strided",
+        "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
     s.uninitialized_result = s.returns == 1 && kEmpty.contains(schema.name());
   }
 
