@@ -19,6 +19,7 @@
 #include "diff/graph_diff.hpp"
 #include "diff/graph_report.hpp"
 #include "diff/graph_source.hpp"
+#include "diff/mesh.hpp"
 #include "diff/rank_classify.hpp"
 #include "diff/ranks_html.hpp"
 #include "diff/report_html.hpp"
@@ -56,29 +57,10 @@ int exit_for(diff::GraphVerdict v) {
 diff::RankLayout parse_layout(std::int32_t per_node, const std::string& mesh) {
   diff::RankLayout l;
   l.ranks_per_node = per_node;
-  // "2x4", or named "dp=2,tp=4" (names make functions read 48*dp instead of 48*mesh[0]).
-  const char sep = mesh.find(',') != std::string::npos || mesh.find('=') != std::string::npos ? ',' : 'x';
-  std::size_t p = 0;
-  while (p < mesh.size()) {
-    const auto x = mesh.find(sep, p);
-    auto part = mesh.substr(p, x == std::string::npos ? std::string::npos : x - p);
-    std::string name;
-    if (const auto eq = part.find('='); eq != std::string::npos) {
-      name = part.substr(0, eq);
-      part = part.substr(eq + 1);
-    }
-    try {
-      std::size_t used = 0;
-      const int v = std::stoi(part, &used);
-      if (v <= 0 || used != part.size()) throw std::invalid_argument("not positive");
-      l.mesh.push_back(v);
-      l.mesh_names.push_back(name);
-    } catch (const std::exception&) {
-      throw model::InputError("--mesh", "expected sizes like 2x4 or dp=2,tp=4, got '" + mesh + "'");
-    }
-    if (x == std::string::npos) break;
-    p = x + 1;
-  }
+  if (mesh.empty()) return l;
+  const auto m = diff::parse_mesh_override(mesh);
+  l.mesh = m.shape;
+  l.mesh_names = m.names;
   return l;
 }
 

@@ -65,6 +65,34 @@ std::string MeshInfo::text() const {
   return s;
 }
 
+MeshInfo parse_mesh_override(std::string_view text) {
+  MeshInfo m;
+  m.source = "--mesh";
+  const auto bad = [&] {
+    return model::InputError("--mesh",
+                             "expected sizes like 2x4 or dp=2,tp=4, got '" + std::string(text) + "'");
+  };
+  const char sep = text.find_first_of(",=") != std::string_view::npos ? ',' : 'x';
+  std::size_t p = 0;
+  while (true) {
+    const auto x = text.find(sep, p);
+    std::string_view part = text.substr(p, x == std::string_view::npos ? std::string_view::npos : x - p);
+    std::string name;
+    if (const auto eq = part.find('='); eq != std::string_view::npos) {
+      name = std::string(part.substr(0, eq));
+      part = part.substr(eq + 1);
+    }
+    std::int32_t v = 0;
+    const auto r = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || r.ec != std::errc() || r.ptr != part.data() + part.size() || v <= 0) throw bad();
+    m.shape.push_back(v);
+    m.names.push_back(std::move(name));
+    if (x == std::string_view::npos) break;
+    p = x + 1;
+  }
+  return m;
+}
+
 std::optional<MeshSpec> parse_device_mesh(std::string_view text) {
   // DeviceMesh((dp=2, tp=2), 'cuda', stride=(2, 1))
   Cursor c{text};

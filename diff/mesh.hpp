@@ -30,6 +30,11 @@ struct MeshInfo {
   [[nodiscard]] std::string text() const;  // "2x2 (dp, tp)"
 };
 
+/// A `--mesh` override as users write it: sizes "2x4", or named "dp=2,tp=4" (names make
+/// functions read 48*dp instead of 48*mesh[0]). Source "--mesh". Throws model::InputError naming
+/// "--mesh" when a size is not a positive integer.
+MeshInfo parse_mesh_override(std::string_view text);
+
 /// One DeviceMesh spec as printed by DTensor: dims, sizes and strides. nullopt when `text` at
 /// its start is not one.
 struct MeshSpec {

@@ -4,7 +4,10 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QStringList>
+#include <cstdio>
 
+#include "core/model/base/input_error.hpp"
+#include "diff/mesh.hpp"
 #include "gui/main_window.hpp"
 
 int main(int argc, char** argv) {
@@ -22,9 +25,27 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("PATH"), QStringLiteral("Inputs to open (zero, one or two)."),
                                QStringLiteral("[PATH [PATH]]"));
+  const QCommandLineOption mesh(
+      QStringLiteral("mesh"),
+      QStringLiteral("Device mesh for the rank facts and rank diffs, instead of the one read from the trace: "
+                     "sizes like 2x4, or dp=2,tp=4 (as `gparity graph ranks --mesh`)."),
+      QStringLiteral("SPEC"));
+  parser.addOption(mesh);
   parser.process(app);  // --help / --version print and exit here
 
   gparity::gui::MainWindow window;
+  if (parser.isSet(mesh)) {
+    try {
+      const auto m = gparity::diff::parse_mesh_override(parser.value(mesh).toStdString());
+      gparity::diff::RankLayout layout;
+      layout.mesh = m.shape;
+      layout.mesh_names = m.names;
+      window.set_mesh_override(layout);
+    } catch (const gparity::model::InputError& e) {
+      std::fprintf(stderr, "gparity-view: error: %s\n", e.what());
+      return 2;
+    }
+  }
   window.show();
   const QStringList args = parser.positionalArguments();
   if (args.size() == 2 && gparity::gui::MainWindow::is_run(args[0]) &&

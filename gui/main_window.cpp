@@ -50,13 +50,13 @@ struct LoadOutcome {
   std::shared_ptr<const diff::TraceRanksReport> ranks;
 };
 
-LoadOutcome load(const QString& path) {
+LoadOutcome load(const QString& path, const diff::RankLayout& layout) {
   try {
     LoadOutcome out{load_document(path.toStdString()), {}, {}};
     // The trace-level part of `gparity graph ranks`, on this worker thread: the same code.
     if (const auto& trace = out.doc->collection.trace; trace && trace->ranks.size() > 1)
       out.ranks = std::make_shared<const diff::TraceRanksReport>(
-          diff::classify_trace(*trace, diff::GraphNormalization{}, diff::RankLayout{}, false));
+          diff::classify_trace(*trace, diff::GraphNormalization{}, layout, false));
     return out;
   } catch (const std::exception& e) {
     return {nullptr, QString::fromUtf8(e.what()), {}};
@@ -284,7 +284,7 @@ void MainWindow::open_path(const QString& path, bool quiet) {
     add_recent(abs);
     adopt(out.doc, out.ranks);
   });
-  watcher->setFuture(QtConcurrent::run([abs] { return load(abs); }));
+  watcher->setFuture(QtConcurrent::run([abs, layout = layout_] { return load(abs, layout); }));
 }
 
 bool MainWindow::is_run(const QString& path) {
@@ -494,8 +494,9 @@ void MainWindow::open_diff(const QString& a, const QString& b) {
     report(tr("Diff with %1").arg(QString::fromStdString(ob.doc->path)));
     show_diff(ob.doc, static_cast<int>(pick.value_or(0)));
   });
-  watcher->setFuture(QtConcurrent::run([a, b] {
-    return std::pair{load(QFileInfo(a).absoluteFilePath()), load(QFileInfo(b).absoluteFilePath())};
+  watcher->setFuture(QtConcurrent::run([a, b, layout = layout_] {
+    return std::pair{load(QFileInfo(a).absoluteFilePath(), layout),
+                     load(QFileInfo(b).absoluteFilePath(), layout)};
   }));
 }
 

@@ -43,6 +43,9 @@ class MainWindow final : public QMainWindow {
 
   /// Starts loading `path` in the background (progress dialog unless `quiet`).
   void open_path(const QString& path, bool quiet = false);
+  /// The device mesh for rank facts and rank diffs of documents opened from now on, instead of
+  /// the one read from the trace (`gparity-view --mesh`, as `gparity graph ranks --mesh`).
+  void set_mesh_override(const diff::RankLayout& layout) { layout_ = layout; }
   /// Spins the event loop until no load is running (tests, screenshots).
   bool wait_idle(int timeout_ms = 60000);
   /// Shows graph `index` of the current document.
@@ -98,6 +101,7 @@ class MainWindow final : public QMainWindow {
 
   std::shared_ptr<const Document> doc_;
   std::shared_ptr<const diff::TraceRanksReport> ranks_;  // trace-level rank facts of doc_
+  diff::RankLayout layout_;                              // --mesh, or empty: read from the trace
   int current_ = -1;
   GraphCanvas* canvas_ = nullptr;
   QComboBox* selector_ = nullptr;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/model/base/input_error.hpp"
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/graph_report.hpp"
 #include "diff/mesh.hpp"
@@ -404,6 +405,27 @@ TEST(GraphRanksMesh, GroupNamesThatAreNoMeshSliceStayDivergent) {
   EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].cls, FindingClass::Divergent);
+}
+
+// The --mesh override of `gparity graph ranks` and gparity-view: sizes, or named sizes.
+TEST(GraphRanksMesh, MeshOverrideTakesSizesOrNamedSizes) {
+  const auto plain = parse_mesh_override("2x4");
+  EXPECT_EQ(plain.shape, (std::vector<std::int32_t>{2, 4}));
+  EXPECT_EQ(plain.names, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(plain.source, "--mesh");
+  const auto named = parse_mesh_override("pp=2,dp=2,tp=2");
+  EXPECT_EQ(named.shape, (std::vector<std::int32_t>{2, 2, 2}));
+  EXPECT_EQ(named.names, (std::vector<std::string>{"pp", "dp", "tp"}));
+  EXPECT_EQ(parse_mesh_override("dp=8").shape, (std::vector<std::int32_t>{8}));
+  for (const char* bad : {"", "2x", "x2", "2x0", "dp=-1", "dp=2,tp", "2y4", "dp=2,,tp=2", "99999999999"}) {
+    try {
+      (void)parse_mesh_override(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const gparity::model::InputError& e) {
+      EXPECT_EQ(e.source(), "--mesh");
+      EXPECT_NE(e.problem().find("2x4 or dp=2,tp=4"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(GraphRanksMesh, DeviceMeshSpecsAndProcessGroupsGiveTheMesh) {

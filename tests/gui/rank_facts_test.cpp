@@ -182,5 +182,22 @@ TEST_F(RankFactsTest, CheckedInTraceWithCacheRecordsListsTheirGroups) {
   EXPECT_EQ(findings().rowCount(), 0);
 }
 
+// gparity-view --mesh: the given mesh, not the one read from the trace (none here: a 2-rank
+// trace whose graphs print no DeviceMesh), is what the rank report uses and names.
+TEST_F(RankFactsTest, MeshOverrideIsUsedAndNamed) {
+  const auto trace = kSource + "/tests/data/graph/compile";
+  open(trace);
+  ASSERT_NE(window_->rank_report(), nullptr);
+  EXPECT_EQ(window_->rank_report()->mesh.find("--mesh"), std::string::npos) << window_->rank_report()->mesh;
+  diff::RankLayout layout;
+  layout.mesh = {2};
+  layout.mesh_names = {"dp"};
+  window_->set_mesh_override(layout);
+  open(trace);
+  ASSERT_NE(window_->rank_report(), nullptr);
+  EXPECT_EQ(window_->rank_report()->mesh, "2 (dp) from --mesh");
+  EXPECT_TRUE(window_->messages().contains(QStringLiteral("Mesh: 2 (dp) from --mesh")));
+}
+
 }  // namespace
 }  // namespace gparity::gui
