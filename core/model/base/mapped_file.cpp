@@ -13,8 +13,10 @@
 #include "core/model/base/input_error.hpp"
 
 namespace gparity::model {
+namespace {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+// Opens `path` for reading; InputError unless it is a regular file. Sets `size`.
+int open_regular(const std::string& path, std::uint64_t& size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
@@ -22,7 +24,16 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw InputError(path, "not a regular file");
   }
-  size_ = static_cast<std::size_t>(st.st_size);
+  size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  std::uint64_t size = 0;
+  const int fd = open_regular(path, size);
+  size_ = static_cast<std::size_t>(size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -61,14 +72,7 @@ void MappedFile::release() noexcept {
 }
 
 ReadOnlyFile::ReadOnlyFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    throw InputError(path, "not a regular file");
-  }
-  size_ = static_cast<std::uint64_t>(st.st_size);
+  fd_ = open_regular(path, size_);  // in the body: size_'s own initializer runs after fd_'s
 }
 
 ReadOnlyFile::~ReadOnlyFile() {
