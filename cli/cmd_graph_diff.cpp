@@ -19,7 +19,6 @@
 #include "diff/graph_diff.hpp"
 #include "diff/graph_report.hpp"
 #include "diff/graph_source.hpp"
-#include "diff/mesh.hpp"
 #include "diff/rank_classify.hpp"
 #include "diff/ranks_html.hpp"
 #include "diff/report_html.hpp"
@@ -52,16 +51,6 @@ void add_norm_options(CLI::App* cmd, NormOptions& n) {
 
 int exit_for(diff::GraphVerdict v) {
   return v == diff::GraphVerdict::Identical ? kExitParity : kExitDivergence;
-}
-
-diff::RankLayout parse_layout(std::int32_t per_node, const std::string& mesh) {
-  diff::RankLayout l;
-  l.ranks_per_node = per_node;
-  if (mesh.empty()) return l;
-  const auto m = diff::parse_mesh_override(mesh);
-  l.mesh = m.shape;
-  l.mesh_names = m.names;
-  return l;
 }
 
 std::string values_text(const diff::RankFinding& f) {
@@ -105,7 +94,7 @@ int run_ranks(const RanksOptions& o) {
   const auto trace = model::read_torch_trace_dir(o.path, topt);
   if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
   const auto norm = o.norm.get();
-  const auto report = diff::classify_trace(trace, norm, parse_layout(o.per_node, o.mesh));
+  const auto report = diff::classify_trace(trace, norm, diff::mesh_override_layout(o.mesh, o.per_node));
   if (!o.html.empty()) {
     std::ofstream out(o.html, std::ios::binary);
     if (!out) throw model::InputError(o.html, "cannot write the HTML report");

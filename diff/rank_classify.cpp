@@ -550,6 +550,23 @@ GraphClassification classify_ranks(std::span<const RankGraph> graphs, const Grap
   return Classifier(graphs, norm, layout).run();
 }
 
+namespace {
+
+void adopt_mesh(RankLayout& layout, const MeshInfo& mesh) {
+  layout.mesh = mesh.shape;
+  layout.mesh_names = mesh.names;
+  layout.mesh_source = mesh.source;
+}
+
+}  // namespace
+
+RankLayout mesh_override_layout(std::string_view spec, std::int32_t ranks_per_node) {
+  RankLayout layout;
+  layout.ranks_per_node = ranks_per_node;
+  if (!spec.empty()) adopt_mesh(layout, parse_mesh_override(spec));
+  return layout;
+}
+
 RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
                           std::vector<std::string>& problems) {
   std::int32_t world = 0;
@@ -572,9 +589,7 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout layout,
     return layout;
   }
   if (mesh) {
-    layout.mesh = mesh->shape;
-    layout.mesh_names = mesh->names;
-    layout.mesh_source = mesh->source;
+    adopt_mesh(layout, *mesh);
   } else {
     layout.infer_world = world;
   }

@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/formats/torch_trace.hpp"
@@ -148,6 +149,11 @@ struct TraceRanksReport {
   std::vector<std::string> normalizations;
   GraphVerdict verdict = GraphVerdict::Identical;
 };
+
+/// The layout `--mesh SPEC` gives (`gparity graph ranks`, `gparity-view`): the mesh of `spec`
+/// ("2x4" or "dp=2,tp=4", diff::parse_mesh_override; empty: none, resolve_layout finds one).
+/// Throws model::InputError naming "--mesh" for a bad spec.
+RankLayout mesh_override_layout(std::string_view spec, std::int32_t ranks_per_node = 0);
 
 /// The layout to classify a trace with: `given` when it has a mesh (--mesh), else the mesh read
 /// from the trace's DeviceMesh specs or the Flight Recorder pg_config beside it (diff/mesh.hpp),

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "core/model/base/input_error.hpp"
-#include "diff/mesh.hpp"
+#include "diff/rank_classify.hpp"
 #include "gui/main_window.hpp"
 
 int main(int argc, char** argv) {
@@ -36,11 +36,7 @@ int main(int argc, char** argv) {
   gparity::gui::MainWindow window;
   if (parser.isSet(mesh)) {
     try {
-      const auto m = gparity::diff::parse_mesh_override(parser.value(mesh).toStdString());
-      gparity::diff::RankLayout layout;
-      layout.mesh = m.shape;
-      layout.mesh_names = m.names;
-      window.set_mesh_override(layout);
+      window.set_mesh_override(gparity::diff::mesh_override_layout(parser.value(mesh).toStdString()));
     } catch (const gparity::model::InputError& e) {
       std::fprintf(stderr, "gparity-view: error: %s\n", e.what());
       return 2;
