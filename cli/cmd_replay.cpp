@@ -30,6 +30,8 @@
 #include "core/model/graph/process_groups.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "core/runtime/clock.hpp"
+#include "core/runtime/cuda_graph.hpp"
+#include "core/runtime/gpu_share.hpp"
 #include "core/runtime/interpreter/captured_replay.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/device_remap.hpp"
@@ -66,6 +68,7 @@ struct ReplayCliOptions {
   bool cuda_graph_check = false;
   bool json = false;
   double timeout_s = 120;
+  int gpus = 0;  // 0: every visible GPU
 };
 
 std::vector<std::string> own_command_line() {
@@ -324,22 +327,49 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
   return v.equal ? kExitParity : kExitDivergence;
 }
 
+/// With fewer GPUs than ranks on one node, the GPU of every rank (runtime::share_gpus: ranks of
+/// a process group on distinct GPUs), and this rank's put in env.local_rank; else empty, every
+/// rank on GPU LOCAL_RANK.
+std::vector<int> place_on_gpus(const ReplayCliOptions& o, runtime::RankEnv& env, const runtime::GroupRanks& groups) {
+  if (o.device != "cuda") return {};
+  const int visible = runtime::cuda_device_count();
+  if (o.gpus > visible)
+    throw std::invalid_argument("--gpus " + std::to_string(o.gpus) + ": this machine has " + std::to_string(visible) +
+                                " GPU(s)");
+  const int gpus = o.gpus > 0 ? o.gpus : visible;
+  const bool one_node = env.local_world_size == env.world_size;
+  if (!one_node || (env.world_size <= gpus && env.local_rank < gpus)) {
+    runtime::require_cuda_device(env.local_rank);
+    return {};
+  }
+  auto gpu_of_rank = runtime::share_gpus(env.world_size, gpus, groups);
+  env.local_rank = gpu_of_rank[static_cast<std::size_t>(env.rank)];
+  if (env.rank == 0) {
+    std::string map;
+    for (std::size_t r = 0; r < gpu_of_rank.size(); ++r)
+      map += (r ? ", " : "") + std::to_string(r) + "->" + std::to_string(gpu_of_rank[r]);
+    std::cerr << "gparity replay: " << env.world_size << " ranks on " << gpus
+              << " GPUs, no two ranks of a process group on one GPU (rank->GPU: " << map << ")" << std::endl;
+  }
+  return gpu_of_rank;
+}
+
 int run_one_rank(const ReplayCliOptions& o) {
-  const auto env = runtime::rank_env_from_environment();
-  if (o.device == "cuda") runtime::require_cuda_device(env.local_rank);
+  auto env = runtime::rank_env_from_environment();
+  const auto coll = model::load_graphs(o.source);
+  std::vector<std::string> dumps_used;
+  const auto table = o.groups.load(o.source, dumps_used);
+  const auto gpu_of_rank = place_on_gpus(o, env, group_ranks(table));
   const auto device = device_of(o, env);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   const auto symbols = parse_syms(o.syms);
   const auto inputs_opts = input_options(o, env.rank);
 
-  const auto coll = model::load_graphs(o.source);
   const bool multi = coll.ranks.size() > 1;
   const int own_rank = o.rank ? *o.rank : (multi ? env.rank : kNoRank);
   if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
     throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
   const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
-  std::vector<std::string> dumps_used;
-  const auto table = o.groups.load(o.source, dumps_used);
   const auto job = [&](std::string label, const model::GraphEntry& e) {
     runtime::ReplayPlacement p;
     p.source_rank = std::max(e.rank, 0);
@@ -371,7 +401,7 @@ int run_one_rank(const ReplayCliOptions& o) {
   std::unique_ptr<runtime::GroupComm> comm;
   if (env.world_size > 1) {
     auto backend = o.device == "cuda" ? runtime::CommBackend::Nccl : runtime::CommBackend::Gloo;
-    comm = std::make_unique<runtime::GroupComm>(env, backend, group_ranks(table), timeout);
+    comm = std::make_unique<runtime::GroupComm>(env, backend, group_ranks(table), timeout, gpu_of_rank);
   }
   if (env.rank == 0) write_manifest(o, env);
   model::TraceWriter writer(o.out, env.rank);
@@ -559,6 +589,10 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_flag("--cuda-graph-check", o->cuda_graph_check,
                 "Before every replay, check that the static inputs and symbols are as captured");
   cmd->add_option("--timeout", o->timeout_s, "Seconds a collective may wait")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", o->gpus,
+                  "GPUs to use (default: all visible). Fewer GPUs than ranks: ranks share GPUs, no two "
+                  "ranks of a process group on one")
+      ->check(CLI::Range(1, 1024));
   cmd->add_flag("--json", o->json, "One JSON summary line per rank");
   cmd->callback([o, &action] {
     action = [o] {

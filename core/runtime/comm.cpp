@@ -48,6 +48,7 @@ RankEnv rank_env_from_environment() {
   e.rank = env_int("RANK", 0);
   e.world_size = env_int("WORLD_SIZE", 1);
   e.local_rank = env_int("LOCAL_RANK", e.rank);
+  e.local_world_size = env_int("LOCAL_WORLD_SIZE", e.world_size);
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
   e.master_port = env_int("MASTER_PORT", 29500);
   if (e.world_size < 1 || e.rank >= e.world_size)
@@ -74,6 +75,7 @@ struct Comm::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
   std::int64_t step = -1;
+  std::uint64_t barriers = 0;     // store barriers entered; numbers their keys
   std::uint64_t collectives = 0;  // entered so far; published so failure reports can tell who lags
   std::atomic<bool> stop{false};
   std::thread heartbeat;
@@ -335,6 +337,20 @@ void Comm::barrier(const char* what) {
 #if GPARITY_HAVE_GLOO
   impl_->run(what, [&] { return impl_->gloo->barrier(); });
 #endif
+}
+
+void Comm::store_barrier(const char* what) {
+  auto& im = *impl_;
+  const std::string key = "gparity/barrier/" + std::to_string(++im.barriers);
+  try {
+    im.store->set("gparity/coll/" + std::to_string(im.env.rank), to_bytes(std::to_string(++im.collectives)));
+    if (im.store->add(key, 1) == im.env.world_size) im.store->set(key + "/all", to_bytes("1"));
+    im.store->wait({key + "/all"}, im.timeout);
+  } catch (const std::exception& e) {
+    std::string cause = e.what();
+    if (const auto nl = cause.find('\n'); nl != std::string::npos) cause.resize(nl);
+    throw RankFailure(im.diagnose(what, cause));
+  }
 }
 
 void Comm::set_graph_capture(bool capturing) noexcept {

@@ -22,7 +22,8 @@ namespace gparity::runtime {
 struct RankEnv {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;
+  int local_rank = 0;        // the GPU this rank uses (--device cuda)
+  int local_world_size = 1;  // ranks on this node; WORLD_SIZE when LOCAL_WORLD_SIZE is unset
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
 };
@@ -74,6 +75,9 @@ class Comm {
   /// t <- sum over ranks, in place.
   void all_reduce_sum(at::Tensor& t, const char* what);
   void barrier(const char* what);
+  /// Every rank waits here, through the rendezvous store rather than a collective: no
+  /// communicator over all ranks is made for it (ranks sharing a GPU could not form one).
+  void store_barrier(const char* what);
 
   /// NCCL only, before the first collective: one all-reduce on a throwaway communicator (so NCCL
   /// initialises once, e.g. to dump its graph), then `between` on every rank, then a second

@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "core/runtime/gpu_share.hpp"
 #include "core/runtime/interpreter/detail.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 
@@ -27,6 +28,7 @@ struct GroupComm::Impl {
   RankEnv env;
   CommBackend backend;
   GroupRanks groups;
+  std::vector<int> gpu_of_rank;  // empty: a GPU per rank
   std::chrono::milliseconds timeout;
   bool capturing = false;       // inside a CUDA graph capture: wait without a host-side timeout
   std::unique_ptr<Comm> world;  // rendezvous, heartbeat, failure diagnosis
@@ -56,6 +58,10 @@ struct GroupComm::Impl {
     if (g.my < 0)
       throw ReplayError("this rank (" + std::to_string(env.rank) + ") is not in process group \"" + key +
                         "\"");
+    if (backend == CommBackend::Nccl && !gpu_of_rank.empty()) {
+      if (const auto why = gpu_share_conflict(ranks, gpu_of_rank); !why.empty())
+        throw ReplayError("process group \"" + key + "\" cannot run here: " + why);
+    }
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gparity/replay/pg/" + key, store);
     const int n = static_cast<int>(ranks.size());
 #if GPARITY_HAVE_NCCL
@@ -79,11 +85,12 @@ struct GroupComm::Impl {
 };
 
 GroupComm::GroupComm(const RankEnv& env, CommBackend backend, GroupRanks groups,
-                     std::chrono::milliseconds timeout)
+                     std::chrono::milliseconds timeout, std::vector<int> gpu_of_rank)
     : impl_(std::make_unique<Impl>()) {
   impl_->env = env;
   impl_->backend = backend;
   impl_->groups = std::move(groups);
+  impl_->gpu_of_rank = std::move(gpu_of_rank);
   impl_->timeout = timeout;
 #if GPARITY_HAVE_NCCL
   // NCCL communicators bind to the current device: this rank's GPU, as the inputs are placed.
@@ -115,7 +122,7 @@ void GroupComm::set_graph_capture(bool capturing) noexcept {
   impl_->capturing = capturing;
 }
 void GroupComm::barrier(const char* what) {
-  impl_->world->barrier(what);
+  impl_->world->store_barrier(what);
 }
 
 namespace detail {

@@ -22,7 +22,10 @@ using GroupRanks = std::map<std::string, std::vector<int>>;
 class GroupComm {
  public:
   /// Rendezvous of all ranks (RankEnv from the launcher); groups are created lazily.
-  GroupComm(const RankEnv& env, CommBackend backend, GroupRanks groups, std::chrono::milliseconds timeout);
+  /// `gpu_of_rank` (NCCL, ranks sharing GPUs: runtime::share_gpus) lets a group whose ranks
+  /// share a GPU fail with a message before NCCL does; empty: a GPU per rank.
+  GroupComm(const RankEnv& env, CommBackend backend, GroupRanks groups, std::chrono::milliseconds timeout,
+            std::vector<int> gpu_of_rank = {});
   ~GroupComm();
   GroupComm(const GroupComm&) = delete;
   GroupComm& operator=(const GroupComm&) = delete;
@@ -30,7 +33,8 @@ class GroupComm {
   [[nodiscard]] int rank() const noexcept;
   [[nodiscard]] int world_size() const noexcept;
   [[nodiscard]] const GroupRanks& groups() const noexcept;
-  /// All ranks wait here (between graphs, at the end).
+  /// All ranks wait here (between graphs, at the end), through the store: no communicator
+  /// over all ranks is made for it.
   void barrier(const char* what);
   /// While a CUDA graph is captured, collectives are only enqueued: waiting with a timeout
   /// polls CUDA events on the host, which a capture forbids.
