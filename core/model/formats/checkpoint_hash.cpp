@@ -339,6 +339,13 @@ class ThreadPlacement {
     if (valid_) (void)sched_setaffinity(0, sizeof allowed_, &allowed_);
   }
 
+  /// Widens every thread's affinity from the caller, before joining them: one that has not run
+  /// yet (its CPU busy with another process) may then finish on the caller's, now free.
+  void release(std::vector<std::jthread>& pool) const noexcept {
+    if (!valid_) return;
+    for (auto& t : pool) (void)pthread_setaffinity_np(t.native_handle(), sizeof allowed_, &allowed_);
+  }
+
  private:
   int other_cpu(unsigned k) const noexcept {
     const int current = valid_ ? sched_getcpu() : -1;
@@ -531,6 +538,7 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   }
   work();
   // Every path is open now, so no thread adds to the pool any more.
+  placement.release(pool);
   pool.clear();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
