@@ -1,5 +1,8 @@
 #include "core/model/formats/checkpoint_hash.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -304,6 +307,64 @@ class SpinLock {
   std::atomic_flag flag_;
 };
 
+// Where a new pool thread starts. Linux queues a new thread on its parent's CPU, where it waits
+// for the parent's time slice to end: measured here (2 cores), a second hashing thread started
+// plainly ran only after the first had done nearly all the work, 2 to 3 ms later, so the
+// checkpoints were hashed by one thread. A thread moved to another CPU the process may use
+// starts at once; it then widens its affinity back to the process's own mask, so that it is
+// not tied to that CPU when another process wants it (after the move, or the move would pin it).
+class ThreadPlacement {
+ public:
+  ThreadPlacement() noexcept {
+    valid_ = sched_getaffinity(0, sizeof allowed_, &allowed_) == 0 && CPU_COUNT(&allowed_) > 1;
+  }
+
+  /// Moves the just-started thread `t`, the k-th (from 1), to an allowed CPU other than the
+  /// caller's (round robin over the others): a hint only, nothing happens where it fails.
+  /// Called for every thread, in order.
+  void place(std::jthread& t, unsigned k) noexcept {
+    if (const int cpu = other_cpu(k); cpu >= 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      (void)pthread_setaffinity_np(t.native_handle(), sizeof one, &one);
+    }
+    placed_.store(k, std::memory_order_release);
+  }
+
+  /// The k-th thread's first call: waits for its move (a few microseconds), then widens its
+  /// affinity to the process's mask again.
+  void started(unsigned k) const noexcept {
+    while (placed_.load(std::memory_order_acquire) < k) std::this_thread::yield();
+    if (valid_) (void)sched_setaffinity(0, sizeof allowed_, &allowed_);
+  }
+
+  /// Widens every thread's affinity from the caller, before joining them: one that has not run
+  /// yet (its CPU busy with another process) may then finish on the caller's, now free.
+  void release(std::vector<std::jthread>& pool) const noexcept {
+    if (!valid_) return;
+    for (auto& t : pool) (void)pthread_setaffinity_np(t.native_handle(), sizeof allowed_, &allowed_);
+  }
+
+ private:
+  int other_cpu(unsigned k) const noexcept {
+    const int current = valid_ ? sched_getcpu() : -1;
+    if (current < 0 || current >= CPU_SETSIZE) return -1;
+    const int others = CPU_COUNT(&allowed_) - (CPU_ISSET(current, &allowed_) ? 1 : 0);
+    if (others <= 0) return -1;
+    int skip = static_cast<int>((k - 1) % static_cast<unsigned>(others));
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (cpu == current || !CPU_ISSET(cpu, &allowed_)) continue;
+      if (skip-- == 0) return cpu;
+    }
+    return -1;
+  }
+
+  cpu_set_t allowed_{};
+  bool valid_ = false;
+  std::atomic<unsigned> placed_{0};  // threads placed so far
+};
+
 struct TensorItem {
   std::size_t path, tensor;
   std::int64_t bytes;
@@ -332,7 +393,8 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   SpinLock queue_lock;
   std::vector<TensorItem> queue;  // a heap, largest tensor on top
   std::size_t opened = 0;
-  std::int64_t total = 0;  // bytes of every tensor queued so far
+  std::int64_t total = 0;     // bytes of every tensor queued so far
+  ThreadPlacement placement;  // before pool: its threads use it
   std::vector<std::jthread> pool;
   const auto smaller = [](const TensorItem& a, const TensorItem& b) {
     if (a.bytes != b.bytes) return a.bytes < b.bytes;
@@ -345,6 +407,20 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
 
   std::atomic<std::size_t> next_path{0};
   std::function<void()> work;
+  // Starts one more pool thread (under mu); false when the system has no more to give.
+  const auto start_thread = [&] {
+    const auto k = static_cast<unsigned>(pool.size() + 1);
+    try {
+      pool.emplace_back([&, k] {
+        placement.started(k);
+        work();
+      });
+    } catch (...) {  // no more threads to be had: the ones running share the work
+      return false;
+    }
+    placement.place(pool.back(), k);
+    return true;
+  };
   // Opens path i; its tensors join the queue.
   const auto open = [&](std::size_t i) {
     DcpJob& j = jobs[i];
@@ -392,9 +468,7 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
     // joining threads (and waiting for a busy machine to schedule them) costs more than the
     // hashing they would share.
     const auto wanted = static_cast<std::size_t>(std::clamp<std::int64_t>(total >> 23, 1, threads));
-    try {
-      while (pool.size() + 1 < wanted) pool.emplace_back(work);
-    } catch (...) {  // no more threads to be had: the ones running share the work
+    while (pool.size() + 1 < wanted && start_thread()) {
     }
   };
   // Hashes one queued tensor; false when there is none now.
@@ -459,13 +533,12 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   };
   {
     const std::lock_guard lock(mu);
-    try {
-      for (unsigned t = 1; t < openers; ++t) pool.emplace_back(work);
-    } catch (...) {
+    for (unsigned t = 1; t < openers && start_thread(); ++t) {
     }
   }
   work();
   // Every path is open now, so no thread adds to the pool any more.
+  placement.release(pool);
   pool.clear();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
