@@ -63,11 +63,12 @@ replay() {  # sample-name what trace nproc args...
   shift 4
   local dir="$out/runs/$name/$what"
   mkdir -p "$(dirname "$dir")"
+  local start=$SECONDS
   timeout 300 "$G" replay "$trace" --nproc "$nproc" --device cuda --out "$dir" --timeout 120 "$@" \
     >"$dir.log" 2>&1
   local rc=$?
   {
-    echo "$name $what exit $rc"
+    echo "$name $what exit $rc ($((SECONDS - start)) s)"
     grep -E "safe|unsafe|bitwise|differ|error|hoisting left|captured as" "$dir.log" | head -8 | sed 's/^/    /'
   } | tee -a "$out/summary.txt"
 }

@@ -153,6 +153,18 @@ TEST(Replay, UninitializedResultsAreFilledLikeDeterministicMode) {
   EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
 }
 
+TEST(Replay, PythonOnlyPrimsRunAsTorchPrimsImplementsThem) {
+  // prims.convert_element_type and prims.iota are registered by torch._prims in Python only.
+  TempDir dir;
+  const auto r = replay(dir, {(kData / "python_prims.txt").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::uint64_t> xxh3;
+  for (const auto& n : read_rank(dir, 0).nodes) xxh3[n.node] = n.xxh3;
+  EXPECT_EQ(xxh3["convert_element_type"], xxh3["_to_copy"]);
+  const std::vector<std::int64_t> iota = {2, 5, 8, 11, 14};
+  EXPECT_EQ(xxh3["iota"], hash::xxh3_64(std::as_bytes(std::span(iota))));
+}
+
 TEST(Replay, AgainstFindsTheFirstDivergentNode) {
   TempDir dir;
   const auto same =

@@ -2,6 +2,7 @@
 // then runs boxed calls over an environment of IValues, one per node, freed after its last use.
 
 #include "core/runtime/interpreter/interpreter.hpp"
+#include "core/runtime/interpreter/python_prims.hpp"
 
 #include <ATen/Context.h>
 #include <ATen/Dispatch.h>
@@ -723,6 +724,7 @@ struct Interpreter::Impl {
 
 Interpreter::Interpreter(const model::Graph& graph, InterpretOptions options)
     : impl_(std::make_unique<Impl>(graph, std::move(options))) {
+  register_python_prims();  // before prepare() looks the graph's ops up
   impl_->prepare();
 }
 
