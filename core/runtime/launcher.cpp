@@ -8,14 +8,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
 namespace gparity::runtime {
 namespace {
+
+constexpr std::chrono::seconds kStoreGoneGrace{3};
 
 struct Child {
   pid_t pid = -1;
@@ -30,6 +34,7 @@ void make_pipe(int p[2]) {
 
 [[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, int out_fd, int err_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // ranks never outlive the launcher
+  setpgid(0, 0);  // a group of its own: a kill reaches whatever the rank started too
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
   setenv("RANK", std::to_string(rank).c_str(), 1);
@@ -103,6 +108,7 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
     const pid_t pid = fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
     if (pid == 0) exec_child(o, r, port, out[1], err[1]);
+    setpgid(pid, pid);  // as the child does: whichever runs first, the group exists before a kill
     close(out[1]);
     close(err[1]);
     auto& c = children[static_cast<std::size_t>(r)];
@@ -115,6 +121,7 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
   std::vector<bool> killed(children.size(), false);
   bool deadline_set = false;
   auto deadline = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> store_gone;  // when rank 0 exited
   for (;;) {
     std::vector<pollfd> pfds;
     std::vector<std::pair<int, int>> who;  // (rank, which)
@@ -167,11 +174,15 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
         deadline = std::chrono::steady_clock::now() + o.grace;
         deadline_set = true;
       }
+      if (r == 0) store_gone = std::chrono::steady_clock::now();
     }
+    // Rank 0 hosts the rendezvous store: once it is gone after a failure, the others can only
+    // wait for their store calls to time out, so they get a short grace, not `grace`.
+    if (deadline_set && store_gone) deadline = std::min(deadline, *store_gone + kStoreGoneGrace);
     if (deadline_set && std::chrono::steady_clock::now() > deadline) {
       for (std::size_t r = 0; r < children.size(); ++r) {
         if (children[r].running && !killed[r]) {
-          kill(children[r].pid, SIGKILL);
+          kill(-children[r].pid, SIGKILL);
           killed[r] = true;
         }
       }

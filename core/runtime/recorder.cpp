@@ -1,5 +1,7 @@
 #include "core/runtime/recorder.hpp"
 
+#include <torch/version.h>
+
 #include <ATen/ATen.h>
 
 #include <bit>
@@ -37,6 +39,16 @@ model::DType trace_dtype(const at::Tensor& t) {
     case at::kChar: return model::DType::I8;
     case at::kByte: return model::DType::U8;
     case at::kBool: return model::DType::Bool;
+    case at::kComplexFloat: return model::DType::C64;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+    case at::kUInt16: return model::DType::U16;
+    case at::kUInt32: return model::DType::U32;
+    case at::kUInt64: return model::DType::U64;
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    case at::kFloat8_e4m3fn: return model::DType::F8E4M3;
+    case at::kFloat8_e5m2: return model::DType::F8E5M2;
+#endif
     default: throw std::invalid_argument(std::string("unsupported dtype ") + at::toString(t.scalar_type()));
   }
 }

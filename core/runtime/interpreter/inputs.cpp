@@ -1,5 +1,7 @@
 #include "core/runtime/interpreter/inputs.hpp"
 
+#include <torch/version.h>
+
 #include <cstring>
 #include <vector>
 
@@ -25,6 +27,16 @@ std::optional<at::ScalarType> to_scalar_type(model::DType d) noexcept {
     case DType::F32: return at::kFloat;
     case DType::F64: return at::kDouble;
     case DType::C64: return at::kComplexFloat;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+    // Unsigned 16-64-bit tensors arrived in 2.3 (SDPA's philox seed and offset are uint64).
+    case DType::U16: return at::kUInt16;
+    case DType::U32: return at::kUInt32;
+    case DType::U64: return at::kUInt64;
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    case DType::F8E4M3: return at::kFloat8_e4m3fn;
+    case DType::F8E5M2: return at::kFloat8_e5m2;
+#endif
     default: return std::nullopt;
   }
 }
@@ -72,6 +84,21 @@ at::Tensor generate_input(std::string_view name, model::DType dtype, const std::
     for (std::int64_t i = 0; i < n; ++i)
       p[i] = static_cast<float>(static_cast<double>(x(i) >> 40) * 0x1p-23 - 1.0);
     return t.to(*st);
+  }
+  if (dtype == model::DType::U16 || dtype == model::DType::U32 || dtype == model::DType::U64) {
+    // Few kernels take these dtypes: the values are written in place, no conversion.
+    auto t = at::empty(sizes, *st);
+    const auto size = model::dtype_size(dtype);
+    auto* p = static_cast<unsigned char*>(t.data_ptr());
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint64_t v = 0;
+      if (o.int_range) {
+        const auto [lo, hi] = *o.int_range;
+        v = static_cast<std::uint64_t>(lo) + x(i) % static_cast<std::uint64_t>(hi - lo);
+      }
+      std::memcpy(p + static_cast<std::size_t>(i) * size, &v, size);  // little-endian: the low bytes
+    }
+    return t;
   }
   auto t = at::zeros(sizes, at::kLong);
   if (o.int_range) {
