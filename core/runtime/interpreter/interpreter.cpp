@@ -135,8 +135,8 @@ struct Interpreter::Impl {
     std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
     bool writes = false;                    // writes an argument in place (schema alias info)
     bool view = false;                      // its result aliases an argument: a view, no new bytes
-    // Attention ops without dropout return their RNG-state outputs (philox_seed, philox_offset,
-    // rng_state) as uninitialized tensors: replay defines them as zero, or every execution would
+    // Attention ops without dropout return their RNG-state outputs (philox_seed, philox_offset;
+    // rng_state, unused) as uninitialized tensors: replay defines them as zero, or every execution would
     // hash different garbage. `dropout_arg` is the schema position of dropout_p.
     std::vector<std::size_t> rng_state_outputs;
     std::optional<std::size_t> dropout_arg;
@@ -334,7 +334,9 @@ struct Interpreter::Impl {
     const auto& rets = schema.returns();
     for (std::size_t i = 0; i < rets.size(); ++i) {
       const auto& r = rets[i].name();
-      if (r == "philox_seed" || r == "philox_offset" || r == "rng_state") s.rng_state_outputs.push_back(i);
+      // 2.11's flash attention names its seed and offset rng_state and unused.
+      if (r == "philox_seed" || r == "philox_offset" || r == "rng_state" || r == "unused")
+        s.rng_state_outputs.push_back(i);
     }
   }
 
