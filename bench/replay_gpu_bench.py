@@ -108,10 +108,10 @@ def time_eager(gm, inputs, runs):
     return ms
 
 
-def time_replay(args, kind, extra, out_dir, env=None):
+def time_replay(args, kind, extra, out_dir):
     cmd = [args.gparity, "replay", args.trace, "--graph", kind, "--device", "cuda", "--out", out_dir,
            "--repeat", str(args.runs + 3), "--json"] + extra
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     # --cuda-graph exits 1 when the captured run's bits differ (a verdict, recorded by the caller).
     if p.returncode != 0 and not (p.returncode == 1 and "--cuda-graph" in extra):
         raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr[-4000:]}")
@@ -138,9 +138,6 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cuda-graph", action="store_true", help="also time gparity replay --cuda-graph")
-    ap.add_argument("--batch-bytes", default="",
-                    help="comma-separated GPARITY_HASH_BATCH_BYTES values: each also times hashing (both hashes, "
-                         "and shard only) with hash batches enqueued at that many bytes")
     args = ap.parse_args()
     if os.environ.get("TORCH_TRACE") != args.trace:
         raise SystemExit("run with TORCH_TRACE set to --trace")
@@ -155,10 +152,6 @@ def main():
         series = {"eager": [], "replay": [], "hashed": [], "hashed_shard": [], "hashed_lean": []}
         if args.cuda_graph:
             series["cuda_graph"] = []
-        sweep = [v for v in args.batch_bytes.split(",") if v]
-        for v in sweep:
-            series[f"hashed@{v}"] = []
-            series[f"hashed_shard@{v}"] = []
         for r in range(args.rounds):
             series["eager"] += time_eager(gm, inputs, args.runs)
             base = f"{args.out}.runs/{key}-{r}"
@@ -167,11 +160,6 @@ def main():
             series["hashed_shard"] += time_replay(args, kind, ["--node-hash", "shard"], base + "-shard")[0]
             series["hashed_lean"] += time_replay(args, kind, ["--node-hash", "shard", "--no-view-hashes"],
                                                  base + "-lean")[0]
-            for v in sweep:
-                env = {"GPARITY_HASH_BATCH_BYTES": v}
-                series[f"hashed@{v}"] += time_replay(args, kind, [], f"{base}-hash-{v}", env)[0]
-                series[f"hashed_shard@{v}"] += time_replay(args, kind, ["--node-hash", "shard"], f"{base}-shard-{v}",
-                                                           env)[0]
             if args.cuda_graph:
                 ms, summary = time_replay(args, kind, ["--cuda-graph"], base + "-cg")
                 series["cuda_graph"] += ms
@@ -185,11 +173,6 @@ def main():
              "hashing_overhead_lean": med["hashed_lean"] / med["replay"] - 1}
         if args.cuda_graph:
             g["cuda_graph_over_replay"] = med["cuda_graph"] / med["replay"]
-        for v in sweep:
-            g[f"hashing_overhead@{v}"] = med[f"hashed@{v}"] / med["replay"] - 1
-            g[f"hashing_overhead_shard@{v}"] = med[f"hashed_shard@{v}"] / med["replay"] - 1
-            print(f"{kind}: hash batches of {v} bytes: both +{100 * g[f'hashing_overhead@{v}']:.1f}%, "
-                  f"shard only +{100 * g[f'hashing_overhead_shard@{v}']:.1f}%", flush=True)
         result["graphs"][kind] = g
         print(f"{kind}: {ops} ops; eager {med['eager']:.3f} ms, replay {med['replay']:.3f} ms, "
               f"hashed {med['hashed']:.3f} ms (shard only {med['hashed_shard']:.3f} ms, "

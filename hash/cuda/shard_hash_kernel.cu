@@ -6,7 +6,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -137,21 +136,16 @@ struct DenseSegment {
 /// with CUDA 12.1+): no device table to allocate and copy, a pageable host-to-device copy being
 /// one the driver may serialise with the stream, so that enqueueing a batch would wait for the
 /// work before it.
-/// Two sizes: a launch copies its whole parameter block, and most batches of a replay made while
-/// the L2 cache still holds their tensors have a few segments, not 256.
 constexpr std::uint32_t kSegmentsPerLaunch = 256;
-constexpr std::uint32_t kSmallBatch = 8;
-template <std::uint32_t Cap>
 struct DenseBatch {
   std::uint32_t n;
-  DenseSegment segs[Cap];
+  DenseSegment segs[kSegmentsPerLaunch];
 };
-static_assert(sizeof(DenseBatch<kSegmentsPerLaunch>) <= 32000, "kernel parameters are limited to 32 KiB");
+static_assert(sizeof(DenseBatch) <= 32000, "kernel parameters are limited to 32 KiB");
 
 /// Every dense block of a batch in one launch; each CTA finds its block by binary search
 /// (first_cta ascending) and the element size is uniform across a CTA.
-template <std::uint32_t Cap>
-__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_constant__ DenseBatch<Cap> batch) {
+__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_constant__ DenseBatch batch) {
   std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= blockIdx.x
   while (hi - lo > 1) {
     const std::uint32_t mid = (lo + hi) / 2;
@@ -306,19 +300,13 @@ void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* 
 void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums,
                              void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  const std::uint64_t full = resident_ctas<dense_batch_kernel<kSegmentsPerLaunch>>();
-  auto batch = std::make_unique<DenseBatch<kSegmentsPerLaunch>>();  // 16 KiB: not on the stack
+  const std::uint64_t full = resident_ctas<dense_batch_kernel>();
+  auto batch = std::make_unique<DenseBatch>();  // 16 KiB: not on the stack
   batch->n = 0;
   std::uint64_t ctas = 0;
   const auto launch = [&] {
     if (batch->n == 0) return;
-    if (batch->n <= kSmallBatch) {
-      DenseBatch<kSmallBatch> small{batch->n, {}};
-      std::copy_n(batch->segs, batch->n, small.segs);
-      dense_batch_kernel<kSmallBatch><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(small);
-    } else {
-      dense_batch_kernel<kSegmentsPerLaunch><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
-    }
+    dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
     check(cudaGetLastError(), "shard hash batch");
     batch->n = 0;
     ctas = 0;

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <limits>
 #include <set>
 
@@ -58,25 +57,15 @@ std::string strip_ops(std::string_view target) {
 
 }  // namespace
 
-/// Bytes queued before a hash batch is enqueued: 1 GiB, or GPARITY_HASH_BATCH_BYTES (a tuning
-/// knob: smaller batches hash tensors while the L2 cache still holds them, at a launch each).
-std::int64_t batch_bytes() {
-  static const std::int64_t bytes = [] {
-    const char* env = std::getenv("GPARITY_HASH_BATCH_BYTES");
-    const long long v = env ? std::atoll(env) : 0;
-    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{1} << 30;
-  }();
-  return bytes;
-}
-
 /// Node records whose CUDA hashes are still on the device (DeferredHashes): records go to the
 /// sink in execution order once they are back, with one wait per run instead of one per node.
 /// CUDA tensors wait in `queued` (kept alive) and are hashed in batches: one launch for many
 /// nodes, because a launch per node costs more host time than a node's own kernels. A batch is
 /// enqueued before any op that writes in place (so every tensor is hashed as its node left it),
-/// before collectives, and when it reaches kBatchTensors tensors or batch_bytes() bytes.
+/// before collectives, and when it reaches kBatchTensors tensors or kBatchBytes bytes.
 struct PendingRecords {
   static constexpr std::size_t kBatchTensors = 512;
+  static constexpr std::int64_t kBatchBytes = std::int64_t{1} << 30;
   explicit PendingRecords(bool xxh3) : hashes(xxh3) {}
   struct Entry {
     model::NodeRecord rec;
@@ -87,7 +76,6 @@ struct PendingRecords {
   std::vector<Entry> entries;
   std::vector<at::Tensor> queued;  // not yet enqueued, slots next_slot - queued.size() ...
   std::int64_t queued_bytes = 0;
-  const std::int64_t batch_limit = batch_bytes();
   std::size_t next_slot = 0;  // slots handed out since the last collect(): > 0 while any waits
   RunProfile profile;
 
@@ -97,7 +85,7 @@ struct PendingRecords {
     queued.push_back(t);
     queued_bytes += static_cast<std::int64_t>(t.nbytes());
     const std::size_t slot = next_slot++;
-    if (queued.size() >= kBatchTensors || queued_bytes >= batch_limit) enqueue();
+    if (queued.size() >= kBatchTensors || queued_bytes >= kBatchBytes) enqueue();
     return slot;
   }
   void enqueue() {
