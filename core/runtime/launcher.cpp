@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -70,22 +72,47 @@ void drain(Child& c, int which, int rank, const LineSink& sink, bool eof) {
 
 }  // namespace
 
-int pick_free_port() {
+namespace {
+
+/// Binds a loopback TCP socket to `port` (0: any) and returns the port it got, or -1.
+int try_bind(int port) {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
-  if (s < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  if (s < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
   socklen_t len = sizeof addr;
-  if (bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int e = errno;
-    close(s);
-    throw std::system_error(e, std::generic_category(), "bind");
-  }
+  const bool ok = bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   close(s);
-  return ntohs(addr.sin_port);
+  return ok ? ntohs(addr.sin_port) : -1;
+}
+
+/// The first port of the kernel's ephemeral range (outgoing connections' local ports).
+int ephemeral_low() {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  int lo = 32768;
+  f >> lo;
+  return lo;
+}
+
+}  // namespace
+
+int pick_free_port() {
+  // Below the ephemeral range, as torchrun's 29500 is: a port from that range can be taken, before
+  // rank 0 listens on it, as the local port of another rank's first attempt to connect to it.
+  const int hi = ephemeral_low();
+  constexpr int kLow = 10000;
+  if (hi - kLow > 1000) {
+    std::random_device rd;
+    std::uniform_int_distribution<int> pick(kLow, hi - 1);
+    for (int tries = 0; tries < 64; ++tries)
+      if (const int p = try_bind(pick(rd)); p > 0) return p;
+  }
+  const int p = try_bind(0);
+  if (p < 0) throw std::runtime_error("no free TCP port on 127.0.0.1 for the ranks' rendezvous");
+  return p;
 }
 
 std::string describe_exit(const RankExit& e) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 
 namespace gparity::runtime {
@@ -45,6 +46,19 @@ TEST(Launcher, OtherRanksGetTheGraceWhileRankZeroRuns) {
   ASSERT_NE(zero, nullptr);
   EXPECT_FALSE(zero->killed_by_launcher);
   EXPECT_EQ(zero->exit_code, 0);
+}
+
+TEST(Launcher, RendezvousPortsAvoidTheEphemeralRange) {
+  // Another rank's connection attempts take their local ports from that range.
+  int lo = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> lo;
+  for (int i = 0; i < 20; ++i) {
+    const int p = pick_free_port();
+    EXPECT_GT(p, 0);
+    if (lo > 11000) {
+      EXPECT_LT(p, lo);
+    }
+  }
 }
 
 }  // namespace
