@@ -50,7 +50,8 @@ void run_model(benchmark::State& state, const char* name, const DebugModelConfig
   }
   std::vector<double> step_ms, rec_ms, ratio;
   for (auto _ : state) {
-    const gparity::runtime::RankEnv env{0, 1, 0, "127.0.0.1", gparity::runtime::pick_free_port()};
+    const gparity::runtime::RankEnv env{.master_addr = "127.0.0.1",
+                                        .master_port = gparity::runtime::pick_free_port()};
     gparity::runtime::run_rank(o, env, [&](const gparity::runtime::StepReport& r) {
       if (r.step == 1) return;
       const double without = static_cast<double>(r.step_ns - r.recorder_ns);

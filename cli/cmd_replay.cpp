@@ -330,12 +330,13 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
 /// With fewer GPUs than ranks on one node, the GPU of every rank (runtime::share_gpus: ranks of
 /// a process group on distinct GPUs), and this rank's put in env.local_rank; else empty, every
 /// rank on GPU LOCAL_RANK.
-std::vector<int> place_on_gpus(const ReplayCliOptions& o, runtime::RankEnv& env, const runtime::GroupRanks& groups) {
+std::vector<int> place_on_gpus(const ReplayCliOptions& o, runtime::RankEnv& env,
+                               const runtime::GroupRanks& groups) {
   if (o.device != "cuda") return {};
   const int visible = runtime::cuda_device_count();
   if (o.gpus > visible)
-    throw std::invalid_argument("--gpus " + std::to_string(o.gpus) + ": this machine has " + std::to_string(visible) +
-                                " GPU(s)");
+    throw std::invalid_argument("--gpus " + std::to_string(o.gpus) + ": this machine has " +
+                                std::to_string(visible) + " GPU(s)");
   const int gpus = o.gpus > 0 ? o.gpus : visible;
   const bool one_node = env.local_world_size == env.world_size;
   if (!one_node || (env.world_size <= gpus && env.local_rank < gpus)) {
@@ -464,8 +465,9 @@ int run_one_rank(const ReplayCliOptions& o) {
       summary["graphs"].back()["repeat"] = timing_json(reruns);
       const auto p = interp.last_run_profile();
       summary["graphs"].back()["repeat"]["last_run_hashing"] = {
-          {"record_ms", p.record_ms}, {"enqueue_ms", p.enqueue_ms}, {"collect_ms", p.collect_ms},
-          {"batches", p.batches},     {"tensors", p.tensors},       {"bytes", p.bytes}};
+          {"record_ms", p.record_ms},  {"enqueue_ms", p.enqueue_ms}, {"collect_ms", p.collect_ms},
+          {"batches", p.batches},      {"tensors", p.tensors},       {"bytes", p.bytes},
+          {"same_bytes", p.same_bytes}};
     }
     if (!o.json) {
       std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].entry->source

@@ -15,8 +15,8 @@ std::vector<std::set<int>> neighbours(int world_size, int gpus,
     if (static_cast<int>(ranks.size()) > gpus) continue;
     for (const int a : ranks) {
       if (a < 0 || a >= world_size)
-        throw GpuShareError("process group \"" + name + "\" names rank " + std::to_string(a) + ", but the run has " +
-                            std::to_string(world_size) + " ranks");
+        throw GpuShareError("process group \"" + name + "\" names rank " + std::to_string(a) +
+                            ", but the run has " + std::to_string(world_size) + " ranks");
       for (const int b : ranks)
         if (a != b) near[static_cast<std::size_t>(a)].insert(b);
     }
@@ -42,7 +42,8 @@ std::vector<int> share_gpus(int world_size, int gpus, const std::map<std::string
     while (pick < gpus && taken[static_cast<std::size_t>(pick)]) ++pick;
     if (pick == gpus)
       throw GpuShareError("rank " + std::to_string(r) + " shares process groups with ranks on all " +
-                          std::to_string(gpus) + " GPUs: NCCL needs a GPU per rank of a group; use more GPUs");
+                          std::to_string(gpus) +
+                          " GPUs: NCCL needs a GPU per rank of a group; use more GPUs");
     gpu[static_cast<std::size_t>(r)] = pick;
   }
   return gpu;

@@ -29,8 +29,9 @@ const RankExit* exit_of(const LaunchResult& r, int rank) {
 TEST(Launcher, RanksLeftWithoutRankZerosStoreAreStoppedSoon) {
   // Rank 0 (the rendezvous store's host) fails; rank 1 would sleep for 20 s, and the grace is a
   // minute: it is killed a few seconds after rank 0 is gone instead.
-  const auto r = launch_local(shell("if [ \"$RANK\" = 0 ]; then exit 3; fi; sleep 20", std::chrono::minutes(1)),
-                              [](int, bool, std::string_view) {});
+  const auto r =
+      launch_local(shell("if [ \"$RANK\" = 0 ]; then exit 3; fi; sleep 20", std::chrono::minutes(1)),
+                   [](int, bool, std::string_view) {});
   EXPECT_NE(r.failure.find("rank 0"), std::string::npos) << r.failure;
   const RankExit* one = exit_of(r, 1);
   ASSERT_NE(one, nullptr);
@@ -39,8 +40,9 @@ TEST(Launcher, RanksLeftWithoutRankZerosStoreAreStoppedSoon) {
 
 TEST(Launcher, OtherRanksGetTheGraceWhileRankZeroRuns) {
   // Rank 1 fails; rank 0 finishes on its own within the grace and is not killed.
-  const auto r = launch_local(shell("if [ \"$RANK\" = 1 ]; then exit 3; fi; sleep 1", std::chrono::minutes(1)),
-                              [](int, bool, std::string_view) {});
+  const auto r =
+      launch_local(shell("if [ \"$RANK\" = 1 ]; then exit 3; fi; sleep 1", std::chrono::minutes(1)),
+                   [](int, bool, std::string_view) {});
   EXPECT_NE(r.failure.find("rank 1"), std::string::npos) << r.failure;
   const RankExit* zero = exit_of(r, 0);
   ASSERT_NE(zero, nullptr);

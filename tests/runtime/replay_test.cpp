@@ -165,6 +165,27 @@ TEST(Replay, PythonOnlyPrimsRunAsTorchPrimsImplementsThem) {
   EXPECT_EQ(xxh3["iota"], hash::xxh3_64(std::as_bytes(std::span(iota))));
 }
 
+TEST(Replay, ResultsWithTheirArgumentsBytesTakeTheirHashes) {
+  // view and _unsafe_view start where their argument does, contiguous, with as many elements:
+  // the same bytes, hashed once. t (strided), clone (new memory) and slice_1 (fewer elements)
+  // are hashed.
+  TempDir dir;
+  const auto r = replay(dir, {(kData / "same_bytes.txt").string(), "--repeat", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto summary = summaries(r.out)[0];
+  EXPECT_EQ(summary["graphs"][0]["repeat"]["last_run_hashing"]["same_bytes"], 2) << r.out;
+  std::map<std::string, model::NodeRecord> rec;
+  for (const auto& n : read_rank(dir, 0).nodes) rec[n.node] = n;
+  for (const char* name : {"view", "_unsafe_view"}) {
+    EXPECT_EQ(rec[name].xxh3, rec["add"].xxh3) << name;
+    EXPECT_EQ(rec[name].shard, rec["add"].shard) << name;
+  }
+  EXPECT_EQ(rec["_unsafe_view"].shape, (std::vector<std::int64_t>{6, 4}));
+  EXPECT_NE(rec["t"].xxh3, rec["add"].xxh3);
+  EXPECT_EQ(rec["clone"].xxh3, rec["t"].xxh3);
+  EXPECT_NE(rec["slice_1"].shard, rec["add"].shard);
+}
+
 TEST(Replay, AgainstFindsTheFirstDivergentNode) {
   TempDir dir;
   const auto same =

@@ -543,14 +543,16 @@ struct Interpreter::Impl {
   }
 
   void record(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
-              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr, bool hashes = true) {
+              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr, bool hashes = true,
+              const HashRef* same_bytes = nullptr) {
     const auto t0 = std::chrono::steady_clock::now();
-    record_tensors(n, id, op, v, sink, keep, hashes);
+    record_tensors(n, id, op, v, sink, keep, hashes, same_bytes);
     pending->profile.record_ms += ms_since(t0);
   }
 
   void record_tensors(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
-                      const NodeSink& sink, std::vector<model::NodeRecord>* keep, bool hashes) {
+                      const NodeSink& sink, std::vector<model::NodeRecord>* keep, bool hashes,
+                      const HashRef* same_bytes) {
     std::vector<at::Tensor> ts;
     std::vector<std::int64_t> index;
     std::int64_t k = 0;
@@ -561,6 +563,10 @@ struct Interpreter::Impl {
     std::vector<const HashRef*> known(ts.size(), nullptr);
     for (std::size_t i = 0; i < ts.size(); ++i) {
       known[i] = known_hash(n, id, index[i]);
+      if (!known[i] && hashes && same_bytes && ts.size() == 1) {
+        known[i] = same_bytes;
+        ++pending->profile.same_bytes;
+      }
       if (!known[i] && hashes && !ts[i].is_cuda()) cpu.push_back(ts[i]);
     }
     const auto cpu_hashes = hash_blocks(cpu);
@@ -695,8 +701,30 @@ struct Interpreter::Impl {
       record(n, s.node, "output", result, sink, outputs);
     } else if (s.kind != StepKind::Subgraph) {
       record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
-             env[s.node], sink, nullptr, !(s.view && !o.view_hashes));
+             env[s.node], sink, nullptr, !(s.view && !o.view_hashes), same_bytes_as_input(s));
     }
+  }
+
+  /// The hashes of the first argument when an op's single result is exactly its bytes: both
+  /// contiguous, same start, dtype and element count (a view, `_unsafe_view`, a `reshape` or
+  /// `contiguous` that copied nothing). XXH3 and the shard hash depend on nothing else, so the
+  /// result takes the argument's hashes instead of reading the bytes again. The argument is
+  /// alive here, so its address cannot have been reused, and an op that writes in place has
+  /// already dropped its arguments' hashes (forget_hashes).
+  const HashRef* same_bytes_as_input(const Step& s) const {
+    const auto& n = g.nodes[s.node];
+    if (s.kind != StepKind::Op || s.returns != 1 || n.args.empty() || n.args[0].kind != ValueKind::Node) return nullptr;
+    const auto base = n.args[0].node;
+    if (base >= env.size() || base >= node_hashes.size() || !env[base].isTensor() || !env[s.node].isTensor())
+      return nullptr;
+    const auto& a = env[base].toTensor();
+    const auto& r = env[s.node].toTensor();
+    if (!a.defined() || !r.defined() || a.numel() == 0 || a.data_ptr() != r.data_ptr() ||
+        a.scalar_type() != r.scalar_type() || a.numel() != r.numel() || a.device() != r.device() ||
+        !a.is_contiguous() || !r.is_contiguous())
+      return nullptr;
+    const auto it = node_hashes[base].find(0);
+    return it == node_hashes[base].end() || it->second.view ? nullptr : &it->second;
   }
 
   /// Top-level run on the bound placeholder values.

@@ -65,7 +65,8 @@ struct InterpretOptions {
 struct RunProfile {
   double record_ms = 0, enqueue_ms = 0, collect_ms = 0;
   std::size_t batches = 0, tensors = 0;
-  std::int64_t bytes = 0;  // CUDA bytes hashed
+  std::int64_t bytes = 0;      // CUDA bytes hashed
+  std::size_t same_bytes = 0;  // results that took an argument's hashes: the very same bytes
 };
 
 /// One node's result, hashed: the records of its tensors.
