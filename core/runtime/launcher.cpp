@@ -36,7 +36,7 @@ void make_pipe(int p[2]) {
 
 [[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, int out_fd, int err_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // ranks never outlive the launcher
-  setpgid(0, 0);  // a group of its own: a kill reaches whatever the rank started too
+  setpgid(0, 0);                     // a group of its own: a kill reaches whatever the rank started too
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
   setenv("RANK", std::to_string(rank).c_str(), 1);

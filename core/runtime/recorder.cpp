@@ -1,8 +1,7 @@
 #include "core/runtime/recorder.hpp"
 
-#include <torch/version.h>
-
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <bit>
 #include <chrono>

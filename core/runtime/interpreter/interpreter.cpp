@@ -2,7 +2,6 @@
 // then runs boxed calls over an environment of IValues, one per node, freed after its last use.
 
 #include "core/runtime/interpreter/interpreter.hpp"
-#include "core/runtime/interpreter/python_prims.hpp"
 
 #include <ATen/Context.h>
 #include <ATen/Dispatch.h>
@@ -20,6 +19,7 @@
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/detail.hpp"
 #include "core/runtime/interpreter/inputs.hpp"
+#include "core/runtime/interpreter/python_prims.hpp"
 #include "core/runtime/recorder.hpp"
 
 namespace gparity::runtime {
@@ -713,7 +713,8 @@ struct Interpreter::Impl {
   /// already dropped its arguments' hashes (forget_hashes).
   const HashRef* same_bytes_as_input(const Step& s) const {
     const auto& n = g.nodes[s.node];
-    if (s.kind != StepKind::Op || s.returns != 1 || n.args.empty() || n.args[0].kind != ValueKind::Node) return nullptr;
+    if (s.kind != StepKind::Op || s.returns != 1 || n.args.empty() || n.args[0].kind != ValueKind::Node)
+      return nullptr;
     const auto base = n.args[0].node;
     if (base >= env.size() || base >= node_hashes.size() || !env[base].isTensor() || !env[s.node].isTensor())
       return nullptr;
