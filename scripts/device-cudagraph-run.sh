@@ -14,25 +14,12 @@
 #   bash CARRY/src/scripts/device-cudagraph-run.sh CARRY [NRANKS]   (CARRY made by scripts/device-carry.sh;
 #   NRANKS 1, 2 or 4, default 2). STEPS (space separated numbers, default "1 2 3 4 5 6") picks steps.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-carry=$(cd "$1" && pwd)
 n=${2:-2}
-out=${OUT:-/tmp/out}
-steps=" ${STEPS:-1 2 3 4 5 6} "
-mkdir -p "$out"
-export PATH="$carry/sysroot/usr/bin:$PATH"
+# shellcheck source-path=SCRIPTDIR source=device-common.sh
+source "$(dirname "$0")/device-common.sh"
+device_start "$1" "1 2 3 4 5 6" "ranks $n"
 runs=/tmp/gparity-cg-runs
 rm -rf "$runs" && mkdir -p "$runs"
-want() { [[ $steps == *" $1 "* ]]; }
-say() { echo "== $*"; }
-
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())'
-  echo "ranks $n"
-} 2>&1 | tee "$out/machine.txt"
-
-source "$(dirname "$0")/device-common.sh"
 device_nccl_include
 
 build=/tmp/gparity-build

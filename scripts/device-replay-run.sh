@@ -24,26 +24,15 @@
 # goes to $OUT/summary.txt: sample, graph, compile id, what, exit code (0 equal/ran, 1 diverges,
 # 2 bad input) and the verdict lines.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ $# -lt 2 ]; then
   sed -n '2,20p' "$0"
   exit 2
 fi
-carry=$(cd "$1" && pwd)
-shift
-out=${OUT:-/tmp/out}
-steps=" ${STEPS:-1 2 3 4 5 6} "
-mkdir -p "$out/runs"
-export PATH="$carry/sysroot/usr/bin:$PATH"
-want() { [[ $steps == *" $1 "* ]]; }
-say() { echo "== $*"; }
-
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
-} 2>&1 | tee "$out/machine.txt"
-
+# shellcheck source-path=SCRIPTDIR source=device-common.sh
 source "$(dirname "$0")/device-common.sh"
+device_start "$1" "1 2 3 4 5 6"
+shift
+mkdir -p "$out/runs"
 device_nccl_include
 
 build=/tmp/gparity-build

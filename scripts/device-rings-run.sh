@@ -19,27 +19,13 @@
 #   STEPS  which of the steps above to run (default "1 2 3"); the build always runs (and is
 #          incremental on a machine that is still warm)
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-carry=$(cd "$1" && pwd)
-out=${OUT:-/tmp/out}
+# shellcheck source-path=SCRIPTDIR source=device-common.sh
+source "$(dirname "$0")/device-common.sh"
+device_start "$1" "1 2 3"
 rank_counts=${2:-${RANKS:-2 4}}
-steps=" ${STEPS:-1 2 3} "
-mkdir -p "$out"
-export PATH="$carry/sysroot/usr/bin:$PATH"
 runs=/tmp/gparity-rings-runs
 mkdir -p "$runs"
-want() { [[ $steps == *" $1 "* ]]; }
-say() { echo "== $*"; }
-
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  nvidia-smi topo -m 2>/dev/null | head -6
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())'
-  nproc
-} 2>&1 | tee "$out/machine.txt"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-
-source "$(dirname "$0")/device-common.sh"
 device_nccl_include
 say "nccl.h: ${nccl_h:-not found}"
 

@@ -12,25 +12,11 @@
 #   bash CARRY/src/scripts/device-runtime-run.sh CARRY     (CARRY made by scripts/device-carry.sh)
 # STEPS (space separated numbers, default "1 2 3 4 5") picks steps; the build always runs.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-carry=$(cd "$1" && pwd)
-out=${OUT:-/tmp/out}
-steps=" ${STEPS:-1 2 3 4 5} "
-mkdir -p "$out"
-export PATH="$carry/sysroot/usr/bin:$PATH"
+# shellcheck source-path=SCRIPTDIR source=device-common.sh
+source "$(dirname "$0")/device-common.sh"
+device_start "$1" "1 2 3 4 5"
 runs=/tmp/gparity-runs
 rm -rf "$runs" && mkdir -p "$runs"
-want() { [[ $steps == *" $1 "* ]]; }
-say() { echo "== $*"; }
-
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  nvidia-smi topo -m 2>/dev/null | head -4
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())'
-  nproc
-} 2>&1 | tee "$out/machine.txt"
-
-source "$(dirname "$0")/device-common.sh"
 device_nccl_include
 say "nccl.h: ${nccl_h:-not found}"
 
