@@ -36,34 +36,60 @@ __device__ __forceinline__ std::uint64_t load_bits(const unsigned char* p) {
   }
 }
 
+/// mix_halves' two halves: the pair the sums below keep apart.
+struct Halves {
+  std::uint32_t hi, lo;
+};
+__device__ __forceinline__ Halves mix_pair(std::uint32_t hi, std::uint32_t lo) {
+  hi ^= round_fn(lo, kR1);
+  lo ^= round_fn(hi, kR2);
+  hi ^= round_fn(lo, kR3);
+  return {hi, lo};
+}
+
 /// Sum of mix() over the 16 / ES elements of one vector whose first element has index key `key`;
 /// each next element's key is `step` further (kStep: consecutive global indices).
+///
+/// Fewer integer instructions an element than the plain form (the kernel is instruction-bound on
+/// 1- and 2-byte elements): element k's key is key + k * step, computed as the 64-bit sum of
+/// key's low word and the constant k * step, plus key's high word in 32 bits; and the terms'
+/// low halves are summed in 64 bits, their high halves in 32 (sum(hi << 32) mod 2^64 is
+/// (sum(hi) mod 2^32) << 32).
 template <int ES>
 __device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64_t key,
                                                      std::uint64_t step = kStep) {
   const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
-  std::uint64_t acc = 0;
   if constexpr (ES == 8) {
+    std::uint64_t acc = 0;
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       acc += mix_halves(static_cast<std::uint32_t>(key >> 32) ^ w[2 * k + 1],
                         static_cast<std::uint32_t>(key) ^ w[2 * k]);
       key += step;
     }
+    return acc;
   } else {
     constexpr int kPerWord = 4 / ES;
     constexpr std::uint32_t kMask = ES == 4 ? 0xFFFFFFFFU : (1U << (8 * ES)) - 1;
+    const auto key_lo = static_cast<std::uint32_t>(key);
+    const auto key_hi = static_cast<std::uint32_t>(key >> 32);
+    std::uint64_t lo_sum = 0;
+    std::uint32_t hi_sum = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
       for (int k = 0; k < kPerWord; ++k) {
+        const std::uint64_t kk =
+            static_cast<std::uint64_t>(key_lo) + static_cast<std::uint64_t>(i * kPerWord + k) * step;
         const std::uint32_t bits = (w[i] >> (8 * ES * k)) & kMask;
-        acc += mix_halves(static_cast<std::uint32_t>(key >> 32), static_cast<std::uint32_t>(key) ^ bits);
-        key += step;
+        const Halves h =
+            mix_pair(static_cast<std::uint32_t>(kk >> 32) + key_hi, static_cast<std::uint32_t>(kk) ^ bits);
+        lo_sum += h.lo;
+        hi_sum += h.hi;
       }
     }
+    return lo_sum + (static_cast<std::uint64_t>(hi_sum) << 32);
   }
-  return acc;
 }
 
 __device__ __forceinline__ void block_add(std::uint64_t acc, std::uint64_t* sum) {
