@@ -55,12 +55,20 @@ GPARITY_HD constexpr std::uint32_t round_fn(std::uint32_t v, std::uint32_t k) {
   return static_cast<std::uint32_t>(p) ^ static_cast<std::uint32_t>(p >> 32);
 }
 
-/// feistel_mix(key ^ bits) with the word already split into halves.
-GPARITY_HD constexpr std::uint64_t mix_halves(std::uint32_t hi, std::uint32_t lo) {
+/// feistel_mix(key ^ bits) with the word already split into halves, and its result's halves
+/// (kernels that sum the halves apart take them so).
+struct Halves {
+  std::uint32_t hi, lo;
+};
+GPARITY_HD constexpr Halves mix_pair(std::uint32_t hi, std::uint32_t lo) {
   hi ^= round_fn(lo, kR1);
   lo ^= round_fn(hi, kR2);
   hi ^= round_fn(lo, kR3);
-  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+  return {hi, lo};
+}
+GPARITY_HD constexpr std::uint64_t mix_halves(std::uint32_t hi, std::uint32_t lo) {
+  const Halves h = mix_pair(hi, lo);
+  return (static_cast<std::uint64_t>(h.hi) << 32) | h.lo;
 }
 
 /// The term one element contributes: mix(global_index, bits) of the spec.

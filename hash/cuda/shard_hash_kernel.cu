@@ -36,17 +36,6 @@ __device__ __forceinline__ std::uint64_t load_bits(const unsigned char* p) {
   }
 }
 
-/// mix_halves' two halves: the pair the sums below keep apart.
-struct Halves {
-  std::uint32_t hi, lo;
-};
-__device__ __forceinline__ Halves mix_pair(std::uint32_t hi, std::uint32_t lo) {
-  hi ^= round_fn(lo, kR1);
-  lo ^= round_fn(hi, kR2);
-  hi ^= round_fn(lo, kR3);
-  return {hi, lo};
-}
-
 /// Sum of mix() over the 16 / ES elements of one vector whose first element has index key `key`;
 /// each next element's key is `step` further (kStep: consecutive global indices).
 ///
