@@ -327,6 +327,25 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
   return v.equal ? kExitParity : kExitDivergence;
 }
 
+/// What rank 0 says when ranks share GPUs: the map, and the groups left without a GPU per rank
+/// (a collective on one of them is refused when the graph reaches it).
+std::string gpu_sharing_note(const std::vector<int>& gpu_of_rank, int gpus,
+                             const runtime::GroupRanks& groups) {
+  std::string note =
+      std::to_string(gpu_of_rank.size()) + " ranks on " + std::to_string(gpus) + " GPU(s), rank->GPU:";
+  for (std::size_t r = 0; r < gpu_of_rank.size(); ++r)
+    note += (r ? ", " : " ") + std::to_string(r) + "->" + std::to_string(gpu_of_rank[r]);
+  std::string shared;
+  for (const auto& [name, ranks] : groups)
+    if (!runtime::gpu_share_conflict(ranks, gpu_of_rank).empty())
+      shared += (shared.empty() ? "" : ", ") + name;
+  return note + (shared.empty()
+                     ? "; every process group has a GPU per rank"
+                     : "; process group(s) " + shared +
+                           " share a GPU, so a collective on them would be refused (NCCL needs a GPU "
+                           "per rank of a group)");
+}
+
 /// With fewer GPUs than ranks on one node, the GPU of every rank (runtime::share_gpus: ranks of
 /// a process group on distinct GPUs), and this rank's put in env.local_rank; else empty, every
 /// rank on GPU LOCAL_RANK.
@@ -334,6 +353,7 @@ std::vector<int> place_on_gpus(const ReplayCliOptions& o, runtime::RankEnv& env,
                                const runtime::GroupRanks& groups) {
   if (o.device != "cuda") return {};
   const int visible = runtime::cuda_device_count();
+  if (visible == 0) runtime::require_cuda_device(env.local_rank);  // says there is no GPU here
   if (o.gpus > visible)
     throw std::invalid_argument("--gpus " + std::to_string(o.gpus) + ": this machine has " +
                                 std::to_string(visible) + " GPU(s)");
@@ -345,13 +365,8 @@ std::vector<int> place_on_gpus(const ReplayCliOptions& o, runtime::RankEnv& env,
   }
   auto gpu_of_rank = runtime::share_gpus(env.world_size, gpus, groups);
   env.local_rank = gpu_of_rank[static_cast<std::size_t>(env.rank)];
-  if (env.rank == 0) {
-    std::string map;
-    for (std::size_t r = 0; r < gpu_of_rank.size(); ++r)
-      map += (r ? ", " : "") + std::to_string(r) + "->" + std::to_string(gpu_of_rank[r]);
-    std::cerr << "gparity replay: " << env.world_size << " ranks on " << gpus
-              << " GPUs, no two ranks of a process group on one GPU (rank->GPU: " << map << ")" << std::endl;
-  }
+  if (env.rank == 0)
+    std::cerr << "gparity replay: " << gpu_sharing_note(gpu_of_rank, gpus, groups) << std::endl;
   return gpu_of_rank;
 }
 
