@@ -159,26 +159,17 @@ template <typename T>
 
 #endif
 
-// One out-of-line function per element size: the AVX2 kernel where the CPU has it, else the
-// scalar loop. Both give the same result.
+template <typename T>
+std::uint64_t run_at(detail::SimdLevel level, const std::byte* data, std::size_t count,
+                     std::uint64_t first) noexcept {
 #if defined(__x86_64__)
-#define GPARITY_RUN_FN(NAME, T)                                                                              \
-  std::uint64_t NAME(const std::byte* data, std::size_t count, std::uint64_t first) noexcept {               \
-    static const int level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0; \
-    if (level == 2) return run_avx512<T>(data, count, first);                                                \
-    return level == 1 ? run_avx2<T>(data, count, first) : run_dense<T>(data, count, first);                  \
-  }
+  if (level == detail::SimdLevel::Avx512) return run_avx512<T>(data, count, first);
+  if (level == detail::SimdLevel::Avx2) return run_avx2<T>(data, count, first);
 #else
-#define GPARITY_RUN_FN(NAME, T)                                                                \
-  std::uint64_t NAME(const std::byte* data, std::size_t count, std::uint64_t first) noexcept { \
-    return run_dense<T>(data, count, first);                                                   \
-  }
+  (void)level;
 #endif
-GPARITY_RUN_FN(run_u8, std::uint8_t)
-GPARITY_RUN_FN(run_u16, std::uint16_t)
-GPARITY_RUN_FN(run_u32, std::uint32_t)
-GPARITY_RUN_FN(run_u64, std::uint64_t)
-#undef GPARITY_RUN_FN
+  return run_dense<T>(data, count, first);
+}
 
 std::uint64_t element_bits(const std::byte* p, std::size_t elem_size) noexcept {
   switch (elem_size) {
@@ -227,14 +218,32 @@ std::uint64_t hash_range(const detail::BlockWalk& walk, std::int64_t begin, std:
 
 std::uint64_t shard_hash_run(const std::byte* data, std::size_t elem_size, std::size_t count,
                              std::uint64_t first_global_index) noexcept {
+  static const detail::SimdLevel best = detail::best_simd_level();
+  return detail::shard_hash_run_at(best, data, elem_size, count, first_global_index);
+}
+
+namespace detail {
+
+SimdLevel best_simd_level() noexcept {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return SimdLevel::Avx512;
+  if (__builtin_cpu_supports("avx2")) return SimdLevel::Avx2;
+#endif
+  return SimdLevel::Scalar;
+}
+
+std::uint64_t shard_hash_run_at(SimdLevel level, const std::byte* data, std::size_t elem_size,
+                                std::size_t count, std::uint64_t first_global_index) noexcept {
   switch (elem_size) {
-    case 1: return run_u8(data, count, first_global_index);
-    case 2: return run_u16(data, count, first_global_index);
-    case 4: return run_u32(data, count, first_global_index);
-    case 8: return run_u64(data, count, first_global_index);
+    case 1: return run_at<std::uint8_t>(level, data, count, first_global_index);
+    case 2: return run_at<std::uint16_t>(level, data, count, first_global_index);
+    case 4: return run_at<std::uint32_t>(level, data, count, first_global_index);
+    case 8: return run_at<std::uint64_t>(level, data, count, first_global_index);
     default: return 0;
   }
 }
+
+}  // namespace detail
 
 std::uint64_t shard_hash(const BlockView& block, const GlobalPlacement& placement,
                          const ShardHashOptions& options) {

@@ -79,4 +79,17 @@ std::uint64_t shard_hash_contiguous(std::span<const std::byte> bytes, std::size_
 std::uint64_t shard_hash_run(const std::byte* data, std::size_t elem_size, std::size_t count,
                              std::uint64_t first_global_index) noexcept;
 
+namespace detail {
+
+/// The CPU kernels of shard_hash_run: one result whatever the level.
+enum class SimdLevel { Scalar, Avx2, Avx512 };
+/// The widest level this CPU runs, which shard_hash_run uses.
+SimdLevel best_simd_level() noexcept;
+/// shard_hash_run at `level` (at most best_simd_level()): tests check every level the CPU has,
+/// since shard_hash_run itself only ever reaches the widest.
+std::uint64_t shard_hash_run_at(SimdLevel level, const std::byte* data, std::size_t elem_size,
+                                std::size_t count, std::uint64_t first_global_index) noexcept;
+
+}  // namespace detail
+
 }  // namespace gparity::hash
