@@ -147,13 +147,15 @@ struct Comm::Impl {
     return msg;
   }
 
+  /// Runs `fn`, one step all ranks take together (a collective, a barrier), and turns its failure
+  /// into a RankFailure that names the ranks that stopped.
   template <typename Fn>
-  void run(const char* what, Fn&& fn) {
+  void guarded(const char* what, Fn&& fn) {
     try {
-      // One store round trip per collective: what lets a failure report tell a rank that is
-      // stuck in compute from one waiting in the same collective.
+      // One store round trip per step: what lets a failure report tell a rank that is stuck in
+      // compute from one waiting in the same collective.
       store->set("gparity/coll/" + std::to_string(env.rank), to_bytes(std::to_string(++collectives)));
-      wait_work(fn(), capturing, timeout);
+      fn();
     } catch (const RankFailure&) {
       throw;
     } catch (const std::exception& e) {
@@ -161,6 +163,12 @@ struct Comm::Impl {
       if (const auto nl = cause.find('\n'); nl != std::string::npos) cause.resize(nl);
       throw RankFailure(diagnose(what, cause));
     }
+  }
+
+  /// A collective: `fn` starts it and returns its work, waited for here.
+  template <typename Fn>
+  void run(const char* what, Fn&& fn) {
+    guarded(what, [&] { wait_work(fn(), capturing, timeout); });
   }
 };
 
@@ -342,15 +350,10 @@ void Comm::barrier(const char* what) {
 void Comm::store_barrier(const char* what) {
   auto& im = *impl_;
   const std::string key = "gparity/barrier/" + std::to_string(++im.barriers);
-  try {
-    im.store->set("gparity/coll/" + std::to_string(im.env.rank), to_bytes(std::to_string(++im.collectives)));
+  im.guarded(what, [&] {
     if (im.store->add(key, 1) == im.env.world_size) im.store->set(key + "/all", to_bytes("1"));
     im.store->wait({key + "/all"}, im.timeout);
-  } catch (const std::exception& e) {
-    std::string cause = e.what();
-    if (const auto nl = cause.find('\n'); nl != std::string::npos) cause.resize(nl);
-    throw RankFailure(im.diagnose(what, cause));
-  }
+  });
 }
 
 void Comm::set_graph_capture(bool capturing) noexcept {
