@@ -1,7 +1,6 @@
 #include "core/runtime/recorder.hpp"
 
 #include <ATen/ATen.h>
-#include <torch/version.h>
 
 #include <bit>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/runtime/clock.hpp"
+#include "core/runtime/dtype_map.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
 
@@ -27,29 +27,8 @@
 
 namespace gparity::runtime {
 model::DType trace_dtype(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return model::DType::F32;
-    case at::kBFloat16: return model::DType::BF16;
-    case at::kHalf: return model::DType::F16;
-    case at::kDouble: return model::DType::F64;
-    case at::kLong: return model::DType::I64;
-    case at::kInt: return model::DType::I32;
-    case at::kShort: return model::DType::I16;
-    case at::kChar: return model::DType::I8;
-    case at::kByte: return model::DType::U8;
-    case at::kBool: return model::DType::Bool;
-    case at::kComplexFloat: return model::DType::C64;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-    case at::kUInt16: return model::DType::U16;
-    case at::kUInt32: return model::DType::U32;
-    case at::kUInt64: return model::DType::U64;
-#endif
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-    case at::kFloat8_e4m3fn: return model::DType::F8E4M3;
-    case at::kFloat8_e5m2: return model::DType::F8E5M2;
-#endif
-    default: throw std::invalid_argument(std::string("unsupported dtype ") + at::toString(t.scalar_type()));
-  }
+  if (const auto d = to_dtype(t.scalar_type())) return *d;
+  throw std::invalid_argument(std::string("unsupported dtype ") + at::toString(t.scalar_type()));
 }
 
 model::TraceScalar trace_scalar(const at::Tensor& scalar) {

@@ -12,9 +12,6 @@
 
 namespace gparity::runtime::detail {
 
-/// Our dtype as LibTorch's; nullopt for types this LibTorch lacks (float8 on 1.13, u16/u32/u64).
-std::optional<at::ScalarType> to_scalar_type(model::DType d) noexcept;
-
 /// "cuda:1" / "cpu" as a c10::Device; throws ReplayError for text LibTorch rejects.
 c10::Device parse_device(const std::string& text);
 

@@ -1,45 +1,16 @@
 #include "core/runtime/interpreter/inputs.hpp"
 
-#include <torch/version.h>
-
 #include <cstring>
 #include <vector>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/safetensors.hpp"
+#include "core/runtime/dtype_map.hpp"
 #include "core/runtime/interpreter/detail.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 
 namespace gparity::runtime {
 namespace detail {
-
-std::optional<at::ScalarType> to_scalar_type(model::DType d) noexcept {
-  using model::DType;
-  switch (d) {
-    case DType::Bool: return at::kBool;
-    case DType::U8: return at::kByte;
-    case DType::I8: return at::kChar;
-    case DType::I16: return at::kShort;
-    case DType::I32: return at::kInt;
-    case DType::I64: return at::kLong;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::F32: return at::kFloat;
-    case DType::F64: return at::kDouble;
-    case DType::C64: return at::kComplexFloat;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-    // Unsigned 16-64-bit tensors arrived in 2.3 (SDPA's philox seed and offset are uint64).
-    case DType::U16: return at::kUInt16;
-    case DType::U32: return at::kUInt32;
-    case DType::U64: return at::kUInt64;
-#endif
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-    case DType::F8E4M3: return at::kFloat8_e4m3fn;
-    case DType::F8E5M2: return at::kFloat8_e5m2;
-#endif
-    default: return std::nullopt;
-  }
-}
 
 c10::Device parse_device(const std::string& text) {
   try {
@@ -69,7 +40,7 @@ std::uint64_t fnv1a64(std::string_view text) noexcept {
 
 at::Tensor generate_input(std::string_view name, model::DType dtype, const std::vector<std::int64_t>& sizes,
                           const InputOptions& o) {
-  const auto st = detail::to_scalar_type(dtype);
+  const auto st = to_scalar_type(dtype);
   if (!st) throw ReplayError("cannot generate an input of dtype " + std::string(model::dtype_name(dtype)));
   std::int64_t n = 1;
   for (const auto s : sizes) n *= s;
@@ -127,7 +98,7 @@ const model::SafetensorsTensor* find_tensor(const model::SafetensorsFile& f, std
 }
 
 at::Tensor load(const model::SafetensorsFile& f, const model::SafetensorsTensor& t) {
-  const auto st = detail::to_scalar_type(t.dtype);
+  const auto st = to_scalar_type(t.dtype);
   if (!st)
     throw ReplayError(f.path() + ": tensor \"" + t.name + "\" has dtype " +
                       std::string(model::dtype_name(t.dtype)) + ", which this LibTorch cannot hold");

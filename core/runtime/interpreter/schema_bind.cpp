@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/runtime/dtype_map.hpp"
 #include "core/runtime/interpreter/detail.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 
