@@ -375,7 +375,8 @@ int run_one_rank(const ReplayCliOptions& o) {
   const auto coll = model::load_graphs(o.source);
   std::vector<std::string> dumps_used;
   const auto table = o.groups.load(o.source, dumps_used);
-  const auto gpu_of_rank = place_on_gpus(o, env, group_ranks(table));
+  auto groups = group_ranks(table);
+  const auto gpu_of_rank = place_on_gpus(o, env, groups);
   const auto device = device_of(o, env);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   const auto symbols = parse_syms(o.syms);
@@ -417,7 +418,7 @@ int run_one_rank(const ReplayCliOptions& o) {
   std::unique_ptr<runtime::GroupComm> comm;
   if (env.world_size > 1) {
     auto backend = o.device == "cuda" ? runtime::CommBackend::Nccl : runtime::CommBackend::Gloo;
-    comm = std::make_unique<runtime::GroupComm>(env, backend, group_ranks(table), timeout, gpu_of_rank);
+    comm = std::make_unique<runtime::GroupComm>(env, backend, std::move(groups), timeout, gpu_of_rank);
   }
   if (env.rank == 0) write_manifest(o, env);
   model::TraceWriter writer(o.out, env.rank);
