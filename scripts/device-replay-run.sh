@@ -12,7 +12,8 @@
 #   5. --cuda-graph: every forward/backward/joint graph captured as a CUDA graph and replayed
 #      beside the uncaptured run (--cuda-graph-check, 3 runs each); verdict per graph
 #   6. bench/replay_gpu_bench.py: a transformer block (dim 2048, seq 1024, bf16) compiled under
-#      TORCH_TRACE on one GPU; eager vs replay without / with hashing (and --cuda-graph), side by side
+#      TORCH_TRACE on one GPU; eager vs replay without / with hashing (and --cuda-graph), side by side;
+#      BENCH_ARGS (e.g. "--dim 4096 --heads 32 --hidden 16384 --rounds 2"): a second shape after it
 #
 #   bash CARRY/src/scripts/device-replay-run.sh CARRY SAMPLE_DIR...
 #     CARRY        made by scripts/device-carry.sh
@@ -108,6 +109,14 @@ if want 6; then
   TORCH_TRACE=/tmp/gparity-bench-trace CUDA_VISIBLE_DEVICES=0 timeout 400 python3 "$carry/src/bench/replay_gpu_bench.py" \
     --gparity "$G" --trace /tmp/gparity-bench-trace --out "$out/replay_gpu_bench.json" --cuda-graph \
     2>&1 | tail -20 | tee "$out/replay_gpu_bench.txt"
+  if [ -n "${BENCH_ARGS:-}" ]; then
+    say "6. replay_gpu_bench, second shape: $BENCH_ARGS"
+    rm -rf /tmp/gparity-bench-trace
+    # shellcheck disable=SC2086
+    TORCH_TRACE=/tmp/gparity-bench-trace CUDA_VISIBLE_DEVICES=0 timeout 400 python3 "$carry/src/bench/replay_gpu_bench.py" \
+      --gparity "$G" --trace /tmp/gparity-bench-trace --out "$out/replay_gpu_bench_2.json" $BENCH_ARGS \
+      2>&1 | tail -20 | tee "$out/replay_gpu_bench_2.txt"
+  fi
 fi
 say "summary"
 cat "$out/summary.txt"

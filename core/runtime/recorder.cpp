@@ -14,6 +14,7 @@
 #include "hash/xxh3.hpp"
 
 #if GPARITY_WITH_CUDA_HASH
+#include "hash/cuda/hash_pair_cuda.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
 #include "hash/cuda/xxh3_cuda.hpp"
 #endif
@@ -97,8 +98,10 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
     }
   }
   // PyTorch CUDA tensors and their buffers are device memory: no driver query per pointer.
-  hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false);
-  if (xxh3) hash::xxh3_64_cuda_batch(bytes, words, 2, stream, /*check_pointers=*/false);
+  if (xxh3)
+    hash::hash_pairs_cuda_batch(bytes, views, globals, words, 2, stream, /*check_pointers=*/false);
+  else
+    hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false);
 }
 
 /// The device's current stream, as the hash kernels take it.

@@ -138,5 +138,14 @@ void require_device_pointer(const void* p);
 /// Number of CUDA devices; 0 when there is no driver or no device.
 int device_count() noexcept;
 
+// Implemented in xxh3_kernel.cu.
+
+/// `waiting` waits, on the device, for the work `on` has enqueued so far (an event between them).
+void join_streams(void* waiting, void* on);
+/// The current device's side stream for the XXH3 chains (non-blocking, made once, never freed).
+void* side_stream();
+/// True while `stream` is being captured into a CUDA graph.
+bool stream_capturing(void* stream);
+
 }  // namespace cuda_detail
 }  // namespace gparity::hash

@@ -30,7 +30,7 @@ void check(cudaError_t e, const char* what) {
 }  // namespace
 
 void xxh3_64_cuda_batch(std::span<const DeviceBytes> buffers, std::uint64_t* device_out,
-                        std::size_t out_stride, void* stream, bool check_pointers) {
+                        std::size_t out_stride, void* stream, bool check_pointers, void* chain_stream) {
   if (buffers.empty()) return;
   if (check_pointers) cuda_detail::require_device_pointer(device_out);
   std::vector<cuda_detail::Xxh3Segment> segments;
@@ -43,7 +43,7 @@ void xxh3_64_cuda_batch(std::span<const DeviceBytes> buffers, std::uint64_t* dev
     blocks += full;
   }
   cuda_detail::launch_xxh3(segments.data(), segments.size(), blocks, default_secret(), device_out, out_stride,
-                           stream);
+                           stream, chain_stream);
 }
 
 std::uint64_t xxh3_64_cuda(DeviceBytes bytes, void* stream) {

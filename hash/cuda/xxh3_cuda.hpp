@@ -27,7 +27,10 @@ std::uint64_t xxh3_64_cuda(DeviceBytes bytes, void* stream = nullptr);
 /// without waiting (two kernel launches for the whole batch). The buffers must stay alive and
 /// unchanged until the stream reaches that point. `check_pointers` false skips asking the driver
 /// whether each pointer is device memory, for callers that know it is (PyTorch CUDA tensors).
+/// With a `chain_stream`, the scramble chains run there once the block sums are done (see
+/// cuda_detail::launch_xxh3); the caller joins it before reading the digests.
 void xxh3_64_cuda_batch(std::span<const DeviceBytes> buffers, std::uint64_t* device_out,
-                        std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true);
+                        std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true,
+                        void* chain_stream = nullptr);
 
 }  // namespace gparity::hash

@@ -68,6 +68,29 @@ TEST(Xxh3CudaPlan, ConstantInputsStillDependOnEveryBlock) {
   EXPECT_EQ(xxh3_by_blocks(bytes(zeros), zeros.size(), s), XXH3_64bits(zeros.data(), zeros.size()));
 }
 
+TEST(Xxh3CudaPlan, ScrambleInHalvesEqualsTheScrambleThenTheAdd) {
+  // Every lane's key, values that carry across the halves and the 47-bit shift's edge.
+  const auto s = secret();
+  std::uint64_t x = 0x0123456789ABCDEFULL;
+  const auto next = [&] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL; };
+  for (int lane = 0; lane < kXxh3Lanes; ++lane) {
+    const std::uint64_t key = xxh3_read64(s.bytes + 128 + 8 * lane);
+    for (int i = 0; i < 2000; ++i) {
+      std::uint64_t z = next();
+      std::uint64_t add = next();
+      if (i % 4 == 1) z |= 0xFFFFFFFF00000000ULL;
+      if (i % 4 == 2) add = 0xFFFFFFFFFFFFFFFFULL;
+      if (i % 4 == 3) z = (std::uint64_t{1} << 47) - static_cast<std::uint64_t>(i);
+      const Xxh3Halves got =
+          xxh3_scramble_add({static_cast<std::uint32_t>(z), static_cast<std::uint32_t>(z >> 32)}, add,
+                            static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32),
+                            static_cast<std::uint32_t>(kP32_1));
+      ASSERT_EQ((static_cast<std::uint64_t>(got.hi) << 32) | got.lo, xxh3_scramble(z, key) + add)
+          << "lane " << lane << " z " << z << " add " << add;
+    }
+  }
+}
+
 TEST(Xxh3CudaPlan, FullBlocksLeaveTheLastByteToTheTail) {
   EXPECT_EQ(xxh3_full_blocks(240), 0U);
   EXPECT_EQ(xxh3_full_blocks(241), 0U);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "hash/cuda/hash_pair_cuda.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
 #include "hash/xxh3.hpp"
 #include "tests/hash/cuda_cases.hpp"
@@ -55,7 +56,9 @@ TEST_F(Xxh3Cuda, MatchesCpuAtEverySizeClass) {
   std::vector<std::size_t> sizes;
   for (std::size_t n = 0; n <= 300; ++n) sizes.push_back(n);
   for (const std::size_t n :
-       {1023UL, 1024UL, 1025UL, 1088UL, 1089UL, 2048UL, 2049UL, 16385UL, 65536UL, 100003UL, (1UL << 22) + 1})
+       {1023UL, 1024UL, 1025UL, 1088UL, 1089UL, 2048UL, 2049UL, 16385UL, 65536UL, 100003UL, (1UL << 22) + 1,
+        // 63, 64, 65, 128 and 129 full blocks: around the chain's 64-block staging chunks
+        64UL * 1024, 64UL * 1024 + 1, 65UL * 1024 + 1, 128UL * 1024 + 1, 129UL * 1024 + 5})
     sizes.push_back(n);
   int checked = 0;
   for (const std::size_t n : sizes) {
@@ -123,6 +126,44 @@ TEST_F(Xxh3Cuda, LargeBuffersMatchTheCpu) {
   const DeviceBuffer dev(host);
   EXPECT_EQ(xxh3_64_cuda({dev.data() + 3, n}), cpu(host, 3, n));
   EXPECT_EQ(xxh3_64_cuda({dev.data(), std::size_t{256} << 20}), cpu(host, 0, std::size_t{256} << 20));
+}
+
+// Both hashes in one call, on a stream of the caller's: the XXH3 chains run on a side stream,
+// and the caller's stream must wait for them. A 64 MiB buffer's chain takes about 1 ms, so a
+// copy enqueued on the caller's stream right after the call would read a digest not yet written
+// if it did not.
+TEST_F(Xxh3Cuda, HashPairsMatchTheCpuAndTheCallersStreamWaitsForTheChains) {
+  const std::size_t big = std::size_t{64} << 20;
+  const auto host = testing::random_storage(big + 64, 31);
+  const DeviceBuffer dev(host);
+  const std::vector<std::pair<std::size_t, std::size_t>> parts = {
+      {0, big}, {16, 4096}, {2, 0}, {32, 240}, {48, 100000}, {8, 2}};  // bytes; f32 blocks below
+  std::vector<DeviceBytes> bytes;
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const auto& [off, n] : parts) {
+    bytes.push_back({n ? dev.data() + off : nullptr, n});
+    shapes.push_back({static_cast<std::int64_t>(n / 2)});
+  }
+  std::vector<BlockView> blocks;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    blocks.push_back({dev.data() + parts[i].first, 2, shapes[i], {}});
+  const std::vector<GlobalPlacement> placements(parts.size());
+  const std::vector<std::byte> zeros(parts.size() * 2 * sizeof(std::uint64_t));
+  const DeviceBuffer out(zeros);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<std::uint64_t> got(parts.size() * 2);
+  hash_pairs_cuda_batch(bytes, blocks, placements, out.words(), 2, stream);
+  ASSERT_EQ(cudaMemcpyAsync(got.data(), out.words(), got.size() * 8, cudaMemcpyDeviceToHost, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto [off, n] = parts[i];
+    EXPECT_EQ(got[2 * i], cpu(host, off, n)) << "xxh3 of buffer " << i;
+    const BlockView host_block{host.data() + off, 2, shapes[i], {}};
+    EXPECT_EQ(got[2 * i + 1], shard_hash(host_block, {})) << "shard hash of buffer " << i;
+  }
 }
 
 }  // namespace
