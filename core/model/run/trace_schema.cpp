@@ -4,11 +4,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <type_traits>
-#include <utility>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_input.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::model {
@@ -26,21 +25,6 @@ const json& member(const json& j, const char* key, const std::string& source, st
   return *it;
 }
 
-/// The integer `j` holds when it is one and T can hold it. nlohmann's own get<T>() static_casts
-/// whatever number it finds: a float out of T's range is undefined behaviour (1e88 as an int64,
-/// found by fuzz_trace_jsonl), and 2.5 or 2^40 would be silently turned into another number.
-template <typename T>
-std::optional<T> exact_integer(const json& j) {
-  if (j.is_number_unsigned()) {
-    const auto v = j.get<std::uint64_t>();
-    if (std::in_range<T>(v)) return static_cast<T>(v);
-  } else if (j.is_number_integer()) {
-    const auto v = j.get<std::int64_t>();
-    if (std::in_range<T>(v)) return static_cast<T>(v);
-  }
-  return std::nullopt;
-}
-
 template <typename T>
 struct is_vector : std::false_type {};
 template <typename E>
@@ -49,7 +33,7 @@ struct is_vector<std::vector<E>> : std::true_type {};
 template <typename T>
 T get_as(const json& j, const char* key, const std::string& source, std::int64_t line) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    const auto v = exact_integer<T>(j);
+    const auto v = json_integer<T>(j);
     if (!v) bad(source, line, std::string("field \"") + key + "\" is not an integer in range");
     return *v;
   } else if constexpr (is_vector<T>::value) {
