@@ -6,8 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
@@ -16,24 +19,26 @@
 
 namespace {
 constexpr const char* kFiles[] = {"__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"};
-int g_replaced = -1;  // the data file the previous input replaced, restored before the next
+std::vector<std::uint8_t> g_real[4];  // the real data files, read once
+int g_replaced = -1;                  // the file the previous input replaced, restored before the next
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   gparity::fuzz::copy_to_scratch(".metadata", gparity::fuzz::source_file("tests/data/dcp/grid/.metadata"));
-  for (const char* f : kFiles)
-    gparity::fuzz::copy_to_scratch(f, gparity::fuzz::source_file(std::string("tests/data/dcp/grid/") + f));
+  for (int i = 0; i < 4; ++i) {
+    const auto path = gparity::fuzz::copy_to_scratch(
+        kFiles[i], gparity::fuzz::source_file(std::string("tests/data/dcp/grid/") + kFiles[i]));
+    std::ifstream in(path, std::ios::binary);
+    g_real[i].assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const int which = data[0] % 4;
-  if (g_replaced >= 0 && g_replaced != which) {
-    gparity::fuzz::copy_to_scratch(
-        kFiles[g_replaced],
-        gparity::fuzz::source_file(std::string("tests/data/dcp/grid/") + kFiles[g_replaced]));
-  }
+  if (g_replaced >= 0 && g_replaced != which)
+    gparity::fuzz::write_scratch(kFiles[g_replaced], g_real[g_replaced]);
   gparity::fuzz::write_scratch(kFiles[which], std::span(data + 1, size - 1));
   g_replaced = which;
   unsigned sum = 0;
