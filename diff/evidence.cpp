@@ -90,7 +90,8 @@ EvidenceRuling rule_on(const Evidence& e) {
       f.severity = Severity::Error;
       f.kind = "input_yielded_nothing";
       f.where.source = s->input;
-      f.message = s->role + " " + what_it_yielded(*s, e.what);
+      // One run checked across its ranks has no side to name: its input is enough.
+      f.message = (e.sides.size() == 1 ? "" : s->role + " ") + what_it_yielded(*s, e.what);
       if (!s->tried.empty()) f.message += " (tried: " + join(s->tried, ", ") + ")";
       f.values = side_json(*s, e.what);
       r.findings.push_back(std::move(f));

@@ -1263,7 +1263,11 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
                         {"parameters", params_compared}};
   if (o.require.any()) v.data["requirements"] = requirements;
   enforce_evidence(v, evidence, out);
-  v.data["bitwise_proof"] = !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence;
+  // Ranks the rule found without evidence (node runs, where no declared step names them) count too.
+  const bool gaps = !v.data["evidence"]["ranks_without_evidence"].empty();
+  v.data["incomplete"] = missing_evidence || requirement_failed || gaps;
+  v.data["bitwise_proof"] =
+      !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence && !gaps;
   out.end(v);
   return v.exit_code;
 }
