@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/evidence_text.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/input_error.hpp"
@@ -100,9 +101,12 @@ int run_ranks(const RanksOptions& o) {
     if (!out) throw model::InputError(o.html, "cannot write the HTML report");
     out << diff::ranks_html(report, o.path);
   }
+  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path));
   if (o.json) {
-    std::cout << diff::to_json(report).dump(2) << '\n';
-    return exit_for(report.verdict);
+    auto j = diff::to_json(report);
+    const int code = json_evidence(evidence, exit_for(report.verdict), j);
+    std::cout << j.dump(2) << '\n';
+    return code;
   }
   const bool colour = colour_enabled(stdout);
   std::cout << paint(o.path, Colour::Bold, colour) << ": " << report.ranks.size() << " ranks, "
@@ -135,8 +139,9 @@ int run_ranks(const RanksOptions& o) {
               << (g.classification.groups.size() == 1 ? " group" : " groups") << ")\n";
     for (const auto& f : g.classification.findings) print_finding(f, colour);
   }
-  std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
-  return exit_for(report.verdict);
+  const int code = print_evidence(evidence, exit_for(report.verdict), std::cout, colour);
+  if (code != 2) std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
+  return code;
 }
 
 // ---- graph diff ----------------------------------------------------------------------------
@@ -209,15 +214,19 @@ int run_diff(const DiffOptions& o) {
     if (!out) throw model::InputError(o.html, "cannot write the HTML report");
     out << diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label);
   }
+  const auto evidence = diff::rule_on(diff::diff_evidence(r, a.label, b.label));
+  const int verdict = r.identical() ? kExitParity : kExitDivergence;
   if (o.json) {
     auto j = diff::to_json(r, a.graph, b.graph);
     j["a"] = a.label;
     j["b"] = b.label;
+    const int code = json_evidence(evidence, verdict, j);
     std::cout << j.dump(2) << '\n';
+    return code;
   } else {
     print_diff(r, a, b);
   }
-  return r.identical() ? kExitParity : kExitDivergence;
+  return print_evidence(evidence, verdict, std::cout, colour_enabled(stdout));
 }
 
 // ---- graph devices -------------------------------------------------------------------------
@@ -267,6 +276,8 @@ int run_devices(DevicesOptions o) {
   if (o.target) table = o.groups.load(o.sel.path, dumps);
   dco.groups = &table;
   const auto r = diff::check_devices(g.graph, dco);
+  const auto evidence = diff::rule_on(diff::devices_evidence(g.graph, g.label));
+  const int verdict = r.findings.empty() ? kExitParity : kExitDivergence;
   if (o.json) {
     auto j = diff::to_json(r);
     j["graph"] = g.label;
@@ -274,7 +285,9 @@ int run_devices(DevicesOptions o) {
       j["hoist"] = diff::hoist_to_json(r.hoist, r.unresolved);
       j["hoist"]["flight_recorder"] = dumps;
     }
+    const int code = json_evidence(evidence, verdict, j);
     std::cout << j.dump(2) << '\n';
+    return code;
   } else {
     const bool colour = colour_enabled(stdout);
     std::cout << paint(g.label, Colour::Bold, colour) << ": " << r.literals << " device literals, "
@@ -288,7 +301,7 @@ int run_devices(DevicesOptions o) {
     }
     if (r.hoisted) print_hoist(r, *dco.rank, *o.target, table.groups().size(), colour);
   }
-  return r.findings.empty() ? kExitParity : kExitDivergence;
+  return print_evidence(evidence, verdict, std::cout, colour_enabled(stdout));
 }
 
 CLI::App* graph_parent(CLI::App& app) {

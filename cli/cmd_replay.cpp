@@ -166,8 +166,10 @@ bool same(const std::vector<model::NodeRecord>& a, const std::vector<model::Node
 
 struct Verdict {
   bool equal = true;
-  std::string text;  // the first divergent node, when not equal
+  bool nothing = false;  // nothing compared (diff/evidence.hpp): never parity, exit 2
+  std::string text;      // the first divergent node, when not equal; the rule's headline when nothing
   nlohmann::json json = nlohmann::json::object();
+  [[nodiscard]] int code() const { return nothing ? kExitBadInput : equal ? kExitParity : kExitDivergence; }
 };
 
 /// Outputs of A and B compared bitwise; when they differ, the first divergent node of A as
@@ -195,6 +197,15 @@ Verdict compare_jobs(const Job& a, const std::vector<model::NodeRecord>& records
                                  {"origin", origin},   {"cause", diff::divergence_cause_name(d.cause)}};
   }
   if (!v.equal && v.text.empty()) v.text = "outputs differ, but no aligned node's tensors do";
+  const auto ruling = diff::rule_on(diff::node_evidence(r, a.label, records_a.size() + out_a.size(), b.label,
+                                                        records_b.size() + out_b.size(),
+                                                        std::min(out_a.size(), out_b.size())));
+  v.json["evidence"] = ruling.json;
+  if (ruling.exit_code == 2) {
+    v.equal = false;
+    v.nothing = true;
+    v.text = ruling.headline;
+  }
   return v;
 }
 
@@ -322,9 +333,10 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
   const auto r =
       runtime::run_captured(interp, inputs, co, keep(plain, job.label), keep(captured, "cuda-graph"));
   const auto v = compare_jobs(job, plain, r.uncaptured_outputs, captured_job, captured, r.captured_outputs);
-  const std::string text = (v.equal ? "captured replay bitwise equal to the uncaptured run"
-                                    : "captured replay differs from the uncaptured run") +
-                           (v.text.empty() ? "" : "; " + v.text);
+  const std::string text = v.nothing ? v.text
+                                     : (v.equal ? "captured replay bitwise equal to the uncaptured run"
+                                                : "captured replay differs from the uncaptured run") +
+                                           (v.text.empty() ? "" : "; " + v.text);
   nlohmann::json cg = {{"warmup", co.warmup},
                        {"static_inputs", r.static_inputs},
                        {"static_bytes", r.static_bytes},
@@ -347,7 +359,7 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
               << r.copies.bytes_per_replay() << " bytes): uncaptured " << runtime::median(r.uncaptured_ms)
               << " ms, replay " << runtime::median(r.replay_ms) << " ms (median of " << co.runs << ")\n"
               << "rank " << env.rank << ": " << text << std::endl;
-  return v.equal ? kExitParity : kExitDivergence;
+  return v.code();
 }
 
 /// What rank 0 says when ranks share GPUs: the map, and the groups left without a GPU per rank
@@ -525,13 +537,13 @@ int run_one_rank(const ReplayCliOptions& o) {
     const std::string what = o.coor ? (v.equal ? "safe: rank 0's graph, hoisted, gives this rank's bits"
                                                : "unsafe: rank 0's graph, hoisted, differs from this rank's")
                                     : (v.equal ? "outputs bitwise equal" : "outputs differ");
-    summary["verdict"]["text"] = what + (v.text.empty() ? "" : "; " + v.text);
+    summary["verdict"]["text"] = v.nothing ? v.text : what + (v.text.empty() ? "" : "; " + v.text);
     model::EventRecord ev{"replay_verdict", std::nullopt, summary["verdict"]["text"].get<std::string>(),
                           summary["verdict"]};
     writer.write_event(ev);
     if (!o.json)
       std::cout << "rank " << env.rank << ": " << summary["verdict"]["text"].get<std::string>() << std::endl;
-    code = v.equal ? kExitParity : kExitDivergence;
+    code = v.code();
   }
   if (comm) comm->barrier("end of replay");
   if (o.json) std::cout << summary.dump() << std::endl;

@@ -467,4 +467,24 @@ std::vector<Finding> node_divergences_of_runs(const std::string& baseline, const
   return nodes;
 }
 
+Evidence node_evidence(const NodeGraphResult& r, const std::string& a_label, std::size_t a_records,
+                       const std::string& b_label, std::size_t b_records, std::size_t outputs_compared) {
+  Evidence e;
+  e.what = "node records";
+  e.compared = r.compared + outputs_compared;
+  e.sides = {{"baseline",
+              a_label,
+              a_records,
+              std::to_string(a_records) + " node records of " + r.graph,
+              "recorded no node",
+              {}},
+             {"candidate",
+              b_label,
+              b_records,
+              std::to_string(b_records) + " node records of " + r.graph,
+              "recorded no node",
+              {}}};
+  return e;
+}
+
 }  // namespace gparity::diff

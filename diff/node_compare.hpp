@@ -28,6 +28,7 @@
 
 #include "core/model/graph/graph.hpp"
 #include "core/model/run/trace_reader.hpp"
+#include "diff/evidence.hpp"
 #include "diff/finding.hpp"
 
 namespace gparity::diff {
@@ -95,6 +96,12 @@ struct NodeSide {
 
 NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, const NodeSide& b,
                                    const NodeCompareOptions& o = {});
+
+/// What compare_node_graph compared, for the evidence rule (diff/evidence.hpp): each side's
+/// records (node records and output records, as the caller counts them) and the nodes with
+/// records on both sides plus `outputs_compared`. Neither side holding a record is never parity.
+Evidence node_evidence(const NodeGraphResult& r, const std::string& a_label, std::size_t a_records,
+                       const std::string& b_label, std::size_t b_records, std::size_t outputs_compared = 0);
 
 struct NodeRankResult {
   int rank = 0;

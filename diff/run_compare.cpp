@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/evidence.hpp"
 #include "diff/nccl_rings.hpp"
 #include "diff/node_compare.hpp"
 #include "hash/xxh3.hpp"
@@ -172,6 +173,9 @@ struct RankEvidence {
   bool present = false;
   std::vector<std::int64_t> steps;  // recorded, inside the step window, ascending
   std::vector<model::EventRecord> failures;
+  std::size_t nodes = 0;   // replay node records
+  std::size_t params = 0;  // parameters of its largest params table
+  [[nodiscard]] std::size_t items() const noexcept { return steps.size() + nodes; }
 };
 
 /// Peak reserved device memory, candidate over baseline, per rank that has both (CUDA-graph
@@ -694,6 +698,8 @@ RankEvidence gather_evidence(const RankTrace& t, const CompareOptions& o) {
   RankEvidence e;
   e.present = true;
   for (const auto& [step, i] : step_index(t, o)) e.steps.push_back(step);
+  e.nodes = t.nodes.size();
+  for (const auto& table : t.params_tables) e.params = std::max(e.params, table.params.size());
   for (const auto& ev : t.events) {
     // A failure after the last step compared does not touch the evidence compared.
     if (ev.kind == "failure" && !(ev.step && o.last_step && *ev.step > *o.last_step))
@@ -803,6 +809,60 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
       {"failures", failures},
       {"complete", out.findings.empty() && out.incomplete_ranks.empty()}};
   return out;
+}
+
+/// One run's side of the evidence: step and node records over its ranks, inside the window.
+EvidenceSide side_evidence(const RunSource& run, const char* role, const std::vector<RankEvidence>& ev) {
+  EvidenceSide s;
+  s.role = role;
+  s.input = run.path;
+  s.tried = {std::string(model::run_format_name(run.format))};
+  std::set<std::int64_t> steps;
+  std::size_t nodes = 0;
+  std::size_t params = 0;
+  std::size_t ranks = 0;
+  for (const auto& e : ev) {
+    s.items += e.items();
+    ranks += e.items() > 0 ? 1 : 0;
+    steps.insert(e.steps.begin(), e.steps.end());
+    nodes += e.nodes;
+    params = std::max(params, e.params);
+  }
+  if (!steps.empty() || nodes == 0)
+    s.detail = std::to_string(steps.size()) + " steps x " + std::to_string(params) + " parameters";
+  if (nodes > 0) s.detail += (s.detail.empty() ? "" : ", ") + std::to_string(nodes) + " node records";
+  s.detail += " on " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  if (s.items == 0) s.nothing = "recorded no step";
+  return s;
+}
+
+/// Both runs' evidence; per rank when both runs have the same layout (a rank the engine already
+/// named as incomplete is marked reported).
+Evidence run_evidence(const RunSource& base, const std::vector<RankEvidence>& ev_b, const RunSource& cand,
+                      const std::vector<RankEvidence>& ev_c, const std::set<int>& reported, bool same_layout,
+                      const CompareOptions& o) {
+  Evidence e;
+  const auto nodes = [](const std::vector<RankEvidence>& ev) {
+    std::size_t steps = 0;
+    std::size_t n = 0;
+    for (const auto& r : ev) {
+      steps += r.steps.size();
+      n += r.nodes;
+    }
+    return steps == 0 && n > 0;
+  };
+  e.what = nodes(ev_b) || nodes(ev_c) ? "node records" : "steps";
+  e.sides = {side_evidence(base, "baseline", ev_b), side_evidence(cand, "candidate", ev_c)};
+  e.allow_incomplete = o.allow_incomplete;
+  if (same_layout) {
+    const RankEvidence none;
+    const auto at = [&none](const std::vector<RankEvidence>& ev, int r) -> const RankEvidence& {
+      return static_cast<std::size_t>(r) < ev.size() ? ev[static_cast<std::size_t>(r)] : none;
+    };
+    for (int r = 0; r < base.manifest.world_size; ++r)
+      e.ranks.push_back({r, at(ev_b, r).items(), at(ev_c, r).items(), "", "", reported.contains(r)});
+  }
+  return e;
 }
 
 }  // namespace
@@ -1059,26 +1119,25 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     steps_compared = std::max(steps_compared.value_or(0), full["steps_compared"].get<std::size_t>());
   }
   const bool bad_input = worst == Severity::Error;
-  const bool nothing_compared = values == 0;
-  std::string nothing_why;
+  // What each run yielded, for the evidence rule (diff/evidence.hpp): nothing is never parity.
+  Evidence evidence = run_evidence(base, evidence_b, cand, evidence_c, incomplete_ranks, same_layout, o);
+  evidence.compared = values;
+  const bool nothing_compared = values == 0 || evidence.sides[0].items == 0 || evidence.sides[1].items == 0;
   if (nothing_compared) {
     if (ev_base.steps_recorded == 0 && ev_cand.steps_recorded == 0) {
-      nothing_why = "neither run recorded a step";
+      evidence.nothing_why = "neither run recorded a step";
     } else if (ev_base.steps_recorded == 0 || ev_cand.steps_recorded == 0) {
-      nothing_why = std::string("the ") + (ev_base.steps_recorded == 0 ? "baseline" : "candidate") +
-                    " recorded no step";
+      evidence.nothing_why = std::string("the ") + (ev_base.steps_recorded == 0 ? "baseline" : "candidate") +
+                             " recorded no step";
     } else if (common_steps == 0) {
-      nothing_why = "the runs share no rank and step";
+      evidence.nothing_why = "the runs share no rank and step";
     } else {
-      nothing_why =
+      evidence.nothing_why =
           "every check was skipped: no value (loss, grad_norm, hashes) is recorded in both runs at a "
           "common rank and step";
     }
-    if (o.first_step || o.last_step) nothing_why += " inside the steps asked for";
-    Finding f{
-        Severity::Error, "nothing_compared", {}, "nothing was compared: " + nothing_why, json::object()};
-    worst = std::max(worst, f.severity);
-    out.finding(f);
+    if (o.first_step || o.last_step) evidence.nothing_why += " inside the steps asked for";
+    if (missing_evidence) evidence.nothing_why += " (see the missing evidence above)";
   }
   bool requirement_failed = false;
   json requirements = json::object();
@@ -1173,10 +1232,6 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   if (bad_input) {
     v.exit_code = 2;
     v.headline = "BAD INPUT: some data could not be read (see errors above)";
-  } else if (nothing_compared) {
-    v.exit_code = 2;
-    v.headline =
-        "NOTHING COMPARED: " + nothing_why + (missing_evidence ? " (see the missing evidence above)" : "");
   } else if (divergence) {
     v.exit_code = 1;
     v.headline = std::string("DIVERGENCE: the runs are not identical") +
@@ -1199,8 +1254,6 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   v.data = {{"ranks", rank_data}, {"rounded", rounded}, {"comparison", o.tolerance.describe()}};
   v.data["full_tensors"] = full;
   v.data["device_memory"] = memory;
-  v.data["bitwise_proof"] = !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence;
-  v.data["nothing_compared"] = nothing_compared;
   v.data["incomplete"] = missing_evidence || requirement_failed;
   v.data["allow_incomplete"] = o.allow_incomplete;
   v.data["evidence"] = {{"baseline", ev_base.data}, {"candidate", ev_cand.data}};
@@ -1209,6 +1262,12 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
                         {"ranks", ranks_compared},
                         {"parameters", params_compared}};
   if (o.require.any()) v.data["requirements"] = requirements;
+  enforce_evidence(v, evidence, out);
+  // Ranks the rule found without evidence (node runs, where no declared step names them) count too.
+  const bool gaps = !v.data["evidence"]["ranks_without_evidence"].empty();
+  v.data["incomplete"] = missing_evidence || requirement_failed || gaps;
+  v.data["bitwise_proof"] =
+      !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence && !gaps;
   out.end(v);
   return v.exit_code;
 }

@@ -10,6 +10,7 @@
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
 #include "core/model/base/path_kind.hpp"
+#include "core/model/formats/format_detect.hpp"
 #include "core/model/formats/import_samples.hpp"
 #include "core/model/formats/import_tensorboard.hpp"
 #include "core/model/formats/import_titan.hpp"
@@ -230,13 +231,24 @@ RunSource open_run(const std::string& path) {
                      "files (events.out.tfevents.*, directly or in rank_<r>/ folders)");
   }
   if (kind == PathKind::Missing) throw InputError(path, "no such file or directory");
+  const auto d = detect_format(path);
+  if (d.format == Format::Missing) throw InputError(path, d.reason);
   const auto name = p.filename().string();
-  // Event file names end in the writer's host name, which may look like a log suffix: first.
-  if (is_tensorboard_event_file(name)) return open_tensorboard(path, {{0, {path}}});
-  if (name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out")) return open_titan_log(path);
-  throw InputError(path,
-                   "not a run: expected a run directory, a console log (.log, .txt, .out) or a TensorBoard "
-                   "event file (events.out.tfevents.*)");
+  // An event file by name is the TensorBoard reader's (it reports damage and truncation itself);
+  // by content whatever its name. Event file names end in the writer's host name, which may look
+  // like a log suffix: first.
+  if (is_tensorboard_event_file(name) || d.format == Format::TensorBoard)
+    return open_tensorboard(path, {{0, {path}}});
+  const bool log_name = name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out");
+  if (log_name && d.format == Format::Text) return open_titan_log(path);
+  if (d.format == Format::TorchTrace)
+    throw InputError(path,
+                     "a TORCH_TRACE log holds compiled graphs, not a training run: see `gparity graph "
+                     "ranks` and `gparity collectives`");
+  if (!log_name && d.format == Format::Text)
+    throw InputError(path, "text, but not named as a console log (.log, .txt, .out); formats tried: " +
+                               formats_text(kRunFormats));
+  throw unrecognized_input(path, d, kRunFormats);
 }
 
 }  // namespace gparity::model
