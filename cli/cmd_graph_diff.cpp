@@ -101,7 +101,7 @@ int run_ranks(const RanksOptions& o) {
     if (!out) throw model::InputError(o.html, "cannot write the HTML report");
     out << diff::ranks_html(report, o.path);
   }
-  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path));
+  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path, &trace));
   if (o.json) {
     auto j = diff::to_json(report);
     const int code = json_evidence(evidence, exit_for(report.verdict), j);

@@ -27,14 +27,15 @@ int print_evidence(const diff::EvidenceRuling& r, int exit_code, std::ostream& o
 }
 
 int json_evidence(const diff::EvidenceRuling& r, int exit_code, nlohmann::ordered_json& doc) {
-  auto ev = nlohmann::ordered_json::parse(r.json.dump());
+  // Converted, not dumped and parsed: a path that is not UTF-8 stays as it is for the caller's dump.
+  nlohmann::ordered_json ev(r.json);
   const int code = combined(r, exit_code);
   if (!r.findings.empty()) {
     auto findings = nlohmann::ordered_json::array();
     for (const auto& f : r.findings) {
       findings.push_back({{"severity", diff::severity_name(f.severity)},
                           {"kind", f.kind},
-                          {"where", nlohmann::ordered_json::parse(f.where.to_json().dump())},
+                          {"where", nlohmann::ordered_json(f.where.to_json())},
                           {"message", f.message}});
     }
     ev["findings"] = std::move(findings);

@@ -895,7 +895,9 @@ CollectiveRun load_collectives(std::span<const std::string> paths) {
       // By content, never by name: a pickle read as log text would yield nothing and pass.
       const auto d = model::detect_format(p);
       switch (d.format) {
-        case model::Format::FlightRecorderJson: add_flight_recorder(run, p); break;
+        // Any JSON object is the dump reader's: it names what a dump lacks ("no \"entries\" array").
+        case model::Format::FlightRecorderJson:
+        case model::Format::Json: add_flight_recorder(run, p); break;
         case model::Format::Pickle: add_pickle(run, p); break;
         case model::Format::TorchTrace: add_torch_trace(run, p); break;
         case model::Format::Missing: throw model::InputError(p, d.reason);

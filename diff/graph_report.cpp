@@ -235,7 +235,8 @@ void emit(const GraphDiffResult& r, const model::Graph& a, const std::string& a_
   finish_verdict(v, diff_evidence(r, a_label, b_label), out);
 }
 
-Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path) {
+Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path,
+                        const model::MultiRankTrace* trace) {
   Evidence e;
   e.what = "graphs";
   EvidenceSide side;
@@ -247,6 +248,7 @@ Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path) {
     c.rank = rank;
     for (const auto& g : r.graphs)
       c.candidate += std::count(g.ranks.begin(), g.ranks.end(), rank) > 0 ? 1 : 0;
+    if (const auto* t = trace != nullptr ? trace->rank(rank) : nullptr) c.input = t->path;
     side.items += c.candidate;
     e.ranks.push_back(c);
   }

@@ -23,7 +23,8 @@ nlohmann::ordered_json to_json(const DeviceReport& r);
 ///    is missing evidence; no graph at all is nothing compared);
 ///  - graph diff: the nodes of each side, matched nodes compared;
 ///  - graph devices: the nodes of one graph.
-Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path);
+Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path,
+                        const model::MultiRankTrace* trace = nullptr);  // names each rank's log
 Evidence diff_evidence(const GraphDiffResult& r, const std::string& a_label, const std::string& b_label);
 Evidence devices_evidence(const model::Graph& g, const std::string& label);
 

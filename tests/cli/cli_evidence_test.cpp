@@ -89,11 +89,19 @@ TEST(CliNeverGreenOnNothing, CollectivesOnAnEmptyOrUnknownFileNamesItAndTheForma
   EXPECT_EQ(t.exit_code, 2);
   EXPECT_NE(t.err.find(text + ": text (UTF-8 text); " + kCollectiveFormats), npos) << t.err;
 
+  // JSON is the dump reader's, which names what a dump lacks.
   const auto json = dir.write("other.json", R"({"hello": [1, 2, 3]})");
   const auto o = run_command(GPARITY_EXE, {"collectives", json});
   EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find(json + ": JSON (JSON object with keys \"hello\"); " + kCollectiveFormats), npos)
-      << o.err;
+  EXPECT_NE(o.err.find(json + ": no \"entries\" array"), npos) << o.err;
+
+  const auto binary = dir.write("data.bin", std::string("\x01\x02\x00\xff", 4));
+  const auto b = run_command(GPARITY_EXE, {"collectives", binary});
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(
+      b.err.find(binary + ": binary data (neither UTF-8 text nor a known header); " + kCollectiveFormats),
+      npos)
+      << b.err;
 }
 
 TEST(CliNeverGreenOnNothing, CollectivesNeverExecutesAPickle) {
@@ -137,12 +145,14 @@ TEST(CliNeverGreenOnNothing, CompareRefusesInputsNoReaderClaims) {
   const auto empty = dir.write("empty.log", "");
   const auto r = run_command(GPARITY_EXE, {"compare", empty, empty});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find(empty + ": empty file (0 bytes); formats tried: trace v1 folder (manifest.json)"),
-            npos)
+  EXPECT_NE(
+      r.err.find(empty + ": not a run: empty file (0 bytes); formats tried: trace v1 folder (manifest.json)"),
+      npos)
       << r.err;
   const auto pickle = run_command(GPARITY_EXE, {"compare", kPickles + "hello.pkl", kPickles + "hello.pkl"});
   EXPECT_EQ(pickle.exit_code, 2);
-  EXPECT_NE(pickle.err.find("hello.pkl: pickle (pickle protocol 4); formats tried: "), npos) << pickle.err;
+  EXPECT_NE(pickle.err.find("hello.pkl: not a run: pickle (pickle protocol 4); formats tried: "), npos)
+      << pickle.err;
 }
 
 TEST(CliNeverGreenOnNothing, CompareAndGateOfCheckpointsWithNoTensorAreNothingCompared) {

@@ -240,6 +240,17 @@ TEST(EvidenceEngines, GraphRanksWithNoGraphAreNeverParity) {
   const auto ruling = rule_on(ranks_evidence(r, "trace/"));
   EXPECT_EQ(ruling.exit_code, 1);
   EXPECT_EQ(ruling.ranks_without_evidence, std::vector<int>{1});
+  // With the trace, the rank's log is named.
+  gparity::model::MultiRankTrace trace;
+  trace.ranks.resize(2);
+  trace.ranks[0].rank = 0;
+  trace.ranks[1].rank = 1;
+  trace.ranks[1].path = "trace/rank_1.log";
+  const auto named = rule_on(ranks_evidence(r, "trace/", &trace));
+  ASSERT_EQ(named.findings.size(), 1U);
+  EXPECT_EQ(named.findings[0].where.source, "trace/rank_1.log");
+  EXPECT_EQ(named.findings[0].message,
+            "rank 1 yielded no graphs (trace/rank_1.log): missing evidence, not an agreeing rank");
 }
 
 TEST(EvidenceEngines, GraphDiffAndDevicesOfEmptyGraphsAreNeverParity) {

@@ -95,6 +95,11 @@ TEST(FormatDetect, TorchTraceFlightRecorderAndJsonByKeys) {
   EXPECT_EQ(other.format, Format::Json);
   EXPECT_EQ(other.reason, "JSON object with keys \"hello\", \"x\"");  // "entries" nested: not a dump
 
+  // A '{' that does not parse is still the JSON readers': they name the damage by line and column.
+  const auto cut = detect_format(dir.write("cut.json", "{ oops"));
+  EXPECT_EQ(cut.format, Format::Json);
+  EXPECT_EQ(cut.reason, "a '{' that does not parse as JSON");
+
   const auto lines = detect_format(dir.write("rank-0.jsonl", "{\"type\": \"step\"}\n{\"type\": \"step\"}\n"));
   EXPECT_EQ(lines.format, Format::JsonLines) << lines.describe();
 }

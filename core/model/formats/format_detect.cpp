@@ -122,8 +122,10 @@ FormatDetection detect_json(std::string_view head, bool cut_short) {
   TopKeys keys;
   keys.whole =
       nlohmann::json::sax_parse(head.substr(start), &keys, nlohmann::json::input_format_t::json, false);
+  // '{' first claims it for the JSON readers even when it does not parse: they name the damage
+  // with its line and column, which a "not JSON" here could not.
   if (!keys.whole && !cut_short && keys.keys.empty())
-    return {Format::Text, "starts with '{' but is not JSON"};
+    return {Format::Json, "a '{' that does not parse as JSON"};
   if (keys.format_value == "gparity.graph")
     return {Format::GraphJson, "JSON with \"format\": \"gparity.graph\""};
   for (const char* k : {"entries", "pg_config", "comm_lib_version"}) {

@@ -8,9 +8,10 @@
 //  - safetensors: an 8-byte little-endian header length that fits in the file, then '{';
 //  - TensorBoard event file: TFRecord framing, a uint64 length followed by its masked CRC-32C;
 //  - TORCH_TRACE log: a glog-prefixed envelope on the first non-blank line;
-//  - JSON: '{' first, then by the format's keys: a Flight Recorder dump ("entries" with
-//    "version", "pg_config" or "comm_lib_version"), a gparity graph ("format": "gparity.graph");
-//    JSON lines when the first line is a whole JSON object and more lines follow;
+//  - JSON: '{' first, then by the format's keys: a Flight Recorder dump ("entries",
+//    "pg_config" or "comm_lib_version"), a gparity graph ("format": "gparity.graph"); JSON lines
+//    when the first line is a whole JSON object and more lines follow. A '{' that does not parse
+//    is still JSON: the JSON readers name its damage by line and column;
 //  - text (UTF-8, no NUL: FX print_readable text, console logs), else binary data;
 //  - a folder: a DCP checkpoint when its .metadata is a pickle (.distcp files beside it), else
 //    a plain folder (whose files the command looks through).

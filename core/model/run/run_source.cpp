@@ -245,10 +245,10 @@ RunSource open_run(const std::string& path) {
     throw InputError(path,
                      "a TORCH_TRACE log holds compiled graphs, not a training run: see `gparity graph "
                      "ranks` and `gparity collectives`");
-  if (!log_name && d.format == Format::Text)
-    throw InputError(path, "text, but not named as a console log (.log, .txt, .out); formats tried: " +
-                               formats_text(kRunFormats));
-  throw unrecognized_input(path, d, kRunFormats);
+  const std::string what = !log_name && d.format == Format::Text
+                               ? "text, but not named as a console log (.log, .txt, .out)"
+                               : d.describe();
+  throw InputError(path, "not a run: " + what + "; formats tried: " + formats_text(kRunFormats));
 }
 
 }  // namespace gparity::model
