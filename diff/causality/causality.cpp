@@ -53,13 +53,13 @@ json OriginRef::to_json() const {
           {"op", op},     {"source", source}, {"cause", cause_name(cause)}};
 }
 
-std::string Classification::text(const Record& r, int rank) const {
-  const std::string where = r.node + (group.empty() ? "" : " (group " + group_text(group, group_desc) + ")");
+std::string Classification::text(std::string_view node, int rank) const {
+  const std::string where =
+      std::string(node) + (group.empty() ? "" : " (group " + group_text(group, group_desc) + ")");
   switch (cause) {
     case Cause::Origin:
-      return r.comm && r.comm->kind == Comm::Kind::Collective
-                 ? "origin: the inputs of " + where + " were equal on every member"
-                 : "origin: its inputs were equal";
+      return group.empty() ? "origin: its inputs were equal"
+                           : "origin: the inputs of " + where + " were equal on every member";
     case Cause::Received:
       return "received at " + where + " from " + rank_word(from_ranks) + ", origin " + origin.text() +
              (std::find(from_ranks.begin(), from_ranks.end(), origin.rank) == from_ranks.end()

@@ -105,8 +105,8 @@ struct Classification {
   std::string why_unknown;      // unknown: what the evidence lacks
   /// One clause: "origin: its inputs were equal", "received at all_reduce_1 (group tp '3') from
   /// rank 1, origin slice_1 at /workspace/coor.py:20", "propagated: input mm already differed".
-  /// `rank`: the record's rank (an origin on another rank is named with it).
-  [[nodiscard]] std::string text(const Record& r, int rank) const;
+  /// `node`: the record's name, `rank`: its rank (an origin on another rank is named with it).
+  [[nodiscard]] std::string text(std::string_view node, int rank) const;
   /// {cause, origin: {rank, graph, node, op, source}, group, group_desc, sequence, from_ranks, ...}.
   [[nodiscard]] nlohmann::json to_json() const;
 };

@@ -106,15 +106,16 @@ TEST(Causality, OneBuggyRankInATpGroupIsTheOnlyOriginAndItsPartnerReceives) {
     EXPECT_EQ(c->sequence, 0);
     EXPECT_EQ(c->origin.rank, 1);
     EXPECT_EQ(c->origin.node, "slice_1");
-    EXPECT_EQ(c->text(ranks[0].records[kAllReduce], 0),
+    EXPECT_EQ(c->text(ranks[0].records[kAllReduce].node, 0),
               "received at all_reduce (group tp '3') from rank 1, origin slice_1 at /workspace/coor.py:20");
     // Downstream on rank 0: propagated, carrying rank 1's origin.
     const auto* w = r.find(0, kWait);
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->cause, Cause::Propagated);
     EXPECT_EQ(w->origin.rank, 1);
-    EXPECT_NE(w->text(ranks[0].records[kWait], 0).find("origin slice_1 at /workspace/coor.py:20 on rank 1"),
-              std::string::npos);
+    EXPECT_NE(
+        w->text(ranks[0].records[kWait].node, 0).find("origin slice_1 at /workspace/coor.py:20 on rank 1"),
+        std::string::npos);
     ASSERT_EQ(r.origins.size(), 1U) << world;
     EXPECT_EQ(r.origins[0].rank, 1);
     EXPECT_EQ(r.origins[0].node, "slice_1");
@@ -161,7 +162,7 @@ TEST(Causality, ACollectiveWithEqualInputsOnEveryMemberIsItselfTheOrigin) {
   EXPECT_EQ(cause_of(r, 0, kAllReduce), Cause::Origin);
   EXPECT_EQ(cause_of(r, 1, kAllReduce), Cause::Origin);
   EXPECT_EQ(r.origin_ranks(), (std::vector<int>{0, 1}));
-  EXPECT_EQ(r.find(0, kAllReduce)->text(ranks[0].records[kAllReduce], 0),
+  EXPECT_EQ(r.find(0, kAllReduce)->text(ranks[0].records[kAllReduce].node, 0),
             "origin: the inputs of all_reduce (group tp '3') were equal on every member");
 }
 
@@ -183,7 +184,7 @@ TEST(Causality, DamageReceivedTwiceNamesTheFirstOrigin) {
   EXPECT_EQ(c2->group, "5");
   EXPECT_EQ(c2->origin.rank, 1) << "the origin that reached rank 0 and through it rank 2";
   EXPECT_EQ(c2->origin.node, "slice_1");
-  EXPECT_NE(c2->text(ranks[2].records.back(), 2)
+  EXPECT_NE(c2->text(ranks[2].records.back().node, 2)
                 .find("from rank 0, origin slice_1 at /workspace/coor.py:20 on rank 1"),
             std::string::npos);
   const auto* c3 = r.find(3, kAdd + 1);
