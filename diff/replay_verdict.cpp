@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
+
+#include "core/model/base/input_error.hpp"
+#include "core/model/run/run_source.hpp"
 
 namespace gparity::diff {
 
@@ -294,6 +298,98 @@ ReplayVerdict judge_replay(ReplayMode mode, const ReplayRankRun& run, const caus
   v.json["text"] = v.text;
   v.json["overall"] = v.overall;
   return v;
+}
+
+namespace {
+
+/// One rank of a replay run as recorded: both executions and the alone run, with their graphs.
+struct RecordedRank {
+  int rank = 0;
+  std::vector<model::NodeRecord> a, b, alone, out_a, out_b;
+  std::optional<model::Graph> graph_a, graph_b;
+  bool has_alone = false;
+};
+
+std::vector<model::NodeRecord> outputs_of(const std::vector<model::NodeRecord>& records) {
+  std::vector<model::NodeRecord> out;
+  for (const auto& r : records)
+    if (r.op == "output") out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+std::vector<RankReplayVerdict> judge_replay_run(const std::string& run_dir) {
+  const auto run = model::open_run(run_dir);
+  const auto it = run.manifest.extra.find("replay");
+  if (it == run.manifest.extra.end() || !it->is_object())
+    throw model::InputError(run_dir, "not a gparity replay run (the manifest has no \"replay\")");
+  const bool coor = it->value("coor", false);
+  const bool against = !it->value("against", std::string()).empty();
+  if (!coor && !against)
+    throw model::InputError(run_dir, "a replay run without --against or --coor has no verdict to judge");
+  const std::string la = coor ? "own" : "a", lb = coor ? "coor" : "b";
+  causality::GroupTable groups;
+  if (it->contains("groups")) {
+    try {
+      groups = causality::group_table_from_json(it->at("groups"));
+    } catch (const std::invalid_argument& e) {
+      throw model::InputError(run_dir + "/manifest.json", std::string("replay.groups: ") + e.what());
+    }
+  }
+  std::vector<RecordedRank> ranks;
+  for (const auto& entry : run.ranks) {
+    if (!entry.present) continue;
+    const auto t = run.load(entry);
+    RecordedRank r;
+    r.rank = entry.rank;
+    for (const auto& n : t.nodes) {
+      if (n.graph == la) r.a.push_back(n);
+      if (n.graph == lb) r.b.push_back(n);
+      if (n.graph == "coor-alone") r.alone.push_back(n);
+    }
+    r.has_alone = !r.alone.empty();
+    if (r.a.empty() || r.b.empty())
+      throw model::InputError(entry.path, "no node records of graphs \"" + la + "\" and \"" + lb + "\"");
+    std::string path, problem;
+    r.graph_a = load_record_graph(run_dir, t, la, path, problem);
+    r.graph_b = load_record_graph(run_dir, t, lb, path, problem);
+    r.out_a = outputs_of(r.a);
+    r.out_b = outputs_of(r.b);
+    ranks.push_back(std::move(r));
+  }
+  const auto side = [](const std::vector<model::NodeRecord>& rs, const std::optional<model::Graph>& g) {
+    return NodeSide{rs, g ? &*g : nullptr};
+  };
+  const auto rank_run = [&](const RecordedRank& r) {
+    return ReplayRankRun{r.rank, la, lb, side(r.a, r.graph_a), side(r.b, r.graph_b), r.out_a, r.out_b};
+  };
+  // What the ranks exchanged: their causal records, then (--coor) what their alone runs showed.
+  std::vector<std::string> evidence;
+  for (const auto& r : ranks) {
+    const auto c = compare_node_graph(la, side(r.a, r.graph_a), side(r.b, r.graph_b));
+    evidence.push_back(causality::to_json(causality::RankRecords{r.rank, c.causal}).dump());
+  }
+  std::vector<std::string> alone(ranks.size(), "{}");
+  std::vector<RankReplayVerdict> out;
+  for (const bool final_pass : {false, true}) {
+    out.clear();
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      const auto exchange = [&](const std::string& key, const std::string& text) {
+        if (key != "alone") return evidence;
+        if (!final_pass) alone[k] = text;
+        return alone;
+      };
+      const auto run_alone = [&](std::string& problem) {
+        if (!ranks[k].has_alone) problem = "the run holds no coor-alone records of this rank";
+        return ranks[k].alone;
+      };
+      out.push_back({ranks[k].rank, judge_replay(coor ? ReplayMode::Coor : ReplayMode::Against,
+                                                 rank_run(ranks[k]), groups, exchange, run_alone)});
+    }
+    if (!coor) break;  // no alone runs to learn about
+  }
+  return out;
 }
 
 }  // namespace gparity::diff

@@ -63,4 +63,14 @@ struct ReplayVerdict {
 ReplayVerdict judge_replay(ReplayMode mode, const ReplayRankRun& run, const causality::GroupTable& groups,
                            const ReplayExchange& exchange, const ReplayRunAlone& run_alone = {});
 
+/// Every rank's verdict of a `gparity replay --against` / `--coor` run directory, judged again from
+/// what it recorded (both executions' node records and graphs, the "coor-alone" records of ranks
+/// that ran alone, the manifest's group table) through the same calls: what a viewer shows.
+/// Throws model::InputError for a run that is not such a replay.
+struct RankReplayVerdict {
+  int rank = 0;
+  ReplayVerdict verdict;
+};
+std::vector<RankReplayVerdict> judge_replay_run(const std::string& run_dir);
+
 }  // namespace gparity::diff

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "diff/replay_verdict.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -89,6 +90,14 @@ TEST(ReplayCausality, CoorNamesTheBuggyRankAsTheOnlyOriginAndItsPartnerAsReceive
   std::ifstream f(dir.path() / "run" / "rank-0.jsonl");
   const std::string trace((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(has(trace, R"("graph":"coor-alone")")) << "no coor-alone records";
+  // A viewer judging the run directory again through the same calls gets the same verdicts.
+  const auto again = diff::judge_replay_run((dir.path() / "run").string());
+  ASSERT_EQ(again.size(), 4U);
+  for (const auto& v : again) {
+    EXPECT_EQ(v.verdict.text, s.at(v.rank)["verdict"]["text"]) << v.rank;
+    EXPECT_EQ(v.verdict.overall, s.at(v.rank)["verdict"]["overall"]) << v.rank;
+    EXPECT_EQ(v.verdict.exit_code, 1) << v.rank;
+  }
 }
 
 TEST(ReplayCausality, CoorOnTwoRanksSaysWhereTheReceivedDivergenceCameFrom) {
