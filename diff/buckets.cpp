@@ -8,6 +8,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/import_samples.hpp"
 #include "core/model/run/trace_reader.hpp"
 
@@ -459,10 +460,11 @@ BucketPlans load_bucket_plans(const std::string& path, const BucketLoadOptions& 
   out.path = path;
   const fs::path p(path);
   std::error_code ec;
-  if (fs::is_directory(p, ec)) {
+  const model::PathKind kind = model::path_kind(p);
+  if (kind == model::PathKind::Directory) {
     std::vector<std::pair<std::int32_t, fs::path>> metas, traces;
     for (const auto& e : fs::directory_iterator(p, ec)) {
-      if (!e.is_regular_file()) continue;
+      if (model::path_kind(e.path()) != model::PathKind::Regular) continue;  // a loop throws
       const auto name = e.path().filename().string();
       if (name.ends_with("_meta.json") && rank_in_name(name, "rank") >= 0)
         metas.emplace_back(rank_in_name(name, "rank"), e.path());
@@ -471,10 +473,18 @@ BucketPlans load_bucket_plans(const std::string& path, const BucketLoadOptions& 
     }
     std::sort(metas.begin(), metas.end());
     std::sort(traces.begin(), traces.end());
+    for (const auto* files : {&metas, &traces}) {
+      for (std::size_t i = 1; i < files->size(); ++i) {
+        if ((*files)[i].first == (*files)[i - 1].first)
+          throw InputError(path, "rank " + std::to_string((*files)[i].first) +
+                                     " is in two places: " + (*files)[i - 1].second.string() + " and " +
+                                     (*files)[i].second.string() + " (keep one)");
+      }
+    }
     for (const auto& [r, f] : traces) add_trace_file(out, f, r);
     if (out.plans.empty())
       for (const auto& [r, f] : metas) out.plans.push_back(read_meta_plan(f, options));
-  } else if (!fs::exists(p, ec)) {
+  } else if (kind == model::PathKind::Missing) {
     throw InputError(path, "no such file or directory");
   } else if (p.filename().string().ends_with("_meta.json")) {
     out.plans.push_back(read_meta_plan(p, options));

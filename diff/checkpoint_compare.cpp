@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
 #include "hash/xxh3.hpp"
@@ -39,7 +40,8 @@ std::map<std::int64_t, std::string> scan_steps(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto n = step_of(e.path().filename().string());
-    if (n < 0 || !is_single(e.path().string())) continue;
+    if (n < 0 || model::path_kind(e.path()) == model::PathKind::Missing || !is_single(e.path().string()))
+      continue;  // path_kind throws for a looping link, naming it
     // A DCP folder and the safetensors of the same step hold the same weights: the folder is
     // what the run saved, so it wins.
     const auto it = out.find(n);

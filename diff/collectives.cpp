@@ -10,6 +10,7 @@
 
 #include "core/model/base/dtype.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/flight_recorder_pickle.hpp"
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/trace_facts.hpp"
@@ -153,6 +154,12 @@ void add_flight_recorder(CollectiveRun& run, const std::string& path) {
     run.problems.push_back(path + ": no rank in the file name (rank<r>_...); taken as rank " +
                            std::to_string(rank));
   auto& rc = rank_slot(run, rank);
+  // Two dumps of one rank: which holds the rank's sequence cannot be guessed.
+  for (const auto& s : rc.sources) {
+    if (dump.rank >= 0 && s != path && (s.ends_with(".json") || model::is_flight_recorder_pickle(s)))
+      throw model::InputError(path, "rank " + std::to_string(rank) + " is also in " + s +
+                                        ": two Flight Recorder dumps of one rank (keep one)");
+  }
   rc.sources.push_back(path);
   for (auto& s : collectives_from_flight_recorder(dump)) add_stream(run, rank_slot(run, rank), std::move(s));
 }
@@ -189,7 +196,7 @@ bool add_folder(CollectiveRun& run, const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file()) files.push_back(e.path());
+    if (model::path_kind(e.path()) == model::PathKind::Regular) files.push_back(e.path());  // a loop throws
   std::sort(files.begin(), files.end());
   bool found = false;
   for (const auto& f : files) {
@@ -841,14 +848,15 @@ CollectiveRun load_collectives(std::span<const std::string> paths) {
   for (const auto& p : paths) {
     run.path += (run.path.empty() ? "" : " ") + p;
     const fs::path path(p);
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
+    const model::PathKind kind = model::path_kind(path);
+    if (kind == model::PathKind::Directory) {
       const bool here = add_folder(run, path);
-      const bool sub = fs::is_directory(path / "trace", ec) && add_folder(run, path / "trace");
+      const bool sub =
+          model::path_kind(path / "trace") == model::PathKind::Directory && add_folder(run, path / "trace");
       if (!here && !sub)
         throw model::InputError(p,
                                 "no rank<r>_flight_recorder.json and no TORCH_TRACE log here or in trace/");
-    } else if (!fs::exists(path, ec)) {
+    } else if (kind == model::PathKind::Missing) {
       throw model::InputError(p, "no such file or directory");
     } else if (path.extension() == ".json" || model::is_flight_recorder_pickle(p)) {
       add_flight_recorder(run, p);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -72,7 +73,29 @@ const model::GraphEntry& pick(const model::GraphCollection& c, const std::string
     throw model::InputError(path,
                             std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
   }
-  return *found.front();
+  const model::GraphEntry& e = *found.front();
+  // Statements the reader could not parse stay in the graph as opaque text, which cannot run:
+  // refuse the graph here, naming the damage by file and line (the failing node would quote the
+  // whole statement, megabytes of it for a hostile one).
+  if (e.graph->total_opaque() > 0) {
+    // The graph's own problem: in its file, at or after its envelope's line (a trace "log:line").
+    const model::TraceProblem* first = nullptr;
+    for (const auto& p : c.problems) {
+      std::int64_t from = 0;
+      if (e.source.starts_with(p.source + ":")) {
+        const auto line = std::string_view(e.source).substr(p.source.size() + 1);
+        std::from_chars(line.data(), line.data() + line.size(), from);
+      } else if (e.source != p.source && !e.source.starts_with(p.source + "!")) {
+        continue;
+      }
+      if (p.line >= from && (first == nullptr || p.line < first->line)) first = &p;
+    }
+    if (first != nullptr)
+      throw model::InputError(
+          first->source, first->line,
+          first->problem + " (the graph keeps that statement as text: it cannot be replayed)");
+  }
+  return e;
 }
 
 GroupRanks group_ranks(const model::ProcessGroupTable& table) {

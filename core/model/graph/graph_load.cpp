@@ -8,6 +8,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/pt2.hpp"
 #include "core/model/graph/fx_text.hpp"
 #include "core/model/graph/graph_json.hpp"
@@ -63,11 +64,10 @@ GraphCollection single(const std::string& path, std::string format, std::string 
 }  // namespace
 
 GraphCollection load_graphs(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(path, "no such file or directory");
+  const PathKind kind = path_kind(path);
+  if (kind == PathKind::Missing) throw InputError(path, "no such file or directory");
   GraphCollection c;
-  if (fs::is_directory(path, ec)) {
+  if (kind == PathKind::Directory) {
     c = load_trace(path);
   } else {
     const MappedFile file(path);
