@@ -162,6 +162,7 @@ struct RankResult {
   std::optional<std::int64_t> first_divergence;
   bool compared = false;
   std::optional<model::DeviceMemoryPeaks> memory_b, memory_c;  // "device_memory" events, if any
+  std::optional<NodeRankResult> nodes;  // replay runs: node records, classified across ranks later
   // What was compared, for "nothing compared" and gate requirements.
   std::size_t values_compared = 0;  // scalar and hash-array comparisons
   std::size_t steps_compared = 0;
@@ -865,6 +866,61 @@ Evidence run_evidence(const RunSource& base, const std::vector<RankEvidence>& ev
   return e;
 }
 
+/// The process groups a replay run recorded (manifest "replay.groups"); empty when it has none.
+causality::GroupTable replay_groups(const RunSource& run, std::vector<Finding>& problems) {
+  const auto r = run.manifest.extra.find("replay");
+  if (r == run.manifest.extra.end() || !r->is_object() || !r->contains("groups")) return {};
+  try {
+    return causality::group_table_from_json(r->at("groups"));
+  } catch (const std::invalid_argument& e) {
+    problems.push_back({Severity::Error,
+                        "replay_groups_unreadable",
+                        {},
+                        run.path + "/manifest.json: replay.groups: " + e.what(),
+                        json::object()});
+    return {};
+  }
+}
+
+/// Node records of every rank, classified across ranks (diff/causality): sets each rank's node
+/// checks and summary; returns the findings in report order: what the causal order lacks, each
+/// rank's node problems, then the divergences where a cause starts (origins, every rank), then
+/// the received and propagated ones.
+std::vector<Finding> classify_nodes(std::vector<RankResult>& results, const RunSource& base,
+                                    const RunSource& cand) {
+  std::vector<NodeRankResult> nodes;
+  std::vector<std::size_t> slot;
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    if (!results[r].nodes) continue;
+    nodes.push_back(std::move(*results[r].nodes));
+    results[r].nodes.reset();
+    slot.push_back(r);
+  }
+  if (nodes.empty()) return {};
+  std::vector<Finding> out;
+  const auto groups_b = replay_groups(base, out);
+  const auto groups_c = replay_groups(cand, out);
+  for (auto& f : classify_node_ranks(nodes, groups_b, groups_c)) out.push_back(std::move(f));
+  std::vector<Finding> origins, rest;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    auto& res = results[slot[k]];
+    std::vector<Finding> fs;
+    node_findings(nodes[k], fs, res.checks);
+    res.data["nodes"] = node_summary(nodes[k]);
+    res.data["nodes_summary"] = node_summary_line(nodes[k]);
+    for (auto& f : fs) {
+      if (f.kind != "node_divergence" && f.kind != "node_origin") {
+        out.push_back(std::move(f));
+      } else {
+        (f.values.value("cause", "") == "origin" ? origins : rest).push_back(std::move(f));
+      }
+    }
+  }
+  for (auto* part : {&origins, &rest})
+    for (auto& f : *part) out.push_back(std::move(f));
+  return out;
+}
+
 }  // namespace
 
 std::string Tolerance::describe() const {
@@ -1024,12 +1080,11 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           res.values_compared = cmp.values_compared;
           res.steps_compared = cmp.steps_compared;
           res.params_compared = cmp.params_compared;
-          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph.
-          if (const auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
-            node_findings(nodes, res.findings, res.checks);
-            res.data["nodes"] = node_summary(nodes);
-            res.data["nodes_summary"] = node_summary_line(nodes);
+          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph;
+          // their causes are settled across ranks once every rank is compared.
+          if (auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
             for (const auto& g : nodes.graphs) res.values_compared += g.compared;
+            res.nodes = std::move(nodes);
           }
         } else if (same_layout && (eb || ec)) {
           Finding f{Severity::Incomplete, "missing_rank", {}, "", {{"run", eb ? "candidate" : "baseline"}}};
@@ -1059,6 +1114,8 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     if (e) throw *e;
   }
 
+  const auto node_fs = classify_nodes(results, base, cand);
+
   json rank_data = json::array();
   std::vector<int> identical;
   std::map<std::int64_t, std::vector<int>> diverge_at;
@@ -1074,6 +1131,8 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
       identical.push_back(r);
     }
   }
+
+  for (const auto& f : node_fs) emit(f);  // every rank's node findings, origins first
 
   std::vector<Finding> sum_findings;
   std::vector<Check> sum_checks;
@@ -1196,9 +1255,14 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     line.pop_back();
     v.summary.push_back(line);
   }
-  for (const auto& d : rank_data) {
-    if (d.contains("nodes_summary") && !d["nodes_summary"].get<std::string>().empty())
-      v.summary.push_back(d["nodes_summary"].get<std::string>());
+  // Node divergences: the ranks where one starts first, then those that received or propagated it.
+  for (const bool origin : {true, false}) {
+    for (const auto& d : rank_data) {
+      if (!d.contains("nodes_summary") || d["nodes_summary"].get<std::string>().empty()) continue;
+      const auto& first = d["nodes"]["first"];
+      const bool starts = first.is_object() && first.value("cause", "") == "origin";
+      if (starts == origin) v.summary.push_back(d["nodes_summary"].get<std::string>());
+    }
   }
   if (!full.is_null() && !full["first_divergent_step"].is_null()) {
     v.summary.push_back("full tensors (shard-invariant sums) diverge at step " +
