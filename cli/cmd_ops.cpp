@@ -101,6 +101,7 @@ nlohmann::ordered_json record_json(const OpLog& log, const OpRecord& r) {
   for (std::uint32_t i = 0; i < r.out_count; ++i) outs.push_back(tensor_json(log, log.out(r, i)));
   j["outputs"] = outs;
   if (r.output_hash_unreliable) j["output_hash_unreliable"] = true;
+  if (r.hash_noise) j["hash_noise"] = true;
   return j;
 }
 
@@ -165,6 +166,7 @@ int show(const OpsShowOptions& o) {
       const OpRecord& r = log.records[i];
       std::string op(r.depth > 1 ? 2 * (r.depth - 1) : 0, ' ');
       op += log.op_name(r);
+      if (r.hash_noise) op += " (hashing)";
       std::cout << pad(std::to_string(r.step), 5) << pad(std::to_string(r.index), 6)
                 << pad(std::to_string(r.line), 7) << pad(std::string(model::ops::phase_name(r.phase)), 10)
                 << pad(printable(op), 44) << pad(printable(outputs_text(log, r)), 34) << ' '

@@ -36,9 +36,12 @@ bool valid_op_name(std::string_view n) noexcept {
   return std::all_of(n.begin(), n.end(), is_name_char);
 }
 
-/// A functional collective whose output DebugMode hashes at dispatch, before the wait.
+/// A collective whose output DebugMode hashes at dispatch, before it completed: functional
+/// collectives (the wait_tensor holds the value) and c10d's Work-returning ones.
 bool unreliable_collective(std::string_view op) noexcept {
-  if (!starts_with(op, "_c10d_functional::") && !starts_with(op, "c10d_functional::")) return false;
+  if (!starts_with(op, "_c10d_functional::") && !starts_with(op, "c10d_functional::") &&
+      !starts_with(op, "c10d::"))
+    return false;
   return !contains(op, "wait_tensor");
 }
 
@@ -152,7 +155,11 @@ class Reader {
       if (last && log_.issues.size() > issues_before) log_.truncated = true;
       pos = end + 1;
     }
-    if (dump) finish_dump(ln);
+    if (dump) {
+      finish_dump(ln);
+    } else {
+      mark_hash_noise();
+    }
     if (!hash_order_.empty()) log_.format += " (" + hash_order_ + ")";
     std::sort(log_.steps.begin(), log_.steps.end());
     log_.steps.erase(std::unique(log_.steps.begin(), log_.steps.end()), log_.steps.end());
@@ -275,6 +282,7 @@ class Reader {
 
   void pop_modules(std::uint32_t depth) {
     while (!modules_.empty() && modules_.back().first >= depth) modules_.pop_back();
+    while (!calls_.empty() && calls_.back().first >= depth) calls_.pop_back();
   }
 
   /// `name(args)  ->  outputs  # {log}`; `redistribute_input [implicit] (args)  ->  out`.
@@ -396,6 +404,9 @@ class Reader {
       log_.steps.push_back(r.step);
     }
     r.index = index_++;
+    // The enclosing call, if this one is nested in it (pop_modules ran in begin_record).
+    if (!calls_.empty()) log_.records[calls_.back().second].has_children = true;
+    calls_.emplace_back(r.depth, static_cast<std::uint32_t>(log_.records.size()));
     log_.records.push_back(r);
   }
 
@@ -532,6 +543,37 @@ class Reader {
     }
     pending_spec_issue_ = true;
     return false;
+  }
+
+  /// Runs of DebugMode's hashing ops next to a Triton launch (its pre- and post-kernel hashes
+  /// dispatch them while the mode is active).
+  void mark_hash_noise() {
+    auto& recs = log_.records;
+    auto noise_op = [&](const OpRecord& r) {
+      const std::string_view op = log_.op_name(r);
+      return op == "aten::_to_copy" || op == "aten::linalg_vector_norm" ||
+             op == "aten::_local_scalar_dense" || op == "aten::hash_tensor";
+    };
+    std::size_t i = 0;
+    while (i < recs.size()) {
+      if (!noise_op(recs[i])) {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      bool hashing = false;
+      while (j < recs.size() && noise_op(recs[j]) && recs[j].step == recs[i].step) {
+        const std::string_view op = log_.op_name(recs[j]);
+        hashing = hashing || op == "aten::hash_tensor" || op == "aten::linalg_vector_norm";
+        ++j;
+      }
+      const bool next_to_kernel = (i > 0 && recs[i - 1].kind == RecordKind::Triton) ||
+                                  (j < recs.size() && recs[j].kind == RecordKind::Triton);
+      if (hashing && next_to_kernel) {
+        for (std::size_t k = i; k < j; ++k) recs[k].hash_noise = true;
+      }
+      i = j;
+    }
   }
 
   // ---- Triton launches --------------------------------------------------------------------------
@@ -768,6 +810,7 @@ class Reader {
   std::vector<std::string_view> names_;
   std::unordered_map<std::uint32_t, std::uint32_t> source_index_;  // interned header -> sources index
   std::vector<std::pair<std::uint32_t, std::uint32_t>> modules_;   // (depth, module string id)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> calls_;     // (depth, record) of open calls
   std::uint32_t source_ = 0;
   std::int64_t step_given_ = 0;
   std::int64_t step_ = 1;

@@ -118,10 +118,19 @@ struct OpRecord {
   std::uint32_t out_count = 0;  // tensor outputs, in order, into OpLog::tensors
   RecordKind kind = RecordKind::Op;
   Phase phase = Phase::Unknown;
-  /// DebugMode hashed this output when the collective was dispatched, before its wait
-  /// (functional collectives, pytorch/pytorch#169150): not the value; the wait_tensor's is.
+  /// DebugMode hashed this output when the collective was dispatched, before it completed:
+  /// functional collectives (pytorch/pytorch#169150; the wait_tensor's output is the value)
+  /// and c10d collectives, which return a Work (seen with Gloo: the output hash equals the
+  /// input's; the next op to read the tensor sees the result).
   bool output_hash_unreliable = false;
   bool has_input_hashes = false;  // the log had `input_hash` (pre-kernel hashes) for this record
+  /// Calls nested in this one follow it (a torch function's aten ops, a DTensor op's
+  /// redistribution). Module lines ([nn.Mod]) deepen the indentation too but are not calls.
+  bool has_children = false;
+  /// DebugMode's own hashing of a Triton kernel's arguments (it records the aten ops that
+  /// log_tensor_hashes runs around a launch: _to_copy, linalg_vector_norm, hash_tensor,
+  /// _local_scalar_dense): not the program's.
+  bool hash_noise = false;
 };
 
 /// A line that could not be used: it costs at most its own record.

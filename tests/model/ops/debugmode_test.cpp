@@ -103,7 +103,8 @@ TEST(DebugModeSample, HashesAreZippedWithTheirTensors) {
   EXPECT_EQ(log.arg(*ar, 0).id, log.out(*ar, 0).id);
   EXPECT_EQ(int_hash(log, log.arg(*ar, 0)), 9253559916721864704ull);
   EXPECT_EQ(int_hash(log, log.out(*ar, 0)), 9365246840066277376ull);
-  EXPECT_FALSE(ar->output_hash_unreliable);  // an eager c10d op, not a functional collective
+  // A c10d collective returns a Work: its output was hashed before it completed.
+  EXPECT_TRUE(ar->output_hash_unreliable);
 }
 
 TEST(DebugModeSample, StackLinesAndPhasesAttachToTheirRecords) {
@@ -142,6 +143,55 @@ TEST(DebugModeSample, StackLinesAndPhasesAttachToTheirRecords) {
   EXPECT_EQ(find_op(c, "c10d::allreduce_")->phase, Phase::Optimizer);
 }
 
+TEST(DebugModeNnModSample, ModulePathsAndTwoHashFunctions) {
+  // tests/data/ops/debugmode_nnmod: 2.11 with record_nn_module=True, hash_fn=["norm", "hash_tensor"].
+  const OpLog log = read_debugmode_log(kData + "_nnmod/eager/rank0_step1.debug.txt", 0, 1);
+  EXPECT_TRUE(log.issues.empty());
+  EXPECT_EQ(log.records.size(), 271u);
+  EXPECT_EQ(log.hash_spec.functions, (std::vector<std::string>{"norm", "hash_tensor"}));
+  EXPECT_EQ(log.str(log.records.front().module), "Net.tok");
+  const OpRecord* gelu = find_op(log, "aten::gelu");
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ(log.str(gelu->module), "Net.layers.0");
+  EXPECT_EQ(log.source_text(*gelu), "/workspace/gen_debugmode.py:41");
+  EXPECT_FALSE(gelu->has_children);  // the next op is inside [nn.Mod] Net.layers.0.w2, not inside gelu
+  EXPECT_EQ(log.str(find_op(log, "aten::addmm", 2)->module), "Net.layers.0.w1");
+  EXPECT_EQ(log.str(find_op(log, "aten::gelu", 1)->module), "Net.layers.1");
+  // The tensor's pair of hashes: norm (a float) then hash_tensor.
+  const TensorRef& out = log.out(log.records.front(), 0);
+  ASSERT_EQ(out.hash_count, 2u);
+  EXPECT_EQ(log.hash(out, 0).kind, HashValue::Kind::Float);
+  EXPECT_EQ(int_hash(log, out, 1), 18390420925930536960ull);  // the same embedding as ../debugmode's
+  // The backward has no module lines (ModTracker records forwards).
+  EXPECT_EQ(find_op(log, "aten::gelu_backward")->module, 0u);
+}
+
+TEST(DebugModeNnModSample, TritonLaunchesOfInductor) {
+  const OpLog log = read_debugmode_log(kData + "_nnmod/compile_inductor/rank0_step1.debug.txt", 0, 1);
+  EXPECT_TRUE(log.issues.empty());
+  std::size_t kernels = 0, noise = 0;
+  for (const auto& r : log.records) {
+    kernels += r.kind == RecordKind::Triton ? 1 : 0;
+    noise += r.hash_noise ? 1 : 0;
+  }
+  EXPECT_EQ(kernels, 33u);
+  EXPECT_EQ(noise, 1668u);  // DebugMode's own hashing of kernel arguments
+  const OpRecord* k = nullptr;
+  for (const auto& r : log.records) {
+    if (r.kind == RecordKind::Triton) {
+      k = &r;
+      break;
+    }
+  }
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(log.op_name(*k), "triton_per_fused_embedding_native_layer_norm_0");
+  EXPECT_EQ(k->arg_count, 8u);
+  ASSERT_EQ(k->out_count, 4u);  // in_out_ptr0, out_ptr0..2
+  EXPECT_EQ(log.str(log.out(*k, 1).name), "out_ptr0");
+  EXPECT_EQ(int_hash(log, log.out(*k, 1), 1), 18390420925930536960ull);  // the embedding's value
+  EXPECT_TRUE(log.records[k->index - 1].hash_noise);
+}
+
 TEST(DebugModeSample, OneFileOfTwoStepsIsSplitAtTheNextForward) {
   // One DebugMode session around two steps writes both into one text; the reader infers steps.
   const std::string text =
@@ -176,6 +226,11 @@ TEST(DebugModeText, NestingDTensorPlacementsAndFunctionalCollectives) {
   const std::uint32_t depths[] = {0, 1, 2, 3, 4, 4, 2};
   for (std::size_t i = 0; i < 7; ++i) EXPECT_EQ(log.records[i].depth, depths[i]) << i;
   EXPECT_EQ(log.records[0].kind, RecordKind::TorchFunction);
+  EXPECT_TRUE(log.records[0].has_children);
+  EXPECT_TRUE(log.records[1].has_children);
+  EXPECT_TRUE(log.records[3].has_children);
+  EXPECT_FALSE(log.records[4].has_children);
+  EXPECT_FALSE(log.records[6].has_children);
   EXPECT_EQ(log.records[2].kind, RecordKind::Redistribute);
   EXPECT_EQ(log.op_name(log.records[2]), "redistribute_input");
   const TensorRef& dt = log.arg(log.records[0], 1);
@@ -204,7 +259,9 @@ TEST(DebugModeText, ModulesFromNnModLinesFollowTheDepth) {
   EXPECT_EQ(log.str(log.records[0].module), "Net.layers.0.w1");
   EXPECT_EQ(log.str(log.records[1].module), "Net.layers.0");
   EXPECT_EQ(log.str(log.records[2].module), "Net.layers.1");
-  EXPECT_EQ(log.records[3].module, 0u);            // back at depth 0: outside every module
+  EXPECT_EQ(log.records[3].module, 0u);  // back at depth 0: outside every module
+  // A module line deepens the indentation but is not a call: no record has children.
+  for (const auto& r : log.records) EXPECT_FALSE(r.has_children);
   EXPECT_EQ(log.out(log.records[3], 0).numel, 1);  // a 0-dim tensor
 }
 

@@ -1,0 +1,584 @@
+#include "diff/ops/op_align.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <limits>
+#include <unordered_map>
+
+namespace gparity::diff::ops {
+
+using model::ops::HashValue;
+
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+std::uint64_t fnv1a(std::string_view s) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h | 1;  // never 0: 0 means "no dtype"
+}
+
+std::uint64_t fingerprint(const ValueKey& k) noexcept {
+  return mix64(k.h0 ^ mix64(k.h1 + 0x9e3779b97f4a7c15ull) ^
+               mix64(static_cast<std::uint64_t>(k.numel) + 0x632be59bd9b4e019ull) ^
+               mix64(k.dtype + 0x85ebca77c2b2ae63ull));
+}
+
+/// The shape of a record's first output, or "" (for name pairing between anchors).
+std::string_view first_shape(const OpLog& log, const OpRecord& r) {
+  return r.out_count > 0 ? log.str(log.out(r, 0).shape) : std::string_view();
+}
+
+bool has_output_shape(const OpLog& log, const OpRecord& r, std::string_view shape) {
+  for (std::uint32_t i = 0; i < r.out_count; ++i) {
+    if (log.str(log.out(r, i).shape) == shape) return true;
+  }
+  return false;
+}
+
+constexpr std::uint32_t kOutBit = 0x80000000u;
+
+}  // namespace
+
+// ---- hash choice ----------------------------------------------------------------------------------
+
+std::string HashChoice::text() const {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
+  return out.empty() ? "none" : out;
+}
+
+bool HashChoice::identity() const noexcept {
+  return std::any_of(names.begin(), names.end(), [](const std::string& n) { return n != "norm"; });
+}
+
+HashChoice choose_hashes(const OpLog& eager, const OpLog& compiled) {
+  HashChoice c;
+  const auto& a = eager.hash_spec;
+  const auto& b = compiled.hash_spec;
+  for (const char* fn : {"hash_tensor", "norm"}) {
+    const int pa = a.index_of(fn), pb = b.index_of(fn);
+    if (pa >= 0 && pb >= 0) {
+      c.names.emplace_back(fn);
+      c.eager_pos.push_back(pa);
+      c.compiled_pos.push_back(pb);
+    }
+  }
+  // Custom functions only when both sides wrote the very same list: then position i is one function.
+  if (c.names.empty() && !a.empty() && a == b) {
+    for (std::size_t i = 0; i < a.functions.size() && c.names.size() < 2; ++i) {
+      c.names.push_back(a.functions[i]);
+      c.eager_pos.push_back(static_cast<int>(i));
+      c.compiled_pos.push_back(static_cast<int>(i));
+    }
+  }
+  const auto has_meta = [](const OpLog& l) { return l.format.rfind("debug_string", 0) == 0; };
+  c.use_meta = has_meta(eager) && has_meta(compiled);
+  return c;
+}
+
+std::string_view value_status_name(ValueStatus s) noexcept {
+  switch (s) {
+    case ValueStatus::Matched: return "matched";
+    case ValueStatus::WeakMatched: return "weakly matched";
+    case ValueStatus::Divergent: return "divergent";
+    case ValueStatus::Unobserved: return "unobserved";
+    case ValueStatus::Unhashed: return "unhashed";
+  }
+  return "unhashed";
+}
+
+std::string_view paired_by_name(PairedBy p) noexcept {
+  switch (p) {
+    case PairedBy::None: return "none";
+    case PairedBy::Value: return "value";
+    case PairedBy::Name: return "name";
+    case PairedBy::Decomposition: return "decomposition";
+    case PairedBy::Fusion: return "fusion";
+  }
+  return "none";
+}
+
+std::string_view op_base_name(std::string_view op) noexcept {
+  if (const auto ns = op.rfind("::"); ns != std::string_view::npos) op.remove_prefix(ns + 2);
+  if (const auto dot = op.find('.'); dot != std::string_view::npos) op = op.substr(0, dot);
+  if (op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') op.remove_suffix(1);
+  return op;
+}
+
+std::vector<OpSlice> slices_of(const OpLog& log) {
+  std::vector<OpSlice> out;
+  for (std::uint32_t i = 0; i < log.records.size(); ++i) {
+    const std::int64_t s = log.records[i].step;
+    if (out.empty() || out.back().step != s) out.push_back({&log, i, i, s});
+    out.back().end = i + 1;
+  }
+  return out;
+}
+
+// ---- values ---------------------------------------------------------------------------------------
+
+ValueKey value_key(const OpLog& log, const TensorRef& t, const HashChoice& choice, bool compiled,
+                   std::vector<std::uint64_t>& dtype_cache) {
+  ValueKey k;
+  if (!t.hashed() || choice.names.empty()) return k;
+  const auto& pos = compiled ? choice.compiled_pos : choice.eager_pos;
+  std::uint64_t h[2] = {0, 0};
+  for (std::size_t i = 0; i < pos.size() && i < 2; ++i) {
+    if (pos[i] >= t.hash_count) return k;
+    const HashValue& v = log.hash(t, static_cast<std::uint32_t>(pos[i]));
+    h[i] = v.kind == HashValue::Kind::Text ? fnv1a(log.str(static_cast<std::uint32_t>(v.bits))) : v.bits;
+  }
+  k.h0 = h[0];
+  k.h1 = h[1];
+  k.valid = true;
+  const std::string& first = choice.names.front();
+  if (first == "hash_tensor") {
+    k.weak = k.h0 == 0;
+  } else if (first == "norm") {
+    k.weak = k.h0 == 0 || k.h0 == std::bit_cast<std::uint64_t>(-0.0);
+  }
+  if (choice.use_meta) {
+    k.numel = t.numel;
+    if (t.dtype >= dtype_cache.size()) dtype_cache.resize(log.strings.size(), 0);
+    std::uint64_t& code = dtype_cache[t.dtype];
+    if (code == 0) code = fnv1a(log.str(t.dtype));
+    k.dtype = code;
+  }
+  return k;
+}
+
+ValueIndex::ValueIndex(const OpSlice& slice, const HashChoice& choice, bool compiled_side)
+    : slice_(slice), choice_(choice), compiled_(compiled_side) {
+  const OpLog& log = *slice.log;
+  for (std::uint32_t r = 0; r < slice.size(); ++r) {
+    const OpRecord& rec = slice.at(r);
+    if (rec.hash_noise) continue;
+    auto add = [&](std::uint32_t first, std::uint32_t count, bool out) {
+      for (std::uint32_t i = 0; i < count; ++i) {
+        const ValueKey k = value_key(log, log.tensors[first + i], choice_, compiled_, dtype_code_);
+        if (k.valid) entries_.push_back({fingerprint(k), first + i, r | (out ? kOutBit : 0u)});
+      }
+    };
+    if (rec.has_input_hashes) add(rec.first_arg, rec.arg_count, false);
+    if (!rec.output_hash_unreliable) add(rec.first_out, rec.out_count, true);
+  }
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    return a.fp != b.fp ? a.fp < b.fp : (a.record & ~kOutBit) < (b.record & ~kOutBit);
+  });
+}
+
+ValueKey ValueIndex::key(const TensorRef& t) const {
+  return value_key(*slice_.log, t, choice_, compiled_, dtype_code_);
+}
+
+std::pair<std::size_t, std::size_t> ValueIndex::range(std::uint64_t fp) const {
+  const auto lo = std::lower_bound(entries_.begin(), entries_.end(), fp,
+                                   [](const Entry& e, std::uint64_t v) { return e.fp < v; });
+  auto hi = lo;
+  while (hi != entries_.end() && hi->fp == fp) ++hi;
+  return {static_cast<std::size_t>(lo - entries_.begin()), static_cast<std::size_t>(hi - entries_.begin())};
+}
+
+bool ValueIndex::contains(const ValueKey& k) const {
+  const auto [lo, hi] = range(fingerprint(k));
+  for (std::size_t i = lo; i < hi; ++i) {
+    if (key(slice_.log->tensors[entries_[i].tensor]) == k) return true;
+  }
+  return false;
+}
+
+void ValueIndex::outputs_with(const ValueKey& k, std::vector<std::uint32_t>& out) const {
+  out.clear();
+  const auto [lo, hi] = range(fingerprint(k));
+  for (std::size_t i = lo; i < hi; ++i) {
+    const Entry& e = entries_[i];
+    if ((e.record & kOutBit) == 0) continue;
+    const std::uint32_t r = e.record & ~kOutBit;
+    if (!out.empty() && out.back() == r) continue;
+    if (key(slice_.log->tensors[e.tensor]) == k) out.push_back(r);
+  }
+}
+
+// ---- alignment ------------------------------------------------------------------------------------
+
+namespace {
+
+class Aligner {
+ public:
+  Aligner(const OpSlice& eager, const OpSlice& compiled, const HashChoice& choice)
+      : e_(eager),
+        c_(compiled),
+        choice_(choice),
+        cidx_(compiled, choice, true),
+        post_hook_inputs_(eager.log->format.find("(hash first)") != std::string::npos) {}
+
+  SliceAlignment run() {
+    a_.eager.resize(e_.size());
+    a_.compiled_partner.assign(c_.size(), -1);
+    statuses();
+    dataflow();
+    seen_by_readers();
+    unobserved();
+    anchor();
+    hunks();
+    for (std::uint32_t c = 0; c < c_.size(); ++c) {
+      if (c_.at(c).hash_noise) {
+        ++a_.compiled_noise;
+      } else if (a_.compiled_partner[c] < 0) {
+        ++a_.compiled_only;
+      }
+    }
+    return std::move(a_);
+  }
+
+ private:
+  const OpLog& el() const { return *e_.log; }
+  const OpLog& cl() const { return *c_.log; }
+  ValueKey ekey(const TensorRef& t) { return value_key(el(), t, choice_, false, edtype_); }
+
+  void statuses() {
+    for (std::uint32_t e = 0; e < e_.size(); ++e) {
+      const OpRecord& r = e_.at(e);
+      EagerOp& op = a_.eager[e];
+      if (r.output_hash_unreliable) continue;  // Unhashed: the wait_tensor carries the value
+      std::uint32_t strong_found = 0, weak_found = 0, missing = 0, weak = 0;
+      for (std::uint32_t i = 0; i < r.out_count; ++i) {
+        const ValueKey k = ekey(el().out(r, i));
+        if (!k.valid) continue;
+        ++a_.values_compared;
+        const bool found = cidx_.contains(k);
+        if (k.weak) {
+          ++weak;
+          ++a_.values_weak;
+          found ? ++weak_found : ++missing;
+        } else if (found) {
+          ++strong_found;
+          ++a_.values_matched;
+        } else {
+          ++missing;
+        }
+      }
+      op.outputs_missing = missing;
+      op.outputs_weak = weak;
+      if (missing > 0) {
+        op.status = ValueStatus::Divergent;
+      } else if (strong_found > 0) {
+        op.status = ValueStatus::Matched;
+      } else if (weak_found > 0) {
+        op.status = ValueStatus::WeakMatched;
+      }
+    }
+  }
+
+  /// Producer of every argument (the last record of the step that output its tensor id) and the
+  /// consumers of every record.
+  void dataflow() {
+    std::unordered_map<std::int64_t, std::uint32_t> producer;
+    producer.reserve(e_.size() * 2);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // (producer, consumer)
+    a_.arg_first.resize(e_.size() + 1);
+    for (std::uint32_t e = 0; e < e_.size(); ++e) {
+      const OpRecord& r = e_.at(e);
+      a_.arg_first[e] = static_cast<std::uint32_t>(a_.arg_producer.size());
+      const std::size_t edges_before = edges.size();
+      for (std::uint32_t i = 0; i < r.arg_count; ++i) {
+        const std::int64_t id = el().arg(r, i).id;
+        std::int32_t p = -1;
+        if (id >= 0) {
+          if (const auto it = producer.find(id); it != producer.end())
+            p = static_cast<std::int32_t>(it->second);
+        }
+        a_.arg_producer.push_back(p);
+        a_.arg_value.push_back(arg_value(r, i));
+        if (p < 0 || static_cast<std::uint32_t>(p) == e) continue;
+        bool dup = false;
+        for (std::size_t k = edges_before; k < edges.size() && !dup; ++k)
+          dup = edges[k].first == static_cast<std::uint32_t>(p);
+        if (!dup) edges.emplace_back(static_cast<std::uint32_t>(p), e);
+      }
+      for (std::uint32_t i = 0; i < r.out_count; ++i) {
+        const std::int64_t id = el().out(r, i).id;
+        if (id >= 0) producer[id] = e;
+      }
+    }
+    a_.arg_first[e_.size()] = static_cast<std::uint32_t>(a_.arg_producer.size());
+    a_.consumer_first.assign(e_.size() + 1, 0);
+    for (const auto& [p, c] : edges) ++a_.consumer_first[p + 1];
+    for (std::size_t i = 1; i < a_.consumer_first.size(); ++i)
+      a_.consumer_first[i] += a_.consumer_first[i - 1];
+    a_.consumers.resize(edges.size());
+    std::vector<std::uint32_t> fill(a_.consumer_first.begin(), a_.consumer_first.end() - 1);
+    for (const auto& [p, c] : edges) a_.consumers[fill[p]++] = c;
+  }
+
+  /// Whether an argument's own hash shows its value in the compiled run: 0 no usable hash, 1
+  /// found, 2 missing. Not used where the hash is not the value the op read: a functional
+  /// collective's wait reads a value hashed before the wait, and 2.10 hashed the inputs of
+  /// in-place ops after the op had written them.
+  std::uint8_t arg_value(const OpRecord& r, std::uint32_t i) {
+    if (!r.has_input_hashes) return 0;
+    const std::string_view op = el().op_name(r);
+    if (op.find("wait_tensor") != std::string_view::npos) return 0;
+    if (post_hook_inputs_) {
+      std::string_view name = op.substr(0, op.find('.'));
+      if (name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_') return 0;
+    }
+    const ValueKey k = ekey(el().arg(r, i));
+    if (!k.valid || k.weak) return 0;
+    return cidx_.contains(k) ? 1 : 2;
+  }
+
+  /// A collective hashed before it completed shows its value to the next op that reads it
+  /// (`c10d::allreduce_` then `div_`: the div_'s input hash is the reduced gradient). Its
+  /// status is that reader's input: found or missing in the compiled run.
+  void seen_by_readers() {
+    for (std::uint32_t e = 0; e < e_.size(); ++e) {
+      if (!e_.at(e).output_hash_unreliable) continue;
+      for (const std::uint32_t c : a_.consumers_of(e)) {
+        std::uint8_t seen = 0;
+        const OpRecord& r = e_.at(c);
+        for (std::uint32_t j = 0; j < r.arg_count && seen == 0; ++j) {
+          const std::uint32_t at = a_.arg_first[c] + j;
+          if (a_.arg_producer[at] == static_cast<std::int32_t>(e)) seen = a_.arg_value[at];
+        }
+        if (seen == 0) continue;
+        a_.eager[e].status = seen == 1 ? ValueStatus::Matched : ValueStatus::Divergent;
+        break;
+      }
+    }
+  }
+
+  /// A missing value whose every consumer agrees was never materialized by the compiled run.
+  void unobserved() {
+    for (std::uint32_t e = e_.size(); e-- > 0;) {
+      EagerOp& op = a_.eager[e];
+      if (op.status != ValueStatus::Divergent) continue;
+      const auto cons = a_.consumers_of(e);
+      if (cons.empty()) continue;
+      const bool agree = std::all_of(cons.begin(), cons.end(), [&](std::uint32_t c) {
+        const auto s = a_.eager[c].status;
+        return s == ValueStatus::Matched || s == ValueStatus::Unobserved;
+      });
+      if (agree) op.status = ValueStatus::Unobserved;
+    }
+  }
+
+  /// The candidate compiled record for a value: nearest after the previous anchor, same op and
+  /// shape preferred.
+  std::uint32_t pick(const std::vector<std::uint32_t>& cands, std::int64_t cursor, std::string_view base,
+                     std::string_view shape) const {
+    const auto first_after = static_cast<std::size_t>(
+        std::upper_bound(cands.begin(), cands.end(), cursor,
+                         [](std::int64_t v, std::uint32_t c) { return v < static_cast<std::int64_t>(c); }) -
+        cands.begin());
+    const std::size_t lo = first_after > 8 ? first_after - 8 : 0;
+    const std::size_t hi = std::min(cands.size(), first_after + 8);
+    std::uint32_t best = cands[std::min(first_after, cands.size() - 1)];
+    int best_score = -1;
+    std::int64_t best_dist = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = lo; i < hi; ++i) {
+      const std::uint32_t c = cands[i];
+      const OpRecord& r = c_.at(c);
+      int score = 0;
+      if (op_base_name(cl().op_name(r)) == base) score += 8;
+      if (has_output_shape(cl(), r, shape)) score += 4;
+      if (a_.compiled_partner[c] < 0) score += 2;
+      if (static_cast<std::int64_t>(c) > cursor) score += 1;
+      const std::int64_t dist = std::abs(static_cast<std::int64_t>(c) - cursor);
+      if (score > best_score || (score == best_score && dist < best_dist)) {
+        best = c;
+        best_score = score;
+        best_dist = dist;
+      }
+    }
+    return best;
+  }
+
+  void anchor() {
+    lo_.assign(e_.size(), std::numeric_limits<std::uint32_t>::max());
+    hi_.assign(e_.size(), 0);
+    std::int64_t cursor = -1;
+    std::vector<std::uint32_t> cands;
+    for (std::uint32_t e = 0; e < e_.size(); ++e) {
+      EagerOp& op = a_.eager[e];
+      if (op.status != ValueStatus::Matched && op.status != ValueStatus::WeakMatched) continue;
+      const OpRecord& r = e_.at(e);
+      const std::string_view base = op_base_name(el().op_name(r));
+      op.first_counterpart = static_cast<std::uint32_t>(a_.counterparts.size());
+      std::int64_t next_cursor = cursor;
+      bool strong = false;
+      for (std::uint32_t i = 0; i < r.out_count; ++i) {
+        const TensorRef& t = el().out(r, i);
+        const ValueKey k = ekey(t);
+        if (!k.valid) continue;
+        cidx_.outputs_with(k, cands);
+        if (cands.empty()) continue;  // a value seen only as a compiled input
+        const std::uint32_t c = pick(cands, cursor, base, el().str(t.shape));
+        const auto begin = a_.counterparts.begin() + op.first_counterpart;
+        if (std::find(begin, a_.counterparts.end(), c) == a_.counterparts.end()) a_.counterparts.push_back(c);
+        if (a_.compiled_partner[c] < 0) a_.compiled_partner[c] = static_cast<std::int32_t>(e);
+        if (!k.weak) {
+          if (!strong) next_cursor = c;
+          strong = true;
+          lo_[e] = std::min(lo_[e], c);
+          hi_[e] = std::max(hi_[e], c);
+        }
+      }
+      op.counterpart_count = static_cast<std::uint32_t>(a_.counterparts.size()) - op.first_counterpart;
+      if (op.counterpart_count > 0) op.paired_by = PairedBy::Value;
+      if (strong) {
+        anchored_.push_back(e);
+        cursor = next_cursor;
+      }
+    }
+  }
+
+  [[nodiscard]] bool is_anchor(std::uint32_t e) const {
+    return lo_[e] != std::numeric_limits<std::uint32_t>::max();
+  }
+
+  void hunks() {
+    std::int64_t prev = -1;  // the previous anchor's last compiled position
+    std::uint32_t i = 0;
+    while (i < e_.size()) {
+      if (is_anchor(i)) {
+        prev = hi_[i];
+        ++i;
+        continue;
+      }
+      std::uint32_t j = i;
+      while (j < e_.size() && !is_anchor(j)) ++j;
+      const std::int64_t next =
+          j < e_.size() ? static_cast<std::int64_t>(lo_[j]) : static_cast<std::int64_t>(c_.size());
+      hunk(i, j, prev, next);
+      i = j;
+    }
+  }
+
+  void hunk(std::uint32_t i, std::uint32_t j, std::int64_t prev, std::int64_t next) {
+    std::vector<std::uint32_t> targets;
+    for (std::uint32_t e = i; e < j; ++e) {
+      const EagerOp& op = a_.eager[e];
+      if ((op.status == ValueStatus::Divergent || op.status == ValueStatus::Unhashed) &&
+          op.counterpart_count == 0)
+        targets.push_back(e);
+    }
+    if (targets.empty() || prev + 1 >= next) return;  // nothing to pair, or the anchors cross (a reordering)
+    const std::int64_t limit = prev + 1 + 4 * static_cast<std::int64_t>(j - i) + 256;
+    std::vector<std::uint32_t> window;
+    for (std::int64_t c = prev + 1; c < std::min(next, limit); ++c) {
+      const auto at = static_cast<std::uint32_t>(c);
+      if (a_.compiled_partner[at] < 0 && !c_.at(at).hash_noise) window.push_back(at);
+    }
+    if (window.empty()) return;
+    std::vector<std::vector<std::uint32_t>> got(targets.size());
+    std::vector<PairedBy> how(targets.size(), PairedBy::None);
+    std::vector<bool> used(window.size(), false);
+    std::unordered_map<std::int64_t, std::size_t> owner;  // compiled tensor id -> target
+    auto take = [&](std::size_t t, std::size_t w, PairedBy by) {
+      used[w] = true;
+      got[t].push_back(window[w]);
+      if (how[t] == PairedBy::None) how[t] = by;
+      a_.compiled_partner[window[w]] = static_cast<std::int32_t>(targets[t]);
+      const OpRecord& r = c_.at(window[w]);
+      for (std::uint32_t k = 0; k < r.out_count; ++k) {
+        if (const auto id = cl().out(r, k).id; id >= 0) owner[id] = t;
+      }
+    };
+    // Same op (and output shape) first, in order, then the same op whatever its shape.
+    for (const bool need_shape : {true, false}) {
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        if (!got[t].empty()) continue;
+        const OpRecord& er = e_.at(targets[t]);
+        const std::string_view base = op_base_name(el().op_name(er));
+        const std::string_view shape = first_shape(el(), er);
+        for (std::size_t w = 0; w < window.size(); ++w) {
+          if (used[w]) continue;
+          const OpRecord& cr = c_.at(window[w]);
+          if (op_base_name(cl().op_name(cr)) != base) continue;
+          if (need_shape && first_shape(cl(), cr) != shape) continue;
+          take(t, w, PairedBy::Name);
+          break;
+        }
+      }
+    }
+    // A fused kernel computes several eager ops: the previous anchor's kernel may hold a
+    // target's value too (the one it is anchored by came out of the same launch).
+    if (prev >= 0 && c_.at(static_cast<std::uint32_t>(prev)).kind == model::ops::RecordKind::Triton) {
+      const auto k = static_cast<std::uint32_t>(prev);
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        const std::string_view shape = first_shape(el(), e_.at(targets[t]));
+        if (!got[t].empty() || shape.empty() || !has_output_shape(cl(), c_.at(k), shape)) continue;
+        got[t].push_back(k);
+        how[t] = PairedBy::Fusion;
+      }
+    }
+    // The rest: the compiled ops that read what a target's counterparts wrote, or its inputs.
+    for (std::size_t w = 0; w < window.size(); ++w) {
+      if (used[w]) continue;
+      const OpRecord& cr = c_.at(window[w]);
+      std::int64_t t = -1;
+      for (std::uint32_t k = 0; k < cr.arg_count && t < 0; ++k) {
+        if (const auto it = owner.find(cl().arg(cr, k).id); it != owner.end())
+          t = static_cast<std::int64_t>(it->second);
+      }
+      if (t < 0 && cr.has_input_hashes) t = reads_inputs_of(cr, targets);
+      if (t < 0 && targets.size() == 1) t = 0;
+      if (t >= 0) take(static_cast<std::size_t>(t), w, PairedBy::Decomposition);
+    }
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      EagerOp& op = a_.eager[targets[t]];
+      op.first_counterpart = static_cast<std::uint32_t>(a_.counterparts.size());
+      a_.counterparts.insert(a_.counterparts.end(), got[t].begin(), got[t].end());
+      op.counterpart_count = static_cast<std::uint32_t>(got[t].size());
+      op.paired_by = how[t];
+    }
+  }
+
+  /// The first target one of whose input values the compiled record reads, or -1.
+  std::int64_t reads_inputs_of(const OpRecord& cr, const std::vector<std::uint32_t>& targets) {
+    for (std::uint32_t k = 0; k < cr.arg_count; ++k) {
+      const ValueKey ck = cidx_.key(cl().arg(cr, k));
+      if (!ck.valid || ck.weak) continue;
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        const OpRecord& er = e_.at(targets[t]);
+        if (!er.has_input_hashes) continue;
+        for (std::uint32_t a = 0; a < er.arg_count; ++a) {
+          if (ekey(el().arg(er, a)) == ck) return static_cast<std::int64_t>(t);
+        }
+      }
+    }
+    return -1;
+  }
+
+  const OpSlice& e_;
+  const OpSlice& c_;
+  const HashChoice& choice_;
+  ValueIndex cidx_;
+  std::vector<std::uint64_t> edtype_;
+  SliceAlignment a_;
+  std::vector<std::uint32_t> lo_, hi_;  // strong counterparts' span per eager record
+  std::vector<std::uint32_t> anchored_;
+  bool post_hook_inputs_;
+};
+
+}  // namespace
+
+SliceAlignment align_slices(const OpSlice& eager, const OpSlice& compiled, const HashChoice& choice) {
+  return Aligner(eager, compiled, choice).run();
+}
+
+}  // namespace gparity::diff::ops
