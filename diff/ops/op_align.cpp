@@ -379,7 +379,7 @@ class Aligner {
   /// The candidate compiled record for a value: nearest after the previous anchor, same op and
   /// shape preferred.
   std::uint32_t pick(const std::vector<std::uint32_t>& cands, std::int64_t cursor, std::string_view base,
-                     std::string_view shape) const {
+                     std::string_view shape, std::uint32_t self) const {
     const auto first_after = static_cast<std::size_t>(
         std::upper_bound(cands.begin(), cands.end(), cursor,
                          [](std::int64_t v, std::uint32_t c) { return v < static_cast<std::int64_t>(c); }) -
@@ -395,7 +395,7 @@ class Aligner {
       int score = 0;
       if (op_base_name(cl().op_name(r)) == base) score += 8;
       if (has_output_shape(cl(), r, shape)) score += 4;
-      if (a_.compiled_partner[c] < 0) score += 2;
+      if (a_.compiled_partner[c] < 0 || a_.compiled_partner[c] == static_cast<std::int32_t>(self)) score += 2;
       if (static_cast<std::int64_t>(c) > cursor) score += 1;
       const std::int64_t dist = std::abs(static_cast<std::int64_t>(c) - cursor);
       if (score > best_score || (score == best_score && dist < best_dist)) {
@@ -414,8 +414,11 @@ class Aligner {
     std::vector<std::uint32_t> cands;
     for (std::uint32_t e = 0; e < e_.size(); ++e) {
       EagerOp& op = a_.eager[e];
-      if (op.status != ValueStatus::Matched && op.status != ValueStatus::WeakMatched) continue;
       const OpRecord& r = e_.at(e);
+      // A collective's own output hash is not its value (it was seen by a reader): paired by name.
+      if ((op.status != ValueStatus::Matched && op.status != ValueStatus::WeakMatched) ||
+          r.output_hash_unreliable)
+        continue;
       const std::string_view base = op_base_name(el().op_name(r));
       op.first_counterpart = static_cast<std::uint32_t>(a_.counterparts.size());
       std::int64_t next_cursor = cursor;
@@ -426,7 +429,7 @@ class Aligner {
         if (!k.valid) continue;
         cidx_.outputs_with(k, cands);
         if (cands.empty()) continue;  // a value seen only as a compiled input
-        const std::uint32_t c = pick(cands, cursor, base, el().str(t.shape));
+        const std::uint32_t c = pick(cands, cursor, base, el().str(t.shape), e);
         const auto begin = a_.counterparts.begin() + op.first_counterpart;
         if (std::find(begin, a_.counterparts.end(), c) == a_.counterparts.end()) a_.counterparts.push_back(c);
         if (a_.compiled_partner[c] < 0) a_.compiled_partner[c] = static_cast<std::int32_t>(e);
@@ -470,11 +473,10 @@ class Aligner {
 
   void hunk(std::uint32_t i, std::uint32_t j, std::int64_t prev, std::int64_t next) {
     std::vector<std::uint32_t> targets;
+    // Every op without a counterpart yet: divergent and unhashed ones, and those whose value was
+    // seen only by a reader (a collective) or only as a compiled input.
     for (std::uint32_t e = i; e < j; ++e) {
-      const EagerOp& op = a_.eager[e];
-      if ((op.status == ValueStatus::Divergent || op.status == ValueStatus::Unhashed) &&
-          op.counterpart_count == 0)
-        targets.push_back(e);
+      if (a_.eager[e].counterpart_count == 0) targets.push_back(e);
     }
     if (targets.empty() || prev + 1 >= next) return;  // nothing to pair, or the anchors cross (a reordering)
     const std::int64_t limit = prev + 1 + 4 * static_cast<std::int64_t>(j - i) + 256;
