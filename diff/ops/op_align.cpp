@@ -30,6 +30,12 @@ std::uint64_t fnv1a(std::string_view s) noexcept {
   return h | 1;  // never 0: 0 means "no dtype"
 }
 
+/// An independent second fingerprint (other constants, other order).
+std::uint64_t fingerprint2(const ValueKey& k) noexcept {
+  return mix64(k.h1 ^ mix64(k.h0 + 0xd6e8feb86659fd93ull) ^ mix64(k.dtype + 0xa0761d6478bd642full) ^
+               mix64(static_cast<std::uint64_t>(k.numel) + 0xe7037ed1a0b428dbull));
+}
+
 std::uint64_t fingerprint(const ValueKey& k) noexcept {
   return mix64(k.h0 ^ mix64(k.h1 + 0x9e3779b97f4a7c15ull) ^
                mix64(static_cast<std::uint64_t>(k.numel) + 0x632be59bd9b4e019ull) ^
@@ -83,6 +89,10 @@ HashChoice choose_hashes(const OpLog& eager, const OpLog& compiled) {
       c.eager_pos.push_back(static_cast<int>(i));
       c.compiled_pos.push_back(static_cast<int>(i));
     }
+  }
+  if (!c.names.empty()) {
+    if (c.names.front() == "hash_tensor") c.weak_rule = HashChoice::WeakRule::ZeroHash;
+    if (c.names.front() == "norm") c.weak_rule = HashChoice::WeakRule::ZeroNorm;
   }
   const auto has_meta = [](const OpLog& l) { return l.format.rfind("debug_string", 0) == 0; };
   c.use_meta = has_meta(eager) && has_meta(compiled);
@@ -144,10 +154,9 @@ ValueKey value_key(const OpLog& log, const TensorRef& t, const HashChoice& choic
   k.h0 = h[0];
   k.h1 = h[1];
   k.valid = true;
-  const std::string& first = choice.names.front();
-  if (first == "hash_tensor") {
+  if (choice.weak_rule == HashChoice::WeakRule::ZeroHash) {
     k.weak = k.h0 == 0;
-  } else if (first == "norm") {
+  } else if (choice.weak_rule == HashChoice::WeakRule::ZeroNorm) {
     k.weak = k.h0 == 0 || k.h0 == std::bit_cast<std::uint64_t>(-0.0);
   }
   if (choice.use_meta) {
@@ -163,53 +172,122 @@ ValueKey value_key(const OpLog& log, const TensorRef& t, const HashChoice& choic
 ValueIndex::ValueIndex(const OpSlice& slice, const HashChoice& choice, bool compiled_side)
     : slice_(slice), choice_(choice), compiled_(compiled_side) {
   const OpLog& log = *slice.log;
+  struct Pending {
+    std::uint32_t slot, tensor, record;
+  };
+  std::vector<Pending> pending;
+  std::size_t tensors = 0;
+  for (std::uint32_t r = 0; r < slice.size(); ++r) tensors += slice.at(r).arg_count + slice.at(r).out_count;
+  pending.reserve(tensors);
+  std::size_t size = 16;
+  while (size < tensors + tensors / 3) size <<= 1;  // at most one run per tensor: load <= 3/4
+  runs_.assign(size, Run{});
+  run_mask_ = size - 1;
+  // Grouping by hashing, not sorting: one pass counts each fingerprint's entries, a second
+  // places them, in record order.
   for (std::uint32_t r = 0; r < slice.size(); ++r) {
     const OpRecord& rec = slice.at(r);
     if (rec.hash_noise) continue;
     auto add = [&](std::uint32_t first, std::uint32_t count, bool out) {
       for (std::uint32_t i = 0; i < count; ++i) {
         const ValueKey k = value_key(log, log.tensors[first + i], choice_, compiled_, dtype_code_);
-        if (k.valid) entries_.push_back({fingerprint(k), first + i, r | (out ? kOutBit : 0u)});
+        if (!k.valid) continue;
+        const std::uint64_t fp = fingerprint(k), fp2 = fingerprint2(k);
+        std::size_t b = fp & run_mask_;
+        while (runs_[b].count != 0 && runs_[b].fp != fp) b = (b + 1) & run_mask_;
+        Run& run = runs_[b];
+        if (run.count == 0) {
+          run.fp = fp;
+          run.fp2 = fp2;
+        } else if (run.fp2 != fp2) {
+          run.count |= kMixed;
+        }
+        ++run.count;
+        pending.push_back({static_cast<std::uint32_t>(b), first + i, r | (out ? kOutBit : 0u)});
       }
     };
     if (rec.has_input_hashes) add(rec.first_arg, rec.arg_count, false);
     if (!rec.output_hash_unreliable) add(rec.first_out, rec.out_count, true);
   }
-  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-    return a.fp != b.fp ? a.fp < b.fp : (a.record & ~kOutBit) < (b.record & ~kOutBit);
-  });
+  std::uint32_t offset = 0;
+  std::vector<std::uint32_t> fill(runs_.size(), 0);
+  for (std::size_t b = 0; b < runs_.size(); ++b) {
+    runs_[b].first = offset;
+    fill[b] = offset;
+    offset += runs_[b].count & ~kMixed;
+  }
+  entries_.resize(pending.size());
+  for (const auto& p : pending) entries_[fill[p.slot]++] = {p.tensor, p.record};
 }
 
 ValueKey ValueIndex::key(const TensorRef& t) const {
   return value_key(*slice_.log, t, choice_, compiled_, dtype_code_);
 }
 
-std::pair<std::size_t, std::size_t> ValueIndex::range(std::uint64_t fp) const {
-  const auto lo = std::lower_bound(entries_.begin(), entries_.end(), fp,
-                                   [](const Entry& e, std::uint64_t v) { return e.fp < v; });
-  auto hi = lo;
-  while (hi != entries_.end() && hi->fp == fp) ++hi;
-  return {static_cast<std::size_t>(lo - entries_.begin()), static_cast<std::size_t>(hi - entries_.begin())};
+const ValueIndex::Run* ValueIndex::find(std::uint64_t fp) const {
+  for (std::size_t i = fp & run_mask_;; i = (i + 1) & run_mask_) {
+    const Run& r = runs_[i];
+    if (r.count == 0) return nullptr;
+    if (r.fp == fp) return &r;
+  }
+}
+
+bool ValueIndex::holds(const Run& r, const Entry& e, const ValueKey& k, std::uint64_t fp2) const {
+  if ((r.count & kMixed) == 0) return r.fp2 == fp2;
+  return key(slice_.log->tensors[e.tensor]) == k;
+}
+
+std::uint32_t ValueIndex::slot(const ValueKey& k) const {
+  const Run* r = find(fingerprint(k));
+  return r == nullptr ? kNoSlot : static_cast<std::uint32_t>(r - runs_.data());
 }
 
 bool ValueIndex::contains(const ValueKey& k) const {
-  const auto [lo, hi] = range(fingerprint(k));
-  for (std::size_t i = lo; i < hi; ++i) {
-    if (key(slice_.log->tensors[entries_[i].tensor]) == k) return true;
+  return contains(slot(k), k);
+}
+
+bool ValueIndex::contains(std::uint32_t s, const ValueKey& k) const {
+  if (s == kNoSlot) return false;
+  const Run* r = &runs_[s];
+  const std::uint64_t fp2 = fingerprint2(k);
+  if ((r->count & kMixed) == 0) return r->fp2 == fp2;
+  for (std::uint32_t i = 0; i < (r->count & ~kMixed); ++i) {
+    if (holds(*r, entries_[r->first + i], k, fp2)) return true;
   }
   return false;
 }
 
-void ValueIndex::outputs_with(const ValueKey& k, std::vector<std::uint32_t>& out) const {
+void ValueIndex::outputs_near(const ValueKey& k, std::int64_t cursor, std::size_t each_side,
+                              std::vector<std::uint32_t>& out) const {
+  outputs_near(slot(k), k, cursor, each_side, out);
+}
+
+void ValueIndex::outputs_near(std::uint32_t s, const ValueKey& k, std::int64_t cursor, std::size_t each_side,
+                              std::vector<std::uint32_t>& out) const {
   out.clear();
-  const auto [lo, hi] = range(fingerprint(k));
-  for (std::size_t i = lo; i < hi; ++i) {
-    const Entry& e = entries_[i];
-    if ((e.record & kOutBit) == 0) continue;
-    const std::uint32_t r = e.record & ~kOutBit;
-    if (!out.empty() && out.back() == r) continue;
-    if (key(slice_.log->tensors[e.tensor]) == k) out.push_back(r);
-  }
+  if (s == kNoSlot) return;
+  const Run* r = &runs_[s];
+  const std::uint64_t fp2 = fingerprint2(k);
+  if ((r->count & kMixed) == 0 && r->fp2 != fp2) return;
+  const auto first = entries_.begin() + r->first;
+  const auto last = first + (r->count & ~kMixed);
+  // Within a run, entries are by record: start at the first after the cursor.
+  const auto mid = std::upper_bound(first, last, cursor, [](std::int64_t c, const Entry& e) {
+    return c < static_cast<std::int64_t>(e.record & ~kOutBit);
+  });
+  auto take = [&](const Entry& e) {
+    if ((e.record & kOutBit) == 0) return false;
+    const std::uint32_t rec = e.record & ~kOutBit;
+    if (std::find(out.begin(), out.end(), rec) != out.end()) return false;
+    if (!holds(*r, e, k, fp2)) return false;
+    out.push_back(rec);
+    return true;
+  };
+  std::size_t n = 0;
+  for (auto it = mid; it != first && n < each_side;) n += take(*--it) ? 1 : 0;
+  n = 0;
+  for (auto it = mid; it != last && n < each_side; ++it) n += take(*it) ? 1 : 0;
+  std::sort(out.begin(), out.end());
 }
 
 // ---- alignment ------------------------------------------------------------------------------------
@@ -250,6 +328,13 @@ class Aligner {
   ValueKey ekey(const TensorRef& t) { return value_key(el(), t, choice_, false, edtype_); }
 
   void statuses() {
+    if (e_.size() > 0) {
+      first_tensor_ = std::min(e_.at(0).first_arg, e_.at(0).first_out);
+      const OpRecord& last = e_.at(e_.size() - 1);
+      out_found_.assign(
+          std::max(last.first_arg + last.arg_count, last.first_out + last.out_count) - first_tensor_, 0);
+      out_slot_.assign(out_found_.size(), ValueIndex::kNoSlot);
+    }
     for (std::uint32_t e = 0; e < e_.size(); ++e) {
       const OpRecord& r = e_.at(e);
       EagerOp& op = a_.eager[e];
@@ -259,7 +344,10 @@ class Aligner {
         const ValueKey k = ekey(el().out(r, i));
         if (!k.valid) continue;
         ++a_.values_compared;
-        const bool found = cidx_.contains(k);
+        const std::uint32_t slot = cidx_.slot(k);
+        const bool found = cidx_.contains(slot, k);
+        out_slot_[r.first_out + i - first_tensor_] = slot;
+        if (!k.weak) out_found_[r.first_out + i - first_tensor_] = found ? 1 : 2;
         if (k.weak) {
           ++weak;
           ++a_.values_weak;
@@ -302,7 +390,7 @@ class Aligner {
             p = static_cast<std::int32_t>(it->second);
         }
         a_.arg_producer.push_back(p);
-        a_.arg_value.push_back(arg_value(r, i));
+        a_.arg_value.push_back(arg_value(r, i, p));
         if (p < 0 || static_cast<std::uint32_t>(p) == e) continue;
         bool dup = false;
         for (std::size_t k = edges_before; k < edges.size() && !dup; ++k)
@@ -328,17 +416,41 @@ class Aligner {
   /// found, 2 missing. Not used where the hash is not the value the op read: a functional
   /// collective's wait reads a value hashed before the wait, and 2.10 hashed the inputs of
   /// in-place ops after the op had written them.
-  std::uint8_t arg_value(const OpRecord& r, std::uint32_t i) {
+  std::uint8_t arg_value(const OpRecord& r, std::uint32_t i, std::int32_t producer) {
     if (!r.has_input_hashes) return 0;
-    const std::string_view op = el().op_name(r);
-    if (op.find("wait_tensor") != std::string_view::npos) return 0;
-    if (post_hook_inputs_) {
-      std::string_view name = op.substr(0, op.find('.'));
-      if (name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_') return 0;
+    // Most arguments are an earlier op's output, hashed alike: reuse that lookup.
+    const TensorRef& t = el().arg(r, i);
+    if (producer >= 0 && t.hashed()) {
+      const OpRecord& p = e_.at(static_cast<std::uint32_t>(producer));
+      for (std::uint32_t k = 0; k < p.out_count; ++k) {
+        const TensorRef& o = el().out(p, k);
+        const std::uint8_t seen = out_found_[p.first_out + k - first_tensor_];
+        if (o.id == t.id && seen != 0 && same_hashes(o, t)) return reusable(r) ? seen : 0;
+      }
     }
-    const ValueKey k = ekey(el().arg(r, i));
+    if (!reusable(r)) return 0;
+    const ValueKey k = ekey(t);
     if (!k.valid || k.weak) return 0;
     return cidx_.contains(k) ? 1 : 2;
+  }
+
+  /// Whether the record's input hashes are the values it read (see arg_value).
+  bool reusable(const OpRecord& r) const {
+    const std::string_view op = el().op_name(r);
+    if (op.find("wait_tensor") != std::string_view::npos) return false;
+    if (post_hook_inputs_) {
+      const std::string_view name = op.substr(0, op.find('.'));
+      if (name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_') return false;
+    }
+    return true;
+  }
+
+  bool same_hashes(const TensorRef& a, const TensorRef& b) const {
+    if (a.hash_count != b.hash_count || a.numel != b.numel || a.dtype != b.dtype) return false;
+    for (std::uint32_t i = 0; i < a.hash_count; ++i) {
+      if (!(el().hash(a, i) == el().hash(b, i))) return false;
+    }
+    return true;
   }
 
   /// A collective hashed before it completed shows its value to the next op that reads it
@@ -427,7 +539,7 @@ class Aligner {
         const TensorRef& t = el().out(r, i);
         const ValueKey k = ekey(t);
         if (!k.valid) continue;
-        cidx_.outputs_with(k, cands);
+        cidx_.outputs_near(out_slot_[r.first_out + i - first_tensor_], k, cursor, 8, cands);
         if (cands.empty()) continue;  // a value seen only as a compiled input
         const std::uint32_t c = pick(cands, cursor, base, el().str(t.shape), e);
         const auto begin = a_.counterparts.begin() + op.first_counterpart;
@@ -575,6 +687,9 @@ class Aligner {
   std::vector<std::uint32_t> lo_, hi_;  // strong counterparts' span per eager record
   std::vector<std::uint32_t> anchored_;
   bool post_hook_inputs_;
+  std::uint32_t first_tensor_ = 0;
+  std::vector<std::uint8_t> out_found_;  // per eager tensor of the slice: 1 found, 2 missing, 0 not looked up
+  std::vector<std::uint32_t> out_slot_;  // ... and its compiled value slot
 };
 
 }  // namespace

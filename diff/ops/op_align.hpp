@@ -57,6 +57,10 @@ struct HashChoice {
   std::vector<int> eager_pos;     // position of each in the eager log's HashSpec
   std::vector<int> compiled_pos;  // ... and in the compiled log's
   bool use_meta = true;           // dtype and element count are part of a value (both sides wrote them)
+  /// Which values cannot be told apart: hash_tensor 0 (any constant or empty tensor), or, when
+  /// norm decides first, an L1 norm of 0.
+  enum class WeakRule : std::uint8_t { None, ZeroHash, ZeroNorm };
+  WeakRule weak_rule = WeakRule::None;
   [[nodiscard]] bool usable() const noexcept { return !names.empty(); }
   /// "hash_tensor", "hash_tensor+norm".
   [[nodiscard]] std::string text() const;
@@ -135,22 +139,44 @@ class ValueIndex {
   ValueIndex(const OpSlice& slice, const HashChoice& choice, bool compiled_side);
   /// Whether any record of the slice holds the value (as an output or a hashed input).
   [[nodiscard]] bool contains(const ValueKey& k) const;
-  /// Compiled record positions whose outputs hold the value, ascending.
-  void outputs_with(const ValueKey& k, std::vector<std::uint32_t>& out) const;
+  /// Up to `each_side` compiled record positions on each side of `cursor` whose outputs hold
+  /// the value, ascending. A constant's hash can be held by thousands of records: only those
+  /// near the alignment's position matter.
+  void outputs_near(const ValueKey& k, std::int64_t cursor, std::size_t each_side,
+                    std::vector<std::uint32_t>& out) const;
+  /// The same in two steps, to look a value up once and use it twice: the slot of its
+  /// fingerprint (kNoSlot when no record has it), then the questions above on that slot.
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  [[nodiscard]] std::uint32_t slot(const ValueKey& k) const;
+  [[nodiscard]] bool contains(std::uint32_t slot, const ValueKey& k) const;
+  void outputs_near(std::uint32_t slot, const ValueKey& k, std::int64_t cursor, std::size_t each_side,
+                    std::vector<std::uint32_t>& out) const;
   [[nodiscard]] ValueKey key(const TensorRef& t) const;
 
  private:
   struct Entry {
-    std::uint64_t fp;
     std::uint32_t tensor;  // into log->tensors
     std::uint32_t record;  // position in the slice; high bit: an output
   };
+  /// The entries of one fingerprint: entries_[first, first + count), by record. A second,
+  /// independent fingerprint stands in for the key (128 bits in all); where two keys share the
+  /// first fingerprint (`mixed`), every entry is checked against its tensor.
+  struct Run {
+    std::uint64_t fp = 0;
+    std::uint64_t fp2 = 0;
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;  // 0: an empty slot; high bit: mixed
+  };
+  static constexpr std::uint32_t kMixed = 0x80000000u;
   OpSlice slice_;
   HashChoice choice_;
   bool compiled_;
   mutable std::vector<std::uint64_t> dtype_code_;
-  std::vector<Entry> entries_;  // sorted by (fp, record)
-  [[nodiscard]] std::pair<std::size_t, std::size_t> range(std::uint64_t fp) const;
+  std::vector<Entry> entries_;  // grouped by fingerprint, in record order within a group
+  std::vector<Run> runs_;       // open addressing by fingerprint
+  std::size_t run_mask_ = 0;
+  [[nodiscard]] const Run* find(std::uint64_t fp) const;
+  [[nodiscard]] bool holds(const Run& r, const Entry& e, const ValueKey& k, std::uint64_t fp2) const;
 };
 
 /// Key of a tensor of `log` (eager side: `compiled` false).

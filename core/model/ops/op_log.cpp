@@ -3,8 +3,24 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace gparity::model::ops {
+
+std::size_t StringTable::Hash::operator()(std::string_view s) const noexcept {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ s.size();
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  h = (h ^ tail) * 0x94d049bb133111ebull;
+  return static_cast<std::size_t>(h ^ (h >> 31));
+}
 
 StringTable::StringTable() {
   views_.emplace_back();
@@ -12,12 +28,19 @@ StringTable::StringTable() {
 }
 
 std::uint32_t StringTable::intern(std::string_view s) {
-  if (const auto it = index_.find(s); it != index_.end()) return it->second;
+  const std::size_t h = Hash{}(s);
+  Recent& slot = recent_[h & (kRecent - 1)];
+  if (slot.text == s && (slot.id != 0 || s.empty())) return slot.id;
+  if (const auto it = index_.find(s); it != index_.end()) {
+    slot = {it->first, it->second};
+    return it->second;
+  }
   const std::string& stored = storage_.emplace_back(s);
   const std::string_view v = stored;
   const auto id = static_cast<std::uint32_t>(views_.size());
   views_.push_back(v);
   index_.emplace(v, id);
+  slot = {v, id};
   return id;
 }
 

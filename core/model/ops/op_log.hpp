@@ -40,7 +40,19 @@ class StringTable {
  private:
   std::deque<std::string> storage_;  // a deque never moves its elements: views stay valid
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, std::uint32_t> index_;
+  /// Short strings (dtypes, shapes, op names) dominate: hash 8 bytes at a time.
+  struct Hash {
+    std::size_t operator()(std::string_view s) const noexcept;
+  };
+  std::unordered_map<std::string_view, std::uint32_t, Hash> index_;
+  /// Recently interned strings, direct-mapped by hash: a log repeats a few dtypes, shapes and
+  /// op names line after line, and a hit costs no bucket division.
+  struct Recent {
+    std::string_view text;
+    std::uint32_t id = 0;
+  };
+  std::vector<Recent> recent_ = std::vector<Recent>(kRecent);
+  static constexpr std::size_t kRecent = 256;
 };
 
 /// One hash of one tensor, as DebugMode printed it: an integer (`hash_tensor`, up to 2^64-1),

@@ -1,5 +1,6 @@
 #include "core/model/ops/py_literal.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -15,6 +16,19 @@ constexpr int kMaxDepth = 64;
 bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
 }
+
+// Character classes of the atom scanner.
+constexpr std::uint8_t kPlain = 0, kQuote = 1, kOpen = 2, kClose = 3, kStop = 4;
+constexpr auto kAtomClass = [] {
+  std::array<std::uint8_t, 256> t{};
+  t[static_cast<unsigned char>('\'')] = t[static_cast<unsigned char>('"')] = kQuote;
+  t[static_cast<unsigned char>('(')] = t[static_cast<unsigned char>('[')] =
+      t[static_cast<unsigned char>('{')] = kOpen;
+  t[static_cast<unsigned char>(')')] = t[static_cast<unsigned char>(']')] =
+      t[static_cast<unsigned char>('}')] = kClose;
+  t[static_cast<unsigned char>(',')] = t[static_cast<unsigned char>(':')] = kStop;
+  return t;
+}();
 bool is_ident_start(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
@@ -174,31 +188,40 @@ class Parser {
   std::uint32_t atom(bool dict_key) {
     const std::size_t start = pos_;
     int depth = 0;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      if (c == '\'' || c == '"') {
-        ++pos_;
-        while (pos_ < s_.size() && s_[pos_] != c) {
-          if (s_[pos_] == '\\') ++pos_;
-          ++pos_;
+    const char* p = s_.data() + pos_;
+    const char* const end_of_text = s_.data() + s_.size();
+    while (p < end_of_text) {
+      // Most characters of an atom are plain: skip them a table lookup at a time.
+      const auto cls = kAtomClass[static_cast<unsigned char>(*p)];
+      if (cls == kPlain) {
+        ++p;
+        continue;
+      }
+      const char c = *p;
+      if (cls == kQuote) {
+        ++p;
+        while (p < end_of_text && *p != c) {
+          if (*p == '\\') ++p;
+          ++p;
         }
-        if (pos_ >= s_.size()) {
+        if (p >= end_of_text) {
           ok_ = false;  // an unclosed quote: the text was cut short
           break;
         }
-        ++pos_;
+        ++p;
         continue;
       }
-      if (c == '(' || c == '[' || c == '{') {
+      if (cls == kOpen) {
         ++depth;
-      } else if (c == ')' || c == ']' || c == '}') {
+      } else if (cls == kClose) {
         if (depth == 0) break;
         --depth;
       } else if (depth == 0 && (c == ',' || (dict_key && c == ':'))) {
         break;
       }
-      ++pos_;
+      ++p;
     }
+    pos_ = static_cast<std::size_t>(p - s_.data());
     if (depth != 0) ok_ = false;  // an unclosed bracket: the text was cut short
     std::size_t end = pos_;
     while (end > start && (s_[end - 1] == ' ' || s_[end - 1] == '\t')) --end;
