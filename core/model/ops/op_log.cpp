@@ -17,7 +17,7 @@ std::size_t StringTable::Hash::operator()(std::string_view s) const noexcept {
     h ^= h >> 29;
   }
   std::uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
+  if (i < s.size()) std::memcpy(&tail, s.data() + i, s.size() - i);
   h = (h ^ tail) * 0x94d049bb133111ebull;
   return static_cast<std::size_t>(h ^ (h >> 31));
 }
