@@ -153,8 +153,14 @@ template <typename T>
     }
   }
   const __m512i sum = _mm512_add_epi64(_mm512_add_epi64(acc[0], acc[1]), _mm512_add_epi64(acc[2], acc[3]));
-  return static_cast<std::uint64_t>(_mm512_reduce_add_epi64(sum)) +
-         run_dense<T>(data + j * sizeof(T), count - j, first + j);
+  // Lanes summed as uint64 (mod 2^64, as the hash is defined), like the AVX2 kernel: GCC's
+  // _mm512_reduce_add_epi64 ends in a signed long long addition, which overflows for most
+  // inputs (undefined behaviour; UBSan stopped every AVX-512 shard hash in the asan build).
+  alignas(64) std::uint64_t lanes[8];
+  _mm512_store_si512(lanes, sum);
+  std::uint64_t total = 0;
+  for (const std::uint64_t lane : lanes) total += lane;
+  return total + run_dense<T>(data + j * sizeof(T), count - j, first + j);
 }
 
 #endif

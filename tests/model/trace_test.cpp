@@ -109,6 +109,41 @@ TEST(Trace, WriterAndReaderRoundTripEveryRecordType) {
   EXPECT_EQ(t.events[0].data["reason"], "shape");
 }
 
+TEST(Trace, IntegerFieldsRejectFloatsAndOutOfRangeNumbers) {
+  // Found by fuzz_trace_jsonl: a bucket member's offset of 2e88 was converted to an int64 (undefined
+  // behaviour); 1.5 and 2^63 are not int64 offsets either, nor 1e30 a shape. Each is a
+  // corrupt line naming the field, never a number made up.
+  const auto bucket = [](const std::string& offset) {
+    return R"({"type":"buckets","step":1,"bucket_names":["b"],"groups":[{"group":"dp","buckets":[{"collective":)"
+           R"("reduce_scatter","dtype":"float32","members":[{"fqn":"w","offset":)" +
+           offset + R"(,"size":4}]}]}]})";
+  };
+  EXPECT_NO_THROW((void)parse_trace_line(bucket("8"), "rank0.jsonl", 3));
+  for (const std::string bad :
+       {"2.0544e88", "1.5", "-1e300", "9223372036854775808", "18446744073709551615"}) {
+    try {
+      (void)parse_trace_line(bucket(bad), "rank0.jsonl", 3);
+      ADD_FAILURE() << "offset " << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("\"offset\" is not an integer in range"), std::string::npos)
+          << e.what();
+      EXPECT_EQ(e.line(), 3);
+    }
+  }
+  const auto node = [](const std::string& shape) {
+    return R"({"type":"node","graph":"g","node":"n","dtype":"float32","shape":)" + shape +
+           R"(,"shard":"0123456789abcdef"})";
+  };
+  EXPECT_NO_THROW((void)parse_trace_line(node("[2,3]"), "rank0.jsonl", 1));
+  try {
+    (void)parse_trace_line(node("[2,1e30]"), "rank0.jsonl", 1);
+    ADD_FAILURE() << "a shape of 1e30 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"shape\" is not an integer in range"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Trace, LossesKeepTheirBitsIncludingNanAndSignedZero) {
   TempDir tmp;
   const float nan_payload = std::bit_cast<float>(0x7fc00123U);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gparity::model {
 
@@ -29,6 +30,22 @@ nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::stri
 /// does not parse, so those values read as null: gparity's own convention for a non-finite value,
 /// whose bit-pattern field (where the format has one) says which it was.
 std::optional<std::string> python_nonfinite_as_null(std::string_view text);
+
+/// The integer `j` holds when it is a JSON integer that T can represent, else nullopt. Use it
+/// instead of get<T>() on untrusted input: nlohmann's get<T>() static_casts whatever number it
+/// finds, so a float out of T's range (1e88 as an int64) is undefined behaviour and 1.5 or 2^63
+/// silently become other numbers (found by fuzz_trace_jsonl).
+template <typename T, typename Json>
+std::optional<T> json_integer(const Json& j) {
+  if (j.is_number_unsigned()) {
+    const auto v = j.template get<std::uint64_t>();
+    if (std::in_range<T>(v)) return static_cast<T>(v);
+  } else if (j.is_number_integer()) {
+    const auto v = j.template get<std::int64_t>();
+    if (std::in_range<T>(v)) return static_cast<T>(v);
+  }
+  return std::nullopt;
+}
 
 /// 1-based line of byte `offset` in text (counting '\n').
 std::int64_t line_of_offset(std::string_view text, std::size_t offset) noexcept;

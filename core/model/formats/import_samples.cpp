@@ -30,11 +30,16 @@ std::vector<std::int64_t> shape_field(const ordered_json& j, const char* key, co
                                       std::int64_t line) {
   const auto it = j.find(key);
   if (it == j.end()) bad(source, line, std::string("missing field \"") + key + "\"");
-  try {
-    return it->get<std::vector<std::int64_t>>();
-  } catch (const nlohmann::json::exception&) {
-    bad(source, line, std::string("\"") + key + "\" is not a list of integers");
+  if (!it->is_array()) bad(source, line, std::string("\"") + key + "\" is not a list of integers");
+  std::vector<std::int64_t> shape;
+  for (const auto& d : *it) {
+    // Exact integers only (a float such as 1e30 was converted to int64: undefined behaviour).
+    const auto v = json_integer<std::int64_t>(d);
+    if (!v || *v < 0)
+      bad(source, line, std::string("\"") + key + "\" is not a list of non-negative integers");
+    shape.push_back(*v);
   }
+  return shape;
 }
 
 /// One line into a step plus the params table it implies.
@@ -82,7 +87,8 @@ void parse_line(std::string_view text, const std::string& source, std::int64_t l
     // inferred (and only used to describe the block, never to hash).
     info.local_offsets.assign(info.global_shape.size(), 0);
     if (!info.global_shape.empty() && info.local_shape != info.global_shape) {
-      info.local_offsets[0] = rank * info.local_shape[0];
+      if (__builtin_mul_overflow(std::int64_t{rank}, info.local_shape[0], &info.local_offsets[0]))
+        bad(source, line, "parameter \"" + info.fqn + "\": shard_shape[0] times the rank overflows");
       info.placements.push_back({Placement::Kind::Shard, 0});
     } else {
       info.placements.push_back({Placement::Kind::Replicate, -1});

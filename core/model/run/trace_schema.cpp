@@ -4,8 +4,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_input.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::model {
@@ -24,11 +26,28 @@ const json& member(const json& j, const char* key, const std::string& source, st
 }
 
 template <typename T>
+struct is_vector : std::false_type {};
+template <typename E>
+struct is_vector<std::vector<E>> : std::true_type {};
+
+template <typename T>
 T get_as(const json& j, const char* key, const std::string& source, std::int64_t line) {
-  try {
-    return j.get<T>();
-  } catch (const json::exception&) {
-    bad(source, line, std::string("field \"") + key + "\" has the wrong type");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const auto v = json_integer<T>(j);
+    if (!v) bad(source, line, std::string("field \"") + key + "\" is not an integer in range");
+    return *v;
+  } else if constexpr (is_vector<T>::value) {
+    if (!j.is_array()) bad(source, line, std::string("field \"") + key + "\" is not an array");
+    T out;
+    out.reserve(j.size());
+    for (const auto& e : j) out.push_back(get_as<typename T::value_type>(e, key, source, line));
+    return out;
+  } else {
+    try {
+      return j.get<T>();
+    } catch (const json::exception&) {
+      bad(source, line, std::string("field \"") + key + "\" has the wrong type");
+    }
   }
 }
 
