@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/evidence.hpp"
 
 namespace gparity::diff::ops {
 
@@ -585,6 +586,80 @@ void presence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& c
   }
 }
 
+/// Hashed output values per rank of one side: those a strong hash of `choice` decides, or every
+/// hashed output when no choice could be made.
+std::map<int, std::uint64_t> values_per_rank(const std::vector<RankLogs>& side, const HashChoice* choice,
+                                             bool compiled) {
+  std::map<int, std::uint64_t> out;
+  std::vector<std::uint64_t> dtype_cache;
+  for (const auto& r : side) {
+    auto& n = out[r.rank];
+    for (const auto& log : r.logs) {
+      dtype_cache.clear();  // string ids are per log
+      for (const auto& rec : log.records) {
+        if (rec.output_hash_unreliable || rec.hash_noise) continue;
+        for (std::uint32_t i = 0; i < rec.out_count; ++i) {
+          const auto& t = log.out(rec, i);
+          if (!t.hashed()) continue;
+          if (choice != nullptr) {
+            const ValueKey k = value_key(log, t, *choice, compiled, dtype_cache);
+            if (!k.valid || k.weak) continue;
+          }
+          ++n;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// What the comparison had to work with, for the evidence rule (diff/evidence.hpp).
+Evidence op_evidence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
+                     const OpCompareOptions& o, const HashChoice* choice, std::uint64_t compared,
+                     std::string nothing_why) {
+  Evidence e;
+  e.what = "op values";
+  e.allow_incomplete = o.allow_incomplete;
+  e.compared = compared;
+  e.nothing_why = std::move(nothing_why);
+  const auto ev = values_per_rank(eager, choice, false);
+  const auto cv = values_per_rank(compiled, choice, true);
+  auto side = [&](const char* role, const std::string& input, const std::vector<RankLogs>& logs,
+                  const std::map<int, std::uint64_t>& per_rank) {
+    EvidenceSide s;
+    s.role = role;
+    s.input = input;
+    std::size_t records = 0;
+    bool hashed = false;
+    for (const auto& r : logs) {
+      for (const auto& l : r.logs) {
+        records += l.records.size();
+        hashed = hashed || !l.hash_spec.empty();
+      }
+    }
+    for (const auto& [rank, n] : per_rank) s.items += n;
+    s.detail = std::to_string(s.items) + " op values (strong hashes) of " + std::to_string(records) +
+               " ops on " + std::to_string(logs.size()) + (logs.size() == 1 ? " rank" : " ranks");
+    if (!hashed) s.nothing = "holds DebugMode logs without tensor hashes";
+    s.tried = {"PyTorch DebugMode debug_string text", "DebugMode dump_tensor_hashes"};
+    return s;
+  };
+  e.sides.push_back(side("baseline", o.eager_name, eager, ev));
+  e.sides.push_back(side("candidate", o.compiled_name, compiled, cv));
+  std::set<int> ranks;
+  for (const auto& [r, n] : ev) ranks.insert(r);
+  for (const auto& [r, n] : cv) ranks.insert(r);
+  for (const int r : ranks) {
+    RankEvidenceCount rc;
+    rc.rank = r;
+    rc.baseline = ev.contains(r) ? ev.at(r) : 0;
+    rc.candidate = cv.contains(r) ? cv.at(r) : 0;
+    rc.reported = !ev.contains(r) || !cv.contains(r);  // op_rank_missing names it
+    e.ranks.push_back(rc);
+  }
+  return e;
+}
+
 }  // namespace
 
 int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
@@ -621,14 +696,17 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     h.notes.push_back("--allow-incomplete: missing evidence is reported but does not fail");
   out.begin(h);
 
+  // Every verdict finishes through the evidence rule: nothing compared is never parity.
+  std::uint64_t compared = 0;
+  std::string nothing_why;
   auto finish = [&](int code, std::string headline, std::vector<std::string> summary, json data) {
     Verdict v;
     v.exit_code = code;
     v.headline = std::move(headline);
     v.summary = std::move(summary);
     v.data = std::move(data);
-    out.end(v);
-    return code;
+    const HashChoice* usable = choice && choice->usable() ? &*choice : nullptr;
+    return finish_verdict(v, op_evidence(eager, compiled, o, usable, compared, nothing_why), out);
   };
 
   damage(eager, "eager", em);
@@ -645,6 +723,7 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                 "; no value can be compared (log both with the same DebugMode.log_tensor_hashes hash_fn)";
     f.values = {{"eager", es_spec->functions}, {"compiled", cs_spec->functions}};
     em.emit(f);
+    nothing_why = "the two sides were hashed with different functions";
     return finish(2, "nothing compared: different hash functions", {}, {{"kind", "ops"}});
   }
   if (!choice->identity()) {
@@ -663,6 +742,7 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     for (const auto& sv : rv.steps) {
       ++steps_compared;
       matched += sv.alignment.values_matched;
+      compared += sv.alignment.values_compared - sv.alignment.values_weak;
       em.emit(step_info(rv, sv));
       if (!sv.first) continue;
       const bool follow_up = first != nullptr;
@@ -716,11 +796,12 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                   summary, data);
   }
   if (matched == 0) {
-    Finding f{Severity::Error, "op_nothing_compared", {}, "", json::object()};
-    f.message = steps_compared == 0 ? "no rank and step is in both runs: nothing compared"
-                                    : "no eager value could be looked up by a strong hash: nothing compared";
-    em.emit(f);
-    return finish(2, "nothing compared", summary, data);
+    nothing_why = steps_compared == 0
+                      ? "no rank and step is in both runs"
+                      : "no eager value could be looked up by a strong hash (only constant or "
+                        "empty tensors, hash_tensor 0)";
+    compared = 0;
+    return finish(2, "NOTHING COMPARED: " + nothing_why, summary, data);
   }
   const int code = exit_code_for(em.worst);
   if (code != 0)
