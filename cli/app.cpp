@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "hash/block_view.hpp"
 
@@ -21,16 +22,18 @@ namespace gparity::cli {
 
 namespace {
 
-// The chosen action, with errors mapped to exit codes.
+// The chosen action, with errors mapped to exit codes. A message may quote an input (a name, a
+// line of a file): it is printed through display_lines, so its control characters are shown
+// escaped (its own line breaks, such as a list of candidates, are kept).
 int run_action(const Action& action) {
   try {
     return action ? action() : kExitBadInput;
   } catch (const model::InputError& e) {
-    std::cerr << "gparity: error: " << e.what() << '\n';
+    std::cerr << "gparity: error: " << model::display_lines(e.what()) << '\n';
   } catch (const hash::BlockError& e) {
-    std::cerr << "gparity: error: " << e.what() << '\n';
+    std::cerr << "gparity: error: " << model::display_lines(e.what()) << '\n';
   } catch (const std::exception& e) {
-    std::cerr << "gparity: internal error: " << e.what() << '\n';
+    std::cerr << "gparity: internal error: " << model::display_lines(e.what()) << '\n';
   }
   return kExitBadInput;
 }

@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
@@ -16,6 +17,11 @@
 
 namespace gparity::cli {
 namespace {
+
+// Text output shows every string read from the input through display_text (no control
+// character reaches the terminal); --json keeps them exact.
+using model::display_text;
+using model::shown;
 
 struct GraphOptions {
   std::string path;
@@ -35,7 +41,7 @@ std::string pad(std::string s, std::size_t w) {
 
 /// Prints the importer's problems to stderr; true when there were any.
 bool report_problems(const model::GraphCollection& c) {
-  for (const auto& p : c.problems) std::cerr << "gparity: error: " << p.text() << '\n';
+  for (const auto& p : c.problems) std::cerr << "gparity: error: " << shown(p.text()) << '\n';
   if (c.md5_mismatches > 0) {
     std::cerr << "gparity: warning: " << c.md5_mismatches
               << " payload(s) do not match their has_payload MD5 (used anyway)\n";
@@ -87,19 +93,20 @@ int list(const GraphOptions& o) {
     std::cout << out.dump(2) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
-    std::cout << paint(c.path, Colour::Bold, colour) << " (" << c.format << ", " << c.entries.size()
-              << (c.entries.size() == 1 ? " graph" : " graphs") << ")\n";
+    std::cout << paint(display_text(c.path), Colour::Bold, colour) << " (" << c.format << ", "
+              << c.entries.size() << (c.entries.size() == 1 ? " graph" : " graphs") << ")\n";
     for (std::size_t i = 0; i < c.ranks.size(); ++i) {
       std::cout << "  rank " << c.ranks[i] << ": compile ids";
-      for (const auto& id : c.compile_ids[i]) std::cout << ' ' << id.text();
+      for (const auto& id : c.compile_ids[i]) std::cout << ' ' << shown(id.text());
       std::cout << '\n';
     }
     std::cout << "  " << pad("rank", 5) << "  " << pad("compile", 8) << "  " << pad("graph", 28) << "  "
               << pad("nodes", 6) << "  fingerprint\n";
     for (const auto& e : c.entries) {
-      const std::string kind = e.occurrence > 0 ? e.kind + " #" + std::to_string(e.occurrence) : e.kind;
+      const std::string kind =
+          display_text(e.kind) + (e.occurrence > 0 ? " #" + std::to_string(e.occurrence) : "");
       std::cout << "  " << pad(e.rank >= 0 ? std::to_string(e.rank) : "-", 5) << "  "
-                << pad(e.compile.text(), 8) << "  " << pad(kind, 28) << "  "
+                << pad(display_text(e.compile.text()), 8) << "  " << pad(kind, 28) << "  "
                 << pad(std::to_string(e.graph->total_nodes()), 6) << "  " << fingerprint_hex(*e.graph);
       if (const auto opaque = e.graph->total_opaque(); opaque > 0) std::cout << "  " << opaque << " opaque";
       if (e.problems > 0)
@@ -108,9 +115,9 @@ int list(const GraphOptions& o) {
     }
     for (const auto& u : c.unparsed) {
       std::cout << "  " << pad(u.rank >= 0 ? std::to_string(u.rank) : "-", 5) << "  "
-                << pad(u.compile.text(), 8) << "  " << pad(u.kind, 28) << "  "
-                << paint("unparsable", Colour::Red, colour) << "  " << u.file << ':' << u.line << ": "
-                << u.problem << '\n';
+                << pad(display_text(u.compile.text()), 8) << "  " << pad(display_text(u.kind), 28) << "  "
+                << paint("unparsable", Colour::Red, colour) << "  " << shown(u.file) << ':' << u.line << ": "
+                << shown(u.problem) << '\n';
     }
   }
   // Damage inside a readable input is reported and the rest listed: exit 1, never 2.
@@ -142,10 +149,11 @@ const model::GraphEntry& select_one(const model::GraphCollection& c, const Graph
 }
 
 void print_table(const model::Graph& g, const std::string& indent) {
+  // Widths of the names as shown (an escaped byte takes four columns).
   std::size_t name_w = 4, target_w = 6;
   for (const auto& n : g.nodes) {
-    name_w = std::max(name_w, g.str(n.name).size());
-    target_w = std::min<std::size_t>(60, std::max(target_w, g.str(n.target).size()));
+    name_w = std::max(name_w, display_text(g.str(n.name)).size());
+    target_w = std::min<std::size_t>(60, std::max(target_w, display_text(g.str(n.target)).size()));
   }
   std::cout << indent << pad("name", name_w) << "  " << pad("op", 13) << "  " << pad("target", target_w)
             << "  annotation / args\n";
@@ -156,15 +164,15 @@ void print_table(const model::Graph& g, const std::string& indent) {
       args += (args.empty() ? "" : ", ") + std::string(g.str(k.name)) + "=" + model::value_text(g, k.value);
     }
     const auto meta = model::meta_text(g, n.meta);
-    std::cout << indent << pad(std::string(g.str(n.name)), name_w) << "  "
+    std::cout << indent << pad(display_text(g.str(n.name)), name_w) << "  "
               << pad(std::string(model::node_kind_name(n.kind)), 13) << "  "
-              << pad(std::string(g.str(n.target)), target_w) << "  " << (meta.empty() ? "" : meta + "  ")
-              << "(" << args << ")";
-    if (n.source.known()) std::cout << "  # " << g.str(n.source.file) << ':' << n.source.line;
+              << pad(display_text(g.str(n.target)), target_w) << "  "
+              << (meta.empty() ? "" : display_text(meta) + "  ") << "(" << shown(args) << ")";
+    if (n.source.known()) std::cout << "  # " << shown(g.str(n.source.file)) << ':' << n.source.line;
     std::cout << '\n';
   }
   for (const auto& s : g.subgraphs) {
-    std::cout << indent << "subgraph " << s.str(s.name) << ":\n";
+    std::cout << indent << "subgraph " << shown(s.str(s.name)) << ":\n";
     print_table(s, indent + "  ");
   }
 }
@@ -176,9 +184,9 @@ int show(const GraphOptions& o) {
     std::cout << model::graph_to_json(*e.graph).dump(2) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
-    std::cout << paint(e.kind, Colour::Bold, colour) << " rank " << e.rank << " compile " << e.compile.text()
-              << " (" << e.graph->nodes.size() << " nodes, fingerprint " << fingerprint_hex(*e.graph) << ", "
-              << e.source << ")\n";
+    std::cout << paint(display_text(e.kind), Colour::Bold, colour) << " rank " << e.rank << " compile "
+              << shown(e.compile.text()) << " (" << e.graph->nodes.size() << " nodes, fingerprint "
+              << fingerprint_hex(*e.graph) << ", " << shown(e.source) << ")\n";
     print_table(*e.graph, "  ");
   }
   return report_problems(c) ? kExitBadInput : kExitParity;

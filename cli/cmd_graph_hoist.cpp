@@ -14,6 +14,7 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
@@ -22,6 +23,10 @@
 
 namespace gparity::cli {
 namespace {
+
+// Text output shows every string read from the input through display_text; --json keeps them exact.
+using model::display_text;
+using model::shown;
 
 struct HoistArgs {
   std::string path;
@@ -81,7 +86,7 @@ int run_hoist(const HoistArgs& a) {
   if (a.to_rank < 0) throw model::InputError("--to-rank", "must be a rank (>= 0)");
   if (a.ranks_per_node < 0) throw model::InputError("--ranks-per-node", "must be positive");
   const auto c = model::load_graphs(a.path);
-  for (const auto& p : c.problems) std::cerr << "gparity: error: " << p.text() << '\n';
+  for (const auto& p : c.problems) std::cerr << "gparity: error: " << shown(p.text()) << '\n';
   const auto g = pick(c, a);
   const std::int32_t from = g.rank;
   std::vector<std::string> dumps;
@@ -119,8 +124,8 @@ int run_hoist(const HoistArgs& a) {
   }
   std::ostream& os = a.out == "-" ? std::cerr : std::cout;
   const bool colour = colour_enabled(a.out == "-" ? stderr : stdout);
-  os << paint(g.label, Colour::Bold, colour) << ": rank " << from << " (device " << o.source_device
-     << ") -> rank " << a.to_rank << " (device " << o.target_device << "); "
+  os << paint(display_text(g.label), Colour::Bold, colour) << ": rank " << from << " (device "
+     << o.source_device << ") -> rank " << a.to_rank << " (device " << o.target_device << "); "
      << r.count(model::HoistChangeKind::DeviceLiteral) << " device literals, "
      << r.count(model::HoistChangeKind::Annotation) << " annotations, "
      << r.count(model::HoistChangeKind::ProcessGroup) << " process-group names remapped; "
@@ -129,16 +134,17 @@ int run_hoist(const HoistArgs& a) {
   for (const auto& ch : r.changes) {
     if (ch.kind == model::HoistChangeKind::Annotation && !a.verbose) continue;
     os << "  " << paint(model::hoist_change_kind_name(ch.kind), Colour::Green, colour) << "  "
-       << (ch.graph.empty() ? "" : ch.graph + ".") << ch.node << " (" << ch.target << ") " << ch.field << ": "
-       << ch.from << " -> " << ch.to;
-    if (!ch.source.empty()) os << "  [" << ch.source << "]";
+       << shown(ch.graph.empty() ? "" : ch.graph + ".") << shown(ch.node) << " (" << shown(ch.target) << ") "
+       << shown(ch.field) << ": " << shown(ch.from) << " -> " << shown(ch.to);
+    if (!ch.source.empty()) os << "  [" << shown(ch.source) << "]";
     os << '\n';
   }
   for (const auto& p : r.unresolved) {
-    os << "  " << paint("unresolved", Colour::Red, colour) << "  " << (p.graph.empty() ? "" : p.graph + ".")
-       << p.node << " (" << p.target << ") " << p.field << ": " << p.text << ": " << p.message << '\n';
+    os << "  " << paint("unresolved", Colour::Red, colour) << "  "
+       << shown(p.graph.empty() ? "" : p.graph + ".") << shown(p.node) << " (" << shown(p.target) << ") "
+       << shown(p.field) << ": " << shown(p.text) << ": " << shown(p.message) << '\n';
   }
-  if (a.out != "-") os << "wrote " << a.out << '\n';
+  if (a.out != "-") os << "wrote " << shown(a.out) << '\n';
   return rc;
 }
 

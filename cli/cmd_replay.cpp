@@ -23,6 +23,7 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
@@ -319,11 +320,11 @@ int replay_captured(const ReplayCliOptions& o, const runtime::RankEnv& env, cons
   writer.write_event({"cuda_graph", std::nullopt, text, cg});
   writer.write_event({"replay_verdict", std::nullopt, text, summary["verdict"]});
   if (!o.json)
-    std::cout << "rank " << env.rank << ": " << job.label << " captured as a CUDA graph (" << r.static_inputs
-              << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
+    std::cout << "rank " << env.rank << ": " << model::shown(job.label) << " captured as a CUDA graph ("
+              << r.static_inputs << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
               << r.copies.bytes_per_replay() << " bytes): uncaptured " << runtime::median(r.uncaptured_ms)
               << " ms, replay " << runtime::median(r.replay_ms) << " ms (median of " << co.runs << ")\n"
-              << "rank " << env.rank << ": " << text << std::endl;
+              << "rank " << env.rank << ": " << model::shown(text) << std::endl;
   return v.equal ? kExitParity : kExitDivergence;
 }
 
@@ -411,8 +412,10 @@ int run_one_rank(const ReplayCliOptions& o) {
   }
   for (const auto& j : jobs) {
     for (const auto& u : j.hoisted.unresolved)
-      std::cerr << "rank " << env.rank << ": " << j.label << ": hoisting left " << u.text << " of node "
-                << u.node << " (" << u.target << ", " << u.field << ") as it is: " << u.message << std::endl;
+      std::cerr << "rank " << env.rank << ": " << model::shown(j.label) << ": hoisting left "
+                << model::shown(u.text) << " of node " << model::shown(u.node) << " ("
+                << model::shown(u.target) << ", " << model::shown(u.field)
+                << ") as it is: " << model::shown(u.message) << std::endl;
   }
 
   std::unique_ptr<runtime::GroupComm> comm;
@@ -486,8 +489,9 @@ int run_one_rank(const ReplayCliOptions& o) {
           {"same_bytes", p.same_bytes}};
     }
     if (!o.json) {
-      std::cout << "rank " << env.rank << ": " << jobs[j].label << " (" << jobs[j].entry->source
-                << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";
+      std::cout << "rank " << env.rank << ": " << model::shown(jobs[j].label) << " ("
+                << model::shown(jobs[j].entry->source) << "): " << interp.op_nodes() << " ops, " << count
+                << " tensors hashed, " << ms << " ms";
       if (!reruns.empty())
         std::cout << "; " << reruns.size() << " more runs" << (o.no_hash ? " without hashing" : "")
                   << ": median " << runtime::median(reruns) << " ms";
@@ -507,7 +511,8 @@ int run_one_rank(const ReplayCliOptions& o) {
                           summary["verdict"]};
     writer.write_event(ev);
     if (!o.json)
-      std::cout << "rank " << env.rank << ": " << summary["verdict"]["text"].get<std::string>() << std::endl;
+      std::cout << "rank " << env.rank << ": " << model::shown(summary["verdict"]["text"].get<std::string>())
+                << std::endl;
     code = v.equal ? kExitParity : kExitDivergence;
   }
   if (comm) comm->barrier("end of replay");
@@ -533,7 +538,7 @@ int launch(const ReplayCliOptions& o) {
     if (o.json && !is_stderr) {
       stream << line << std::endl;
     } else {
-      stream << "[rank " << rank << "] " << line << std::endl;
+      stream << "[rank " << rank << "] " << model::shown(line) << std::endl;
     }
   });
   int code = kExitParity;
@@ -545,7 +550,7 @@ int launch(const ReplayCliOptions& o) {
     }
   }
   if (code == kExitBadInput)
-    std::cerr << paint("gparity: error: replay failed: " + result.failure, Colour::Red,
+    std::cerr << paint("gparity: error: replay failed: " + model::display_text(result.failure), Colour::Red,
                        colour_enabled(stderr))
               << std::endl;
   return code;
@@ -627,15 +632,15 @@ void register_replay(CLI::App& app, Action& action) {
         if (o->nproc > 0 && std::getenv("GPARITY_LAUNCHED") == nullptr) return launch(*o);
         return run_one_rank(*o);
       } catch (const runtime::ReplayError& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const model::InputError& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const runtime::RankFailure& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const std::invalid_argument& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const std::exception& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       }
       return kExitBadInput;
     };

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "diff/node_runs.hpp"
+#include "gui/display_text.hpp"
 #include "gui/models.hpp"
 
 namespace gparity::gui {
@@ -48,7 +49,7 @@ namespace {
 
 QString value_text(const nlohmann::json& v, const char* key) {
   const auto it = v.find(key);
-  return it != v.end() && it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString();
+  return it != v.end() && it->is_string() ? shown_text(it->get<std::string>()) : QString();
 }
 
 }  // namespace
@@ -56,10 +57,10 @@ QString value_text(const nlohmann::json& v, const char* key) {
 QVariant NodeFindingsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const auto& f = findings_[static_cast<std::size_t>(index.row())];
-  if (role == kNodeNameRole) return QString::fromStdString(f.where.node);
-  if (role == kGraphLabelRole) return QString::fromStdString(f.where.graph);
+  if (role == kNodeNameRole) return exact_text(f.where.node);
+  if (role == kGraphLabelRole) return exact_text(f.where.graph);
   if (role == kRankRole) return f.where.rank ? QVariant(*f.where.rank) : QVariant();
-  if (role == Qt::ToolTipRole) return QString::fromStdString(f.message);
+  if (role == Qt::ToolTipRole) return shown_text(f.message);
   const QString cause = value_text(f.values, "cause");
   if (role == Qt::BackgroundRole && index.column() == Cause) {
     return QBrush(cause == QStringLiteral("origin") ? QColor(255, 190, 180) : QColor(255, 235, 190));
@@ -67,16 +68,16 @@ QVariant NodeFindingsModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Rank: return f.where.rank ? QVariant(*f.where.rank) : QVariant();
-    case Graph: return QString::fromStdString(f.where.graph);
+    case Graph: return shown_text(f.where.graph);
     case Node: {
       const QString b = value_text(f.values, "node_b");
-      const QString a = QString::fromStdString(f.where.node);
+      const QString a = shown_text(f.where.node);
       return b.isEmpty() || b == a ? a : a + QStringLiteral(" → ") + b;
     }
     case Op: return value_text(f.values, "op");
     case Source: return value_text(f.values, "source");
     case Cause: return f.kind == "node_divergence" ? cause : cause + QStringLiteral(" (further)");
-    case Detail: return QString::fromStdString(f.message);
+    case Detail: return shown_text(f.message);
     default: return {};
   }
 }
