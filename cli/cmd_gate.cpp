@@ -11,6 +11,7 @@
 #include "cli/report_options.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/output_error.hpp"
 #include "core/model/run/run_source.hpp"
 #include "diff/checkpoint_compare.hpp"
 #include "diff/gate_policy.hpp"
@@ -75,7 +76,10 @@ void register_gate(CLI::App& app, Action& action) {
       pick(r.html, p.html, "report.html");
       for (const auto& f : {r.junit, r.markdown, r.json_file, r.html}) {
         const auto parent = std::filesystem::path(f).parent_path();
-        if (!parent.empty()) std::filesystem::create_directories(parent);
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        if (ec)
+          throw model::OutputError(f, "cannot create its folder " + parent.string() + ": " + ec.message());
       }
       p.options.title = "gparity gate";
       p.options.allow_incomplete = p.options.allow_incomplete || a->allow_incomplete;

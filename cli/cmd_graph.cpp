@@ -2,13 +2,13 @@
 // .pt2 archive or our JSON form. Importing and selecting live in core/model/graph/graph_load.hpp.
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
@@ -200,9 +200,7 @@ int export_graph(const GraphOptions& o) {
   if (o.output.empty() || o.output == "-") {
     std::cout << text;
   } else {
-    std::ofstream f(o.output, std::ios::binary);
-    f << text;
-    if (!f) throw model::InputError(o.output, "cannot write the file");
+    model::write_file_atomically(o.output, text);  // OutputError (exit 2) names the file and the error
   }
   return report_problems(c) ? kExitBadInput : kExitParity;
 }

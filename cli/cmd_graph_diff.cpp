@@ -4,7 +4,6 @@
 // verdict says whether it is only device- or rank-parametric), 2 for bad input.
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/torch_trace.hpp"
@@ -102,11 +102,7 @@ int run_ranks(const RanksOptions& o) {
   if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
   const auto norm = o.norm.get();
   const auto report = diff::classify_trace(trace, norm, diff::mesh_override_layout(o.mesh, o.per_node));
-  if (!o.html.empty()) {
-    std::ofstream out(o.html, std::ios::binary);
-    if (!out) throw model::InputError(o.html, "cannot write the HTML report");
-    out << diff::ranks_html(report, o.path);
-  }
+  if (!o.html.empty()) model::write_file_atomically(o.html, diff::ranks_html(report, o.path));
   if (o.json) {
     std::cout << diff::to_json(report).dump(2) << '\n';
     return exit_for(report.verdict);
@@ -214,11 +210,8 @@ int run_diff(const DiffOptions& o) {
   const diff::NormalizedGraph na(a.graph, norm, a.rank);
   const diff::NormalizedGraph nb(b.graph, norm, b.rank);
   const auto r = diff::diff_graphs(na, nb);
-  if (!o.html.empty()) {
-    std::ofstream out(o.html, std::ios::binary);
-    if (!out) throw model::InputError(o.html, "cannot write the HTML report");
-    out << diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label);
-  }
+  if (!o.html.empty())
+    model::write_file_atomically(o.html, diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label));
   if (o.json) {
     auto j = diff::to_json(r, a.graph, b.graph);
     j["a"] = a.label;

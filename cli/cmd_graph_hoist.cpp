@@ -4,7 +4,6 @@
 // something was left as it is (listed; the file is still written), 2 for bad input.
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -14,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
@@ -103,9 +103,7 @@ int run_hoist(const HoistArgs& a) {
   if (a.out == "-") {
     std::cout << text;
   } else {
-    std::ofstream f(a.out, std::ios::binary);
-    f << text;
-    if (!f) throw model::InputError(a.out, "cannot write the file");
+    model::write_file_atomically(a.out, text);
   }
   // Damage elsewhere in the source is bad input even when the chosen graph was intact.
   const int rc = !c.problems.empty() ? kExitBadInput : r.unresolved.empty() ? kExitParity : kExitDivergence;

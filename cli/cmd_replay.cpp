@@ -23,6 +23,7 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/graph/graph_json.hpp"
@@ -235,9 +236,7 @@ void write_graph_records(const std::string& run_dir, int rank, const Job& j, mod
     std::replace_if(
         file.begin(), file.end(), [](char c) { return c == '/' || c == '\\' || c == ' '; }, '.');
     const std::string rel = "graphs/" + file + ".rank" + std::to_string(rank) + ".json";
-    std::ofstream f(fs::path(run_dir) / rel);
-    f << model::graph_to_json(g).dump() << '\n';
-    if (!f) throw std::runtime_error("cannot write " + (fs::path(run_dir) / rel).string());
+    model::write_file_atomically(fs::path(run_dir) / rel, model::graph_to_json(g).dump() + '\n');
     model::GraphRef ref;
     ref.path = rel;
     ref.kind = j.entry->kind;
