@@ -11,6 +11,7 @@
 #include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
 #include "hash/xxh3.hpp"
@@ -90,7 +91,7 @@ int list(const GraphOptions& o) {
     nlohmann::ordered_json problems = nlohmann::ordered_json::array();
     for (const auto& p : c.problems) problems.push_back(p.text());
     out["problems"] = problems;
-    std::cout << out.dump(2) << '\n';
+    std::cout << model::json_output(out) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
     std::cout << paint(display_text(c.path), Colour::Bold, colour) << " (" << c.format << ", "
@@ -181,7 +182,7 @@ int show(const GraphOptions& o) {
   const auto c = model::load_graphs(o.path);
   const auto& e = select_one(c, o);
   if (o.json) {
-    std::cout << model::graph_to_json(*e.graph).dump(2) << '\n';
+    std::cout << model::json_output(model::graph_to_json(*e.graph)) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
     std::cout << paint(display_text(e.kind), Colour::Bold, colour) << " rank " << e.rank << " compile "
@@ -195,8 +196,8 @@ int show(const GraphOptions& o) {
 int export_graph(const GraphOptions& o) {
   const auto c = model::load_graphs(o.path);
   const auto& e = select_one(c, o);
-  const std::string text =
-      o.format == "dot" ? model::graph_to_dot(*e.graph) : model::graph_to_json(*e.graph).dump(2) + "\n";
+  const std::string text = o.format == "dot" ? model::graph_to_dot(*e.graph)
+                                             : model::json_output(model::graph_to_json(*e.graph)) + "\n";
   if (o.output.empty() || o.output == "-") {
     std::cout << text;
   } else {

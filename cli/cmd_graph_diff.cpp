@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/evidence_text.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/device_check.hpp"
 #include "diff/graph_diff.hpp"
@@ -103,9 +105,12 @@ int run_ranks(const RanksOptions& o) {
   const auto norm = o.norm.get();
   const auto report = diff::classify_trace(trace, norm, diff::mesh_override_layout(o.mesh, o.per_node));
   if (!o.html.empty()) model::write_file_atomically(o.html, diff::ranks_html(report, o.path));
+  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path, &trace));
   if (o.json) {
-    std::cout << diff::to_json(report).dump(2) << '\n';
-    return exit_for(report.verdict);
+    auto j = diff::to_json(report);
+    const int code = json_evidence(evidence, exit_for(report.verdict), j);
+    std::cout << model::json_output(j) << '\n';
+    return code;
   }
   const bool colour = colour_enabled(stdout);
   std::cout << paint(display_text(o.path), Colour::Bold, colour) << ": " << report.ranks.size() << " ranks, "
@@ -139,8 +144,9 @@ int run_ranks(const RanksOptions& o) {
               << (g.classification.groups.size() == 1 ? " group" : " groups") << ")\n";
     for (const auto& f : g.classification.findings) print_finding(f, colour);
   }
-  std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
-  return exit_for(report.verdict);
+  const int code = print_evidence(evidence, exit_for(report.verdict), std::cout, colour);
+  if (code != 2) std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
+  return code;
 }
 
 // ---- graph diff ----------------------------------------------------------------------------
@@ -212,15 +218,19 @@ int run_diff(const DiffOptions& o) {
   const auto r = diff::diff_graphs(na, nb);
   if (!o.html.empty())
     model::write_file_atomically(o.html, diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label));
+  const auto evidence = diff::rule_on(diff::diff_evidence(r, a.label, b.label));
+  const int verdict = r.identical() ? kExitParity : kExitDivergence;
   if (o.json) {
     auto j = diff::to_json(r, a.graph, b.graph);
     j["a"] = a.label;
     j["b"] = b.label;
-    std::cout << j.dump(2) << '\n';
+    const int code = json_evidence(evidence, verdict, j);
+    std::cout << model::json_output(j) << '\n';
+    return code;
   } else {
     print_diff(r, a, b);
   }
-  return r.identical() ? kExitParity : kExitDivergence;
+  return print_evidence(evidence, verdict, std::cout, colour_enabled(stdout));
 }
 
 // ---- graph devices -------------------------------------------------------------------------
@@ -270,6 +280,8 @@ int run_devices(DevicesOptions o) {
   if (o.target) table = o.groups.load(o.sel.path, dumps);
   dco.groups = &table;
   const auto r = diff::check_devices(g.graph, dco);
+  const auto evidence = diff::rule_on(diff::devices_evidence(g.graph, g.label));
+  const int verdict = r.findings.empty() ? kExitParity : kExitDivergence;
   if (o.json) {
     auto j = diff::to_json(r);
     j["graph"] = g.label;
@@ -277,7 +289,9 @@ int run_devices(DevicesOptions o) {
       j["hoist"] = diff::hoist_to_json(r.hoist, r.unresolved);
       j["hoist"]["flight_recorder"] = dumps;
     }
-    std::cout << j.dump(2) << '\n';
+    const int code = json_evidence(evidence, verdict, j);
+    std::cout << model::json_output(j) << '\n';
+    return code;
   } else {
     const bool colour = colour_enabled(stdout);
     std::cout << paint(display_text(g.label), Colour::Bold, colour) << ": " << r.literals
@@ -292,7 +306,7 @@ int run_devices(DevicesOptions o) {
     }
     if (r.hoisted) print_hoist(r, *dco.rank, *o.target, table.groups().size(), colour);
   }
-  return r.findings.empty() ? kExitParity : kExitDivergence;
+  return print_evidence(evidence, verdict, std::cout, colour_enabled(stdout));
 }
 
 CLI::App* graph_parent(CLI::App& app) {

@@ -16,6 +16,7 @@
 #include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
 #include "core/model/graph/hoist.hpp"
@@ -99,7 +100,7 @@ int run_hoist(const HoistArgs& a) {
   o.groups = &table;
   const auto r = model::hoist_graph(*g.graph, o);
 
-  const std::string text = model::graph_to_json(r.graph).dump(2) + "\n";
+  const std::string text = model::json_output(model::graph_to_json(r.graph)) + "\n";
   if (a.out == "-") {
     std::cout << text;
   } else {
@@ -117,7 +118,7 @@ int run_hoist(const HoistArgs& a) {
     j["out"] = a.out;
     j["flight_recorder"] = dumps;
     j["groups"] = table.groups().size();
-    (a.out == "-" ? std::cerr : std::cout) << j.dump(2) << '\n';
+    (a.out == "-" ? std::cerr : std::cout) << model::json_output(j) << '\n';
     return rc;
   }
   std::ostream& os = a.out == "-" ? std::cerr : std::cout;

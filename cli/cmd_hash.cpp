@@ -10,6 +10,7 @@
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/display_text.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "hash/xxh3.hpp"
 
@@ -100,7 +101,7 @@ void register_hash(CLI::App& app, Action& action) {
           opts->files, {opts->threads}, [&](std::size_t k, const std::string& f) { progress.update(k, f); });
       progress.finish();
       if (opts->json) {
-        std::cout << to_json(digests).dump(2) << '\n';
+        std::cout << model::json_output(to_json(digests)) << '\n';
       } else {
         print_text(digests);
       }

@@ -22,6 +22,7 @@
 #include "cli/command.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/formats/nccl_graph.hpp"
 
 namespace gparity::cli {
@@ -103,14 +104,14 @@ int run_nccl_rings(const NcclRingsArgs& a) {
   }
   const auto rw = model::write_ring_orders_file(dump, a.out, *pattern, a.seed, a.ranks);
   if (a.json) {
-    std::cout << nlohmann::json{{"out", a.out},
-                                {"from", dump.string()},
-                                {"pattern", a.pattern},
-                                {"seed", a.seed},
-                                {"graph_id", rw.graph_id},
-                                {"rings", rw.after},
-                                {"distinct_rings", rw.distinct_after}}
-                     .dump()
+    std::cout << model::json_output(nlohmann::json{{"out", a.out},
+                                                   {"from", dump.string()},
+                                                   {"pattern", a.pattern},
+                                                   {"seed", a.seed},
+                                                   {"graph_id", rw.graph_id},
+                                                   {"rings", rw.after},
+                                                   {"distinct_rings", rw.distinct_after}},
+                                    -1)
               << '\n';
     return kExitParity;
   }

@@ -116,11 +116,11 @@ int run_one_rank(const RunCliOptions& o) {
                                   {"peak_reserved", summary.peak_reserved},
                                   {"graph_replays", summary.graph_replays},
                                   {"out", o.run.out_dir.string()}}
-                       .dump()
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << std::endl;
     } else if (env.rank == 0 || !launched) {
-      std::cout << "run complete: " << summary.steps << " steps, trace in " << o.run.out_dir.string()
-                << std::endl;
+      std::cout << "run complete: " << summary.steps << " steps, trace in "
+                << model::shown(o.run.out_dir.string()) << std::endl;
     }
     return kExitParity;
   } catch (const runtime::RankFailure& e) {

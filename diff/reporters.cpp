@@ -1,11 +1,13 @@
 #include "diff/reporters.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "core/model/base/display_text.hpp"
+#include "core/model/base/json_output.hpp"
 #include "diff/report_html.hpp"
 
 namespace gparity::diff {
@@ -102,7 +104,7 @@ class JsonReporter final : public FindingConsumer {
     doc_["headline"] = v.headline;
     doc_["summary"] = v.summary;
     doc_["result"] = v.data;
-    out_ << doc_.dump(2) << '\n';
+    out_ << model::json_output(doc_) << '\n';
   }
 
  private:
@@ -250,8 +252,34 @@ class MarkdownReporter final : public FindingConsumer {
   std::vector<Check> checks_;
 };
 
+/// The id of a node finding's row: "node-<rank>-<graph>-<node>", characters other than letters,
+/// digits, '_' and '.' as '_'.
+std::string node_id(int rank, const std::string& graph, const std::string& node) {
+  std::string id = "node-" + std::to_string(rank) + "-" + graph + "-" + node;
+  for (auto& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '_';
+  return id;
+}
+
+std::string node_anchor(const Finding& f) {
+  if (!f.where.rank || f.where.node.empty() || !f.kind.starts_with("node_")) return {};
+  return " id=\"" + node_id(*f.where.rank, f.where.graph, f.where.node) + "\"";
+}
+
+/// A divergence whose origin is elsewhere (received, propagated from another rank) links to it.
+std::string origin_link(const Finding& f) {
+  const auto it = f.values.find("origin");
+  if (it == f.values.end() || !it->is_object() || !f.where.rank) return {};
+  const int rank = it->value("rank", -1);
+  const std::string graph = it->value("graph", ""), node = it->value("node", "");
+  if (rank < 0 || node.empty() || (rank == *f.where.rank && node == f.where.node)) return {};
+  return " (<a href=\"#" + node_id(rank, graph, node) + "\">origin: rank " + std::to_string(rank) + ", " +
+         html_escape(node) + "</a>)";
+}
+
 /// One self-contained page (no scripts, no resources from elsewhere): verdict, notes (tolerance,
-/// --allow-incomplete), summary, checks and findings.
+/// --allow-incomplete), summary, checks and findings; a node finding whose origin is on another
+/// rank or node links to that origin's row.
 class HtmlReporter final : public FindingConsumer {
  public:
   explicit HtmlReporter(std::ostream& out) : out_(out) {}
@@ -290,9 +318,10 @@ class HtmlReporter final : public FindingConsumer {
       out_ << "<h2>findings</h2><table><tr><th>severity</th><th>where</th><th>kind</th><th>message</th></"
               "tr>\n";
       for (const auto& f : findings_) {
-        out_ << "<tr class=\"" << severity_name(f.severity) << "\"><td>" << severity_name(f.severity)
-             << "</td><td>" << html_escape(f.where.text()) << "</td><td>" << html_escape(f.kind)
-             << "</td><td>" << html_escape(f.message) << "</td></tr>\n";
+        out_ << "<tr class=\"" << severity_name(f.severity) << "\"" << node_anchor(f) << "><td>"
+             << severity_name(f.severity) << "</td><td>" << html_escape(f.where.text()) << "</td><td>"
+             << html_escape(f.kind) << "</td><td>" << html_escape(f.message) << origin_link(f)
+             << "</td></tr>\n";
       }
       out_ << "</table>\n";
       if (total_ > findings_.size()) out_ << "<p>... " << (total_ - findings_.size()) << " more</p>\n";

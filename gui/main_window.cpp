@@ -156,6 +156,9 @@ MainWindow::MainWindow(QWidget* parent)
           [this](const QModelIndex& current) {
             if (current.isValid()) jump_to_node_finding(current.row());
           });
+  connect(node_findings_view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    if (index.isValid()) jump_to_origin(index.row());
+  });
 
   messages_ = new QPlainTextEdit(this);
   messages_->setReadOnly(true);
@@ -560,6 +563,18 @@ void MainWindow::jump_to_node_finding(int row) {
   show_graph(static_cast<int>(*where));
   const auto* g = doc_->graphs[*where].graph;
   if (const auto id = g->find_node(f.where.node); id != model::kNoNode) canvas_->select_node(id);
+}
+
+bool MainWindow::jump_to_origin(int row) {
+  const auto origin = node_findings_model_->origin_row(row);
+  if (!origin) return false;
+  node_findings_view_->setCurrentIndex(node_findings_model_->index(*origin, 0));  // shows it
+  return true;
+}
+
+int MainWindow::current_node_finding() const {
+  const auto i = node_findings_view_->currentIndex();
+  return i.isValid() ? i.row() : -1;
 }
 
 }  // namespace gparity::gui

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "core/model/base/atomic_file.hpp"
+#include "core/model/base/json_output.hpp"
 
 namespace gparity::model {
 namespace {
@@ -24,7 +25,7 @@ std::filesystem::path manifest_path(const std::filesystem::path& run_dir) {
 
 void write_manifest(const std::filesystem::path& run_dir, const RunManifest& manifest) {
   std::filesystem::create_directories(run_dir);
-  write_file_atomically(manifest_path(run_dir), to_json(manifest).dump(2) + '\n');
+  write_file_atomically(manifest_path(run_dir), json_output(to_json(manifest)) + '\n');
 }
 
 void TraceWriter::FileCloser::operator()(std::FILE* f) const noexcept {
