@@ -11,7 +11,9 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/ops/debugmode.hpp"
 #include "core/model/ops/op_run.hpp"
 
@@ -28,22 +30,9 @@ struct OpsShowOptions {
   std::size_t limit = 0;
 };
 
-/// Artifact text for a terminal: control characters as \xNN.
+/// Artifact text for a terminal: model::display_text (controls and invalid UTF-8 as \xNN).
 std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return model::display_text(s);
 }
 
 std::string pad(std::string s, std::size_t w) {
@@ -154,7 +143,7 @@ int show(const OpsShowOptions& o) {
     nlohmann::ordered_json recs = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < n; ++i) recs.push_back(record_json(log, log.records[i]));
     out["ops"] = recs;
-    std::cout << out.dump(2) << '\n';
+    std::cout << model::json_output(out) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
     std::cout << paint(printable(log.path), Colour::Bold, colour) << " (" << log.format << ", rank "

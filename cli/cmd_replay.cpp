@@ -14,6 +14,7 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/runtime/comm.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
@@ -125,20 +126,20 @@ void register_replay(CLI::App& app, Action& action) {
           const auto l =
               runtime::launch_replay_ranks(o->nproc, o->run.timeout_s, o->run.json, std::cout, std::cerr);
           if (l.exit_code == kExitBadInput)
-            std::cerr << paint("gparity: error: replay failed: " + l.failure, Colour::Red,
-                               colour_enabled(stderr))
+            std::cerr << paint("gparity: error: replay failed: " + model::display_text(l.failure),
+                               Colour::Red, colour_enabled(stderr))
                       << std::endl;
           return l.exit_code;
         }
         return run_one_rank(*o);
       } catch (const runtime::ReplayError& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const model::InputError& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const runtime::RankFailure& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       } catch (const std::exception& e) {
-        std::cerr << "gparity: error: " << e.what() << std::endl;
+        std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
       }
       return kExitBadInput;
     };

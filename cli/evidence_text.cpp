@@ -1,6 +1,7 @@
 #include "cli/evidence_text.hpp"
 
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 
 namespace gparity::cli {
 namespace {
@@ -17,12 +18,12 @@ int print_evidence(const diff::EvidenceRuling& r, int exit_code, std::ostream& o
     const bool error = f.severity == diff::Severity::Error;
     out << paint(diff::severity_name(f.severity), error ? Colour::Red : Colour::Yellow, colour);
     const auto where = f.where.text();
-    if (!where.empty()) out << " [" << where << "]";
-    out << ": " << f.message << '\n';
+    if (!where.empty()) out << " [" << model::shown(where) << "]";
+    out << ": " << model::shown(f.message) << '\n';
   }
-  for (const auto& line : r.summary) out << "  " << line << '\n';
+  for (const auto& line : r.summary) out << "  " << model::shown(line) << '\n';
   const int code = combined(r, exit_code);
-  if (code != exit_code) out << paint(r.headline, Colour::Red, colour) << '\n';
+  if (code != exit_code) out << paint(model::display_text(r.headline), Colour::Red, colour) << '\n';
   return code;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "diff/node_runs.hpp"
+#include "gui/display_text.hpp"
 #include "gui/models.hpp"
 
 namespace gparity::gui {
@@ -34,7 +35,7 @@ namespace {
 
 QString value_text(const nlohmann::json& v, const char* key) {
   const auto it = v.find(key);
-  return it != v.end() && it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString();
+  return it != v.end() && it->is_string() ? shown_text(it->get<std::string>()) : QString();
 }
 
 bool is_origin(const diff::Finding& f) {
@@ -83,10 +84,10 @@ int NodeFindingsModel::columnCount(const QModelIndex& parent) const {
 QVariant NodeFindingsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const auto& f = findings_[static_cast<std::size_t>(index.row())];
-  if (role == kNodeNameRole) return QString::fromStdString(f.where.node);
-  if (role == kGraphLabelRole) return QString::fromStdString(f.where.graph);
+  if (role == kNodeNameRole) return exact_text(f.where.node);
+  if (role == kGraphLabelRole) return exact_text(f.where.graph);
   if (role == kRankRole) return f.where.rank ? QVariant(*f.where.rank) : QVariant();
-  if (role == Qt::ToolTipRole) return QString::fromStdString(f.message);
+  if (role == Qt::ToolTipRole) return shown_text(f.message);
   const QString cause = value_text(f.values, "cause");
   if (role == Qt::BackgroundRole && index.column() == Cause) {
     if (cause == QStringLiteral("origin")) return QBrush(QColor(255, 190, 180));
@@ -96,10 +97,10 @@ QVariant NodeFindingsModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Rank: return f.where.rank ? QVariant(*f.where.rank) : QVariant();
-    case Graph: return QString::fromStdString(f.where.graph);
+    case Graph: return shown_text(f.where.graph);
     case Node: {
       const QString b = value_text(f.values, "node_b");
-      const QString a = QString::fromStdString(f.where.node);
+      const QString a = shown_text(f.where.node);
       return b.isEmpty() || b == a ? a : a + QStringLiteral(" → ") + b;
     }
     case Op: return value_text(f.values, "op");
@@ -108,11 +109,9 @@ QVariant NodeFindingsModel::data(const QModelIndex& index, int role) const {
     case Origin: {
       const auto* o = remote_origin(f);
       if (o == nullptr) return {};
-      return QStringLiteral("rank %1: %2")
-          .arg(o->value("rank", -1))
-          .arg(QString::fromStdString(o->value("node", "")));
+      return QStringLiteral("rank %1: %2").arg(o->value("rank", -1)).arg(shown_text(o->value("node", "")));
     }
-    case Detail: return QString::fromStdString(f.message);
+    case Detail: return shown_text(f.message);
     default: return {};
   }
 }

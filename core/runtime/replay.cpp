@@ -13,7 +13,10 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/model/base/atomic_file.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "core/runtime/clock.hpp"
@@ -242,8 +245,9 @@ struct ReplaySession::Impl {
     }
     for (const auto& j : jobs)
       for (const auto& u : j.hoisted.unresolved)
-        err << "rank " << env.rank << ": " << j.label << ": hoisting left " << u.text << " of node " << u.node
-            << " (" << u.target << ", " << u.field << ") as it is: " << u.message << std::endl;
+        err << "rank " << env.rank << ": " << model::shown(j.label) << ": hoisting left "
+            << model::shown(u.text) << " of node " << model::shown(u.node) << " (" << model::shown(u.target)
+            << ", " << model::shown(u.field) << ") as it is: " << model::shown(u.message) << std::endl;
   }
 
   void write_manifest() const {
@@ -274,9 +278,8 @@ struct ReplaySession::Impl {
       std::replace_if(
           file.begin(), file.end(), [](char c) { return c == '/' || c == '\\' || c == ' '; }, '.');
       const std::string rel = "graphs/" + file + ".rank" + std::to_string(env.rank) + ".json";
-      std::ofstream f(fs::path(o.out) / rel);
-      f << model::graph_to_json(g).dump() << '\n';
-      if (!f) throw std::runtime_error("cannot write " + (fs::path(o.out) / rel).string());
+      model::write_file_atomically(fs::path(o.out) / rel,
+                                   model::json_output(model::graph_to_json(g), -1) + '\n');
       model::GraphRef ref;
       ref.path = rel;
       ref.kind = j.entry->kind;
@@ -349,8 +352,8 @@ struct ReplaySession::Impl {
     }
     summary["graphs"].push_back(std::move(g));
     if (!o.json) {
-      out << "rank " << env.rank << ": " << j.label << " (" << j.entry->source << "): " << interp.op_nodes()
-          << " ops, " << count << " tensors hashed, " << ms << " ms";
+      out << "rank " << env.rank << ": " << model::shown(j.label) << " (" << model::shown(j.entry->source)
+          << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";
       if (!reruns.empty())
         out << "; " << reruns.size() << " more runs" << (o.no_hash ? " without hashing" : "") << ": median "
             << median(reruns) << " ms";
@@ -403,8 +406,8 @@ struct ReplaySession::Impl {
     summary["cuda_graph"] = cg;
     writer->write_event({"cuda_graph", std::nullopt, "captured replay", cg});
     if (!o.json)
-      out << "rank " << env.rank << ": " << plain.label << " captured as a CUDA graph (" << r.static_inputs
-          << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
+      out << "rank " << env.rank << ": " << model::shown(plain.label) << " captured as a CUDA graph ("
+          << r.static_inputs << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
           << r.copies.bytes_per_replay() << " bytes): uncaptured " << median(r.uncaptured_ms)
           << " ms, replay " << median(r.replay_ms) << " ms (median of " << co.runs << ")" << std::endl;
     jobs.push_back(std::move(captured));
@@ -503,12 +506,12 @@ int ReplaySession::finish(const std::string& text, const std::string& overall, c
     m.summary["verdict"] = verdict;
     m.writer->write_event({"replay_verdict", std::nullopt, text, verdict});
     if (!m.o.json) {
-      if (m.env.rank == 0 && !overall.empty()) m.out << overall << std::endl;
-      m.out << "rank " << m.env.rank << ": " << text << std::endl;
+      if (m.env.rank == 0 && !overall.empty()) m.out << model::shown(overall) << std::endl;
+      m.out << "rank " << m.env.rank << ": " << model::shown(text) << std::endl;
     }
   }
   if (m.comm) m.comm->barrier("end of replay");
-  if (m.o.json) m.out << m.summary.dump() << std::endl;
+  if (m.o.json) m.out << model::json_output(m.summary, -1) << std::endl;
   return code;
 }
 
@@ -531,7 +534,7 @@ ReplayLaunch launch_replay_ranks(int nproc, double timeout_s, bool json_lines, s
     if (json_lines && !is_stderr) {
       stream << line << std::endl;
     } else {
-      stream << "[rank " << rank << "] " << line << std::endl;
+      stream << "[rank " << rank << "] " << model::shown(line) << std::endl;
     }
   });
   ReplayLaunch r;

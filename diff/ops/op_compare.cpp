@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "diff/evidence.hpp"
 
@@ -56,22 +57,9 @@ const StepVerdict* RankVerdict::first_divergent() const {
 
 namespace {
 
-/// Artifact text in a report: control characters as \xNN.
+/// Artifact text in a report: model::display_text (controls and invalid UTF-8 as \xNN).
 std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return model::display_text(s);
 }
 
 std::string base_name(const std::string& path) {
