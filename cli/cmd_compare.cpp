@@ -6,8 +6,11 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/ops/op_run.hpp"
 #include "core/model/run/run_source.hpp"
 #include "diff/checkpoint_compare.hpp"
+#include "diff/ops/op_compare.hpp"
 #include "diff/run_compare.hpp"
 
 namespace gparity::cli {
@@ -54,7 +57,10 @@ void register_compare(CLI::App& app, Action& action) {
       "bitwise parity). Exit 0 parity, 1 divergence or INCOMPLETE evidence (failure events, killed or "
       "missing ranks, declared steps not recorded; docs/gate.md), 2 bad input or nothing compared. "
       "Checkpoints (DCP folders, .safetensors files, or run folders of step-<n> "
-      "checkpoints) are compared per parameter, whatever their parallel layout (docs/checkpoints.md).");
+      "checkpoints) are compared per parameter, whatever their parallel layout (docs/checkpoints.md). "
+      "PyTorch DebugMode op logs (folders of rank<r>_step<s>.debug.txt, or one log) are aligned op by op, "
+      "eager against compiled: the first divergent op per rank, its cause and its compiled counterparts "
+      "(docs/ops.md).");
   cmd->add_option("BASELINE", a->baseline, "Baseline run")->required();
   cmd->add_option("CANDIDATE", a->candidate, "Candidate run")->required();
   auto* ulp = cmd->add_option("--ulp", a->ulp, "Accept loss/grad_norm within N ULP (named in the report)");
@@ -75,6 +81,20 @@ void register_compare(CLI::App& app, Action& action) {
     o.threads = a->threads;
     o.allow_incomplete = a->allow_incomplete;
     action = [a, o] {
+      const bool ops_a = model::ops::is_op_log_path(a->baseline),
+                 ops_b = model::ops::is_op_log_path(a->candidate);
+      if (ops_a || ops_b) {
+        if (!ops_a || !ops_b)
+          throw model::InputError(
+              ops_a ? a->candidate : a->baseline,
+              "not DebugMode op logs, but the other side is: compare op logs with op logs");
+        const auto eager = model::ops::open_op_run(a->baseline);
+        const auto compiled = model::ops::open_op_run(a->candidate);
+        ReportSinks sinks(a->report, "gparity.compare");
+        diff::ops::OpCompareOptions oo;
+        oo.allow_incomplete = o.allow_incomplete;
+        return diff::ops::compare_op_runs(eager, compiled, oo, sinks.consumer());
+      }
       if (diff::is_checkpoint_path(a->baseline) && diff::is_checkpoint_path(a->candidate)) {
         ReportSinks sinks(a->report, "gparity.compare");
         return diff::compare_checkpoints(a->baseline, a->candidate, {o.threads}, sinks.consumer());

@@ -9,7 +9,9 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/output_error.hpp"
 #include "core/model/run/run_source.hpp"
 #include "diff/checkpoint_compare.hpp"
 #include "diff/gate_policy.hpp"
@@ -74,15 +76,18 @@ void register_gate(CLI::App& app, Action& action) {
       pick(r.html, p.html, "report.html");
       for (const auto& f : {r.junit, r.markdown, r.json_file, r.html}) {
         const auto parent = std::filesystem::path(f).parent_path();
-        if (!parent.empty()) std::filesystem::create_directories(parent);
+        std::error_code ec;
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        if (ec)
+          throw model::OutputError(f, "cannot create its folder " + parent.string() + ": " + ec.message());
       }
       p.options.title = "gparity gate";
       p.options.allow_incomplete = p.options.allow_incomplete || a->allow_incomplete;
       for (const auto& [argv, which] : {std::pair{&p.baseline_command, "baseline command"},
                                         std::pair{&p.candidate_command, "candidate command"}}) {
         if (argv->empty()) continue;
-        std::cerr << "gate: running the " << which << " (in " << (p.command_dir.empty() ? "." : p.command_dir)
-                  << ")\n";
+        std::cerr << "gate: running the " << which << " (in "
+                  << model::shown(p.command_dir.empty() ? "." : p.command_dir) << ")\n";
         diff::run_gate_command(*argv, p.command_dir, a->policy + ": " + which);
       }
       int rc = 0;
@@ -97,8 +102,8 @@ void register_gate(CLI::App& app, Action& action) {
         rc = diff::compare_runs(base, cand, p.options, sinks.consumer());
       }
       if (!r.json)
-        std::cout << "reports: " << r.junit << ", " << r.markdown << ", " << r.json_file << ", " << r.html
-                  << '\n';
+        std::cout << "reports: " << model::shown(r.junit) << ", " << model::shown(r.markdown) << ", "
+                  << model::shown(r.json_file) << ", " << model::shown(r.html) << '\n';
       return rc;
     };
   });

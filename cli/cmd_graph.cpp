@@ -2,20 +2,27 @@
 // .pt2 archive or our JSON form. Importing and selecting live in core/model/graph/graph_load.hpp.
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::cli {
 namespace {
+
+// Text output shows every string read from the input through display_text (no control
+// character reaches the terminal); --json keeps them exact.
+using model::display_text;
+using model::shown;
 
 struct GraphOptions {
   std::string path;
@@ -35,7 +42,7 @@ std::string pad(std::string s, std::size_t w) {
 
 /// Prints the importer's problems to stderr; true when there were any.
 bool report_problems(const model::GraphCollection& c) {
-  for (const auto& p : c.problems) std::cerr << "gparity: error: " << p.text() << '\n';
+  for (const auto& p : c.problems) std::cerr << "gparity: error: " << shown(p.text()) << '\n';
   if (c.md5_mismatches > 0) {
     std::cerr << "gparity: warning: " << c.md5_mismatches
               << " payload(s) do not match their has_payload MD5 (used anyway)\n";
@@ -84,22 +91,23 @@ int list(const GraphOptions& o) {
     nlohmann::ordered_json problems = nlohmann::ordered_json::array();
     for (const auto& p : c.problems) problems.push_back(p.text());
     out["problems"] = problems;
-    std::cout << out.dump(2) << '\n';
+    std::cout << model::json_output(out) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
-    std::cout << paint(c.path, Colour::Bold, colour) << " (" << c.format << ", " << c.entries.size()
-              << (c.entries.size() == 1 ? " graph" : " graphs") << ")\n";
+    std::cout << paint(display_text(c.path), Colour::Bold, colour) << " (" << c.format << ", "
+              << c.entries.size() << (c.entries.size() == 1 ? " graph" : " graphs") << ")\n";
     for (std::size_t i = 0; i < c.ranks.size(); ++i) {
       std::cout << "  rank " << c.ranks[i] << ": compile ids";
-      for (const auto& id : c.compile_ids[i]) std::cout << ' ' << id.text();
+      for (const auto& id : c.compile_ids[i]) std::cout << ' ' << shown(id.text());
       std::cout << '\n';
     }
     std::cout << "  " << pad("rank", 5) << "  " << pad("compile", 8) << "  " << pad("graph", 28) << "  "
               << pad("nodes", 6) << "  fingerprint\n";
     for (const auto& e : c.entries) {
-      const std::string kind = e.occurrence > 0 ? e.kind + " #" + std::to_string(e.occurrence) : e.kind;
+      const std::string kind =
+          display_text(e.kind) + (e.occurrence > 0 ? " #" + std::to_string(e.occurrence) : "");
       std::cout << "  " << pad(e.rank >= 0 ? std::to_string(e.rank) : "-", 5) << "  "
-                << pad(e.compile.text(), 8) << "  " << pad(kind, 28) << "  "
+                << pad(display_text(e.compile.text()), 8) << "  " << pad(kind, 28) << "  "
                 << pad(std::to_string(e.graph->total_nodes()), 6) << "  " << fingerprint_hex(*e.graph);
       if (const auto opaque = e.graph->total_opaque(); opaque > 0) std::cout << "  " << opaque << " opaque";
       if (e.problems > 0)
@@ -108,9 +116,9 @@ int list(const GraphOptions& o) {
     }
     for (const auto& u : c.unparsed) {
       std::cout << "  " << pad(u.rank >= 0 ? std::to_string(u.rank) : "-", 5) << "  "
-                << pad(u.compile.text(), 8) << "  " << pad(u.kind, 28) << "  "
-                << paint("unparsable", Colour::Red, colour) << "  " << u.file << ':' << u.line << ": "
-                << u.problem << '\n';
+                << pad(display_text(u.compile.text()), 8) << "  " << pad(display_text(u.kind), 28) << "  "
+                << paint("unparsable", Colour::Red, colour) << "  " << shown(u.file) << ':' << u.line << ": "
+                << shown(u.problem) << '\n';
     }
   }
   // Damage inside a readable input is reported and the rest listed: exit 1, never 2.
@@ -142,10 +150,11 @@ const model::GraphEntry& select_one(const model::GraphCollection& c, const Graph
 }
 
 void print_table(const model::Graph& g, const std::string& indent) {
+  // Widths of the names as shown (an escaped byte takes four columns).
   std::size_t name_w = 4, target_w = 6;
   for (const auto& n : g.nodes) {
-    name_w = std::max(name_w, g.str(n.name).size());
-    target_w = std::min<std::size_t>(60, std::max(target_w, g.str(n.target).size()));
+    name_w = std::max(name_w, display_text(g.str(n.name)).size());
+    target_w = std::min<std::size_t>(60, std::max(target_w, display_text(g.str(n.target)).size()));
   }
   std::cout << indent << pad("name", name_w) << "  " << pad("op", 13) << "  " << pad("target", target_w)
             << "  annotation / args\n";
@@ -156,15 +165,15 @@ void print_table(const model::Graph& g, const std::string& indent) {
       args += (args.empty() ? "" : ", ") + std::string(g.str(k.name)) + "=" + model::value_text(g, k.value);
     }
     const auto meta = model::meta_text(g, n.meta);
-    std::cout << indent << pad(std::string(g.str(n.name)), name_w) << "  "
+    std::cout << indent << pad(display_text(g.str(n.name)), name_w) << "  "
               << pad(std::string(model::node_kind_name(n.kind)), 13) << "  "
-              << pad(std::string(g.str(n.target)), target_w) << "  " << (meta.empty() ? "" : meta + "  ")
-              << "(" << args << ")";
-    if (n.source.known()) std::cout << "  # " << g.str(n.source.file) << ':' << n.source.line;
+              << pad(display_text(g.str(n.target)), target_w) << "  "
+              << (meta.empty() ? "" : display_text(meta) + "  ") << "(" << shown(args) << ")";
+    if (n.source.known()) std::cout << "  # " << shown(g.str(n.source.file)) << ':' << n.source.line;
     std::cout << '\n';
   }
   for (const auto& s : g.subgraphs) {
-    std::cout << indent << "subgraph " << s.str(s.name) << ":\n";
+    std::cout << indent << "subgraph " << shown(s.str(s.name)) << ":\n";
     print_table(s, indent + "  ");
   }
 }
@@ -173,12 +182,12 @@ int show(const GraphOptions& o) {
   const auto c = model::load_graphs(o.path);
   const auto& e = select_one(c, o);
   if (o.json) {
-    std::cout << model::graph_to_json(*e.graph).dump(2) << '\n';
+    std::cout << model::json_output(model::graph_to_json(*e.graph)) << '\n';
   } else {
     const bool colour = colour_enabled(stdout);
-    std::cout << paint(e.kind, Colour::Bold, colour) << " rank " << e.rank << " compile " << e.compile.text()
-              << " (" << e.graph->nodes.size() << " nodes, fingerprint " << fingerprint_hex(*e.graph) << ", "
-              << e.source << ")\n";
+    std::cout << paint(display_text(e.kind), Colour::Bold, colour) << " rank " << e.rank << " compile "
+              << shown(e.compile.text()) << " (" << e.graph->nodes.size() << " nodes, fingerprint "
+              << fingerprint_hex(*e.graph) << ", " << shown(e.source) << ")\n";
     print_table(*e.graph, "  ");
   }
   return report_problems(c) ? kExitBadInput : kExitParity;
@@ -187,14 +196,12 @@ int show(const GraphOptions& o) {
 int export_graph(const GraphOptions& o) {
   const auto c = model::load_graphs(o.path);
   const auto& e = select_one(c, o);
-  const std::string text =
-      o.format == "dot" ? model::graph_to_dot(*e.graph) : model::graph_to_json(*e.graph).dump(2) + "\n";
+  const std::string text = o.format == "dot" ? model::graph_to_dot(*e.graph)
+                                             : model::json_output(model::graph_to_json(*e.graph)) + "\n";
   if (o.output.empty() || o.output == "-") {
     std::cout << text;
   } else {
-    std::ofstream f(o.output, std::ios::binary);
-    f << text;
-    if (!f) throw model::InputError(o.output, "cannot write the file");
+    model::write_file_atomically(o.output, text);  // OutputError (exit 2) names the file and the error
   }
   return report_problems(c) ? kExitBadInput : kExitParity;
 }

@@ -4,16 +4,19 @@
 // verdict says whether it is only device- or rank-parametric), 2 for bad input.
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/evidence_text.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/device_check.hpp"
 #include "diff/graph_diff.hpp"
@@ -25,6 +28,11 @@
 
 namespace gparity::cli {
 namespace {
+
+// Text output shows every string read from the inputs (node names, targets, values, file names)
+// through display_text: no control character reaches the terminal. --json keeps them exact.
+using model::display_text;
+using model::shown;
 
 struct NormOptions {
   bool no_local_device = false;
@@ -64,14 +72,15 @@ void print_finding(const diff::RankFinding& f, bool colour) {
   const auto cls = diff::finding_class_name(f.cls);
   const Colour c = f.cls == diff::FindingClass::Divergent ? Colour::Red : Colour::Yellow;
   std::cout << "    " << paint(cls, c, colour) << "  ";
-  if (!f.compile.empty()) std::cout << "compile " << f.compile << ' ';
-  if (!f.node.empty()) std::cout << f.node << (f.target.empty() ? " " : " (" + f.target + ") ");
-  std::cout << f.field << ": " << values_text(f);
-  if (f.function) std::cout << "  = " << f.function->text();
+  if (!f.compile.empty()) std::cout << "compile " << shown(f.compile) << ' ';
+  if (!f.node.empty())
+    std::cout << shown(f.node) << (f.target.empty() ? " " : " (" + display_text(f.target) + ") ");
+  std::cout << shown(f.field) << ": " << shown(values_text(f));
+  if (f.function) std::cout << "  = " << shown(f.function->text());
   if (f.function && !f.function->inferred_mesh.empty())
-    std::cout << " (mesh " << f.function->inferred_mesh << ")";
-  if (!f.note.empty()) std::cout << "  -- " << f.note;
-  if (!f.source.empty()) std::cout << "  [" << f.source << "]";
+    std::cout << " (mesh " << shown(f.function->inferred_mesh) << ")";
+  if (!f.note.empty()) std::cout << "  -- " << shown(f.note);
+  if (!f.source.empty()) std::cout << "  [" << shown(f.source) << "]";
   if (f.graph_line > 0) std::cout << "  (line " << f.graph_line << ")";
   std::cout << '\n';
 }
@@ -95,48 +104,49 @@ int run_ranks(const RanksOptions& o) {
   if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
   const auto norm = o.norm.get();
   const auto report = diff::classify_trace(trace, norm, diff::mesh_override_layout(o.mesh, o.per_node));
-  if (!o.html.empty()) {
-    std::ofstream out(o.html, std::ios::binary);
-    if (!out) throw model::InputError(o.html, "cannot write the HTML report");
-    out << diff::ranks_html(report, o.path);
-  }
+  if (!o.html.empty()) model::write_file_atomically(o.html, diff::ranks_html(report, o.path));
+  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path, &trace));
   if (o.json) {
-    std::cout << diff::to_json(report).dump(2) << '\n';
-    return exit_for(report.verdict);
+    auto j = diff::to_json(report);
+    const int code = json_evidence(evidence, exit_for(report.verdict), j);
+    std::cout << model::json_output(j) << '\n';
+    return code;
   }
   const bool colour = colour_enabled(stdout);
-  std::cout << paint(o.path, Colour::Bold, colour) << ": " << report.ranks.size() << " ranks, "
+  std::cout << paint(display_text(o.path), Colour::Bold, colour) << ": " << report.ranks.size() << " ranks, "
             << report.graphs.size() << " graphs; normalizations:";
-  for (const auto& n : report.normalizations) std::cout << ' ' << n;
+  for (const auto& n : report.normalizations) std::cout << ' ' << shown(n);
   std::cout << '\n';
   std::cout << "  mesh: "
-            << (report.mesh.empty() ? "none found (world-size factorizations are tried)" : report.mesh)
+            << (report.mesh.empty() ? "none found (world-size factorizations are tried)"
+                                    : display_text(report.mesh))
             << '\n';
   for (const auto& fg : report.fact_groups) {
-    std::cout << "  " << paint("divergent", Colour::Red, colour) << "  " << fg.fact << ": "
+    std::cout << "  " << paint("divergent", Colour::Red, colour) << "  " << shown(fg.fact) << ": "
               << fg.groups.size() << " groups of ranks\n";
     for (const auto& g : fg.groups) {
       std::cout << "      ranks";
       for (std::size_t i = 0; i < g.ranks.size(); ++i) std::cout << (i ? ", " : " ") << g.ranks[i];
-      std::cout << ": " << g.sequence << '\n';
+      std::cout << ": " << shown(g.sequence) << '\n';
     }
   }
   for (const auto& p : report.problems)
-    std::cout << "  " << paint("problem", Colour::Red, colour) << "  " << p << '\n';
+    std::cout << "  " << paint("problem", Colour::Red, colour) << "  " << shown(p) << '\n';
   for (const auto& f : report.findings) print_finding(f, colour);
   for (const auto& g : report.graphs) {
     const auto v = g.classification.verdict;
     const Colour c = v == diff::GraphVerdict::Identical   ? Colour::Green
                      : v == diff::GraphVerdict::Divergent ? Colour::Red
                                                           : Colour::Yellow;
-    std::cout << "  " << g.compile.text() << ' ' << g.kind;
+    std::cout << "  " << shown(g.compile.text()) << ' ' << shown(g.kind);
     if (g.occurrence > 0) std::cout << " #" << g.occurrence;
     std::cout << ": " << paint(diff::verdict_name(v), c, colour) << " (" << g.classification.groups.size()
               << (g.classification.groups.size() == 1 ? " group" : " groups") << ")\n";
     for (const auto& f : g.classification.findings) print_finding(f, colour);
   }
-  std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
-  return exit_for(report.verdict);
+  const int code = print_evidence(evidence, exit_for(report.verdict), std::cout, colour);
+  if (code != 2) std::cout << "verdict: " << diff::verdict_name(report.verdict) << '\n';
+  return code;
 }
 
 // ---- graph diff ----------------------------------------------------------------------------
@@ -172,28 +182,30 @@ diff::GraphSelection selection(const DiffOptions& o, std::size_t i) {
 void print_diff(const diff::GraphDiffResult& r, const diff::LoadedGraph& a, const diff::LoadedGraph& b) {
   const bool colour = colour_enabled(stdout);
   const auto& s = r.summary;
-  std::cout << "--- " << a.label << " (" << s.nodes_a << " nodes)\n+++ " << b.label << " (" << s.nodes_b
-            << " nodes)\n";
+  std::cout << "--- " << shown(a.label) << " (" << s.nodes_a << " nodes)\n+++ " << shown(b.label) << " ("
+            << s.nodes_b << " nodes)\n";
   for (const auto& c : r.changes) {
     if (c.removed()) {
-      std::cout << paint("- removed ", Colour::Red, colour) << a.graph.node_name(c.a) << " ("
-                << a.graph.str(a.graph.node(c.a).target) << ")\n";
+      std::cout << paint("- removed ", Colour::Red, colour) << shown(a.graph.node_name(c.a)) << " ("
+                << shown(a.graph.str(a.graph.node(c.a).target)) << ")\n";
     } else if (c.added()) {
-      std::cout << paint("+ added   ", Colour::Green, colour) << b.graph.node_name(c.b) << " ("
-                << b.graph.str(b.graph.node(c.b).target) << ")\n";
+      std::cout << paint("+ added   ", Colour::Green, colour) << shown(b.graph.node_name(c.b)) << " ("
+                << shown(b.graph.str(b.graph.node(c.b).target)) << ")\n";
     } else {
       const char* what = c.fields.empty() ? "~ moved   " : c.moved ? "! changed+moved " : "! changed ";
-      std::cout << paint(what, Colour::Yellow, colour) << a.graph.node_name(c.a);
-      if (a.graph.node_name(c.a) != b.graph.node_name(c.b)) std::cout << " -> " << b.graph.node_name(c.b);
-      std::cout << " (" << a.graph.str(a.graph.node(c.a).target) << ")\n";
+      std::cout << paint(what, Colour::Yellow, colour) << shown(a.graph.node_name(c.a));
+      if (a.graph.node_name(c.a) != b.graph.node_name(c.b))
+        std::cout << " -> " << shown(b.graph.node_name(c.b));
+      std::cout << " (" << shown(a.graph.str(a.graph.node(c.a).target)) << ")\n";
       for (const auto& f : c.fields)
-        std::cout << "      " << f.path << ": " << f.a_text << " -> " << f.b_text << '\n';
+        std::cout << "      " << shown(f.path) << ": " << shown(f.a_text) << " -> " << shown(f.b_text)
+                  << '\n';
     }
   }
   std::cout << "summary: " << s.unchanged << " unchanged, " << s.changed << " changed, " << s.moved
             << " moved, " << s.added << " added, " << s.removed << " removed (matched by name " << s.by_name
             << ", structure " << s.by_structure << ", sequence " << s.by_sequence << "); normalizations:";
-  for (const auto& n : r.normalizations) std::cout << ' ' << n;
+  for (const auto& n : r.normalizations) std::cout << ' ' << shown(n);
   std::cout << '\n' << (r.identical() ? "identical" : "different") << '\n';
 }
 
@@ -204,20 +216,21 @@ int run_diff(const DiffOptions& o) {
   const diff::NormalizedGraph na(a.graph, norm, a.rank);
   const diff::NormalizedGraph nb(b.graph, norm, b.rank);
   const auto r = diff::diff_graphs(na, nb);
-  if (!o.html.empty()) {
-    std::ofstream out(o.html, std::ios::binary);
-    if (!out) throw model::InputError(o.html, "cannot write the HTML report");
-    out << diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label);
-  }
+  if (!o.html.empty())
+    model::write_file_atomically(o.html, diff::graph_diff_html(r, a.graph, a.label, b.graph, b.label));
+  const auto evidence = diff::rule_on(diff::diff_evidence(r, a.label, b.label));
+  const int verdict = r.identical() ? kExitParity : kExitDivergence;
   if (o.json) {
     auto j = diff::to_json(r, a.graph, b.graph);
     j["a"] = a.label;
     j["b"] = b.label;
-    std::cout << j.dump(2) << '\n';
+    const int code = json_evidence(evidence, verdict, j);
+    std::cout << model::json_output(j) << '\n';
+    return code;
   } else {
     print_diff(r, a, b);
   }
-  return r.identical() ? kExitParity : kExitDivergence;
+  return print_evidence(evidence, verdict, std::cout, colour_enabled(stdout));
 }
 
 // ---- graph devices -------------------------------------------------------------------------
@@ -241,13 +254,13 @@ void print_hoist(const diff::DeviceReport& r, std::int32_t from, std::int32_t to
   for (const auto& c : r.hoist) {
     if (c.kind == model::HoistChangeKind::Annotation) continue;
     std::cout << "  " << paint(model::hoist_change_kind_name(c.kind), Colour::Green, colour) << "  "
-              << (c.graph.empty() ? "" : c.graph + ".") << c.node << " (" << c.target << ") " << c.field
-              << ": " << c.from << " -> " << c.to << '\n';
+              << shown(c.graph.empty() ? "" : c.graph + ".") << shown(c.node) << " (" << shown(c.target)
+              << ") " << shown(c.field) << ": " << shown(c.from) << " -> " << shown(c.to) << '\n';
   }
   for (const auto& p : r.unresolved) {
     std::cout << "  " << paint("unresolved", Colour::Red, colour) << "  "
-              << (p.graph.empty() ? "" : p.graph + ".") << p.node << " (" << p.target << ") " << p.field
-              << ": " << p.text << ": " << p.message << '\n';
+              << shown(p.graph.empty() ? "" : p.graph + ".") << shown(p.node) << " (" << shown(p.target)
+              << ") " << shown(p.field) << ": " << shown(p.text) << ": " << shown(p.message) << '\n';
   }
 }
 
@@ -267,6 +280,8 @@ int run_devices(DevicesOptions o) {
   if (o.target) table = o.groups.load(o.sel.path, dumps);
   dco.groups = &table;
   const auto r = diff::check_devices(g.graph, dco);
+  const auto evidence = diff::rule_on(diff::devices_evidence(g.graph, g.label));
+  const int verdict = r.findings.empty() ? kExitParity : kExitDivergence;
   if (o.json) {
     auto j = diff::to_json(r);
     j["graph"] = g.label;
@@ -274,21 +289,24 @@ int run_devices(DevicesOptions o) {
       j["hoist"] = diff::hoist_to_json(r.hoist, r.unresolved);
       j["hoist"]["flight_recorder"] = dumps;
     }
-    std::cout << j.dump(2) << '\n';
+    const int code = json_evidence(evidence, verdict, j);
+    std::cout << model::json_output(j) << '\n';
+    return code;
   } else {
     const bool colour = colour_enabled(stdout);
-    std::cout << paint(g.label, Colour::Bold, colour) << ": " << r.literals << " device literals, "
-              << r.foreign_annotations << " annotations on another rank's device, " << r.mixed_inputs
-              << " nodes with inputs on different devices\n";
+    std::cout << paint(display_text(g.label), Colour::Bold, colour) << ": " << r.literals
+              << " device literals, " << r.foreign_annotations << " annotations on another rank's device, "
+              << r.mixed_inputs << " nodes with inputs on different devices\n";
     for (const auto& f : r.findings) {
       std::cout << "  " << paint(diff::device_finding_kind_name(f.kind), Colour::Yellow, colour) << "  "
-                << f.node << " (" << f.target << ") " << f.field << ": " << f.text;
-      if (!f.source.empty()) std::cout << "  [" << f.source << "]";
+                << shown(f.node) << " (" << shown(f.target) << ") " << shown(f.field) << ": "
+                << shown(f.text);
+      if (!f.source.empty()) std::cout << "  [" << shown(f.source) << "]";
       std::cout << '\n';
     }
     if (r.hoisted) print_hoist(r, *dco.rank, *o.target, table.groups().size(), colour);
   }
-  return r.findings.empty() ? kExitParity : kExitDivergence;
+  return print_evidence(evidence, verdict, std::cout, colour_enabled(stdout));
 }
 
 CLI::App* graph_parent(CLI::App& app) {

@@ -4,7 +4,6 @@
 // something was left as it is (listed; the file is still written), 2 for bad input.
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -14,7 +13,10 @@
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/atomic_file.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
 #include "core/model/graph/hoist.hpp"
@@ -22,6 +24,10 @@
 
 namespace gparity::cli {
 namespace {
+
+// Text output shows every string read from the input through display_text; --json keeps them exact.
+using model::display_text;
+using model::shown;
 
 struct HoistArgs {
   std::string path;
@@ -81,7 +87,7 @@ int run_hoist(const HoistArgs& a) {
   if (a.to_rank < 0) throw model::InputError("--to-rank", "must be a rank (>= 0)");
   if (a.ranks_per_node < 0) throw model::InputError("--ranks-per-node", "must be positive");
   const auto c = model::load_graphs(a.path);
-  for (const auto& p : c.problems) std::cerr << "gparity: error: " << p.text() << '\n';
+  for (const auto& p : c.problems) std::cerr << "gparity: error: " << shown(p.text()) << '\n';
   const auto g = pick(c, a);
   const std::int32_t from = g.rank;
   std::vector<std::string> dumps;
@@ -94,13 +100,11 @@ int run_hoist(const HoistArgs& a) {
   o.groups = &table;
   const auto r = model::hoist_graph(*g.graph, o);
 
-  const std::string text = model::graph_to_json(r.graph).dump(2) + "\n";
+  const std::string text = model::json_output(model::graph_to_json(r.graph)) + "\n";
   if (a.out == "-") {
     std::cout << text;
   } else {
-    std::ofstream f(a.out, std::ios::binary);
-    f << text;
-    if (!f) throw model::InputError(a.out, "cannot write the file");
+    model::write_file_atomically(a.out, text);
   }
   // Damage elsewhere in the source is bad input even when the chosen graph was intact.
   const int rc = !c.problems.empty() ? kExitBadInput : r.unresolved.empty() ? kExitParity : kExitDivergence;
@@ -114,13 +118,13 @@ int run_hoist(const HoistArgs& a) {
     j["out"] = a.out;
     j["flight_recorder"] = dumps;
     j["groups"] = table.groups().size();
-    (a.out == "-" ? std::cerr : std::cout) << j.dump(2) << '\n';
+    (a.out == "-" ? std::cerr : std::cout) << model::json_output(j) << '\n';
     return rc;
   }
   std::ostream& os = a.out == "-" ? std::cerr : std::cout;
   const bool colour = colour_enabled(a.out == "-" ? stderr : stdout);
-  os << paint(g.label, Colour::Bold, colour) << ": rank " << from << " (device " << o.source_device
-     << ") -> rank " << a.to_rank << " (device " << o.target_device << "); "
+  os << paint(display_text(g.label), Colour::Bold, colour) << ": rank " << from << " (device "
+     << o.source_device << ") -> rank " << a.to_rank << " (device " << o.target_device << "); "
      << r.count(model::HoistChangeKind::DeviceLiteral) << " device literals, "
      << r.count(model::HoistChangeKind::Annotation) << " annotations, "
      << r.count(model::HoistChangeKind::ProcessGroup) << " process-group names remapped; "
@@ -129,16 +133,17 @@ int run_hoist(const HoistArgs& a) {
   for (const auto& ch : r.changes) {
     if (ch.kind == model::HoistChangeKind::Annotation && !a.verbose) continue;
     os << "  " << paint(model::hoist_change_kind_name(ch.kind), Colour::Green, colour) << "  "
-       << (ch.graph.empty() ? "" : ch.graph + ".") << ch.node << " (" << ch.target << ") " << ch.field << ": "
-       << ch.from << " -> " << ch.to;
-    if (!ch.source.empty()) os << "  [" << ch.source << "]";
+       << shown(ch.graph.empty() ? "" : ch.graph + ".") << shown(ch.node) << " (" << shown(ch.target) << ") "
+       << shown(ch.field) << ": " << shown(ch.from) << " -> " << shown(ch.to);
+    if (!ch.source.empty()) os << "  [" << shown(ch.source) << "]";
     os << '\n';
   }
   for (const auto& p : r.unresolved) {
-    os << "  " << paint("unresolved", Colour::Red, colour) << "  " << (p.graph.empty() ? "" : p.graph + ".")
-       << p.node << " (" << p.target << ") " << p.field << ": " << p.text << ": " << p.message << '\n';
+    os << "  " << paint("unresolved", Colour::Red, colour) << "  "
+       << shown(p.graph.empty() ? "" : p.graph + ".") << shown(p.node) << " (" << shown(p.target) << ") "
+       << shown(p.field) << ": " << shown(p.text) << ": " << shown(p.message) << '\n';
   }
-  if (a.out != "-") os << "wrote " << a.out << '\n';
+  if (a.out != "-") os << "wrote " << shown(a.out) << '\n';
   return rc;
 }
 

@@ -9,6 +9,8 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "hash/xxh3.hpp"
 
@@ -52,12 +54,13 @@ nlohmann::json to_json(const std::vector<model::FileDigest>& files) {
 void print_text(const std::vector<model::FileDigest>& files) {
   const bool colour = colour_enabled(stdout);
   for (const auto& f : files) {
-    std::cout << paint(f.path, Colour::Bold, colour) << " (" << f.format << ", " << f.tensors.size()
-              << (f.tensors.size() == 1 ? " tensor" : " tensors") << ")\n";
+    // Tensor names and entries come from the files: shown through display_text (--json: exact).
+    std::cout << paint(model::display_text(f.path), Colour::Bold, colour) << " (" << f.format << ", "
+              << f.tensors.size() << (f.tensors.size() == 1 ? " tensor" : " tensors") << ")\n";
     std::size_t name_w = 4;
     std::size_t shape_w = 5;
     for (const auto& t : f.tensors) {
-      name_w = std::max(name_w, t.name.size());
+      name_w = std::max(name_w, model::display_text(t.name).size());
       shape_w = std::max(shape_w, shape_text(t.shape).size());
     }
     const auto pad = [](std::string s, std::size_t w) {
@@ -68,11 +71,12 @@ void print_text(const std::vector<model::FileDigest>& files) {
               << "  " << pad("xxh3", 16) << "  shard_hash" << (f.format == "dcp" ? "        layout" : "")
               << "\n";
     for (const auto& t : f.tensors) {
-      std::cout << "  " << pad(t.name, name_w) << "  " << pad(dtype_text(t), 9) << "  "
+      std::cout << "  " << pad(model::display_text(t.name), name_w) << "  " << pad(dtype_text(t), 9) << "  "
                 << pad(shape_text(t.shape), shape_w) << "  " << hash::to_hex(t.xxh3) << "  "
-                << hash::to_hex(t.shard_hash) << (f.format == "dcp" ? "  " + t.layout : "") << '\n';
+                << hash::to_hex(t.shard_hash)
+                << (f.format == "dcp" ? "  " + model::display_text(t.layout) : "") << '\n';
     }
-    for (const auto& e : f.other_entries) std::cout << "  " << e << "  (not a tensor)\n";
+    for (const auto& e : f.other_entries) std::cout << "  " << model::shown(e) << "  (not a tensor)\n";
   }
 }
 
@@ -97,7 +101,7 @@ void register_hash(CLI::App& app, Action& action) {
           opts->files, {opts->threads}, [&](std::size_t k, const std::string& f) { progress.update(k, f); });
       progress.finish();
       if (opts->json) {
-        std::cout << to_json(digests).dump(2) << '\n';
+        std::cout << model::json_output(to_json(digests)) << '\n';
       } else {
         print_text(digests);
       }

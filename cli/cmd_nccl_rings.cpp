@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
 #include "core/model/formats/nccl_graph.hpp"
 
 namespace gparity::cli {
@@ -102,19 +104,20 @@ int run_nccl_rings(const NcclRingsArgs& a) {
   }
   const auto rw = model::write_ring_orders_file(dump, a.out, *pattern, a.seed, a.ranks);
   if (a.json) {
-    std::cout << nlohmann::json{{"out", a.out},
-                                {"from", dump.string()},
-                                {"pattern", a.pattern},
-                                {"seed", a.seed},
-                                {"graph_id", rw.graph_id},
-                                {"rings", rw.after},
-                                {"distinct_rings", rw.distinct_after}}
-                     .dump()
+    std::cout << model::json_output(nlohmann::json{{"out", a.out},
+                                                   {"from", dump.string()},
+                                                   {"pattern", a.pattern},
+                                                   {"seed", a.seed},
+                                                   {"graph_id", rw.graph_id},
+                                                   {"rings", rw.after},
+                                                   {"distinct_rings", rw.distinct_after}},
+                                    -1)
               << '\n';
     return kExitParity;
   }
-  std::cout << "wrote " << a.out << " from " << dump.string() << ": ring graph " << rw.graph_id << ", "
-            << rw.after.size() << " channels (NCCL's speeds and channel count kept), pattern " << a.pattern;
+  std::cout << "wrote " << model::shown(a.out) << " from " << model::shown(dump.string()) << ": ring graph "
+            << rw.graph_id << ", " << rw.after.size()
+            << " channels (NCCL's speeds and channel count kept), pattern " << a.pattern;
   if (*pattern == model::RingPattern::Random) std::cout << " (seed " << a.seed << ")";
   std::cout << ", " << rw.distinct_after << " distinct ring" << (rw.distinct_after == 1 ? "" : "s") << '\n';
   for (std::size_t c = 0; c < rw.after.size(); ++c) {
@@ -127,7 +130,7 @@ int run_nccl_rings(const NcclRingsArgs& a) {
               << " ranks every order is the same ring and each sum has two terms (a + b == b + a): no "
                  "pattern can change the numbers\n";
   }
-  std::cout << "use: export NCCL_GRAPH_FILE=" << std::filesystem::absolute(a.out).string()
+  std::cout << "use: export NCCL_GRAPH_FILE=" << model::shown(std::filesystem::absolute(a.out).string())
             << " NCCL_ALGO=Ring   (the same file for every rank)\n";
   return kExitParity;
 }

@@ -18,6 +18,7 @@
 
 #include "cli/command.hpp"
 #include "cli/terminal.hpp"
+#include "core/model/base/display_text.hpp"
 #include "core/runtime/launcher.hpp"
 #include "core/runtime/runner.hpp"
 #include "core/runtime/static_inputs.hpp"
@@ -115,28 +116,28 @@ int run_one_rank(const RunCliOptions& o) {
                                   {"peak_reserved", summary.peak_reserved},
                                   {"graph_replays", summary.graph_replays},
                                   {"out", o.run.out_dir.string()}}
-                       .dump()
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << std::endl;
     } else if (env.rank == 0 || !launched) {
-      std::cout << "run complete: " << summary.steps << " steps, trace in " << o.run.out_dir.string()
-                << std::endl;
+      std::cout << "run complete: " << summary.steps << " steps, trace in "
+                << model::shown(o.run.out_dir.string()) << std::endl;
     }
     return kExitParity;
   } catch (const runtime::RankFailure& e) {
     progress.finish();
-    std::cerr << "gparity: error: " << e.what() << std::endl;
+    std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
     return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     progress.finish();
-    std::cerr << "gparity: error: " << e.what() << std::endl;
+    std::cerr << "gparity: error: " << model::display_lines(e.what()) << std::endl;
     return kExitBadInput;
   } catch (const runtime::CudaGraphCheckFailure& e) {
     progress.finish();
-    std::cerr << "gparity: error: rank " << env.rank << ": " << e.what() << std::endl;
+    std::cerr << "gparity: error: rank " << env.rank << ": " << model::display_lines(e.what()) << std::endl;
     return kExitBadInput;
   } catch (const std::exception& e) {  // a failed capture, a CUDA error: said, not a crash
     progress.finish();
-    std::cerr << "gparity: error: rank " << env.rank << ": " << e.what() << std::endl;
+    std::cerr << "gparity: error: rank " << env.rank << ": " << model::display_lines(e.what()) << std::endl;
     return kExitBadInput;
   }
 }
@@ -162,11 +163,12 @@ int launch(const RunCliOptions& o) {
     }
     if (tty) progress.finish();
     auto& stream = is_stderr ? std::cerr : std::cout;
-    stream << "[rank " << rank << "] " << line << std::endl;
+    stream << "[rank " << rank << "] " << model::shown(line) << std::endl;
   });
   progress.finish();
   if (!result.ok()) {
-    std::cerr << paint("gparity: error: run failed: " + result.failure, Colour::Red, colour_enabled(stderr))
+    std::cerr << paint("gparity: error: run failed: " + model::display_text(result.failure), Colour::Red,
+                       colour_enabled(stderr))
               << "; trace so far in " << o.run.out_dir.string() << std::endl;
     return kExitBadInput;
   }

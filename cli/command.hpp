@@ -32,6 +32,8 @@ void register_gate(CLI::App& app, Action& action);
 void register_collectives(CLI::App& app, Action& action);
 void register_buckets(CLI::App& app, Action& action);
 void register_nccl_rings(CLI::App& app, Action& action);
+/// `gparity ops show` (cmd_ops.cpp).
+void register_ops(CLI::App& app, Action& action);
 
 struct ReportOptions;
 /// --json, --junit FILE, --markdown FILE, --json-file FILE, --verbose (cmd_compare.cpp).

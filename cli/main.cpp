@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
                     {"graph", register_graph_diff},
                     {"collectives", register_collectives},
                     {"buckets", register_buckets},
-                    {"nccl-rings", register_nccl_rings}},
+                    {"nccl-rings", register_nccl_rings},
+                    {"ops", register_ops}},
                    AppExit::now);
   } catch (...) {
     std::cerr << "gparity: internal error\n";

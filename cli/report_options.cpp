@@ -1,42 +1,61 @@
 #include "cli/report_options.hpp"
 
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "cli/terminal.hpp"
-#include "core/model/base/input_error.hpp"
+#include "core/model/base/atomic_file.hpp"
 #include "diff/reporters.hpp"
 
 namespace gparity::cli {
 
-struct ReportSinks::Impl {
-  std::vector<std::unique_ptr<std::ofstream>> files;
-  std::vector<std::unique_ptr<diff::FindingConsumer>> consumers;
+/// The terminal's reporter and the files' reporters, each file an AtomicFile; end() commits the
+/// files before the terminal shows the verdict, so no verdict is printed over a lost report.
+struct ReportSinks::Impl final : diff::FindingConsumer {
+  std::unique_ptr<diff::FindingConsumer> terminal;
+  std::vector<std::unique_ptr<model::AtomicFile>> files;
+  std::vector<std::unique_ptr<diff::FindingConsumer>> file_reporters;
 
   std::ostream& open(const std::string& path) {
-    auto f = std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc);
-    if (!*f) throw model::InputError(path, "cannot create report file");
-    files.push_back(std::move(f));
-    return *files.back();
+    files.push_back(std::make_unique<model::AtomicFile>(path));
+    return files.back()->stream();
+  }
+
+  void begin(const diff::ReportHeader& h) override {
+    for (auto& r : file_reporters) r->begin(h);
+    terminal->begin(h);
+  }
+  void finding(const diff::Finding& f) override {
+    for (auto& r : file_reporters) r->finding(f);
+    terminal->finding(f);
+  }
+  void check(const diff::Check& c) override {
+    for (auto& r : file_reporters) r->check(c);
+    terminal->check(c);
+  }
+  void end(const diff::Verdict& v) override {
+    for (auto& r : file_reporters) r->end(v);
+    // Every file written and closed before any is renamed: one failure leaves none in place.
+    for (auto& f : files) f->close();
+    for (auto& f : files) f->commit();
+    terminal->end(v);
   }
 };
 
 ReportSinks::ReportSinks(const ReportOptions& o, const std::string& junit_suite)
     : impl_(std::make_unique<Impl>()) {
-  if (o.json) {
-    impl_->consumers.push_back(diff::make_json_reporter(std::cout));
-  } else {
-    impl_->consumers.push_back(diff::make_text_reporter(std::cout, {colour_enabled(stdout), o.verbose}));
-  }
-  if (!o.json_file.empty()) impl_->consumers.push_back(diff::make_json_reporter(impl_->open(o.json_file)));
-  if (!o.junit.empty())
-    impl_->consumers.push_back(diff::make_junit_reporter(impl_->open(o.junit), junit_suite));
-  if (!o.markdown.empty()) impl_->consumers.push_back(diff::make_markdown_reporter(impl_->open(o.markdown)));
-  if (!o.html.empty()) impl_->consumers.push_back(diff::make_html_reporter(impl_->open(o.html)));
-  for (auto& c : impl_->consumers) fan_.add(*c);
+  auto& i = *impl_;
+  i.terminal = o.json ? diff::make_json_reporter(std::cout)
+                      : diff::make_text_reporter(std::cout, {colour_enabled(stdout), o.verbose});
+  if (!o.json_file.empty()) i.file_reporters.push_back(diff::make_json_reporter(i.open(o.json_file)));
+  if (!o.junit.empty()) i.file_reporters.push_back(diff::make_junit_reporter(i.open(o.junit), junit_suite));
+  if (!o.markdown.empty()) i.file_reporters.push_back(diff::make_markdown_reporter(i.open(o.markdown)));
+  if (!o.html.empty()) i.file_reporters.push_back(diff::make_html_reporter(i.open(o.html)));
 }
 
 ReportSinks::~ReportSinks() = default;
+
+diff::FindingConsumer& ReportSinks::consumer() {
+  return *impl_;
+}
 
 }  // namespace gparity::cli

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/model/base/display_text.hpp"
+
 namespace gparity::cli {
 
 bool colour_enabled(std::FILE* stream) {
@@ -48,9 +50,10 @@ void ProgressBar::update(std::uint64_t done, std::string_view detail) {
   const int filled = static_cast<int>(frac * kWidth);
   std::string bar(static_cast<std::size_t>(filled), '#');
   bar.append(static_cast<std::size_t>(kWidth - filled), '-');
+  const std::string shown_detail = model::display_text(detail);  // a file name: no control characters
   std::fprintf(stderr, "\r\033[K%s [%s] %llu/%llu %.*s", label_.c_str(), bar.c_str(),
                static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
-               static_cast<int>(detail.size()), detail.data());
+               static_cast<int>(shown_detail.size()), shown_detail.data());
   std::fflush(stderr);
 }
 

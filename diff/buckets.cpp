@@ -8,8 +8,11 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
+#include "core/model/formats/format_detect.hpp"
 #include "core/model/formats/import_samples.hpp"
 #include "core/model/run/trace_reader.hpp"
+#include "diff/evidence.hpp"
 
 namespace gparity::diff {
 namespace {
@@ -459,10 +462,11 @@ BucketPlans load_bucket_plans(const std::string& path, const BucketLoadOptions& 
   out.path = path;
   const fs::path p(path);
   std::error_code ec;
-  if (fs::is_directory(p, ec)) {
+  const model::PathKind kind = model::path_kind(p);
+  if (kind == model::PathKind::Directory) {
     std::vector<std::pair<std::int32_t, fs::path>> metas, traces;
     for (const auto& e : fs::directory_iterator(p, ec)) {
-      if (!e.is_regular_file()) continue;
+      if (model::path_kind(e.path()) != model::PathKind::Regular) continue;  // a loop throws
       const auto name = e.path().filename().string();
       if (name.ends_with("_meta.json") && rank_in_name(name, "rank") >= 0)
         metas.emplace_back(rank_in_name(name, "rank"), e.path());
@@ -471,20 +475,61 @@ BucketPlans load_bucket_plans(const std::string& path, const BucketLoadOptions& 
     }
     std::sort(metas.begin(), metas.end());
     std::sort(traces.begin(), traces.end());
+    for (const auto* files : {&metas, &traces}) {
+      for (std::size_t i = 1; i < files->size(); ++i) {
+        if ((*files)[i].first == (*files)[i - 1].first)
+          throw InputError(path, "rank " + std::to_string((*files)[i].first) +
+                                     " is in two places: " + (*files)[i - 1].second.string() + " and " +
+                                     (*files)[i].second.string() + " (keep one)");
+      }
+    }
     for (const auto& [r, f] : traces) add_trace_file(out, f, r);
     if (out.plans.empty())
       for (const auto& [r, f] : metas) out.plans.push_back(read_meta_plan(f, options));
-  } else if (!fs::exists(p, ec)) {
+  } else if (kind == model::PathKind::Missing) {
     throw InputError(path, "no such file or directory");
-  } else if (p.filename().string().ends_with("_meta.json")) {
-    out.plans.push_back(read_meta_plan(p, options));
   } else {
-    add_trace_file(out, p, std::max(rank_in_name(p.filename().string(), "rank-"), 0));
+    // By content: a pickle or a log read as JSON lines would be nothing but damaged lines.
+    const auto d = model::detect_format(path);
+    if (d.format == model::Format::Missing) throw InputError(path, d.reason);
+    const bool json = d.format == model::Format::Json || d.format == model::Format::JsonLines;
+    if (!json) throw model::unrecognized_input(path, d, kBucketFormats);
+    if (p.filename().string().ends_with("_meta.json")) {
+      out.plans.push_back(read_meta_plan(p, options));
+    } else {
+      add_trace_file(out, p, std::max(rank_in_name(p.filename().string(), "rank-"), 0));
+    }
   }
   if (out.plans.empty())
     throw InputError(path, "no bucket plan: neither a trace \"buckets\" record nor a rank<r>_meta.json");
   return out;
 }
+
+namespace {
+
+std::uint64_t member_count(const BucketPlan& p) {
+  std::uint64_t n = 0;
+  for (const auto& b : p.buckets) n += b.members.size();
+  return n;
+}
+
+EvidenceSide plans_side(const BucketPlans& plans, std::string role) {
+  EvidenceSide s;
+  s.role = std::move(role);
+  s.input = plans.path;
+  std::size_t buckets = 0;
+  for (const auto& p : plans.plans) {
+    s.items += member_count(p);
+    buckets += p.buckets.size();
+  }
+  s.detail = std::to_string(s.items) + " bucket members in " + std::to_string(buckets) + " buckets of " +
+             std::to_string(plans.plans.size()) + (plans.plans.size() == 1 ? " plan" : " plans");
+  if (s.items == 0) s.nothing = "holds bucket plans with no member";
+  for (const auto f : kBucketFormats) s.tried.emplace_back(f);
+  return s;
+}
+
+}  // namespace
 
 int report_buckets(const BucketPlans& baseline, const BucketPlans& candidate, FindingConsumer& out) {
   ReportHeader h;
@@ -563,8 +608,29 @@ int report_buckets(const BucketPlans& baseline, const BucketPlans& candidate, Fi
                       " buckets in another member order (" + std::to_string(t.moved) + " moved members), " +
                       std::to_string(t.other) + " other differences");
   v.data = {{"partition", t.partition}, {"order", t.order}, {"moved", t.moved}, {"other", t.other}};
-  out.end(v);
-  return v.exit_code;
+  Evidence e;
+  e.what = "bucket members";
+  e.sides = {plans_side(baseline, "baseline"), plans_side(candidate, "candidate")};
+  for (const auto& [a, b] : pairs) {
+    const auto ib = index_members(*b);
+    for (const auto& bk : a->buckets)
+      for (const auto& m : bk.members) e.compared += ib.contains(m.fqn) ? 1 : 0;
+  }
+  // Plans matched rank by rank: a rank with members on one side only is missing evidence.
+  if (baseline.plans.size() > 1 && candidate.plans.size() > 1) {
+    std::map<std::int32_t, RankEvidenceCount> ranks;
+    // By position, not address: a plan set may be compared with itself.
+    const BucketPlans* sides[] = {&baseline, &candidate};
+    for (int k = 0; k < 2; ++k)
+      for (const auto& p : sides[k]->plans) {
+        auto& r = ranks[p.rank];
+        r.rank = p.rank;
+        (k == 0 ? r.baseline : r.candidate) += member_count(p);
+        if (r.input.empty()) r.input = p.label;
+      }
+    for (auto& [rank, r] : ranks) e.ranks.push_back(std::move(r));
+  }
+  return finish_verdict(v, e, out);
 }
 
 }  // namespace gparity::diff

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/base/dtype.hpp"
@@ -74,8 +75,13 @@ struct BucketLoadOptions {
   std::int32_t world = 0;
 };
 
+/// What `gparity buckets` reads, for messages.
+inline constexpr std::string_view kBucketFormats[] = {"gparity trace (rank-<r>.jsonl, JSON lines)",
+                                                      "FSDP2 meta file (rank<r>_meta.json)"};
+
 /// Reads a trace v1 directory or rank-<r>.jsonl file (every "buckets" record, every group), or a
-/// samples folder / rank<r>_meta.json. Throws InputError when the path holds no plan.
+/// samples folder / rank<r>_meta.json. A file that is not JSON by content (format_detect.hpp) is
+/// an InputError naming the formats tried; so is a path that holds no plan.
 BucketPlans load_bucket_plans(const std::string& path, const BucketLoadOptions& options = {});
 
 /// Compares the plans: every rank of each side against its first rank, then the baseline's

@@ -6,8 +6,11 @@
 #include <set>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
 #include "core/model/formats/dcp_checkpoint.hpp"
+#include "core/model/formats/format_detect.hpp"
+#include "diff/evidence.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -16,7 +19,10 @@ namespace {
 
 bool is_safetensors(const fs::path& p) {
   std::error_code ec;
-  return p.extension() == ".safetensors" && fs::is_regular_file(p, ec);
+  if (!fs::is_regular_file(p, ec)) return false;
+  // Named so (its reader then says what is wrong inside), or a safetensors header by content.
+  return p.extension() == ".safetensors" ||
+         model::detect_format(p.string()).format == model::Format::Safetensors;
 }
 
 bool is_single(const std::string& path) {
@@ -39,7 +45,8 @@ std::map<std::int64_t, std::string> scan_steps(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto n = step_of(e.path().filename().string());
-    if (n < 0 || !is_single(e.path().string())) continue;
+    if (n < 0 || model::path_kind(e.path()) == model::PathKind::Missing || !is_single(e.path().string()))
+      continue;  // path_kind throws for a looping link, naming it
     // A DCP folder and the safetensors of the same step hold the same weights: the folder is
     // what the run saved, so it wins.
     const auto it = out.find(n);
@@ -109,7 +116,9 @@ nlohmann::json side_json(const model::TensorDigest& t) {
 
 struct StepResult {
   std::size_t compared = 0, equal = 0;
-  std::vector<std::string> differing;  // registration order
+  std::size_t pairs = 0;                     // parameters present on both sides
+  std::size_t tensors_a = 0, tensors_b = 0;  // what each checkpoint holds
+  std::vector<std::string> differing;        // registration order
 };
 
 StepResult compare_one(const std::string& a_path, const std::string& b_path, std::optional<std::int64_t> step,
@@ -122,6 +131,9 @@ StepResult compare_one(const std::string& a_path, const std::string& b_path, std
       throw model::InputError(s->path, "not a checkpoint (neither a DCP folder nor a .safetensors file)");
   }
   align(a, b);
+  StepResult r;
+  r.tensors_a = a.digest.tensors.size();
+  r.tensors_b = b.digest.tensors.size();
   const auto base_finding = [&](Severity sev, std::string kind, std::string param, std::string msg) {
     Finding f;
     f.severity = sev;
@@ -143,7 +155,6 @@ StepResult compare_one(const std::string& a_path, const std::string& b_path, std
   std::map<std::string, const model::TensorDigest*> other_by_key;
   for (const auto& t : other.digest.tensors) other_by_key[other.key(t)] = &t;
   std::set<std::string> seen;
-  StepResult r;
   for (const auto& t : order.digest.tensors) {
     const std::string key = order.key(t);
     seen.insert(key);
@@ -160,6 +171,7 @@ StepResult compare_one(const std::string& a_path, const std::string& b_path, std
       r.differing.push_back(key);
       continue;
     }
+    ++r.pairs;
     const bool same = ta->dtype == tb->dtype && ta->shape == tb->shape && ta->xxh3 == tb->xxh3 &&
                       ta->shard_hash == tb->shard_hash;
     const std::string layouts = "layout " + ta->layout + " vs " + tb->layout;
@@ -253,7 +265,7 @@ int compare_checkpoints(const std::string& baseline, const std::string& candidat
       "full tensor (layouts may differ)");
   out.begin(h);
   Verdict v;
-  std::size_t compared = 0, equal = 0;
+  std::size_t compared = 0, equal = 0, pairs = 0, tensors_a = 0, tensors_b = 0, checkpoints = 0;
   std::vector<std::string> differing;
   nlohmann::json steps = nlohmann::json::array();
   bool any_common = false;
@@ -273,6 +285,10 @@ int compare_checkpoints(const std::string& baseline, const std::string& candidat
         compare_one(path, it->second, step >= 0 ? std::optional(step) : std::nullopt, options, out);
     compared += r.compared;
     equal += r.equal;
+    pairs += r.pairs;
+    tensors_a += r.tensors_a;
+    tensors_b += r.tensors_b;
+    ++checkpoints;
     for (const auto& d : r.differing)
       differing.push_back(step >= 0 ? "step " + std::to_string(step) + ": " + d : d);
     steps.push_back({{"step", step},
@@ -291,15 +307,27 @@ int compare_checkpoints(const std::string& baseline, const std::string& candidat
     f.message = "step " + std::to_string(step) + " has a checkpoint only in the candidate";
     out.finding(f);
   }
+  Evidence e;
+  e.what = "parameters";
+  e.compared = pairs;
+  EvidenceSide sa{"baseline", baseline, tensors_a, "", "", {std::string(kCheckpointFormats)}};
+  EvidenceSide sb{"candidate", candidate, tensors_b, "", "", {std::string(kCheckpointFormats)}};
   if (!any_common) {
-    Finding f;
-    f.severity = Severity::Error;
-    f.kind = "checkpoint_no_common_step";
-    f.message = "the runs have no checkpoint step in common";
-    out.finding(f);
-    v.exit_code = 2;
-    v.headline = "nothing to compare: no common checkpoint step";
-  } else if (differing.empty()) {
+    // Nothing was opened: each side counts its checkpoints, and the rule names the reason.
+    sa.items = a.size();
+    sb.items = b.size();
+    sa.detail = std::to_string(a.size()) + " checkpoint steps, none in the candidate";
+    sb.detail = std::to_string(b.size()) + " checkpoint steps, none in the baseline";
+    e.nothing_why = "the runs have no checkpoint step in common";
+  } else {
+    const std::string in = checkpoints == 1 ? "" : " in " + std::to_string(checkpoints) + " checkpoints";
+    sa.detail = std::to_string(tensors_a) + " parameters" + in;
+    sb.detail = std::to_string(tensors_b) + " parameters" + in;
+    for (auto* side : {&sa, &sb})
+      if (side->items == 0) side->nothing = "holds no tensor";
+  }
+  e.sides = {sa, sb};
+  if (differing.empty()) {
     v.exit_code = 0;
     v.headline = "parity: all " + std::to_string(compared) + " parameters bitwise identical";
   } else {
@@ -310,8 +338,7 @@ int compare_checkpoints(const std::string& baseline, const std::string& candidat
   v.summary.push_back(std::to_string(equal) + " of " + std::to_string(compared) +
                       " parameters bitwise identical");
   v.data = {{"checkpoints", steps}, {"first_differing", differing}};
-  out.end(v);
-  return v.exit_code;
+  return finish_verdict(v, e, out);
 }
 
 }  // namespace gparity::diff

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "diff/finding.hpp"
 
@@ -20,8 +21,13 @@ struct CheckpointCompareOptions {
   std::size_t max_params_listed = 5;  // in the headline
 };
 
-/// True when `path` is a DCP checkpoint folder, a .safetensors file, or a folder of per-step
-/// checkpoints.
+/// What a checkpoint comparison reads, for messages.
+inline constexpr std::string_view kCheckpointFormats =
+    "DCP checkpoint folder, safetensors file, run folder of step-<n> checkpoints";
+
+/// True when `path` is a DCP checkpoint folder (a .metadata file), a safetensors file (named
+/// .safetensors, or by its header: core/model/formats/format_detect.hpp), or a folder of
+/// per-step checkpoints.
 bool is_checkpoint_path(const std::string& path);
 
 /// The checkpoints of a run folder by step; a single checkpoint maps to step -1.

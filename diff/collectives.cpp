@@ -10,8 +10,12 @@
 
 #include "core/model/base/dtype.hpp"
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/flight_recorder_pickle.hpp"
+#include "core/model/formats/format_detect.hpp"
 #include "core/model/formats/torch_trace.hpp"
+#include "diff/evidence.hpp"
 #include "diff/trace_facts.hpp"
 
 namespace gparity::diff {
@@ -146,15 +150,44 @@ void add_stream(CollectiveRun& run, RankCollectives& rc, CollectiveStream s) {
   rc.streams.push_back(std::move(s));
 }
 
-void add_flight_recorder(CollectiveRun& run, const std::string& path) {
-  const auto dump = model::read_flight_recorder(path);
-  const std::int32_t rank = dump.rank >= 0 ? dump.rank : static_cast<std::int32_t>(run.ranks.size());
-  if (dump.rank < 0)
-    run.problems.push_back(path + ": no rank in the file name (rank<r>_...); taken as rank " +
-                           std::to_string(rank));
+std::int32_t rank_for(CollectiveRun& run, const std::string& path, std::int32_t rank) {
+  if (rank >= 0) return rank;
+  rank = static_cast<std::int32_t>(run.ranks.size());
+  run.problems.push_back(path + ": no rank in the file name (rank<r>_...); taken as rank " +
+                         std::to_string(rank));
+  return rank;
+}
+
+void add_dump(CollectiveRun& run, const std::string& path, const model::FlightRecorderDump& dump) {
+  const std::int32_t rank = rank_for(run, path, dump.rank);
   auto& rc = rank_slot(run, rank);
+  // Two dumps of one rank: which holds the rank's sequence cannot be guessed.
+  for (const auto& s : rc.sources) {
+    if (dump.rank >= 0 && s != path && (s.ends_with(".json") || model::is_flight_recorder_pickle(s)))
+      throw model::InputError(path, "rank " + std::to_string(rank) + " is also in " + s +
+                                        ": two Flight Recorder dumps of one rank (keep one)");
+  }
   rc.sources.push_back(path);
+  if (dump.entries.empty()) rc.nothing.push_back(path + " is a Flight Recorder dump with no entries");
   for (auto& s : collectives_from_flight_recorder(dump)) add_stream(run, rank_slot(run, rank), std::move(s));
+}
+
+void add_flight_recorder(CollectiveRun& run, const std::string& path) {
+  add_dump(run, path, model::read_flight_recorder(path));
+}
+
+/// A pickle the Flight Recorder reader claims by its opcode: a dump, or plain data that holds no
+/// entries (a rank with no evidence, and why). Nothing in it is ever executed.
+void add_pickle(CollectiveRun& run, const std::string& path) {
+  const model::MappedFile file(path);
+  std::string holds;
+  if (auto dump = model::read_flight_recorder_pickle_if_dump(file.bytes(), path, holds)) {
+    add_dump(run, path, *dump);
+    return;
+  }
+  auto& rc = rank_slot(run, rank_for(run, path, model::rank_in_file_name(path)));
+  rc.sources.push_back(path);
+  rc.nothing.push_back(path + " is a pickle but holds no Flight Recorder entries (it holds " + holds + ")");
 }
 
 void add_torch_trace(CollectiveRun& run, const std::string& path) {
@@ -164,13 +197,20 @@ void add_torch_trace(CollectiveRun& run, const std::string& path) {
     const std::int32_t rank = t.rank >= 0 ? t.rank : 0;
     rank_slot(run, rank).sources.push_back(t.path);
     std::map<std::pair<model::CompileId, std::string>, int> seen;
+    bool any = false;
     for (const auto& tg : t.graphs) {
       const int occurrence = seen[{tg.compile, tg.kind}]++;
       std::string name = tg.compile.text() + " " + tg.kind;
       if (occurrence > 0) name += " #" + std::to_string(occurrence);
       auto s = collectives_from_graph(tg.graph, std::move(name));
+      any = any || !s.ops.empty();
       if (!s.ops.empty()) add_stream(run, rank_slot(run, rank), std::move(s));
     }
+    if (!any)
+      rank_slot(run, rank).nothing.push_back(t.path +
+                                             " is a TORCH_TRACE log with no _c10d_functional "
+                                             "collective in its " +
+                                             std::to_string(t.graphs.size()) + " graphs");
   }
 }
 
@@ -189,7 +229,7 @@ bool add_folder(CollectiveRun& run, const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file()) files.push_back(e.path());
+    if (model::path_kind(e.path()) == model::PathKind::Regular) files.push_back(e.path());  // a loop throws
   std::sort(files.begin(), files.end());
   bool found = false;
   for (const auto& f : files) {
@@ -841,19 +881,28 @@ CollectiveRun load_collectives(std::span<const std::string> paths) {
   for (const auto& p : paths) {
     run.path += (run.path.empty() ? "" : " ") + p;
     const fs::path path(p);
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
+    const model::PathKind kind = model::path_kind(path);
+    if (kind == model::PathKind::Directory) {
       const bool here = add_folder(run, path);
-      const bool sub = fs::is_directory(path / "trace", ec) && add_folder(run, path / "trace");
+      const bool sub =
+          model::path_kind(path / "trace") == model::PathKind::Directory && add_folder(run, path / "trace");
       if (!here && !sub)
         throw model::InputError(p,
                                 "no rank<r>_flight_recorder.json and no TORCH_TRACE log here or in trace/");
-    } else if (!fs::exists(path, ec)) {
+    } else if (kind == model::PathKind::Missing) {
       throw model::InputError(p, "no such file or directory");
-    } else if (path.extension() == ".json" || model::is_flight_recorder_pickle(p)) {
-      add_flight_recorder(run, p);
     } else {
-      add_torch_trace(run, p);
+      // By content, never by name: a pickle read as log text would yield nothing and pass.
+      const auto d = model::detect_format(p);
+      switch (d.format) {
+        // Any JSON object is the dump reader's: it names what a dump lacks ("no \"entries\" array").
+        case model::Format::FlightRecorderJson:
+        case model::Format::Json: add_flight_recorder(run, p); break;
+        case model::Format::Pickle: add_pickle(run, p); break;
+        case model::Format::TorchTrace: add_torch_trace(run, p); break;
+        case model::Format::Missing: throw model::InputError(p, d.reason);
+        default: throw model::unrecognized_input(p, d, kCollectiveFormats);
+      }
     }
   }
   return run;
@@ -965,6 +1014,76 @@ SequenceDiff diff_sequences(std::span<const CollectiveOp> a, std::span<const Col
   return d;
 }
 
+namespace {
+
+std::uint64_t op_count(const RankCollectives& rc) {
+  std::uint64_t n = 0;
+  for (const auto& s : rc.streams) n += s.ops.size();
+  return n;
+}
+
+EvidenceSide collective_side(const CollectiveRun& run, std::string role) {
+  EvidenceSide side;
+  side.role = std::move(role);
+  side.input = run.path;
+  std::size_t streams = 0;
+  std::size_t ranks = 0;
+  for (const auto& rc : run.ranks) {
+    side.items += op_count(rc);
+    streams += rc.streams.size();
+    ranks += rc.streams.empty() ? 0 : 1;
+    for (const auto& why : rc.nothing) side.nothing += (side.nothing.empty() ? "" : "; ") + why;
+  }
+  side.detail = std::to_string(side.items) + " collectives in " + std::to_string(streams) + " streams on " +
+                std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  // "x.pkl is a pickle but ..." already names its input; drop the repeated path in front.
+  if (side.items == 0 && !side.nothing.empty() && side.nothing.starts_with(side.input + " "))
+    side.nothing = side.nothing.substr(side.input.size() + 1);
+  else if (side.items == 0 && !side.nothing.empty())
+    side.nothing = "yielded no collectives: " + side.nothing;
+  for (const auto f : kCollectiveFormats) side.tried.emplace_back(f);
+  return side;
+}
+
+/// What the collective check compared: every op of every rank (ranks only), or the ops of the
+/// candidate's streams that the baseline's same rank also has; per rank, its ops on each side.
+Evidence collective_evidence(const CollectiveRun& run, const CollectiveRun* baseline) {
+  Evidence e;
+  e.what = "collectives";
+  if (baseline != nullptr) e.sides.push_back(collective_side(*baseline, "baseline"));
+  e.sides.push_back(collective_side(run, baseline != nullptr ? "candidate" : "run"));
+  std::map<std::int32_t, RankEvidenceCount> ranks;
+  const auto input = [](const RankCollectives& rc) { return join(rc.sources, ", "); };
+  for (const auto& rc : run.ranks) {
+    auto& r = ranks[rc.rank];
+    r.rank = rc.rank;
+    r.candidate = op_count(rc);
+    r.input = input(rc);
+    if (r.candidate == 0) r.nothing = join(rc.nothing, "; ");
+    if (baseline == nullptr) {
+      e.compared += r.candidate;
+      continue;
+    }
+    const auto* rb = baseline->rank(rc.rank);
+    if (rb == nullptr) continue;
+    for (const auto& s : rc.streams)
+      if (const auto* sb = rb->find(s.name)) e.compared += std::min(s.ops.size(), sb->ops.size());
+  }
+  if (baseline != nullptr) {
+    for (const auto& rb : baseline->ranks) {
+      auto& r = ranks[rb.rank];
+      r.rank = rb.rank;
+      r.baseline = op_count(rb);
+      if (r.input.empty()) r.input = input(rb);
+      if (r.baseline == 0 && r.nothing.empty()) r.nothing = join(rb.nothing, "; ");
+    }
+  }
+  for (auto& [rank, r] : ranks) e.ranks.push_back(std::move(r));
+  return e;
+}
+
+}  // namespace
+
 int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, FindingConsumer& out) {
   ReportHeader h;
   h.title = "gparity collectives";
@@ -1024,8 +1143,7 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
             {"p2p_pairs", t.p2p_pairs},
             {"graphs_checked", t.graph_checked},
             {"graph_mismatches", t.graph_mismatches}};
-  out.end(v);
-  return v.exit_code;
+  return finish_verdict(v, collective_evidence(run, baseline), out);
 }
 
 }  // namespace gparity::diff

@@ -52,6 +52,9 @@ struct RankCollectives {
   std::int32_t rank = 0;
   std::vector<std::string> sources;
   std::vector<CollectiveStream> streams;
+  /// Inputs a reader claimed but found none of its kind in ("x.pkl is a pickle but holds no
+  /// Flight Recorder entries (a list)"): the rank's evidence is missing, not empty and agreeing.
+  std::vector<std::string> nothing;
   [[nodiscard]] const CollectiveStream* find(std::string_view name) const noexcept;
 };
 
@@ -69,9 +72,17 @@ CollectiveStream collectives_from_graph(const model::Graph& g, std::string name)
 std::vector<CollectiveStream> collectives_from_flight_recorder(const model::FlightRecorderDump& d);
 
 /// Reads every PATH (run folders with rank<r>_flight_recorder.json and/or TORCH_TRACE logs, in
-/// the folder or its trace/ subfolder; single dumps; single logs) into one run. Throws InputError
-/// when a path holds neither.
+/// the folder or its trace/ subfolder; single dumps; single logs) into one run. Files are told
+/// by content (core/model/formats/format_detect.hpp), never by name: a file that is none of
+/// the formats tried (kCollectiveFormats) throws InputError naming it and them; a pickle or a
+/// dump that holds no Flight Recorder entries, or a log with no collectives, yields a rank with
+/// no collectives and says why (RankCollectives::nothing). Throws InputError when a path holds
+/// neither.
 CollectiveRun load_collectives(std::span<const std::string> paths);
+
+/// The formats `gparity collectives` reads, for messages.
+inline constexpr std::string_view kCollectiveFormats[] = {"Flight Recorder JSON dump",
+                                                          "Flight Recorder pickle", "TORCH_TRACE log"};
 
 /// Baseline-to-candidate alignment of one stream. Ops with equal signatures pair in occurrence
 /// order; pairs off the longest increasing run of candidate positions are reordered, reported as

@@ -1,5 +1,7 @@
 #include "diff/graph_report.hpp"
 
+#include <algorithm>
+
 namespace gparity::diff {
 
 namespace {
@@ -191,7 +193,7 @@ void emit(const TraceRanksReport& r, const std::string& path, FindingConsumer& o
   v.exit_code = r.verdict == diff::GraphVerdict::Identical ? 0 : 1;
   v.headline = std::string(verdict_name(r.verdict));
   v.data = to_json(r);
-  out.end(v);
+  finish_verdict(v, ranks_evidence(r, path), out);
 }
 
 void emit(const GraphDiffResult& r, const model::Graph& a, const std::string& a_label, const model::Graph& b,
@@ -230,7 +232,66 @@ void emit(const GraphDiffResult& r, const model::Graph& a, const std::string& a_
                       " changed, " + std::to_string(s.moved) + " moved, " + std::to_string(s.added) +
                       " added, " + std::to_string(s.removed) + " removed");
   v.data = to_json(r, a, b);
-  out.end(v);
+  finish_verdict(v, diff_evidence(r, a_label, b_label), out);
+}
+
+Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path,
+                        const model::MultiRankTrace* trace) {
+  Evidence e;
+  e.what = "graphs";
+  EvidenceSide side;
+  side.role = "run";
+  side.input = path;
+  side.tried = {"TORCH_TRACE log"};
+  for (const auto rank : r.ranks) {
+    RankEvidenceCount c;
+    c.rank = rank;
+    for (const auto& g : r.graphs)
+      c.candidate += std::count(g.ranks.begin(), g.ranks.end(), rank) > 0 ? 1 : 0;
+    if (const auto* t = trace != nullptr ? trace->rank(rank) : nullptr) c.input = t->path;
+    side.items += c.candidate;
+    e.ranks.push_back(c);
+  }
+  e.compared = side.items;
+  side.detail = std::to_string(r.graphs.size()) + " graphs, " + std::to_string(side.items) +
+                " rank graphs on " + std::to_string(r.ranks.size()) +
+                (r.ranks.size() == 1 ? " rank" : " ranks");
+  if (side.items == 0) side.nothing = "holds no graph (no TORCH_TRACE graph payload on any rank)";
+  e.sides.push_back(std::move(side));
+  return e;
+}
+
+Evidence diff_evidence(const GraphDiffResult& r, const std::string& a_label, const std::string& b_label) {
+  const auto& s = r.summary;
+  Evidence e;
+  e.what = "nodes";
+  e.compared = s.unchanged + s.changed + s.moved;
+  e.sides = {{"baseline",
+              a_label,
+              s.nodes_a,
+              std::to_string(s.nodes_a) + " nodes",
+              "holds a graph with no node",
+              {}},
+             {"candidate",
+              b_label,
+              s.nodes_b,
+              std::to_string(s.nodes_b) + " nodes",
+              "holds a graph with no node",
+              {}}};
+  return e;
+}
+
+Evidence devices_evidence(const model::Graph& g, const std::string& label) {
+  Evidence e;
+  e.what = "nodes";
+  e.compared = g.nodes.size();
+  e.sides = {{"run",
+              label,
+              g.nodes.size(),
+              std::to_string(g.nodes.size()) + " nodes",
+              "holds a graph with no node",
+              {}}};
+  return e;
 }
 
 }  // namespace gparity::diff

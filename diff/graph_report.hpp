@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diff/device_check.hpp"
+#include "diff/evidence.hpp"
 #include "diff/finding.hpp"
 #include "diff/graph_diff.hpp"
 #include "diff/rank_classify.hpp"
@@ -17,11 +18,22 @@ nlohmann::ordered_json to_json(const RankFinding& f);
 nlohmann::ordered_json to_json(const TraceRanksReport& r);
 nlohmann::ordered_json to_json(const DeviceReport& r);
 
+/// What each graph command compared, for the evidence rule (diff/evidence.hpp):
+///  - graph ranks: the graphs of one run, per rank (a rank that logged no graph while others did
+///    is missing evidence; no graph at all is nothing compared);
+///  - graph diff: the nodes of each side, matched nodes compared;
+///  - graph devices: the nodes of one graph.
+Evidence ranks_evidence(const TraceRanksReport& r, const std::string& path,
+                        const model::MultiRankTrace* trace = nullptr);  // names each rank's log
+Evidence diff_evidence(const GraphDiffResult& r, const std::string& a_label, const std::string& b_label);
+Evidence devices_evidence(const model::Graph& g, const std::string& label);
+
 /// Emits the results to a FindingConsumer (finding.hpp): begin, one finding per rank finding /
 /// node change (kinds "graph_device_parametric", "graph_rank_parametric", "graph_divergent",
 /// "graph_trace_problem"; "node_added", "node_removed", "node_changed", "node_moved"), one check
 /// per graph, end with the verdict. Every difference is Severity::Divergence, so the exit code
-/// is 1 for any difference and the verdict's headline names its kind.
+/// is 1 for any difference and the verdict's headline names its kind; the verdict finishes
+/// through the evidence rule (nothing compared: exit 2).
 void emit(const TraceRanksReport& r, const std::string& path, FindingConsumer& out);
 void emit(const GraphDiffResult& r, const model::Graph& a, const std::string& a_label, const model::Graph& b,
           const std::string& b_label, FindingConsumer& out);

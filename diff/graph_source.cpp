@@ -5,20 +5,13 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/formats/format_detect.hpp"
 #include "core/model/graph/fx_text.hpp"
 #include "core/model/graph/graph_json.hpp"
 
 namespace gparity::diff {
 
 namespace {
-
-bool is_trace_path(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return true;
-  const auto name = fs::path(path).filename().string();
-  return name.find("torch_trace") != std::string::npos || fs::path(path).extension() == ".log";
-}
 
 LoadedGraph from_trace(const GraphSelection& sel) {
   const auto trace = model::read_torch_trace_dir(sel.path);
@@ -40,14 +33,24 @@ LoadedGraph from_trace(const GraphSelection& sel) {
 }  // namespace
 
 LoadedGraph load_graph(const GraphSelection& sel) {
-  if (is_trace_path(sel.path)) return from_trace(sel);
-  const model::MappedFile file(sel.path);
-  const auto text = file.text();
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && text[first] == '{') {
-    return {model::graph_from_json(model::parse_ordered_json(text, sel.path), sel.path), sel.rank, sel.path};
+  // By content, not by name: a log named *.txt is still a trace, and a pickle named *.log is not.
+  const auto d = model::detect_format(sel.path);
+  switch (d.format) {
+    case model::Format::Missing: throw model::InputError(sel.path, d.reason);
+    case model::Format::Folder:
+    case model::Format::TorchTrace: return from_trace(sel);
+    case model::Format::GraphJson:
+    case model::Format::Json: {
+      const model::MappedFile file(sel.path);
+      return {model::graph_from_json(model::parse_ordered_json(file.text(), sel.path), sel.path), sel.rank,
+              sel.path};
+    }
+    case model::Format::Text: {
+      const model::MappedFile file(sel.path);
+      return {model::parse_fx_text(file.text(), sel.path), sel.rank, sel.path};
+    }
+    default: throw model::unrecognized_input(sel.path, d, kGraphSourceFormats);
   }
-  return {model::parse_fx_text(text, sel.path), sel.rank, sel.path};
 }
 
 }  // namespace gparity::diff

@@ -7,11 +7,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/model/formats/torch_trace.hpp"
 #include "core/model/graph/graph.hpp"
 
 namespace gparity::diff {
+
+/// What load_graph reads, told by content (core/model/formats/format_detect.hpp); anything else
+/// is an InputError naming the file and these.
+inline constexpr std::string_view kGraphSourceFormats[] = {"TORCH_TRACE log or folder", "gparity graph JSON",
+                                                           "FX print_readable text"};
 
 struct GraphSelection {
   std::string path;

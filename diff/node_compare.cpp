@@ -7,6 +7,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
+#include "diff/causality/graph_comm.hpp"
 #include "diff/node_plan.hpp"
 #include "diff/node_runs.hpp"
 #include "diff/run_compare.hpp"
@@ -51,6 +52,7 @@ std::string_view divergence_cause_name(DivergenceCause c) noexcept {
     case DivergenceCause::Propagated: return "propagated";
     case DivergenceCause::Input: return "input";
     case DivergenceCause::Unknown: return "unknown";
+    case DivergenceCause::Received: return "received";
   }
   return "unknown";
 }
@@ -171,8 +173,12 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
     }
   }
   std::unordered_map<std::string_view, bool> b_used;
-  std::vector<bool> tainted(order.size(), false);   // differed, or fed by something that did
-  std::vector<bool> recorded(order.size(), false);  // compared on both sides
+  std::vector<bool> tainted(order.size(), false);        // differed, or fed by something that did
+  std::vector<bool> recorded(order.size(), false);       // compared on both sides
+  std::unordered_map<std::string_view, NodeId> id_in_a;  // A's nodes, for their collectives
+  if (a.graph != nullptr)
+    for (NodeId n = 0; n < a.graph->nodes.size(); ++n) id_in_a.emplace(a.graph->node_name(n), n);
+  r.causal.reserve(order.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto ia = ra.find(order[i]);
     const bool input_tainted =
@@ -180,6 +186,22 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
                                            [&](std::size_t k) { return k < i && tainted[k]; });
     const auto ib = partner[i].empty() ? rb.end() : rb.find(partner[i]);
     if (ib != rb.end()) b_used[ib->first] = true;
+    auto& cr = r.causal.emplace_back();
+    cr.graph = label;
+    cr.node = order[i];
+    cr.inputs_known = i < p.inputs.size() && a.graph != nullptr;
+    if (i < p.inputs.size())
+      for (const std::size_t k : p.inputs[i])
+        if (k < i) cr.inputs.push_back(k);
+    cr.graph_input = i < p.placeholder.size() && p.placeholder[i];
+    if (const auto it = id_in_a.find(order[i]); it != id_in_a.end())
+      cr.comm = causality::comm_of_node(*a.graph, it->second);
+    if (ia != ra.end() || ib != rb.end()) {
+      const auto& any = ia != ra.end() ? *ia->second.begin()->second : *ib->second.begin()->second;
+      cr.op = any.op;
+      cr.source = any.source;
+    }
+    cr.compared = false;
     if (ia == ra.end() && ib == rb.end()) {
       tainted[i] = input_tainted;  // no tensor recorded (output node, a None result): pass through
       continue;
@@ -191,8 +213,10 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
     }
     ++r.compared;
     recorded[i] = true;
+    cr.compared = true;
     auto d = outputs_diff(ia->second, ib->second);
     if (!d) continue;
+    cr.differs = true;
     tainted[i] = true;
     ++r.divergent;
     d->node_a = order[i];
@@ -221,7 +245,10 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
     } else {
       d->cause = DivergenceCause::Unknown;
     }
-    if (d->cause == DivergenceCause::Origin) ++r.origins;
+    if (d->cause == DivergenceCause::Origin) {
+      ++r.origins;
+      r.local_origins.push_back(*d);
+    }
     if (!r.first) {
       r.first = std::move(*d);
     } else if (d->cause == DivergenceCause::Origin && r.other_origins.size() < o.max_origins) {
@@ -284,7 +311,107 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
   return out;
 }
 
+// ---- across ranks ---------------------------------------------------------------------------------
+
+DivergenceCause divergence_cause_of(causality::Cause c) noexcept {
+  switch (c) {
+    case causality::Cause::Origin: return DivergenceCause::Origin;
+    case causality::Cause::Propagated: return DivergenceCause::Propagated;
+    case causality::Cause::Received: return DivergenceCause::Received;
+    case causality::Cause::Input: return DivergenceCause::Input;
+    case causality::Cause::Unknown: return DivergenceCause::Unknown;
+  }
+  return DivergenceCause::Unknown;
+}
+
+std::vector<Finding> classify_node_ranks(std::span<NodeRankResult> ranks,
+                                         const causality::GroupTable& baseline,
+                                         const causality::GroupTable& candidate,
+                                         const NodeCompareOptions& o) {
+  // Each rank's graphs, in record order, make one program: a graph's record positions are offset
+  // by the records of the graphs before it.
+  std::vector<causality::RankRecords> programs;
+  std::vector<std::vector<std::size_t>> offsets;
+  for (const auto& r : ranks) {
+    auto& prog = programs.emplace_back();
+    prog.rank = r.rank;
+    auto& off = offsets.emplace_back();
+    for (const auto& g : r.graphs) {
+      off.push_back(prog.records.size());
+      for (auto rec : g.causal) {
+        for (auto& in : rec.inputs) in += off.back();
+        prog.records.push_back(std::move(rec));
+      }
+    }
+  }
+  const auto result = causality::classify(programs, baseline, candidate);
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    auto& r = ranks[k];
+    for (std::size_t gi = 0; gi < r.graphs.size(); ++gi) {
+      auto& g = r.graphs[gi];
+      const auto apply = [&](NodeDivergence& d) {
+        const auto* c = result.find(r.rank, offsets[k][gi] + d.position);
+        if (c == nullptr) return;
+        d.cross_rank = *c;
+        d.cause = divergence_cause_of(c->cause);
+        if (!c->after_graph.empty()) d.propagated_from = c->after_graph;
+      };
+      if (g.first) apply(*g.first);
+      for (auto& d : g.local_origins) apply(d);
+      g.origins = 0;
+      g.other_origins.clear();
+      for (const auto& d : g.local_origins) {
+        if (d.cause != DivergenceCause::Origin) continue;
+        ++g.origins;
+        const bool is_first = g.first && g.first->position == d.position;
+        if (!is_first && g.other_origins.size() < o.max_origins) g.other_origins.push_back(d);
+      }
+    }
+  }
+  return result.problems;
+}
+
 // ---- findings -------------------------------------------------------------------------------------
+
+std::string divergence_cause_text(const NodeDivergence& d, int rank) {
+  const auto remote_origin = [&]() -> std::string {
+    if (!d.cross_rank || d.cross_rank->origin.rank < 0 || d.cross_rank->origin.rank == rank) return {};
+    return " (origin " + d.cross_rank->origin.text() + " on rank " +
+           std::to_string(d.cross_rank->origin.rank) + ")";
+  };
+  std::string s;
+  switch (d.cause) {
+    case DivergenceCause::Origin:
+      s = "origin: its inputs were equal";
+      if (d.cross_rank && !d.cross_rank->group.empty())
+        s += " on every member of group " +
+             causality::group_text(d.cross_rank->group, d.cross_rank->group_desc);
+      if (!d.unrecorded_inputs.empty()) {
+        s += " (not recorded, taken as equal:";
+        for (std::size_t i = 0; i < d.unrecorded_inputs.size() && i < 3; ++i)
+          s += " " + d.unrecorded_inputs[i];
+        s += d.unrecorded_inputs.size() > 3 ? " ...)" : ")";
+      }
+      return s;
+    case DivergenceCause::Propagated: {
+      if (!d.propagated_from.empty())
+        return "propagated: a graph input, after " + d.propagated_from + " diverged" + remote_origin();
+      s = "propagated: input";
+      s += d.differing_inputs.size() == 1 ? " " : "s ";
+      for (std::size_t i = 0; i < d.differing_inputs.size() && i < 3; ++i)
+        s += (i ? ", " : "") + d.differing_inputs[i];
+      if (d.differing_inputs.size() > 3) s += ", ...";
+      return s + " already differed" + remote_origin();
+    }
+    case DivergenceCause::Received: return d.cross_rank ? d.cross_rank->text(d.node_a, rank) : "received";
+    case DivergenceCause::Input: return "graph input: the graph was fed different values";
+    case DivergenceCause::Unknown:
+      if (d.cross_rank && !d.cross_rank->why_unknown.empty())
+        return "cause unknown: " + d.cross_rank->why_unknown;
+      return "origin unknown (no graph to find its inputs)";
+  }
+  return s;
+}
 
 namespace {
 
@@ -298,23 +425,34 @@ json record_json(const std::optional<model::NodeRecord>& r) {
 }
 
 json divergence_json(const NodeDivergence& d) {
-  return {{"node", d.node_a},
-          {"node_b", d.node_b},
-          {"op", d.op},
-          {"source", d.source},
-          {"position", d.position},
-          {"output", d.output},
-          {"fields", d.fields},
-          {"cause", divergence_cause_name(d.cause)},
-          {"differing_inputs", d.differing_inputs},
-          {"unrecorded_inputs", d.unrecorded_inputs},
-          {"propagated_from", d.propagated_from},
-          {"matched_by", d.matched_by},
-          {"baseline", record_json(d.a)},
-          {"candidate", record_json(d.b)}};
+  json j = {{"node", d.node_a},
+            {"node_b", d.node_b},
+            {"op", d.op},
+            {"source", d.source},
+            {"position", d.position},
+            {"output", d.output},
+            {"fields", d.fields},
+            {"cause", divergence_cause_name(d.cause)},
+            {"differing_inputs", d.differing_inputs},
+            {"unrecorded_inputs", d.unrecorded_inputs},
+            {"propagated_from", d.propagated_from},
+            {"matched_by", d.matched_by},
+            {"baseline", record_json(d.a)},
+            {"candidate", record_json(d.b)}};
+  if (d.cross_rank) {
+    const auto& c = *d.cross_rank;
+    j["cross_rank"] = c.to_json();
+    j["origin"] = c.origin.to_json();
+    j["origin_rank"] = c.origin.rank;
+    j["group"] = c.group;
+    j["group_desc"] = c.group_desc;
+    j["collective"] = c.group.empty() ? std::string() : d.node_a;
+    j["from_ranks"] = c.from_ranks;
+  }
+  return j;
 }
 
-std::string describe(const NodeDivergence& d) {
+std::string describe(const NodeDivergence& d, int rank) {
   std::string s = d.node_a;
   if (!d.node_b.empty() && d.node_b != d.node_a) s += " (candidate: " + d.node_b + ")";
   s += " [" + (d.op.empty() ? std::string("?") : d.op);
@@ -341,39 +479,12 @@ std::string describe(const NodeDivergence& d) {
                 : shape(x.shape) + " vs " + shape(y.shape));
     }
   }
-  s += "; ";
-  switch (d.cause) {
-    case DivergenceCause::Origin:
-      s += "origin: its inputs were equal";
-      if (!d.unrecorded_inputs.empty()) {
-        s += " (not recorded, taken as equal:";
-        for (std::size_t i = 0; i < d.unrecorded_inputs.size() && i < 3; ++i)
-          s += " " + d.unrecorded_inputs[i];
-        s += d.unrecorded_inputs.size() > 3 ? " ...)" : ")";
-      }
-      break;
-    case DivergenceCause::Propagated: {
-      if (!d.propagated_from.empty()) {
-        s += "propagated: a graph input, after " + d.propagated_from + " diverged";
-        break;
-      }
-      s += "propagated: input";
-      s += d.differing_inputs.size() == 1 ? " " : "s ";
-      for (std::size_t i = 0; i < d.differing_inputs.size() && i < 3; ++i)
-        s += (i ? ", " : "") + d.differing_inputs[i];
-      if (d.differing_inputs.size() > 3) s += ", ...";
-      s += " already differed";
-      break;
-    }
-    case DivergenceCause::Input: s += "graph input: the graph was fed different values"; break;
-    case DivergenceCause::Unknown: s += "origin unknown (no graph to find its inputs)"; break;
-  }
-  return s;
+  return s + "; " + divergence_cause_text(d, rank);
 }
 
 Finding divergence_finding(const NodeRankResult& r, const NodeGraphResult& g, const NodeDivergence& d,
                            const char* kind, const std::string& lead) {
-  Finding f{Severity::Divergence, kind, {}, lead + describe(d), divergence_json(d)};
+  Finding f{Severity::Divergence, kind, {}, lead + describe(d, r.rank), divergence_json(d)};
   f.where.rank = r.rank;
   f.where.graph = g.graph;
   f.where.node = d.node_a;
@@ -450,9 +561,16 @@ std::string node_summary_line(const NodeRankResult& r) {
   for (const auto& g : r.graphs) {
     if (!g.first) continue;
     const auto& d = *g.first;
+    if (d.cause == DivergenceCause::Received && d.cross_rank)
+      return "rank " + std::to_string(r.rank) + ": " + d.cross_rank->text(d.node_a, r.rank) +
+             " (first divergent node of " + g.graph + ")";
     std::string s = "rank " + std::to_string(r.rank) + ": first divergent node " + d.node_a + " (" + d.op;
     if (!d.source.empty()) s += ", " + d.source;
-    return s + ") in " + g.graph + ", " + std::string(divergence_cause_name(d.cause));
+    s += ") in " + g.graph + ", " + std::string(divergence_cause_name(d.cause));
+    if (d.cause == DivergenceCause::Propagated || d.cause == DivergenceCause::Unknown)
+      if (d.cross_rank && d.cross_rank->origin.rank >= 0 && d.cross_rank->origin.rank != r.rank)
+        s += " from " + d.cross_rank->origin.text() + " on rank " + std::to_string(d.cross_rank->origin.rank);
+    return s;
   }
   return {};
 }
@@ -465,6 +583,26 @@ std::vector<Finding> node_divergences_of_runs(const std::string& baseline, const
     if (f.kind == "node_divergence" || f.kind == "node_origin") nodes.push_back(std::move(f));
   }
   return nodes;
+}
+
+Evidence node_evidence(const NodeGraphResult& r, const std::string& a_label, std::size_t a_records,
+                       const std::string& b_label, std::size_t b_records, std::size_t outputs_compared) {
+  Evidence e;
+  e.what = "node records";
+  e.compared = r.compared + outputs_compared;
+  e.sides = {{"baseline",
+              a_label,
+              a_records,
+              std::to_string(a_records) + " node records of " + r.graph,
+              "recorded no node",
+              {}},
+             {"candidate",
+              b_label,
+              b_records,
+              std::to_string(b_records) + " node records of " + r.graph,
+              "recorded no node",
+              {}}};
+  return e;
 }
 
 }  // namespace gparity::diff

@@ -28,6 +28,8 @@
 
 #include "core/model/graph/graph.hpp"
 #include "core/model/run/trace_reader.hpp"
+#include "diff/evidence.hpp"
+#include "diff/causality/causality.hpp"
 #include "diff/finding.hpp"
 
 namespace gparity::diff {
@@ -54,8 +56,11 @@ std::optional<model::Graph> load_record_graph(const std::string& run_dir, const 
                                               const std::string& label, std::string& path,
                                               std::string& problem);
 
-enum class DivergenceCause : std::uint8_t { Origin, Propagated, Input, Unknown };
+/// Received: a collective whose inputs were equal on this rank but not on some member's (set by
+/// classify_node_ranks, the cross-rank classification; compare_node_graph alone sees one rank).
+enum class DivergenceCause : std::uint8_t { Origin, Propagated, Input, Unknown, Received };
 std::string_view divergence_cause_name(DivergenceCause c) noexcept;  // "origin", "propagated", ...
+DivergenceCause divergence_cause_of(causality::Cause c) noexcept;
 
 struct NodeDivergence {
   std::string node_a, node_b;             // names in A's and B's graph (differ when matched by structure)
@@ -69,6 +74,9 @@ struct NodeDivergence {
   std::vector<std::string> unrecorded_inputs;  // inputs with no records (taken as equal)
   std::string propagated_from;      // a graph input that differs after an earlier graph diverged: that graph
   std::string matched_by = "name";  // how the pair was aligned: "name", "structure", "sequence"
+  /// Set by classify_node_ranks: the cause across ranks (for received: the members, group,
+  /// collective and the origin that reached them; for every cause: the origin it carries).
+  std::optional<causality::Classification> cross_rank;
 };
 
 struct NodeGraphResult {
@@ -81,6 +89,12 @@ struct NodeGraphResult {
   std::size_t unmatched_a = 0, unmatched_b = 0;  // nodes with records on one side only
   std::optional<NodeDivergence> first;
   std::vector<NodeDivergence> other_origins;  // origins after `first`, up to the limit
+  /// Every node visited, in walk order (a divergence's `position`), as the cross-rank causal
+  /// order reads it: what it reads, whether it was compared and differs, its collective.
+  std::vector<causality::Record> causal;
+  /// Every divergence whose inputs compared equal on this rank (`first` too when it is one), no
+  /// limit: across ranks each is an origin, received, or unknown.
+  std::vector<NodeDivergence> local_origins;
 };
 
 struct NodeCompareOptions {
@@ -96,6 +110,12 @@ struct NodeSide {
 NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, const NodeSide& b,
                                    const NodeCompareOptions& o = {});
 
+/// What compare_node_graph compared, for the evidence rule (diff/evidence.hpp): each side's
+/// records (node records and output records, as the caller counts them) and the nodes with
+/// records on both sides plus `outputs_compared`. Neither side holding a record is never parity.
+Evidence node_evidence(const NodeGraphResult& r, const std::string& a_label, std::size_t a_records,
+                       const std::string& b_label, std::size_t b_records, std::size_t outputs_compared = 0);
+
 struct NodeRankResult {
   int rank = 0;
   std::vector<NodeGraphResult> graphs;
@@ -108,16 +128,33 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
                                     const model::RankTrace& b, const std::string& run_b, int rank,
                                     const NodeCompareOptions& o = {});
 
+/// Cross-rank causality over the node results of every rank (diff/causality): each rank's
+/// graphs in record order, collectives matched by group and per-group sequence number, with
+/// the two sides' group tables. Sets every divergence's `cross_rank` and cause (a divergence
+/// whose inputs were equal here but not on a member of its collective is received), and
+/// recomputes `origins` and `other_origins`. Returns the problems found ("causality_*" findings:
+/// collectives seen on only some members, group tables that differ).
+std::vector<Finding> classify_node_ranks(std::span<NodeRankResult> ranks,
+                                         const causality::GroupTable& baseline,
+                                         const causality::GroupTable& candidate,
+                                         const NodeCompareOptions& o = {});
+
 /// Findings (kinds "node_divergence" for each first divergent node, "node_origin" for further
 /// origins; values hold the node, op, source, cause, both records and "graph_path" for viewers),
 /// "node_unmatched" info, "node_graph_missing" / "node_graph_unavailable" problems) and one check per graph
 /// ("nodes <graph>"), appended in a deterministic order.
 void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std::vector<Check>& checks);
 
+/// The cause of a divergence as one clause: "origin: its inputs were equal", "propagated: input mm
+/// already differed", "received at all_reduce (group tp '3') from rank 1, origin slice_1 at
+/// train.py:20"; `rank` is the divergence's (an origin elsewhere is named with its rank).
+std::string divergence_cause_text(const NodeDivergence& d, int rank);
+
 /// Per-rank summary for the verdict: {"graphs": n, "compared": n, "divergent": n, "first": {...}}.
 nlohmann::json node_summary(const NodeRankResult& r);
 /// "rank 1: first divergent node slice_1 (aten.slice.Tensor, train.py:42) in aot_forward_graph 0/0,
-/// origin", or "" when no node diverges.
+/// origin"; a received one: "rank 0: received at all_reduce (group tp '3') from rank 1, origin
+/// slice_1 at train.py:42 (first divergent node of aot_forward_graph 0/0)"; "" when no node diverges.
 std::string node_summary_line(const NodeRankResult& r);
 
 }  // namespace gparity::diff

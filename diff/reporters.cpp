@@ -1,13 +1,19 @@
 #include "diff/reporters.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <string>
 
+#include "core/model/base/display_text.hpp"
+#include "core/model/base/json_output.hpp"
 #include "diff/report_html.hpp"
 
 namespace gparity::diff {
 namespace {
+
+using model::shown;
 
 std::string ansi(std::string_view text, const char* code, bool on) {
   if (!on) return std::string(text);
@@ -32,19 +38,21 @@ std::string check_name(const Check& c) {
 class TextReporter final : public FindingConsumer {
  public:
   TextReporter(std::ostream& out, TextOptions o) : out_(out), o_(o) {}
+  // Every string of a report may quote an input (a path, a parameter or node name): each goes
+  // through display_text, so an artifact's control characters never reach the terminal.
   void begin(const ReportHeader& h) override {
-    out_ << ansi(h.title, "1", o_.colour) << ": " << h.baseline << " (baseline) vs " << h.candidate
-         << " (candidate)\n";
-    out_ << "  comparison: " << h.mode << '\n';
-    for (const auto& n : h.notes) out_ << "  note: " << n << '\n';
+    out_ << ansi(model::display_text(h.title), "1", o_.colour) << ": " << shown(h.baseline)
+         << " (baseline) vs " << shown(h.candidate) << " (candidate)\n";
+    out_ << "  comparison: " << shown(h.mode) << '\n';
+    for (const auto& n : h.notes) out_ << "  note: " << shown(n) << '\n';
   }
   void finding(const Finding& f) override {
     incomplete_ = incomplete_ || f.severity == Severity::Incomplete;
     if (f.severity == Severity::Info && !o_.verbose) return;
     out_ << ansi(std::string(severity_name(f.severity)), severity_colour(f.severity), o_.colour);
     const auto where = f.where.text();
-    if (!where.empty()) out_ << " [" << where << "]";
-    out_ << ": " << f.message << '\n';
+    if (!where.empty()) out_ << " [" << shown(where) << "]";
+    out_ << ": " << shown(f.message) << '\n';
   }
   void check(const Check& c) override { checks_.push_back(c); }
   void end(const Verdict& v) override {
@@ -54,9 +62,9 @@ class TextReporter final : public FindingConsumer {
       out_ << "checks: " << count[0] << " passed, " << count[1] << " failed, " << count[3] << " errors, "
            << count[2] << " skipped (not recorded in both runs)\n";
     }
-    for (const auto& s : v.summary) out_ << "  " << s << '\n';
+    for (const auto& s : v.summary) out_ << "  " << shown(s) << '\n';
     const char* colour = v.exit_code != 0 ? "1;31" : (incomplete_ ? "1;33" : "1;32");
-    out_ << ansi(v.headline, colour, o_.colour) << '\n';
+    out_ << ansi(model::display_text(v.headline), colour, o_.colour) << '\n';
   }
 
  private:
@@ -96,7 +104,7 @@ class JsonReporter final : public FindingConsumer {
     doc_["headline"] = v.headline;
     doc_["summary"] = v.summary;
     doc_["result"] = v.data;
-    out_ << doc_.dump(2) << '\n';
+    out_ << model::json_output(doc_) << '\n';
   }
 
  private:
@@ -171,13 +179,29 @@ class JunitReporter final : public FindingConsumer {
   std::map<int, std::vector<std::string>> details_;
 };
 
+/// Markdown-inert text: controls and invalid UTF-8 shown as display_text does (a line feed too,
+/// so no string can end a table row), then Markdown's active characters backslashed.
 std::string md_escape(std::string_view text) {
   std::string out;
-  for (const char c : text) {
+  for (const char c : model::display_text(text)) {
     if (c == '|' || c == '*' || c == '_' || c == '`' || c == '<' || c == '>') out += '\\';
-    out += c == '\n' ? ' ' : c;
+    out += c;
   }
   return out;
+}
+
+/// A Markdown code span holding `text` as display_text shows it: delimited by more backticks than
+/// the longest run inside, so a backtick in a path cannot end it.
+std::string md_code(std::string_view text) {
+  const std::string shown_text = model::display_text(text);
+  std::size_t longest = 0;
+  for (std::size_t i = 0, run = 0; i < shown_text.size(); ++i) {
+    run = shown_text[i] == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !shown_text.empty() && (shown_text.front() == '`' || shown_text.back() == '`');
+  return fence + (pad ? " " : "") + shown_text + (pad ? " " : "") + fence;
 }
 
 class MarkdownReporter final : public FindingConsumer {
@@ -195,8 +219,8 @@ class MarkdownReporter final : public FindingConsumer {
     const char* mark = v.exit_code != 0 ? "❌ " : (incomplete_ ? "⚠️ " : "✅ ");
     out_ << "## " << mark << md_escape(header_.title) << "\n\n";
     out_ << "**" << md_escape(v.headline) << "**\n\n";
-    out_ << "Baseline `" << header_.baseline << "` vs candidate `" << header_.candidate
-         << "`; comparison: " << md_escape(header_.mode) << ".\n\n";
+    out_ << "Baseline " << md_code(header_.baseline) << " vs candidate " << md_code(header_.candidate)
+         << "; comparison: " << md_escape(header_.mode) << ".\n\n";
     for (const auto& n : header_.notes) out_ << "> " << md_escape(n) << "\n\n";
     for (const auto& s : v.summary) out_ << "- " << md_escape(s) << '\n';
     if (!v.summary.empty()) out_ << '\n';
@@ -228,8 +252,34 @@ class MarkdownReporter final : public FindingConsumer {
   std::vector<Check> checks_;
 };
 
+/// The id of a node finding's row: "node-<rank>-<graph>-<node>", characters other than letters,
+/// digits, '_' and '.' as '_'.
+std::string node_id(int rank, const std::string& graph, const std::string& node) {
+  std::string id = "node-" + std::to_string(rank) + "-" + graph + "-" + node;
+  for (auto& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '_';
+  return id;
+}
+
+std::string node_anchor(const Finding& f) {
+  if (!f.where.rank || f.where.node.empty() || !f.kind.starts_with("node_")) return {};
+  return " id=\"" + node_id(*f.where.rank, f.where.graph, f.where.node) + "\"";
+}
+
+/// A divergence whose origin is elsewhere (received, propagated from another rank) links to it.
+std::string origin_link(const Finding& f) {
+  const auto it = f.values.find("origin");
+  if (it == f.values.end() || !it->is_object() || !f.where.rank) return {};
+  const int rank = it->value("rank", -1);
+  const std::string graph = it->value("graph", ""), node = it->value("node", "");
+  if (rank < 0 || node.empty() || (rank == *f.where.rank && node == f.where.node)) return {};
+  return " (<a href=\"#" + node_id(rank, graph, node) + "\">origin: rank " + std::to_string(rank) + ", " +
+         html_escape(node) + "</a>)";
+}
+
 /// One self-contained page (no scripts, no resources from elsewhere): verdict, notes (tolerance,
-/// --allow-incomplete), summary, checks and findings.
+/// --allow-incomplete), summary, checks and findings; a node finding whose origin is on another
+/// rank or node links to that origin's row.
 class HtmlReporter final : public FindingConsumer {
  public:
   explicit HtmlReporter(std::ostream& out) : out_(out) {}
@@ -268,9 +318,10 @@ class HtmlReporter final : public FindingConsumer {
       out_ << "<h2>findings</h2><table><tr><th>severity</th><th>where</th><th>kind</th><th>message</th></"
               "tr>\n";
       for (const auto& f : findings_) {
-        out_ << "<tr class=\"" << severity_name(f.severity) << "\"><td>" << severity_name(f.severity)
-             << "</td><td>" << html_escape(f.where.text()) << "</td><td>" << html_escape(f.kind)
-             << "</td><td>" << html_escape(f.message) << "</td></tr>\n";
+        out_ << "<tr class=\"" << severity_name(f.severity) << "\"" << node_anchor(f) << "><td>"
+             << severity_name(f.severity) << "</td><td>" << html_escape(f.where.text()) << "</td><td>"
+             << html_escape(f.kind) << "</td><td>" << html_escape(f.message) << origin_link(f)
+             << "</td></tr>\n";
       }
       out_ << "</table>\n";
       if (total_ > findings_.size()) out_ << "<p>... " << (total_ - findings_.size()) << " more</p>\n";
@@ -297,9 +348,13 @@ class HtmlReporter final : public FindingConsumer {
 }  // namespace
 
 std::string xml_escape(std::string_view text) {
+  // XML 1.0 forbids most C0 controls even as references, and a document declared UTF-8 must be
+  // well-formed UTF-8: controls (but line feeds) and invalid bytes are shown as display_lines
+  // shows them ("\x1b"), line feeds become references so attributes keep them.
+  const std::string shown_text = model::display_lines(text);
   std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
+  out.reserve(shown_text.size());
+  for (const char c : shown_text) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -307,14 +362,7 @@ std::string xml_escape(std::string_view text) {
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
       case '\n': out += "&#10;"; break;
-      case '\t': out += "&#9;"; break;
-      default:
-        // XML 1.0 forbids other control characters even as references.
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += '?';
-        } else {
-          out += c;
-        }
+      default: out += c;
     }
   }
   return out;

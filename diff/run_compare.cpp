@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/evidence.hpp"
 #include "diff/nccl_rings.hpp"
 #include "diff/node_compare.hpp"
 #include "hash/xxh3.hpp"
@@ -161,6 +162,7 @@ struct RankResult {
   std::optional<std::int64_t> first_divergence;
   bool compared = false;
   std::optional<model::DeviceMemoryPeaks> memory_b, memory_c;  // "device_memory" events, if any
+  std::optional<NodeRankResult> nodes;  // replay runs: node records, classified across ranks later
   // What was compared, for "nothing compared" and gate requirements.
   std::size_t values_compared = 0;  // scalar and hash-array comparisons
   std::size_t steps_compared = 0;
@@ -172,6 +174,9 @@ struct RankEvidence {
   bool present = false;
   std::vector<std::int64_t> steps;  // recorded, inside the step window, ascending
   std::vector<model::EventRecord> failures;
+  std::size_t nodes = 0;   // replay node records
+  std::size_t params = 0;  // parameters of its largest params table
+  [[nodiscard]] std::size_t items() const noexcept { return steps.size() + nodes; }
 };
 
 /// Peak reserved device memory, candidate over baseline, per rank that has both (CUDA-graph
@@ -694,6 +699,8 @@ RankEvidence gather_evidence(const RankTrace& t, const CompareOptions& o) {
   RankEvidence e;
   e.present = true;
   for (const auto& [step, i] : step_index(t, o)) e.steps.push_back(step);
+  e.nodes = t.nodes.size();
+  for (const auto& table : t.params_tables) e.params = std::max(e.params, table.params.size());
   for (const auto& ev : t.events) {
     // A failure after the last step compared does not touch the evidence compared.
     if (ev.kind == "failure" && !(ev.step && o.last_step && *ev.step > *o.last_step))
@@ -802,6 +809,115 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
       {"incomplete_ranks", std::vector<int>(out.incomplete_ranks.begin(), out.incomplete_ranks.end())},
       {"failures", failures},
       {"complete", out.findings.empty() && out.incomplete_ranks.empty()}};
+  return out;
+}
+
+/// One run's side of the evidence: step and node records over its ranks, inside the window.
+EvidenceSide side_evidence(const RunSource& run, const char* role, const std::vector<RankEvidence>& ev) {
+  EvidenceSide s;
+  s.role = role;
+  s.input = run.path;
+  s.tried = {std::string(model::run_format_name(run.format))};
+  std::set<std::int64_t> steps;
+  std::size_t nodes = 0;
+  std::size_t params = 0;
+  std::size_t ranks = 0;
+  for (const auto& e : ev) {
+    s.items += e.items();
+    ranks += e.items() > 0 ? 1 : 0;
+    steps.insert(e.steps.begin(), e.steps.end());
+    nodes += e.nodes;
+    params = std::max(params, e.params);
+  }
+  if (!steps.empty() || nodes == 0)
+    s.detail = std::to_string(steps.size()) + " steps x " + std::to_string(params) + " parameters";
+  if (nodes > 0) s.detail += (s.detail.empty() ? "" : ", ") + std::to_string(nodes) + " node records";
+  s.detail += " on " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  if (s.items == 0) s.nothing = "recorded no step";
+  return s;
+}
+
+/// Both runs' evidence; per rank when both runs have the same layout (a rank the engine already
+/// named as incomplete is marked reported).
+Evidence run_evidence(const RunSource& base, const std::vector<RankEvidence>& ev_b, const RunSource& cand,
+                      const std::vector<RankEvidence>& ev_c, const std::set<int>& reported, bool same_layout,
+                      const CompareOptions& o) {
+  Evidence e;
+  const auto nodes = [](const std::vector<RankEvidence>& ev) {
+    std::size_t steps = 0;
+    std::size_t n = 0;
+    for (const auto& r : ev) {
+      steps += r.steps.size();
+      n += r.nodes;
+    }
+    return steps == 0 && n > 0;
+  };
+  e.what = nodes(ev_b) || nodes(ev_c) ? "node records" : "steps";
+  e.sides = {side_evidence(base, "baseline", ev_b), side_evidence(cand, "candidate", ev_c)};
+  e.allow_incomplete = o.allow_incomplete;
+  if (same_layout) {
+    const RankEvidence none;
+    const auto at = [&none](const std::vector<RankEvidence>& ev, int r) -> const RankEvidence& {
+      return static_cast<std::size_t>(r) < ev.size() ? ev[static_cast<std::size_t>(r)] : none;
+    };
+    for (int r = 0; r < base.manifest.world_size; ++r)
+      e.ranks.push_back({r, at(ev_b, r).items(), at(ev_c, r).items(), "", "", reported.contains(r)});
+  }
+  return e;
+}
+
+/// The process groups a replay run recorded (manifest "replay.groups"); empty when it has none.
+causality::GroupTable replay_groups(const RunSource& run, std::vector<Finding>& problems) {
+  const auto r = run.manifest.extra.find("replay");
+  if (r == run.manifest.extra.end() || !r->is_object() || !r->contains("groups")) return {};
+  try {
+    return causality::group_table_from_json(r->at("groups"));
+  } catch (const std::invalid_argument& e) {
+    problems.push_back({Severity::Error,
+                        "replay_groups_unreadable",
+                        {},
+                        run.path + "/manifest.json: replay.groups: " + e.what(),
+                        json::object()});
+    return {};
+  }
+}
+
+/// Node records of every rank, classified across ranks (diff/causality): sets each rank's node
+/// checks and summary; returns the findings in report order: what the causal order lacks, each
+/// rank's node problems, then the divergences where a cause starts (origins, every rank), then
+/// the received and propagated ones.
+std::vector<Finding> classify_nodes(std::vector<RankResult>& results, const RunSource& base,
+                                    const RunSource& cand) {
+  std::vector<NodeRankResult> nodes;
+  std::vector<std::size_t> slot;
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    if (!results[r].nodes) continue;
+    nodes.push_back(std::move(*results[r].nodes));
+    results[r].nodes.reset();
+    slot.push_back(r);
+  }
+  if (nodes.empty()) return {};
+  std::vector<Finding> out;
+  const auto groups_b = replay_groups(base, out);
+  const auto groups_c = replay_groups(cand, out);
+  for (auto& f : classify_node_ranks(nodes, groups_b, groups_c)) out.push_back(std::move(f));
+  std::vector<Finding> origins, rest;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    auto& res = results[slot[k]];
+    std::vector<Finding> fs;
+    node_findings(nodes[k], fs, res.checks);
+    res.data["nodes"] = node_summary(nodes[k]);
+    res.data["nodes_summary"] = node_summary_line(nodes[k]);
+    for (auto& f : fs) {
+      if (f.kind != "node_divergence" && f.kind != "node_origin") {
+        out.push_back(std::move(f));
+      } else {
+        (f.values.value("cause", "") == "origin" ? origins : rest).push_back(std::move(f));
+      }
+    }
+  }
+  for (auto* part : {&origins, &rest})
+    for (auto& f : *part) out.push_back(std::move(f));
   return out;
 }
 
@@ -964,12 +1080,11 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           res.values_compared = cmp.values_compared;
           res.steps_compared = cmp.steps_compared;
           res.params_compared = cmp.params_compared;
-          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph.
-          if (const auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
-            node_findings(nodes, res.findings, res.checks);
-            res.data["nodes"] = node_summary(nodes);
-            res.data["nodes_summary"] = node_summary_line(nodes);
+          // Node records of replay runs (diff/node_compare.hpp): first divergent node per graph;
+          // their causes are settled across ranks once every rank is compared.
+          if (auto nodes = compare_node_records(tb, base.path, tc, cand.path, r); !nodes.empty()) {
             for (const auto& g : nodes.graphs) res.values_compared += g.compared;
+            res.nodes = std::move(nodes);
           }
         } else if (same_layout && (eb || ec)) {
           Finding f{Severity::Incomplete, "missing_rank", {}, "", {{"run", eb ? "candidate" : "baseline"}}};
@@ -999,6 +1114,8 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     if (e) throw *e;
   }
 
+  const auto node_fs = classify_nodes(results, base, cand);
+
   json rank_data = json::array();
   std::vector<int> identical;
   std::map<std::int64_t, std::vector<int>> diverge_at;
@@ -1014,6 +1131,8 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
       identical.push_back(r);
     }
   }
+
+  for (const auto& f : node_fs) emit(f);  // every rank's node findings, origins first
 
   std::vector<Finding> sum_findings;
   std::vector<Check> sum_checks;
@@ -1059,26 +1178,25 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     steps_compared = std::max(steps_compared.value_or(0), full["steps_compared"].get<std::size_t>());
   }
   const bool bad_input = worst == Severity::Error;
-  const bool nothing_compared = values == 0;
-  std::string nothing_why;
+  // What each run yielded, for the evidence rule (diff/evidence.hpp): nothing is never parity.
+  Evidence evidence = run_evidence(base, evidence_b, cand, evidence_c, incomplete_ranks, same_layout, o);
+  evidence.compared = values;
+  const bool nothing_compared = values == 0 || evidence.sides[0].items == 0 || evidence.sides[1].items == 0;
   if (nothing_compared) {
     if (ev_base.steps_recorded == 0 && ev_cand.steps_recorded == 0) {
-      nothing_why = "neither run recorded a step";
+      evidence.nothing_why = "neither run recorded a step";
     } else if (ev_base.steps_recorded == 0 || ev_cand.steps_recorded == 0) {
-      nothing_why = std::string("the ") + (ev_base.steps_recorded == 0 ? "baseline" : "candidate") +
-                    " recorded no step";
+      evidence.nothing_why = std::string("the ") + (ev_base.steps_recorded == 0 ? "baseline" : "candidate") +
+                             " recorded no step";
     } else if (common_steps == 0) {
-      nothing_why = "the runs share no rank and step";
+      evidence.nothing_why = "the runs share no rank and step";
     } else {
-      nothing_why =
+      evidence.nothing_why =
           "every check was skipped: no value (loss, grad_norm, hashes) is recorded in both runs at a "
           "common rank and step";
     }
-    if (o.first_step || o.last_step) nothing_why += " inside the steps asked for";
-    Finding f{
-        Severity::Error, "nothing_compared", {}, "nothing was compared: " + nothing_why, json::object()};
-    worst = std::max(worst, f.severity);
-    out.finding(f);
+    if (o.first_step || o.last_step) evidence.nothing_why += " inside the steps asked for";
+    if (missing_evidence) evidence.nothing_why += " (see the missing evidence above)";
   }
   bool requirement_failed = false;
   json requirements = json::object();
@@ -1137,9 +1255,14 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     line.pop_back();
     v.summary.push_back(line);
   }
-  for (const auto& d : rank_data) {
-    if (d.contains("nodes_summary") && !d["nodes_summary"].get<std::string>().empty())
-      v.summary.push_back(d["nodes_summary"].get<std::string>());
+  // Node divergences: the ranks where one starts first, then those that received or propagated it.
+  for (const bool origin : {true, false}) {
+    for (const auto& d : rank_data) {
+      if (!d.contains("nodes_summary") || d["nodes_summary"].get<std::string>().empty()) continue;
+      const auto& first = d["nodes"]["first"];
+      const bool starts = first.is_object() && first.value("cause", "") == "origin";
+      if (starts == origin) v.summary.push_back(d["nodes_summary"].get<std::string>());
+    }
   }
   if (!full.is_null() && !full["first_divergent_step"].is_null()) {
     v.summary.push_back("full tensors (shard-invariant sums) diverge at step " +
@@ -1173,10 +1296,6 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   if (bad_input) {
     v.exit_code = 2;
     v.headline = "BAD INPUT: some data could not be read (see errors above)";
-  } else if (nothing_compared) {
-    v.exit_code = 2;
-    v.headline =
-        "NOTHING COMPARED: " + nothing_why + (missing_evidence ? " (see the missing evidence above)" : "");
   } else if (divergence) {
     v.exit_code = 1;
     v.headline = std::string("DIVERGENCE: the runs are not identical") +
@@ -1199,8 +1318,6 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   v.data = {{"ranks", rank_data}, {"rounded", rounded}, {"comparison", o.tolerance.describe()}};
   v.data["full_tensors"] = full;
   v.data["device_memory"] = memory;
-  v.data["bitwise_proof"] = !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence;
-  v.data["nothing_compared"] = nothing_compared;
   v.data["incomplete"] = missing_evidence || requirement_failed;
   v.data["allow_incomplete"] = o.allow_incomplete;
   v.data["evidence"] = {{"baseline", ev_base.data}, {"candidate", ev_cand.data}};
@@ -1209,6 +1326,12 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
                         {"ranks", ranks_compared},
                         {"parameters", params_compared}};
   if (o.require.any()) v.data["requirements"] = requirements;
+  enforce_evidence(v, evidence, out);
+  // Ranks the rule found without evidence (node runs, where no declared step names them) count too.
+  const bool gaps = !v.data["evidence"]["ranks_without_evidence"].empty();
+  v.data["incomplete"] = missing_evidence || requirement_failed || gaps;
+  v.data["bitwise_proof"] =
+      !rounded && o.tolerance.bitwise() && v.exit_code == 0 && !missing_evidence && !gaps;
   out.end(v);
   return v.exit_code;
 }

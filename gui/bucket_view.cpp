@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "diff/finding.hpp"
+#include "gui/display_text.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -36,8 +37,7 @@ int layout_side(const diff::BucketPlan& plan, const std::unordered_map<std::stri
   int y = kMargin + kTitleH;
   for (const auto& b : plan.buckets) {
     headers.emplace_back(y, QStringLiteral("%1 · %2 · %3")
-                                .arg(QString::fromStdString(b.name), QString::fromStdString(b.collective),
-                                     QString::fromStdString(b.dtype)));
+                                .arg(shown_text(b.name), shown_text(b.collective), shown_text(b.dtype)));
     y += kRowH;
     for (const auto& m : b.members) {
       if (const auto it = row_of.find(m.fqn); it != row_of.end()) ys[it->second] = y;
@@ -136,21 +136,21 @@ QVariant BucketModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::BackgroundRole) return r.moved ? QVariant(QBrush(QColor(253, 174, 97))) : QVariant();
   if (role == Qt::ToolTipRole && r.moved)
     return tr("%1 moved: byte %2 in the baseline, byte %3 in the candidate")
-        .arg(QString::fromStdString(r.fqn))
+        .arg(shown_text(r.fqn))
         .arg(r.base_offset)
         .arg(r.cand_offset);
   if (role != Qt::DisplayRole && role != Qt::EditRole) return {};
   const bool edit = role == Qt::EditRole;
   const auto bucket = [&](const diff::BucketPlan* p, const std::optional<std::size_t>& b) -> QVariant {
     if (p == nullptr || !b) return {};
-    return QString::fromStdString(p->buckets[*b].name);
+    return shown_text(p->buckets[*b].name);
   };
   const auto offset = [&](bool present, std::int64_t v) -> QVariant {
     if (!present) return {};
     return edit ? QVariant(static_cast<qlonglong>(v)) : QVariant(offset_text(v));
   };
   switch (index.column()) {
-    case Parameter: return QString::fromStdString(r.fqn);
+    case Parameter: return shown_text(r.fqn);
     case BaseBucket: return bucket(base_, r.base_bucket);
     case BaseOffset: return offset(r.base_pos.has_value(), r.base_offset);
     case CandBucket: return bucket(cand_, r.cand_bucket);
@@ -243,7 +243,7 @@ void BucketView::paintEvent(QPaintEvent* /*event*/) {
     p.setBrush(r.moved ? QColor(253, 174, 97) : QColor(222, 235, 247));
     p.drawRect(rect);
     p.setPen(Qt::black);
-    p.drawText(rect.adjusted(6, 0, -6, 0), Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(r.fqn));
+    p.drawText(rect.adjusted(6, 0, -6, 0), Qt::AlignLeft | Qt::AlignVCenter, shown_text(r.fqn));
     p.drawText(rect.adjusted(6, 0, -6, 0), Qt::AlignRight | Qt::AlignVCenter, offset_text(offset));
   };
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -10,14 +10,11 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "gui/display_text.hpp"
 #include "gui/graph_canvas.hpp"
 
 namespace gparity::gui {
 namespace {
-
-QString qs(std::string_view s) {
-  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
 
 std::optional<std::int32_t> local_device(const GraphEntry& e) {
   if (e.rank < 0) return std::nullopt;
@@ -85,13 +82,16 @@ QVariant DiffChangesModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (index.column()) {
     case Change: return change_kind(c);
-    case Left: return c.added() ? QString() : qs(a_->node_name(c.a));
-    case Right: return c.removed() ? QString() : qs(b_->node_name(c.b));
-    case Target: return c.added() ? qs(b_->str(b_->node(c.b).target)) : qs(a_->str(a_->node(c.a).target));
+    case Left: return c.added() ? QString() : shown_text(a_->node_name(c.a));
+    case Right: return c.removed() ? QString() : shown_text(b_->node_name(c.b));
+    case Target:
+      return c.added() ? shown_text(b_->str(b_->node(c.b).target))
+                       : shown_text(a_->str(a_->node(c.a).target));
     case Fields: {
       QStringList parts;
       for (const auto& f : c.fields)
-        parts << QStringLiteral("%1: %2 → %3").arg(qs(f.path), qs(f.a_text), qs(f.b_text));
+        parts << QStringLiteral("%1: %2 → %3")
+                     .arg(shown_text(f.path), shown_text(f.a_text), shown_text(f.b_text));
       return parts.join(QStringLiteral("; "));
     }
     default: return {};
@@ -163,12 +163,12 @@ void DiffView::set_graphs(std::shared_ptr<const Document> doc_a, std::size_t a,
   result_ = std::make_shared<const diff::GraphDiffResult>(diff::diff_graphs(na, nb));
   model_->set_diff(entry_a_->graph, entry_b_->graph, result_);
   const auto title = [](const Document& d, const GraphEntry& e) {
-    return QStringLiteral("%1 — %2").arg(QFileInfo(qs(d.path)).fileName(), qs(e.label));
+    return QStringLiteral("%1 — %2").arg(QFileInfo(shown_text(d.path)).fileName(), shown_text(e.label));
   };
   left_title_->setText(QStringLiteral("<b>left</b> ") + title(*doc_a_, *entry_a_));
   right_title_->setText(QStringLiteral("<b>right</b> ") + title(*doc_b_, *entry_b_));
-  left_title_->setToolTip(qs(doc_a_->path));
-  right_title_->setToolTip(qs(doc_b_->path));
+  left_title_->setToolTip(shown_text(doc_a_->path));
+  right_title_->setToolTip(shown_text(doc_b_->path));
   const auto& s = result_->summary;
   summary_->setText(QStringLiteral("%1 unchanged, %2 changed, %3 moved, %4 added, %5 removed "
                                    "(matched by name %6, structure %7, sequence %8)")

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/display_text.hpp"
+
 namespace gparity::gui {
 namespace {
 
@@ -375,21 +377,20 @@ void GraphCanvas::paint_graph(QPainter& p, const QRectF& visible) {
         const auto& grp = c.grouping->groups[vi.index];
         p.setFont(name_font);
         p.drawText(inner, Qt::AlignCenter,
-                   QStringLiteral("▸ %1 (%2)").arg(QString::fromStdString(grp.label)).arg(grp.count));
+                   QStringLiteral("▸ %1 (%2)").arg(shown_text(grp.label)).arg(grp.count));
         continue;
       }
       const auto& n = graph_->node(node);
       p.setFont(name_font);
       const auto name = graph_->str(n.name);
       p.drawText(QRectF(inner.left(), inner.top(), inner.width(), inner.height() * 0.55),
-                 Qt::AlignHCenter | Qt::AlignBottom,
-                 QString::fromUtf8(name.data(), static_cast<int>(name.size())));
+                 Qt::AlignHCenter | Qt::AlignBottom, shown_text(name));
       p.setFont(target_font);
       p.setPen(QColor(80, 80, 80));
       const auto target = graph_->str(n.target);
       p.drawText(
           QRectF(inner.left(), inner.top() + inner.height() * 0.55, inner.width(), inner.height() * 0.45),
-          Qt::AlignHCenter | Qt::AlignTop, QString::fromUtf8(target.data(), static_cast<int>(target.size())));
+          Qt::AlignHCenter | Qt::AlignTop, shown_text(target));
     }
   }
 }

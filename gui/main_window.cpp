@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "gui/diff_view.hpp"
+#include "gui/display_text.hpp"
 #include "gui/graph_canvas.hpp"
 #include "gui/models.hpp"
 #include "gui/node_findings.hpp"
@@ -59,7 +60,7 @@ LoadOutcome load(const QString& path, const diff::RankLayout& layout) {
           diff::classify_trace(*trace, diff::GraphNormalization{}, layout, false));
     return out;
   } catch (const std::exception& e) {
-    return {nullptr, QString::fromUtf8(e.what()), {}};
+    return {nullptr, shown_text(e.what()), {}};
   }
 }
 
@@ -155,6 +156,9 @@ MainWindow::MainWindow(QWidget* parent)
           [this](const QModelIndex& current) {
             if (current.isValid()) jump_to_node_finding(current.row());
           });
+  connect(node_findings_view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    if (index.isValid()) jump_to_origin(index.row());
+  });
 
   messages_ = new QPlainTextEdit(this);
   messages_->setReadOnly(true);
@@ -211,7 +215,7 @@ void MainWindow::build_menus() {
   file->addAction(tr("&Diff with graph…"), this, [this] {
     if (!doc_ || current_ < 0) return;
     QStringList labels;
-    for (const auto& e : doc_->graphs) labels << QString::fromStdString(e.label);
+    for (const auto& e : doc_->graphs) labels << shown_text(e.label);
     bool ok = false;
     const QString pick =
         QInputDialog::getItem(this, tr("Diff with"), tr("Right-hand graph:"), labels, current_, false, &ok);
@@ -311,7 +315,7 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
       statusBar()->showMessage(tr("Failed to open runs"));
       return;
     }
-    for (const auto& p : out.runs->problems) report(QString::fromStdString(p));
+    for (const auto& p : out.runs->problems) report(shown_text(p));
     if (!out.nodes.empty()) set_node_findings(out.nodes);
     run_views_ = std::make_unique<RunViewsWidget>(std::move(*out.runs));
     run_views_->resize(1200, 760);
@@ -324,7 +328,7 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
       o.nodes = compute_node_findings(b, c);
       return o;
     } catch (const std::exception& e) {
-      return Outcome{nullptr, QString::fromStdString(e.what())};
+      return Outcome{nullptr, shown_text(e.what())};
     }
   }));
 }
@@ -342,10 +346,10 @@ void MainWindow::adopt(std::shared_ptr<const Document> doc,
   doc_ = std::move(doc);
   ranks_ = std::move(ranks);
   current_ = -1;
-  setWindowTitle(QStringLiteral("gparity-view — %1").arg(QString::fromStdString(doc_->path)));
+  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown_text(doc_->path)));
   report(tr("Opened %1 (%2, %n graph(s))", nullptr, static_cast<int>(doc_->graphs.size()))
-             .arg(QString::fromStdString(doc_->path), QString::fromStdString(doc_->format)));
-  for (const auto& p : doc_->problems) report(tr("Problem: %1").arg(QString::fromStdString(p)));
+             .arg(shown_text(doc_->path), shown_text(doc_->format)));
+  for (const auto& p : doc_->problems) report(tr("Problem: %1").arg(shown_text(p)));
   report_rank_facts();
   graphs_model_->set_document(doc_);
   // Start on the first joint graph when there is one: it is the largest and most telling.
@@ -389,7 +393,7 @@ void MainWindow::on_node_selected(model::NodeId id) {
   }
   const int differing = inspector_model_->differing_rows();
   statusBar()->showMessage(tr("%1: %2").arg(
-      QString::fromUtf8(e.graph->node_name(id).data(), static_cast<int>(e.graph->node_name(id).size())),
+      shown_text(e.graph->node_name(id)),
       differing ? tr("%n field(s) differ across ranks", nullptr, differing) : tr("same on every rank")));
 }
 
@@ -417,16 +421,16 @@ void MainWindow::report_rank_facts() {
   }
   const auto& r = *ranks_;
   findings_model_->set_trace_facts(r.findings, r.fact_groups);
-  report(tr("Mesh: %1")
-             .arg(r.mesh.empty() ? tr("none found (world-size factorizations are tried)")
-                                 : QString::fromStdString(r.mesh)));
+  report(
+      tr("Mesh: %1")
+          .arg(r.mesh.empty() ? tr("none found (world-size factorizations are tried)") : shown_text(r.mesh)));
   // The reader's problems are listed already (Document::problems); the rest is new here.
   for (const auto& p : r.problems)
     if (std::find(doc_->problems.begin(), doc_->problems.end(), p) == doc_->problems.end())
-      report(tr("Problem: %1").arg(QString::fromStdString(p)));
+      report(tr("Problem: %1").arg(shown_text(p)));
   for (const auto& fg : r.fact_groups)
-    report(tr("%1: %n group(s) of ranks", nullptr, static_cast<int>(fg.groups.size()))
-               .arg(QString::fromStdString(fg.fact)));
+    report(
+        tr("%1: %n group(s) of ranks", nullptr, static_cast<int>(fg.groups.size())).arg(shown_text(fg.fact)));
   report(
       tr("%n trace-level finding(s) across ranks (compile ids, caches, collective schedules, tensor "
          "metadata, schedule vs output code)",
@@ -455,7 +459,7 @@ void MainWindow::classify_current() {
   canvas_->set_node_colors(std::move(colors));
   findings_view_->resizeColumnsToContents();
   report(tr("%1 across %2 ranks: %3, %n finding(s)", nullptr, static_cast<int>(c.findings.size()))
-             .arg(QString::fromStdString(e.kind))
+             .arg(shown_text(e.kind))
              .arg(same.size())
              .arg(QString::fromUtf8(diff::verdict_name(c.verdict).data())));
 }
@@ -491,7 +495,7 @@ void MainWindow::open_diff(const QString& a, const QString& b) {
     auto pick = ob.doc->find(shown.rank, shown.kind);
     for (std::size_t i = 0; !pick && i < ob.doc->graphs.size(); ++i)
       if (ob.doc->graphs[i].kind == shown.kind) pick = i;
-    report(tr("Diff with %1").arg(QString::fromStdString(ob.doc->path)));
+    report(tr("Diff with %1").arg(shown_text(ob.doc->path)));
     show_diff(ob.doc, static_cast<int>(pick.value_or(0)));
   });
   watcher->setFuture(QtConcurrent::run([a, b, layout = layout_] {
@@ -516,8 +520,7 @@ void MainWindow::jump_to_finding(int row) {
       if (s > score) std::tie(pick, score) = std::pair{static_cast<int>(i), s};
     }
     if (pick < 0) {
-      statusBar()->showMessage(
-          tr("No graph was logged for compile %1").arg(QString::fromStdString(f.compile)));
+      statusBar()->showMessage(tr("No graph was logged for compile %1").arg(shown_text(f.compile)));
       return;
     }
     show_graph(pick);
@@ -545,12 +548,12 @@ void MainWindow::jump_to_node_finding(int row) {
     const auto path = f.values.find("graph_path");
     if (path == f.values.end() || !path->is_string()) {
       report(tr("No open graph is %1; open its graph source to see node %2")
-                 .arg(QString::fromStdString(f.where.graph), QString::fromStdString(f.where.node)));
+                 .arg(shown_text(f.where.graph), shown_text(f.where.node)));
       return;
     }
     const QString source = QFileInfo(QString::fromStdString(path->get<std::string>())).absoluteFilePath();
     if (doc_ && QString::fromStdString(doc_->path) == source) {
-      report(tr("%1 holds no graph %2").arg(source, QString::fromStdString(f.where.graph)));
+      report(tr("%1 holds no graph %2").arg(source, shown_text(f.where.graph)));
       return;
     }
     pending_node_finding_ = row;  // adopt() comes back here
@@ -560,6 +563,18 @@ void MainWindow::jump_to_node_finding(int row) {
   show_graph(static_cast<int>(*where));
   const auto* g = doc_->graphs[*where].graph;
   if (const auto id = g->find_node(f.where.node); id != model::kNoNode) canvas_->select_node(id);
+}
+
+bool MainWindow::jump_to_origin(int row) {
+  const auto origin = node_findings_model_->origin_row(row);
+  if (!origin) return false;
+  node_findings_view_->setCurrentIndex(node_findings_model_->index(*origin, 0));  // shows it
+  return true;
+}
+
+int MainWindow::current_node_finding() const {
+  const auto i = node_findings_view_->currentIndex();
+  return i.isValid() ? i.row() : -1;
 }
 
 }  // namespace gparity::gui

@@ -83,6 +83,10 @@ class MainWindow final : public QMainWindow {
   /// the graph source the run names when no open graph matches.
   void set_node_findings(std::vector<diff::Finding> findings);
   [[nodiscard]] const NodeFindingsModel* node_findings() const { return node_findings_model_.get(); }
+  /// Selects the node finding where row `row`'s divergence started (a received finding's origin
+  /// on another rank), which shows it; false when it has none listed. Double-clicking a row does it.
+  bool jump_to_origin(int row);
+  [[nodiscard]] int current_node_finding() const;
   void jump_to_node_finding(int row);
 
  protected:

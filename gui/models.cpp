@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "gui/display_text.hpp"
+
 namespace gparity::gui {
 namespace {
-
-QString qs(std::string_view s) {
-  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
 
 std::string names(const model::Graph& g, std::span<const model::NodeId> ids) {
   std::string out;
@@ -60,8 +58,8 @@ int GraphListModel::rowCount(const QModelIndex& parent) const {
 QVariant GraphListModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const auto& e = doc_->graphs[static_cast<std::size_t>(index.row())];
-  if (role == Qt::DisplayRole) return qs(e.label);
-  if (role == Qt::ToolTipRole) return qs(doc_->path);
+  if (role == Qt::DisplayRole) return shown_text(e.label);
+  if (role == Qt::ToolTipRole) return shown_text(doc_->path);
   return {};
 }
 
@@ -90,14 +88,14 @@ QVariant NodeTableModel::data(const QModelIndex& index, int role) const {
   const auto& n = graph_->node(id);
   switch (index.column()) {
     case Index: return index.row();
-    case Name: return qs(graph_->str(n.name));
-    case Op: return qs(model::node_kind_name(n.kind));
-    case Target: return qs(graph_->str(n.target));
-    case Result: return qs(model::meta_text(*graph_, n.meta));
+    case Name: return shown_text(graph_->str(n.name));
+    case Op: return shown_text(model::node_kind_name(n.kind));
+    case Target: return shown_text(graph_->str(n.target));
+    case Result: return shown_text(model::meta_text(*graph_, n.meta));
     case Source:
-      if (n.module_path != model::kEmptyStr) return qs(graph_->str(n.module_path));
+      if (n.module_path != model::kEmptyStr) return shown_text(graph_->str(n.module_path));
       if (!n.source.known()) return QString();
-      return qs(graph_->str(n.source.file)).section(QLatin1Char('/'), -1) + QLatin1Char(':') +
+      return shown_text(graph_->str(n.source.file)).section(QLatin1Char('/'), -1) + QLatin1Char(':') +
              QString::number(n.source.line);
     default: return {};
   }
@@ -132,11 +130,11 @@ void NodeInspectorModel::set_node(std::shared_ptr<const Document> doc, std::vect
     for (const auto& [label, text] : f)
       if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
   for (const auto& label : labels) {
-    fields_.push_back(qs(label));
+    fields_.push_back(shown_text(label));
     std::vector<QString> row;
     for (const auto& f : per_rank) {
       auto it = std::find_if(f.begin(), f.end(), [&](const auto& p) { return p.first == label; });
-      row.push_back(it == f.end() ? QStringLiteral("—") : qs(it->second));
+      row.push_back(it == f.end() ? QStringLiteral("—") : shown_text(it->second));
     }
     cells_.push_back(std::move(row));
   }
@@ -254,25 +252,25 @@ int FindingsModel::columnCount(const QModelIndex& parent) const {
 QVariant FindingsModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const auto& f = finding(index.row());
-  if (role == kNodeNameRole) return qs(f.node);
-  if (role == kCompileRole) return qs(f.compile);
+  if (role == kNodeNameRole) return exact_text(f.node);
+  if (role == kCompileRole) return exact_text(f.compile);
   if (role == Qt::BackgroundRole && index.column() == Class) return QBrush(finding_color(f.cls));
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (index.column()) {
-    case Class: return qs(diff::finding_class_name(f.cls));
-    case Compile: return qs(f.compile);
-    case Node: return qs(f.node);
-    case Field: return qs(f.field);
+    case Class: return shown_text(diff::finding_class_name(f.cls));
+    case Compile: return shown_text(f.compile);
+    case Node: return shown_text(f.node);
+    case Field: return shown_text(f.field);
     case Values: {
       QStringList parts;
-      for (const auto& v : f.values) parts << QStringLiteral("%1: %2").arg(v.rank).arg(qs(v.text));
+      for (const auto& v : f.values) parts << QStringLiteral("%1: %2").arg(v.rank).arg(shown_text(v.text));
       return parts.join(QStringLiteral("; "));
     }
     case Function: {
-      QString fit = f.function ? qs(f.function->text()) : QString();
+      QString fit = f.function ? shown_text(f.function->text()) : QString();
       if (f.function && !f.function->inferred_mesh.empty())
-        fit += QStringLiteral(" (mesh %1)").arg(qs(f.function->inferred_mesh));
-      if (!f.note.empty()) fit += (fit.isEmpty() ? QString() : QStringLiteral(" — ")) + qs(f.note);
+        fit += QStringLiteral(" (mesh %1)").arg(shown_text(f.function->inferred_mesh));
+      if (!f.note.empty()) fit += (fit.isEmpty() ? QString() : QStringLiteral(" — ")) + shown_text(f.note);
       return fit;
     }
     default: return {};

@@ -1,9 +1,11 @@
 #pragma once
 // Node findings of two replay runs in gparity-view: the first divergent node per rank and graph
 // and further origins (diff/node_compare.hpp), computed through diff::compare_runs like
-// `gparity compare` does, listed one row per finding. kNodeNameRole (models.hpp) names the node
-// to select, kGraphLabelRole and kRankRole the graph it belongs to; find_graph() maps a finding's
-// graph to the open Document's graph list.
+// `gparity compare` does, listed one row per finding: the origins first, then the divergences
+// received through a collective or propagated from another rank, each naming (column "origin")
+// and linking to (origin_row) the finding where its divergence started. kNodeNameRole (models.hpp) names the
+// node to select, kGraphLabelRole and kRankRole the graph it belongs to; find_graph() maps a finding's graph
+// to the open Document's graph list.
 
 #include <QAbstractTableModel>
 #include <optional>
@@ -27,9 +29,13 @@ class NodeFindingsModel final : public QAbstractTableModel {
  public:
   static constexpr int kGraphLabelRole = Qt::UserRole + 10;
   static constexpr int kRankRole = Qt::UserRole + 11;
-  enum Column { Rank, Graph, Node, Op, Source, Cause, Detail, ColumnCount };
+  enum Column { Rank, Graph, Node, Op, Source, Cause, Origin, Detail, ColumnCount };
 
+  /// Keeps the order given, but origins (cause "origin") before every other finding.
   void set_findings(std::vector<diff::Finding> findings);
+  /// The row of the finding where row `row`'s divergence started (its values' "origin": rank,
+  /// graph, node), when that is another listed finding.
+  [[nodiscard]] std::optional<int> origin_row(int row) const;
   [[nodiscard]] const std::vector<diff::Finding>& findings() const noexcept { return findings_; }
   [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;

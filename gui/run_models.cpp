@@ -10,6 +10,7 @@
 #include "core/model/run/run_source.hpp"
 #include "core/model/run/trace_reader.hpp"
 #include "diff/run_compare.hpp"
+#include "gui/display_text.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -198,7 +199,7 @@ QVariant RunHeatmapModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       return QStringLiteral("step %1 · %2: %3%4")
           .arg(r->steps[s])
-          .arg(QString::fromStdString(runs_->params[p]),
+          .arg(shown_text(runs_->params[p]),
                missing   ? QStringLiteral("no common hash")
                : differs ? QStringLiteral("differs")
                          : QStringLiteral("equal"),
@@ -220,7 +221,7 @@ QVariant RunHeatmapModel::headerData(int section, Qt::Orientation o, int role) c
                ? QVariant(QStringLiteral("step %1").arg(r->steps[static_cast<std::size_t>(section)]))
                : QVariant();
   return section >= 0 && section < static_cast<int>(runs_->params.size())
-             ? QVariant(QString::fromStdString(runs_->params[static_cast<std::size_t>(section)]))
+             ? QVariant(shown_text(runs_->params[static_cast<std::size_t>(section)]))
              : QVariant();
 }
 

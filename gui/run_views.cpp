@@ -20,6 +20,7 @@
 #include "core/model/base/input_error.hpp"
 #include "diff/buckets.hpp"
 #include "gui/bucket_view.hpp"
+#include "gui/display_text.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -266,9 +267,8 @@ QString RunViewsWidget::summary() const {
 
 void RunViewsWidget::update_summary() {
   const RankPair* r = heatmap_model_->current();
-  QString text =
-      tr("baseline %1 · candidate %2 · ")
-          .arg(QString::fromStdString(runs_->baseline_path), QString::fromStdString(runs_->candidate_path));
+  QString text = tr("baseline %1 · candidate %2 · ")
+                     .arg(shown_text(runs_->baseline_path), shown_text(runs_->candidate_path));
   if (r == nullptr) {
     summary_->setText(text + tr("no rank in common"));
     return;
@@ -276,10 +276,10 @@ void RunViewsWidget::update_summary() {
   // Missing evidence comes first: a view must never look green on it.
   QString missing;
   for (const auto& [rank, message] : runs_->missing_evidence) {
-    if (rank == r->rank || rank < 0) missing += tr(" · missing: %1").arg(QString::fromStdString(message));
+    if (rank == r->rank || rank < 0) missing += tr(" · missing: %1").arg(shown_text(message));
   }
   if (runs_->exit_code != 0 || !runs_->missing_evidence.empty())
-    text = QString::fromStdString(runs_->verdict) + missing + QStringLiteral(" · ") + text;
+    text = shown_text(runs_->verdict) + missing + QStringLiteral(" · ") + text;
   if (r->steps.empty()) {
     summary_->setText(text + tr("rank %1: no step recorded in both runs, nothing compared").arg(r->rank));
     return;
@@ -290,8 +290,8 @@ void RunViewsWidget::update_summary() {
     };
     text += tr("rank %1 peak reserved memory: %2 MiB (%3) vs %4 MiB (%5), %6x · ")
                 .arg(r->rank)
-                .arg(mib(r->base_memory->peak_reserved), QString::fromStdString(r->base_memory->mode),
-                     mib(r->cand_memory->peak_reserved), QString::fromStdString(r->cand_memory->mode))
+                .arg(mib(r->base_memory->peak_reserved), shown_text(r->base_memory->mode),
+                     mib(r->cand_memory->peak_reserved), shown_text(r->cand_memory->mode))
                 .arg(static_cast<double>(r->cand_memory->peak_reserved) /
                          static_cast<double>(r->base_memory->peak_reserved),
                      0, 'f', 3);
@@ -305,7 +305,7 @@ void RunViewsWidget::update_summary() {
   summary_->setText(text + tr("rank %1: first divergence at step %2, %3 (%4 of %5 parameters differ)")
                                .arg(r->rank)
                                .arg(r->steps[static_cast<std::size_t>(row)])
-                               .arg(QString::fromStdString(runs_->params[static_cast<std::size_t>(col)]))
+                               .arg(shown_text(runs_->params[static_cast<std::size_t>(col)]))
                                .arg(heatmap_model_->differing_in_row(row))
                                .arg(runs_->params.size()));
 }

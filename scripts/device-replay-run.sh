@@ -19,14 +19,15 @@
 #     CARRY        made by scripts/device-carry.sh
 #     SAMPLE_DIR   a run folder holding trace/ (and rank<r>_flight_recorder.json), e.g. the
 #                  carried torch-2.11-fsdp2-2rank/{compile,compile_rankbug}, compile_tp,
-#                  torch-2.11-2x2mesh-mp/{compile,compile_coor}
+#                  torch-2.11-2x2mesh-mp/{compile,compile_coor}, or src/tests/data/replay/causal_trace
+#                  (logs and dumps in the folder itself: --coor names origin and received ranks)
 # STEPS (space separated numbers, default "1 2 3 4 5 6") picks steps; the build always runs.
 # Every replay writes a run directory under $OUT/runs/<sample>/<what>, and one line per replay
 # goes to $OUT/summary.txt: sample, graph, compile id, what, exit code (0 equal/ran, 1 diverges,
 # 2 bad input) and the verdict lines.
 set -uo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,20p' "$0"
+  sed -n '2,21p' "$0"
   exit 2
 fi
 # shellcheck source-path=SCRIPTDIR source=device-common.sh
@@ -59,7 +60,7 @@ replay() {  # sample-name what trace nproc args...
   local rc=$?
   {
     echo "$name $what exit $rc ($((SECONDS - start)) s)"
-    grep -E "safe|unsafe|bitwise|differ|error|hoisting left|captured as" "$dir.log" | head -8 | sed 's/^/    /'
+    grep -E "safe|unsafe|received|bitwise|differ|error|hoisting left|captured as" "$dir.log" | head -12 | sed 's/^/    /'
   } | tee -a "$out/summary.txt"
 }
 

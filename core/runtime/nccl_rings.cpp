@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/output_error.hpp"
 #include "core/model/formats/nccl_graph.hpp"
 #include "core/runtime/runner.hpp"
 
@@ -60,6 +61,9 @@ void setup_ring_orders(const RunOptions& o, const RankEnv& env, Comm& comm) {
       const auto rw = model::write_ring_orders_file(dump, graph, *pattern, o.ring_seed, 0);
       return !rw.after.empty();
     } catch (const model::InputError& e) {
+      error = e.what();
+      return false;
+    } catch (const model::OutputError& e) {  // the graph file not written: said by every rank
       error = e.what();
       return false;
     }

@@ -78,7 +78,11 @@ TEST(CliCompare, ConsoleLogsSayRoundedTextCannotProveParity) {
 TEST(CliCompare, MissingRankFileIsNamedAndIncomplete) {
   TempDir tmp;
   fs::copy(kRuns + "eager", tmp.path() / "cand", fs::copy_options::recursive);
-  fs::copy_file(tmp.path() / "cand" / "rank1.jsonl", tmp.path() / "cand" / "rank2.jsonl");
+  // Rank 1's lines as rank 2's (each line names its rank: a file of another rank's lines is corrupt).
+  auto text = slurp(tmp.path() / "cand" / "rank1.jsonl");
+  for (auto at = text.find("\"rank\": 1,"); at != std::string::npos; at = text.find("\"rank\": 1,", at + 1))
+    text.replace(at, 10, "\"rank\": 2,");
+  tmp.write("cand/rank2.jsonl", text);
   fs::remove(tmp.path() / "cand" / "rank1.jsonl");
   const auto r = run_command(GPARITY_EXE, {"compare", kRuns + "eager", (tmp.path() / "cand").string()});
   EXPECT_EQ(r.exit_code, 1);  // missing evidence: INCOMPLETE (rank 2 is extra: it diverges)

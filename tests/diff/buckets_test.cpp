@@ -188,3 +188,33 @@ TEST(BucketsInput, MetaWithoutGroupsIsAnInputError) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string load_error(const std::string& path) {
+  try {
+    load_bucket_plans(path);
+  } catch (const gparity::model::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BucketsInput, TwoMetaFilesOfOneRankAreRefusedNamingBoth) {
+  TempDir dir;
+  std::filesystem::copy_file(kEager + "rank0_meta.json", dir.path() / "rank0_meta.json");
+  std::filesystem::copy_file(kEager + "rank0_meta.json", dir.path() / "rank00_meta.json");
+  const auto what = load_error(dir.path().string());
+  EXPECT_NE(what.find("rank 0 is in two places"), std::string::npos) << what;
+  EXPECT_NE(what.find("rank00_meta.json"), std::string::npos) << what;
+}
+
+TEST(BucketsInput, SymbolicLinkLoopInTheFolderIsNamed) {
+  TempDir dir;
+  std::filesystem::copy_file(kEager + "rank0_meta.json", dir.path() / "rank0_meta.json");
+  std::filesystem::create_symlink(dir.path() / "rank1_meta.json", dir.path() / "rank1_meta.json");
+  const auto what = load_error(dir.path().string());
+  EXPECT_NE(what.find("rank1_meta.json: symbolic link loop"), std::string::npos) << what;
+}
+
+}  // namespace

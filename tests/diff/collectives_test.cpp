@@ -439,3 +439,35 @@ TEST(CollectivesP2p, SizeMismatchAndUnmatchedSendAreNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string collectives_error(const std::vector<std::string>& paths) {
+  try {
+    load_collectives(paths);
+  } catch (const gparity::model::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CollectivesInput, TwoDumpsOfOneRankAreRefusedNamingBoth) {
+  TempDir dir;
+  const auto dump = read_json(kGraphs + "eager/rank0_flight_recorder.json");
+  write_json(dir, "rank0_flight_recorder.json", dump);
+  write_json(dir, "rank00_flight_recorder.json", dump);
+  const auto what = collectives_error({dir.path().string()});
+  EXPECT_NE(what.find("two Flight Recorder dumps of one rank"), std::string::npos) << what;
+  EXPECT_NE(what.find("rank0_flight_recorder.json"), std::string::npos) << what;
+  EXPECT_NE(what.find("rank00_flight_recorder.json"), std::string::npos) << what;
+}
+
+TEST(CollectivesInput, SymbolicLinkLoopInTheFolderIsNamed) {
+  TempDir dir;
+  write_json(dir, "rank0_flight_recorder.json", read_json(kGraphs + "eager/rank0_flight_recorder.json"));
+  std::filesystem::create_symlink(dir.path() / "loop", dir.path() / "loop");
+  const auto what = collectives_error({dir.path().string()});
+  EXPECT_NE(what.find("loop: symbolic link loop"), std::string::npos) << what;
+}
+
+}  // namespace

@@ -3,7 +3,9 @@
 // the forward graph diverged), nodes renamed in the candidate aligned by structure, a second
 // independent origin, a rank with no divergence; and end to end through
 // `compare_runs` on trace directories with "graph" + "node" records (a damaged node record: the
-// reader's issue, the rest compared).
+// reader's issue, the rest compared); across ranks (classify_node_ranks, compare_runs with the
+// runs' group tables): a rank that only received a partner's divergence through an all-reduce,
+// the partner's origin reported first, and group tables that differ between the runs named.
 
 #include "diff/node_compare.hpp"
 
@@ -338,6 +340,104 @@ TEST(NodeCompare, ADamagedNodeRecordIsTheReadersIssueAndCostsOnlyItself) {
 TEST(NodeCompare, RunsWithoutNodeRecordsAreUnaffected) {
   model::RankTrace a, b;
   EXPECT_TRUE(diff::compare_node_records(a, "", b, "", 0).empty());
+}
+
+// Two ranks of tp group '3': x, w -> mm -> all_reduce -> wait_tensor -> mul(wait_tensor, x).
+const char* kTpBody =
+    R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
+all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '3')
+wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
+mul: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mul.Tensor(wait_tensor, x)
+return (mul,))";
+const std::vector<std::string> kTpNames = {"x", "w", "mm", "all_reduce", "wait_tensor", "mul"};
+
+void write_tp_manifest(const std::filesystem::path& dir, const std::vector<int>& group3) {
+  model::RunManifest m;
+  m.world_size = 2;
+  m.extra["replay"] = {{"groups", {{"3", {{"ranks", group3}, {"desc", "mesh_tp"}}}}}};
+  model::write_manifest(dir, m);
+}
+
+TEST(NodeCompare, ARankThatOnlyReceivedIsNotAnOriginAndTheOriginComesFirst) {
+  const auto g = gparity::testing::fx_graph(kTpBody);
+  // Rank 1's mm is wrong; rank 0's all-reduce gets it.
+  std::vector<diff::NodeRankResult> ranks(2);
+  const auto a = records(kTpNames);
+  const auto b0 = records(kTpNames, {"all_reduce", "wait_tensor", "mul"});
+  const auto b1 = records(kTpNames, {"mm", "all_reduce", "wait_tensor", "mul"});
+  for (int r = 0; r < 2; ++r) {
+    ranks[static_cast<std::size_t>(r)].rank = r;
+    ranks[static_cast<std::size_t>(r)].graphs.push_back(
+        diff::compare_node_graph(kGraphLabel, {a, &g}, {r == 0 ? b0 : b1, &g}));
+  }
+  // Alone, rank 0's all-reduce looks like an origin.
+  EXPECT_EQ(ranks[0].graphs[0].first->cause, DivergenceCause::Origin);
+  const diff::causality::GroupTable groups = {{"3", {{0, 1}, "mesh_tp"}}};
+  EXPECT_TRUE(diff::classify_node_ranks(ranks, groups, groups).empty());
+  const auto& d0 = *ranks[0].graphs[0].first;
+  EXPECT_EQ(d0.node_a, "all_reduce");
+  EXPECT_EQ(d0.cause, DivergenceCause::Received);
+  ASSERT_TRUE(d0.cross_rank);
+  EXPECT_EQ(d0.cross_rank->from_ranks, (std::vector<int>{1}));
+  EXPECT_EQ(d0.cross_rank->origin.node, "mm");
+  EXPECT_EQ(ranks[0].graphs[0].origins, 0U);
+  EXPECT_EQ(ranks[1].graphs[0].first->cause, DivergenceCause::Origin);
+  EXPECT_EQ(ranks[1].graphs[0].origins, 1U);
+  EXPECT_EQ(diff::node_summary_line(ranks[0]),
+            "rank 0: received at all_reduce (group tp '3') from rank 1, origin mm at /workspace/train.py:42 "
+            "(first divergent node of aot_forward_graph 0/0)");
+  std::vector<diff::Finding> fs;
+  std::vector<diff::Check> checks;
+  diff::node_findings(ranks[0], fs, checks);
+  ASSERT_EQ(fs.size(), 1U);
+  EXPECT_EQ(fs[0].values["cause"], "received");
+  EXPECT_EQ(fs[0].values["origin_rank"], 1);
+  EXPECT_EQ(fs[0].values["group"], "3");
+  EXPECT_EQ(fs[0].values["collective"], "all_reduce");
+  EXPECT_NE(fs[0].message.find("received at all_reduce (group tp '3') from rank 1, origin mm"),
+            std::string::npos)
+      << fs[0].message;
+
+  // End to end through compare_runs, with the group table in the runs' manifests.
+  gparity::testing::TempDir tmp;
+  write_replay_run(tmp.path() / "a", g, {a, a});
+  write_replay_run(tmp.path() / "b", g, {b0, b1});
+  write_tp_manifest(tmp.path() / "a", {0, 1});
+  write_tp_manifest(tmp.path() / "b", {0, 1});
+  diff::CollectingConsumer out;
+  EXPECT_EQ(diff::compare_runs(model::open_run((tmp.path() / "a").string()),
+                               model::open_run((tmp.path() / "b").string()), {}, out),
+            1);
+  std::vector<std::string> got;
+  for (const auto& f : out.findings)
+    if (f.kind == "node_divergence")
+      got.push_back(std::to_string(*f.where.rank) + " " + f.where.node + " " +
+                    f.values["cause"].get<std::string>());
+  EXPECT_EQ(got, (std::vector<std::string>{"1 mm origin", "0 all_reduce received"}));
+  ASSERT_GE(out.verdict.summary.size(), 2U);
+  std::vector<std::string> node_lines;
+  for (const auto& l : out.verdict.summary)
+    if (l.find("divergent node") != std::string::npos) node_lines.push_back(l);
+  ASSERT_EQ(node_lines.size(), 2U);
+  EXPECT_TRUE(node_lines[0].starts_with("rank 1: first divergent node mm")) << node_lines[0];
+  EXPECT_TRUE(node_lines[1].starts_with("rank 0: received at all_reduce")) << node_lines[1];
+
+  // The candidate's table puts rank 2 in group '3': named, exit 2, and rank 0's all-reduce is not
+  // called an origin.
+  write_tp_manifest(tmp.path() / "b", {0, 2});
+  diff::CollectingConsumer bad;
+  EXPECT_EQ(diff::compare_runs(model::open_run((tmp.path() / "a").string()),
+                               model::open_run((tmp.path() / "b").string()), {}, bad),
+            2);
+  bool named = false;
+  for (const auto& f : bad.findings) {
+    named = named ||
+            (f.kind == "causality_group_mismatch" && f.message.find("group tp '3'") != std::string::npos);
+    if (f.kind == "node_divergence" && f.where.rank == 0) {
+      EXPECT_NE(f.values["cause"], "origin") << f.message;
+    }
+  }
+  EXPECT_TRUE(named);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QFile>
 #include <QKeyEvent>
 #include <QPixmap>
 #include <QStandardPaths>
@@ -82,6 +83,38 @@ TEST_F(GuiTest, OpensFxTextAndSelectsANode) {
   EXPECT_TRUE(saw_target);
   EXPECT_EQ(insp->differing_rows(), 0);
   screenshot(*window_, "fx_text_node_selected");
+}
+
+TEST_F(GuiTest, ControlCharactersFromTheInputAreShownEscaped) {
+  // An FX argument that would retitle a terminal and clear it, and raw ESC in a source path.
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("evil.txt"));
+  {
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("class GraphModule(torch.nn.Module):\n"
+            "    def forward(self, L_x_ : torch.Tensor):\n"
+            "        l_x_ = L_x_\n"
+            "        \n"
+            "        # File: /tmp/ev\x1b[2Jil.py:3 in fn, code: x.add(s)\n"
+            "        add = torch.ops.aten.add.Tensor(l_x_, '\\x1b]0;title\\x07');  l_x_ = None\n"
+            "        return (add,)\n");
+  }
+  open(path);
+  const auto* g = window_->document()->graphs[0].graph;
+  const auto id = g->find_node("add");
+  ASSERT_NE(id, model::kNoNode);
+  window_->select_node(id);
+  const auto* insp = window_->inspector();
+  QStringList cells;
+  for (int r = 0; r < insp->rowCount(); ++r) cells << insp->data(insp->index(r, 0), Qt::DisplayRole).toString();
+  EXPECT_TRUE(cells.contains(QStringLiteral("'\\x1b]0;title\\x07'"))) << cells.join(QLatin1Char('|')).toStdString();
+  const auto* table = window_->node_table();
+  const QString source =
+      table->data(table->index(static_cast<int>(id), NodeTableModel::Source), Qt::DisplayRole).toString();
+  EXPECT_EQ(source, QStringLiteral("ev\\x1b[2Jil.py:3"));
+  for (const QString& text : cells + QStringList{source})
+    for (const QChar c : text) EXPECT_FALSE(c.unicode() < 0x20 || (c.unicode() >= 0x7F && c.unicode() < 0xA0));
 }
 
 TEST_F(GuiTest, ModelsPassQAbstractItemModelTester) {

@@ -2,7 +2,8 @@
 // QT_QPA_PLATFORM=offscreen: two replay runs written here (a "graph" record naming a graph JSON
 // beside each trace, "node" records; the candidate's nodes renamed), their findings through
 // compute_node_findings, the model checked with QAbstractItemModelTester, and selecting the
-// finding opens the graph the run names and selects the divergent node on the canvas.
+// finding opens the graph the run names and selects the divergent node on the canvas; on two
+// ranks of a tp group, the origin is listed first and the partner's received finding links to it.
 
 #include "gui/node_findings.hpp"
 
@@ -100,6 +101,84 @@ TEST_F(NodeFindingsTest, SelectingTheFindingOpensTheGraphAndSelectsTheNode) {
   EXPECT_EQ(w.canvas()->selected(), g->find_node("tanh"));
   EXPECT_NE(g->find_node("tanh"), model::kNoNode);
   EXPECT_TRUE(w.messages().contains(QStringLiteral("1 node finding")));
+}
+
+// Two ranks of tp group '3': mm -> all_reduce -> wait_tensor -> mul on each.
+const char* kTpBody = R"FX(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
+all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '3')
+wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
+mul: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mul.Tensor(wait_tensor, wait_tensor)
+return (mul,))FX";
+
+/// A 2-rank replay-like run; `differ[r]`: rank r's nodes whose hash differs from the baseline's.
+void write_tp_run(const std::filesystem::path& dir, const std::vector<std::vector<std::string>>& differ) {
+  model::RunManifest m;
+  m.world_size = 2;
+  m.extra["replay"] = {{"groups", {{"3", {{"ranks", {0, 1}}, {"desc", "mesh_tp"}}}}}};
+  model::write_manifest(dir, m);
+  std::ofstream(dir / "forward.json") << model::graph_to_json(gparity::testing::fx_graph(kTpBody)).dump();
+  for (int rank = 0; rank < 2; ++rank) {
+    model::TraceWriter w(dir, rank);
+    model::GraphRef ref;
+    ref.path = "forward.json";
+    ref.kind = "aot_forward_graph";
+    ref.compile_id = "0/0";
+    w.write_graph(ref);
+    int line = 10;
+    for (const std::string n : {"x", "w", "mm", "all_reduce", "wait_tensor", "mul"}) {
+      const auto& d = differ[static_cast<std::size_t>(rank)];
+      const bool differs = std::find(d.begin(), d.end(), n) != d.end();
+      w.write_raw({{"type", "node"},
+                   {"graph", "aot_forward_graph 0/0"},
+                   {"node", n},
+                   {"op", n == "x" || n == "w" ? "placeholder" : "aten." + n + ".default"},
+                   {"source", "/workspace/train.py:" + std::to_string(line++)},
+                   {"output", 0},
+                   {"dtype", "f32"},
+                   {"shape", {8, 64}},
+                   {"xxh3", differs ? "00000000000000bb" : "00000000000000aa"},
+                   {"shard", differs ? "00000000000000bb" : "00000000000000aa"}});
+    }
+  }
+}
+
+TEST(NodeFindingsAcrossRanks, TheOriginComesFirstAndTheReceivedFindingLinksToIt) {
+  gparity::testing::app();
+  gparity::testing::TempDir tmp;
+  write_tp_run(tmp.path() / "a", {{}, {}});
+  // Rank 1's mm is wrong; rank 0 only gets it through the all-reduce.
+  write_tp_run(tmp.path() / "b",
+               {{"all_reduce", "wait_tensor", "mul"}, {"mm", "all_reduce", "wait_tensor", "mul"}});
+  auto findings = compute_node_findings((tmp.path() / "a").string(), (tmp.path() / "b").string());
+  ASSERT_EQ(findings.size(), 2U);
+  std::reverse(findings.begin(), findings.end());  // the model puts origins first whatever it is given
+  NodeFindingsModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_findings(findings);
+  const auto at = [&](int row, int c) { return model.index(row, c).data().toString(); };
+  EXPECT_EQ(at(0, NodeFindingsModel::Rank), QStringLiteral("1"));
+  EXPECT_EQ(at(0, NodeFindingsModel::Node), QStringLiteral("mm"));
+  EXPECT_EQ(at(0, NodeFindingsModel::Cause), QStringLiteral("origin"));
+  EXPECT_TRUE(at(0, NodeFindingsModel::Origin).isEmpty());
+  EXPECT_EQ(at(1, NodeFindingsModel::Rank), QStringLiteral("0"));
+  EXPECT_EQ(at(1, NodeFindingsModel::Node), QStringLiteral("all_reduce"));
+  EXPECT_EQ(at(1, NodeFindingsModel::Cause), QStringLiteral("received"));
+  EXPECT_EQ(at(1, NodeFindingsModel::Origin), QStringLiteral("rank 1: mm"));
+  EXPECT_TRUE(at(1, NodeFindingsModel::Detail)
+                  .contains(QStringLiteral("received at all_reduce (group tp '3') from rank 1")));
+  EXPECT_EQ(model.origin_row(1), 0);
+  EXPECT_FALSE(model.origin_row(0));
+
+  MainWindow w;
+  w.set_node_findings(findings);
+  w.jump_to_node_finding(1);
+  ASSERT_TRUE(w.wait_idle());
+  ASSERT_TRUE(w.jump_to_origin(1));
+  ASSERT_TRUE(w.wait_idle());
+  EXPECT_EQ(w.current_node_finding(), 0);
+  const auto* g = w.document()->graphs.at(static_cast<std::size_t>(w.current_graph())).graph;
+  EXPECT_EQ(w.canvas()->selected(), g->find_node("mm"));
+  EXPECT_FALSE(w.jump_to_origin(0)) << "an origin links nowhere";
 }
 
 }  // namespace

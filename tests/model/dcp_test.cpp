@@ -313,4 +313,25 @@ TEST(Dcp, RecordReaderTakesEachZipPathToTheSameTensor) {
   EXPECT_THROW((void)read_torch_save_tensor(bad, "bad", b1), InputError);
 }
 
+// A record whose member names climb out of the archive ("../"): refused by name, on the path that
+// reads stored records without the zip library as on the one through it.
+TEST(Dcp, RecordWithDotDotMemberNamesIsRefusedByName) {
+  using gparity::model::read_torch_save_tensor;
+  for (const auto* name : {"record_stored.zip", "record_deflated.zip"}) {
+    std::ifstream f(kData + "/" + name, std::ios::binary);
+    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (auto at = s.find("archive/"); at != std::string::npos; at = s.find("archive/", at + 1))
+      s.replace(at, 8, "../chive");  // same length: every offset stays right
+    std::vector<std::byte> bytes(s.size());
+    std::memcpy(bytes.data(), s.data(), s.size());
+    std::vector<std::byte> buffer;
+    try {
+      (void)read_torch_save_tensor(bytes, name, buffer);
+      FAIL() << name;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("'..' in member path"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/model/base/input_error.hpp"
 #include "core/model/formats/torch_trace.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -113,6 +115,42 @@ TEST(GraphTraceMalformed, CompileIdText) {
   EXPECT_EQ(CompileId::parse("[3/1]")->frame_id, 3);
   EXPECT_FALSE(CompileId::parse("3/"));
   EXPECT_FALSE(CompileId::parse("a/b"));
+}
+
+}  // namespace
+
+namespace {
+
+namespace fs = std::filesystem;
+using gparity::testing::TempDir;
+
+std::string what_of_dir(const std::string& dir) {
+  try {
+    read_torch_trace_dir(dir);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A restarted job leaves a second log of the same rank: every per-rank answer would take one of
+// them, or count the rank twice.
+TEST(GraphTraceMalformed, TwoLogsOfOneRankAreRefusedNamingBoth) {
+  TempDir dir;
+  dir.write("dedicated_log_torch_trace_rank_0_a.log", sample());
+  dir.write("dedicated_log_torch_trace_rank_0_b.log", sample());
+  const auto what = what_of_dir(dir.path().string());
+  EXPECT_NE(what.find("rank 0 is in two logs"), std::string::npos) << what;
+  EXPECT_NE(what.find("rank_0_a.log"), std::string::npos) << what;
+  EXPECT_NE(what.find("rank_0_b.log"), std::string::npos) << what;
+}
+
+TEST(GraphTraceMalformed, SymbolicLinkLoopInTheFolderIsNamed) {
+  TempDir dir;
+  dir.write("dedicated_log_torch_trace_rank_0_a.log", sample());
+  fs::create_symlink(dir.path() / "self", dir.path() / "self");
+  const auto what = what_of_dir(dir.path().string());
+  EXPECT_NE(what.find((dir.path() / "self").string() + ": symbolic link loop"), std::string::npos) << what;
 }
 
 }  // namespace

@@ -57,3 +57,49 @@ TEST(JsonInput, NumberTooLargeForADoubleIsBadInput) {
 
 }  // namespace
 }  // namespace gparity::model
+
+namespace gparity::model {
+namespace {
+
+// Python's json.dumps writes these for a diverging run's loss; they read as null.
+TEST(JsonInput, PythonNanAndInfinityReadAsNull) {
+  const auto j = parse_json(R"({"loss": NaN, "g": [Infinity, -Infinity, 1.5], "s": "NaN"})", "py.json");
+  EXPECT_TRUE(j["loss"].is_null());
+  ASSERT_EQ(j["g"].size(), 3U);
+  EXPECT_TRUE(j["g"][0].is_null());
+  EXPECT_TRUE(j["g"][1].is_null());
+  EXPECT_EQ(j["g"][2].get<double>(), 1.5);
+  EXPECT_EQ(j["s"], "NaN");  // inside a string: data, not a number
+}
+
+TEST(JsonInput, NonFiniteWordsOnlyOutsideStringsAndAsWholeWords) {
+  EXPECT_EQ(python_nonfinite_as_null(R"({"a": "x\" NaN Infinity"})"), std::nullopt);
+  EXPECT_EQ(python_nonfinite_as_null(R"([NaNa, Infinityx])"), std::nullopt);
+  EXPECT_EQ(python_nonfinite_as_null("[NaN,-Infinity]"), std::optional<std::string>("[null,null]"));
+  // Still invalid JSON after the words are replaced: the error names the line.
+  try {
+    parse_json("{\"a\": NaN,\n\"b\": nope}", "bad.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 2);
+  }
+}
+
+TEST(JsonInput, MillionDeepArraysAndObjectsAreRefusedWithoutRecursion) {
+  constexpr std::size_t kDepth = 1000000;
+  const std::string arrays = std::string(kDepth, '[') + std::string(kDepth, ']');
+  std::string objects;
+  for (std::size_t i = 0; i < kDepth; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(kDepth, '}');
+  for (const std::string* doc : {&arrays, static_cast<const std::string*>(&objects)}) {
+    try {
+      parse_json(*doc, "deep.json");
+      FAIL();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("nested deeper than 256"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gparity::model

@@ -273,3 +273,39 @@ TEST(Trace, ScalarBitsDecodeInTheirDtype) {
 }
 
 }  // namespace
+
+namespace {
+
+// A trace written by Python's json (a shim, a script) spells a non-finite value NaN / Infinity:
+// the line is read, and the bits say which value it was.
+TEST(Trace, PythonNanAndInfinityLiteralsReadAsNullValuesWithTheirBits) {
+  TempDir tmp;
+  const auto path = tmp.write(
+      "rank-0.jsonl",
+      R"({"type": "step", "step": 1, "loss": {"value": NaN, "bits": "7fc00000", "dtype": "float32"}, )"
+      R"("grad_norm": {"value": Infinity, "bits": "7f800000", "dtype": "float32"}})"
+      "\n");
+  const auto t = read_rank_trace(path, 0);
+  EXPECT_TRUE(t.issues.empty()) << (t.issues.empty() ? "" : t.issues.front().text());
+  ASSERT_EQ(t.steps.size(), 1U);
+  EXPECT_EQ(t.steps[0].loss->bits, 0x7fc00000U);
+  EXPECT_TRUE(std::isnan(t.steps[0].loss->value));
+  EXPECT_EQ(t.steps[0].grad_norm->bits, 0x7f800000U);
+}
+
+// One line of 10^6 nested arrays costs that line: it is reported with its line number and the
+// lines around it are read.
+TEST(Trace, MillionDeepLineIsOneCorruptLine) {
+  TempDir tmp;
+  const auto good =
+      R"({"type": "step", "step": 1, "loss": {"value": 1.0, "bits": "3f800000", "dtype": "float32"}})";
+  const auto path = tmp.write("rank-0.jsonl", std::string(good) + "\n" + std::string(1000000, '[') +
+                                                  std::string(1000000, ']') + "\n" + good + "\n");
+  const auto t = read_rank_trace(path, 0);
+  EXPECT_EQ(t.steps.size(), 2U);
+  ASSERT_EQ(t.issues.size(), 1U);
+  EXPECT_EQ(t.issues[0].line, 2);
+  EXPECT_NE(t.issues[0].problem.find("nested deeper than"), std::string::npos) << t.issues[0].text();
+}
+
+}  // namespace

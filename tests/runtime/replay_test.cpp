@@ -200,6 +200,18 @@ TEST(Replay, AgainstFindsTheFirstDivergentNode) {
   EXPECT_NE(diff.out.find("first divergent node: s"), std::string::npos) << diff.out;
 }
 
+TEST(Replay, AgainstWithNothingRecordedOnEitherSideIsNothingCompared) {
+  // A graph with no input and no op hashes nothing: equal outputs of nothing are no parity.
+  TempDir dir;
+  const auto graph = dir.write(
+      "nothing.txt", "class GraphModule(torch.nn.Module):\n    def forward(self):\n        return ()\n");
+  const auto r = replay(dir, {graph, "--against", graph});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("NOTHING COMPARED: neither side yielded any node records"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("outputs bitwise equal"), std::string::npos) << r.out;
+}
+
 TEST(Replay, FunctionalCollectivesOnTwoRanks) {
   TempDir dir;
   const auto r = replay(

@@ -2,16 +2,23 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <stdexcept>
 
 namespace gparity::testing {
 
 CommandResult run_command(const std::string& exe, const std::vector<std::string>& args,
                           const std::string& stdin_text) {
+  return run_command(exe, args, stdin_text, ChildLimits{});
+}
+
+CommandResult run_command(const std::string& exe, const std::vector<std::string>& args,
+                          const std::string& stdin_text, const ChildLimits& limits) {
   int in[2], out[2], err[2];
   if (::pipe(in) || ::pipe(out) || ::pipe(err)) throw std::runtime_error("pipe failed");
   const pid_t pid = ::fork();
@@ -21,6 +28,11 @@ CommandResult run_command(const std::string& exe, const std::vector<std::string>
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
+    if (limits.max_file_bytes > 0) {
+      std::signal(SIGXFSZ, SIG_IGN);  // an ignored signal stays ignored across execv
+      const rlimit rl{limits.max_file_bytes, limits.max_file_bytes};
+      if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) ::_exit(126);
+    }
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(exe.c_str()));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

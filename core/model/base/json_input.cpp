@@ -11,8 +11,13 @@ struct DepthExceeded {
   std::size_t position;
 };
 
+bool is_word_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
 template <typename Json>
-Json parse_impl(std::string_view text, const std::string& source, std::int64_t first_line, int max_depth) {
+Json parse_impl(std::string_view text, const std::string& source, std::int64_t first_line, int max_depth,
+                bool retry_nonfinite = true) {
   // The callback sees each value's depth before it is built; throwing aborts at once, so a
   // hostile document costs at most max_depth levels.
   try {
@@ -27,6 +32,11 @@ Json parse_impl(std::string_view text, const std::string& source, std::int64_t f
   } catch (const DepthExceeded&) {
     throw InputError(source, first_line, "JSON nested deeper than " + std::to_string(max_depth) + " levels");
   } catch (const nlohmann::json::parse_error& e) {
+    // Only here, on the slow path: documents without Python's non-finite words cost nothing.
+    if (retry_nonfinite) {
+      if (auto fixed = python_nonfinite_as_null(text))
+        return parse_impl<Json>(*fixed, source, first_line, max_depth, false);
+    }
     const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
     std::string what = e.what();
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at ...".
@@ -43,6 +53,44 @@ Json parse_impl(std::string_view text, const std::string& source, std::int64_t f
 }
 
 }  // namespace
+
+std::optional<std::string> python_nonfinite_as_null(std::string_view text) {
+  std::string out;
+  std::size_t copied = 0;  // text[copied, i) still to be appended to out
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, whatever it is
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != 'N' && c != 'I' && c != '-') continue;
+    if (i > 0 && is_word_char(text[i - 1])) continue;
+    std::size_t len = 0;
+    for (const std::string_view word : {"NaN", "Infinity", "-Infinity"}) {
+      if (text.substr(i, word.size()) == word &&
+          (i + word.size() == text.size() || !is_word_char(text[i + word.size()]))) {
+        len = word.size();
+      }
+    }
+    if (len == 0) continue;
+    out.append(text.substr(copied, i - copied));
+    out += "null";
+    copied = i + len;
+    i += len - 1;
+  }
+  if (copied == 0) return std::nullopt;
+  out.append(text.substr(copied));
+  return out;
+}
 
 std::int64_t line_of_offset(std::string_view text, std::size_t offset) noexcept {
   offset = std::min(offset, text.size());

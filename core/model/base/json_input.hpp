@@ -1,6 +1,7 @@
 #pragma once
-// Parsing untrusted JSON: a depth cap (hostile nesting never exhausts the stack or memory) and
-// errors as InputError with the source, the 1-based line and what is wrong.
+// Parsing untrusted JSON: a depth cap (hostile nesting never exhausts the stack or memory),
+// Python's NaN / Infinity read as null, and errors as InputError with the source, the 1-based line
+// and what is wrong.
 
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,13 @@ nlohmann::json parse_json(std::string_view text, const std::string& source, std:
 /// As parse_json, keeping object keys in document order.
 nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source,
                                           std::int64_t first_line = 1, int max_depth = kMaxJsonDepth);
+
+/// Python's json module writes NaN, Infinity and -Infinity for non-finite floats (a diverging
+/// run's loss), which JSON does not have. A copy of `text` with each such word outside strings
+/// replaced by null, or nullopt when there is none. parse_json falls back to it when a document
+/// does not parse, so those values read as null: gparity's own convention for a non-finite value,
+/// whose bit-pattern field (where the format has one) says which it was.
+std::optional<std::string> python_nonfinite_as_null(std::string_view text);
 
 /// The integer `j` holds when it is a JSON integer that T can represent, else nullopt. Use it
 /// instead of get<T>() on untrusted input: nlohmann's get<T>() static_casts whatever number it

@@ -100,6 +100,8 @@ std::optional<std::vector<ZipEntry>> zip_entries(std::span<const std::byte> zip)
     ZipEntry e;
     if (name_at + *nlen > zip.size()) return std::nullopt;
     e.name = std::string_view(reinterpret_cast<const char*>(zip.data() + name_at), *nlen);
+    // A crafted name ("../x", an absolute path): the zip library's path refuses it by name.
+    if (!unsafe_member_reason(std::string(e.name)).empty()) return std::nullopt;
     const auto lnlen = le(zip, *lho + 26, 2), lelen = le(zip, *lho + 28, 2);
     if (le(zip, *lho, 4) != kLocal || !lnlen || !lelen || !same_name(zip, *lho + 30, *lnlen, e.name))
       return std::nullopt;

@@ -8,11 +8,10 @@
 #include "core/model/formats/pickle/pickle_machine.hpp"
 
 namespace gparity::model {
-namespace {
 
 // "rank" followed by an optional '_' or '-' and digits, anywhere in the file name; the last
 // such match wins (a folder-ish prefix like "ranks_run/" is not part of the name anyway).
-std::int32_t rank_in_name(const std::string& path) {
+std::int32_t rank_in_file_name(const std::string& path) {
   const std::string name = std::filesystem::path(path).filename().string();
   std::int32_t rank = -1;
   for (std::size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
@@ -24,8 +23,6 @@ std::int32_t rank_in_name(const std::string& path) {
   }
   return rank;
 }
-
-}  // namespace
 
 bool looks_like_pickle(std::span<const std::byte> head) noexcept {
   return head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 &&
@@ -57,9 +54,46 @@ std::string flight_recorder_pickle_to_json(std::span<const std::byte> bytes, con
   return pickle::to_json(doc, *doc.root).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::optional<FlightRecorderDump> read_flight_recorder_pickle_if_dump(std::span<const std::byte> bytes,
+                                                                      const std::string& source,
+                                                                      std::string& holds) {
+  const auto doc = pickle::decode(bytes, source);
+  pickle::require_allowed(doc, {});  // plain data only, whatever it turns out to be
+  const auto* items = pickle::as_dict(*doc.root);
+  if (items == nullptr) {
+    const std::string kind = pickle::describe(*doc.root);
+    holds = kind == "None" ? kind : (kind.find_first_of("aeiou") == 0 ? "an " : "a ") + kind;
+    return std::nullopt;
+  }
+  bool has_entries = false;
+  std::string keys;
+  std::size_t listed = 0;
+  for (const auto& [k, v] : *items) {
+    (void)v;
+    if (k->kind != pickle::Kind::Str) continue;
+    const std::string& name = pickle::as_str(doc, *k, "a key");
+    has_entries = has_entries || name == "entries";
+    if (listed++ < 5) {
+      std::string shown = name.substr(0, 40);
+      for (auto& c : shown)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+      keys += (keys.empty() ? "'" : ", '") + shown + "'";
+    }
+  }
+  if (!has_entries) {
+    holds = items->empty() ? "an empty dict"
+                           : "a dict with keys " + keys + (listed > 5 ? ", ..." : "") + " and no 'entries'";
+    return std::nullopt;
+  }
+  FlightRecorderDump d = parse_flight_recorder(
+      pickle::to_json(doc, *doc.root).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), source);
+  if (d.rank < 0) d.rank = rank_in_file_name(source);
+  return d;
+}
+
 FlightRecorderDump parse_flight_recorder_pickle(std::span<const std::byte> bytes, const std::string& source) {
   FlightRecorderDump d = parse_flight_recorder(flight_recorder_pickle_to_json(bytes, source), source);
-  if (d.rank < 0) d.rank = rank_in_name(source);
+  if (d.rank < 0) d.rank = rank_in_file_name(source);
   return d;
 }
 

@@ -5,6 +5,8 @@
 // allow-list: a dump that references any global is refused. Recognised by content.
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +24,17 @@ bool is_flight_recorder_pickle(const std::string& path) noexcept;
 
 /// The dump as the JSON text the JSON reader takes (tuples as arrays, None as null, frames kept).
 std::string flight_recorder_pickle_to_json(std::span<const std::byte> bytes, const std::string& source);
+
+/// A pickle that may or may not be a dump: the dump when its top level is a dict with an
+/// "entries" key, otherwise nullopt with `holds` saying what the pickle holds instead ("a dict
+/// with keys 'hello'", "a list"). A pickle that references any global is refused (InputError),
+/// dump or not: nothing in it is ever imported or called.
+std::optional<FlightRecorderDump> read_flight_recorder_pickle_if_dump(std::span<const std::byte> bytes,
+                                                                      const std::string& source,
+                                                                      std::string& holds);
+
+/// The rank a dump's file name gives: "rank<r>" anywhere in it (also rank_<r>, rank-<r>); -1 when none.
+std::int32_t rank_in_file_name(const std::string& path);
 
 /// Parses a pickled dump. The rank comes from the file name: "rank<r>" anywhere in it
 /// (fr_rank3.pkl, rank3_flight_recorder.pkl, nccl_trace_rank_3).

@@ -50,6 +50,15 @@ void parse_line(std::string_view text, const std::string& source, std::int64_t l
   const auto s = j.find("step");
   if (s == j.end() || !s->is_number_integer()) bad(source, line, "missing integer \"step\"");
   step.step = s->get<std::int64_t>();
+  // A line that says it is another rank's: a file copied or mixed up between ranks or runs would
+  // otherwise stand in for the rank it is named after.
+  if (const auto r = j.find("rank"); r != j.end()) {
+    if (!r->is_number_integer()) bad(source, line, "\"rank\" is not an integer");
+    if (r->get<std::int64_t>() != rank)
+      bad(source, line,
+          "the line is rank " + std::to_string(r->get<std::int64_t>()) + "'s, in the file of rank " +
+              std::to_string(rank));
+  }
   step.loss = TraceScalar::from_bits(hex_field(j, "loss_bits", source, line), DType::F32);
   if (j.contains("grad_norm_bits")) {
     step.grad_norm = TraceScalar::from_bits(hex_field(j, "grad_norm_bits", source, line), DType::F32);

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "core/model/base/atomic_file.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/mapped_file.hpp"
 
@@ -411,17 +411,7 @@ RingRewrite write_ring_orders_file(const std::filesystem::path& dump, const std:
                                    RingPattern p, std::uint64_t seed, int expected_gpus) {
   auto f = read_nccl_graph_file(dump);
   auto rw = rewrite_ring_orders(f, p, seed, expected_gpus);
-  const auto text = write_nccl_graph_xml(f);
-  auto tmp = out;
-  tmp += ".tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o << text;
-    if (!o.flush()) throw InputError(out.string(), "cannot write the rewritten graph file");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) throw InputError(out.string(), "cannot write the rewritten graph file: " + ec.message());
+  write_file_atomically(out, write_nccl_graph_xml(f));
   return rw;
 }
 

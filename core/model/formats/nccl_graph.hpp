@@ -91,8 +91,8 @@ struct RingRewrite {
 /// channel's, or when `expected_gpus` (> 0) differs from the GPUs per channel.
 RingRewrite rewrite_ring_orders(NcclGraphFile& f, RingPattern p, std::uint64_t seed, int expected_gpus = 0);
 
-/// Reads `dump`, rewrites its ring orders and writes `out` (through a temporary file beside it,
-/// so a reader never sees half a file). Throws InputError on a bad dump or an unwritable `out`.
+/// Reads `dump`, rewrites its ring orders and writes `out` (an AtomicFile: a reader never sees
+/// half a file). Throws InputError on a bad dump, OutputError when `out` cannot be written.
 RingRewrite write_ring_orders_file(const std::filesystem::path& dump, const std::filesystem::path& out,
                                    RingPattern p, std::uint64_t seed, int expected_gpus = 0);
 

@@ -18,6 +18,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/graph/fx_text.hpp"
 #include "core/model/graph/graph_json.hpp"
 
@@ -381,10 +382,9 @@ MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions&
   out.path = path;
   std::vector<std::string> files;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
+  if (path_kind(path) == PathKind::Directory) {
     for (const auto& e : fs::directory_iterator(path, ec)) {
-      const auto name = e.path().filename().string();
-      if (!e.is_regular_file()) continue;
+      if (path_kind(e.path()) != PathKind::Regular) continue;  // a looping link throws, naming it
       // By content, not name: stray files (empty logs, notes) in a trace folder are not ranks.
       std::ifstream in(e.path(), std::ios::binary);
       std::string head(4096, '\0');
@@ -421,6 +421,15 @@ MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions&
   }
   std::stable_sort(out.ranks.begin(), out.ranks.end(),
                    [](const TorchTraceRank& a, const TorchTraceRank& b) { return a.rank < b.rank; });
+  // Two logs of one rank (a restarted job writes a second one): every per-rank answer would
+  // silently take one of them, or count the rank twice.
+  for (std::size_t i = 1; i < out.ranks.size(); ++i) {
+    if (out.ranks[i].rank >= 0 && out.ranks[i].rank == out.ranks[i - 1].rank) {
+      throw InputError(path, "rank " + std::to_string(out.ranks[i].rank) +
+                                 " is in two logs: " + out.ranks[i - 1].path + " and " + out.ranks[i].path +
+                                 " (a restarted job writes a second log: keep the one to read)");
+    }
+  }
   return out;
 }
 

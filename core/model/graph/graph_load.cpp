@@ -8,6 +8,8 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
+#include "core/model/formats/format_detect.hpp"
 #include "core/model/formats/pt2.hpp"
 #include "core/model/graph/fx_text.hpp"
 #include "core/model/graph/graph_json.hpp"
@@ -63,26 +65,35 @@ GraphCollection single(const std::string& path, std::string format, std::string 
 }  // namespace
 
 GraphCollection load_graphs(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(path, "no such file or directory");
+  const PathKind kind = path_kind(path);
+  if (kind == PathKind::Missing) throw InputError(path, "no such file or directory");
   GraphCollection c;
-  if (fs::is_directory(path, ec)) {
+  if (kind == PathKind::Directory) {
     c = load_trace(path);
   } else {
+    // By content (format_detect.hpp): logs named *.txt are common, and a pickle or an empty file
+    // is no FX text whatever its name.
+    const auto d = detect_format(path);
+    switch (d.format) {
+      case Format::TorchTrace:
+      case Format::Zip:
+      case Format::GraphJson:
+      case Format::Json:
+      case Format::Text: break;
+      default: throw unrecognized_input(path, d, kGraphFormats);
+    }
     const MappedFile file(path);
     const auto text = file.text();
-    if (looks_like_torch_trace(text.substr(0, 4096))) {  // by content: logs named *.txt are common
+    if (d.format == Format::TorchTrace) {
       c = load_trace(path);
-    } else if (text.starts_with("PK")) {
+    } else if (d.format == Format::Zip) {
       c.path = path;
       c.format = "pt2";
       for (auto& p : read_pt2(path)) {
         c.owned.push_back(std::make_shared<Graph>(std::move(p.graph)));
         c.entries.push_back({-1, {}, "exported_program", 0, c.owned.back().get(), path + "!" + p.member});
       }
-    } else if (text.find_first_not_of(" \t\r\n") != std::string_view::npos &&
-               text[text.find_first_not_of(" \t\r\n")] == '{') {
+    } else if (d.format != Format::Text) {
       c = single(path, "gparity_json", "gparity_graph",
                  graph_from_json(parse_ordered_json(text, path), path));
     } else {

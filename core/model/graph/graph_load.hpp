@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/formats/torch_trace.hpp"
@@ -49,10 +50,15 @@ struct GraphCollection {
   std::vector<std::shared_ptr<Graph>> owned;
 };
 
-/// Detects the format by content (a directory or a file starting with a TORCH_TRACE envelope:
-/// TORCH_TRACE; zip magic: .pt2 archive; JSON with "format": "gparity.graph"; else FX text) and
-/// imports. Throws InputError for unreadable input;
-/// damage inside a trace is reported in `problems`.
+/// What load_graphs reads, for messages.
+inline constexpr std::string_view kGraphFormats[] = {"TORCH_TRACE log or folder", "torch.export .pt2 archive",
+                                                     "gparity graph JSON", "FX print_readable text"};
+
+/// Detects the format by content (core/model/formats/format_detect.hpp: a directory or a file
+/// starting with a TORCH_TRACE envelope: TORCH_TRACE; a zip: .pt2 archive; a JSON object: graph
+/// JSON; UTF-8 text: FX text) and imports. Anything else (empty, a pickle, binary data) is an
+/// InputError naming the file and kGraphFormats; so is unreadable input. Damage inside a trace
+/// is reported in `problems`.
 GraphCollection load_graphs(const std::string& path);
 
 struct GraphSelector {

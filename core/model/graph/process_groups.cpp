@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/model/base/input_error.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/formats/flight_recorder.hpp"
 
 namespace gparity::model {
@@ -132,7 +133,8 @@ std::vector<std::string> flight_recorder_dumps_near(const std::string& path) {
     if (d.empty() || !fs::is_directory(d, ec)) continue;
     for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
       const auto name = it->path().filename().string();
-      if (name.starts_with("rank") && name.ends_with("_flight_recorder.json") && it->is_regular_file(ec))
+      if (name.starts_with("rank") && name.ends_with("_flight_recorder.json") &&
+          path_kind(it->path()) == PathKind::Regular)  // a looping link throws, naming it
         out.push_back(it->path().string());
     }
     if (!out.empty()) break;

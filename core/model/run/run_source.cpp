@@ -9,6 +9,8 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/base/path_kind.hpp"
+#include "core/model/formats/format_detect.hpp"
 #include "core/model/formats/import_samples.hpp"
 #include "core/model/formats/import_tensorboard.hpp"
 #include "core/model/formats/import_titan.hpp"
@@ -24,17 +26,32 @@ int rank_of_file(const std::string& name, std::string_view prefix) {
   const auto digits = std::string_view(name).substr(prefix.size(), name.size() - prefix.size() - 6);
   int r = -1;
   const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
-  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || r < 0) return -1;
+  // Digits only: from_chars would take "-0" (of "rank-0.jsonl", a trace file) as rank 0.
+  if (digits.empty() || digits.front() < '0' || digits.front() > '9' || ec != std::errc() ||
+      p != digits.data() + digits.size() || r < 0)
+    return -1;
   return r;
 }
 
+/// Two entries of one folder that claim the same rank: which one is meant cannot be guessed.
+[[noreturn]] void duplicate_rank(const fs::path& dir, int rank, const std::string& a, const std::string& b) {
+  throw InputError(dir.string(), "rank " + std::to_string(rank) + " is in two places: " + std::min(a, b) +
+                                     " and " + std::max(a, b) + " (keep one)");
+}
+
+/// Files named "<prefix><r>.jsonl", by rank. Chosen by name only: an entry that is not a readable
+/// file (a dangling or looping link, a folder) is still listed, so that reading it names the
+/// problem instead of the rank going silently missing.
 std::map<int, std::string> rank_files(const fs::path& dir, std::string_view prefix) {
   std::map<int, std::string> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const int r = rank_of_file(e.path().filename().string(), prefix);
-    if (r >= 0 && e.is_regular_file()) out[r] = e.path().string();
+    if (r < 0) continue;
+    if (const auto [it, added] = out.emplace(r, e.path().string()); !added)
+      duplicate_rank(dir, r, it->second, e.path().string());
   }
+  if (ec) throw InputError(dir.string(), "cannot list the folder: " + ec.message());
   return out;
 }
 
@@ -96,8 +113,7 @@ std::vector<std::string> event_files(const fs::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && is_tensorboard_event_file(e.path().filename().string()))
-      out.push_back(e.path().string());
+    if (is_tensorboard_event_file(e.path().filename().string())) out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -110,7 +126,9 @@ int rank_of_dir(std::string_view name) {
   if (name.starts_with("_") || name.starts_with("-")) name.remove_prefix(1);
   int r = -1;
   const auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), r);
-  if (name.empty() || ec != std::errc() || p != name.data() + name.size() || r < 0) return -1;
+  if (name.empty() || name.front() < '0' || name.front() > '9' || ec != std::errc() ||
+      p != name.data() + name.size() || r < 0)
+    return -1;
   return r;
 }
 
@@ -123,10 +141,15 @@ std::map<int, std::vector<std::string>> tensorboard_ranks(const fs::path& dir) {
     return out;
   }
   std::error_code ec;
+  std::map<int, std::string> folders;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const int r = e.is_directory() ? rank_of_dir(e.path().filename().string()) : -1;
-    if (r < 0) continue;
-    if (auto files = event_files(e.path()); !files.empty()) out[r] = std::move(files);
+    const int r = rank_of_dir(e.path().filename().string());
+    if (r < 0 || path_kind(e.path()) != PathKind::Directory) continue;
+    auto files = event_files(e.path());
+    if (files.empty()) continue;
+    if (const auto [it, added] = folders.emplace(r, e.path().string()); !added)
+      duplicate_rank(dir, r, it->second, e.path().string());
+    out[r] = std::move(files);
   }
   return out;
 }
@@ -195,10 +218,10 @@ RunSource open_trace_dir(const std::string& dir) {
 }
 
 RunSource open_run(const std::string& path) {
-  std::error_code ec;
   const fs::path p(path);
-  if (fs::is_directory(p, ec)) {
-    if (fs::exists(manifest_path(p), ec)) return open_trace_dir(path);
+  const PathKind kind = path_kind(p);
+  if (kind == PathKind::Directory) {
+    if (path_kind(manifest_path(p)) != PathKind::Missing) return open_trace_dir(path);
     const auto samples = rank_files(p, "rank");
     if (!samples.empty()) return open_samples_dir(path, samples);
     if (!rank_files(p, "rank-").empty()) throw InputError(path, "rank-<r>.jsonl files but no manifest.json");
@@ -207,14 +230,25 @@ RunSource open_run(const std::string& path) {
                      "not a run directory: no manifest.json, no rank<r>.jsonl files and no TensorBoard event "
                      "files (events.out.tfevents.*, directly or in rank_<r>/ folders)");
   }
-  if (!fs::exists(p, ec)) throw InputError(path, "no such file or directory");
+  if (kind == PathKind::Missing) throw InputError(path, "no such file or directory");
+  const auto d = detect_format(path);
+  if (d.format == Format::Missing) throw InputError(path, d.reason);
   const auto name = p.filename().string();
-  // Event file names end in the writer's host name, which may look like a log suffix: first.
-  if (is_tensorboard_event_file(name)) return open_tensorboard(path, {{0, {path}}});
-  if (name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out")) return open_titan_log(path);
-  throw InputError(path,
-                   "not a run: expected a run directory, a console log (.log, .txt, .out) or a TensorBoard "
-                   "event file (events.out.tfevents.*)");
+  // An event file by name is the TensorBoard reader's (it reports damage and truncation itself);
+  // by content whatever its name. Event file names end in the writer's host name, which may look
+  // like a log suffix: first.
+  if (is_tensorboard_event_file(name) || d.format == Format::TensorBoard)
+    return open_tensorboard(path, {{0, {path}}});
+  const bool log_name = name.ends_with(".log") || name.ends_with(".txt") || name.ends_with(".out");
+  if (log_name && d.format == Format::Text) return open_titan_log(path);
+  if (d.format == Format::TorchTrace)
+    throw InputError(path,
+                     "a TORCH_TRACE log holds compiled graphs, not a training run: see `gparity graph "
+                     "ranks` and `gparity collectives`");
+  const std::string what = !log_name && d.format == Format::Text
+                               ? "text, but not named as a console log (.log, .txt, .out)"
+                               : d.describe();
+  throw InputError(path, "not a run: " + what + "; formats tried: " + formats_text(kRunFormats));
 }
 
 }  // namespace gparity::model

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/run/trace_reader.hpp"
@@ -36,7 +37,14 @@ struct RunSource {
   std::function<RankTrace(const RankEntry&)> load;
 };
 
-/// Detects the format of `path` and opens it. Throws InputError when it is none of them.
+/// What open_run reads, for messages.
+inline constexpr std::string_view kRunFormats[] = {
+    "trace v1 folder (manifest.json)", "folder of reference rank<r>.jsonl files",
+    "TensorBoard event file or folder", "torchtitan console log (.log, .txt, .out)"};
+
+/// Detects the format of `path` (files by content: core/model/formats/format_detect.hpp) and
+/// opens it. Throws InputError naming the formats tried when it is none of them (an empty file,
+/// a pickle, a console log that is not text).
 RunSource open_run(const std::string& path);
 
 /// Opens a trace v1 directory (manifest.json required).

@@ -1,8 +1,10 @@
 #include "core/model/run/trace_writer.hpp"
 
 #include <cerrno>
-#include <fstream>
 #include <system_error>
+
+#include "core/model/base/atomic_file.hpp"
+#include "core/model/base/json_output.hpp"
 
 namespace gparity::model {
 namespace {
@@ -23,17 +25,7 @@ std::filesystem::path manifest_path(const std::filesystem::path& run_dir) {
 
 void write_manifest(const std::filesystem::path& run_dir, const RunManifest& manifest) {
   std::filesystem::create_directories(run_dir);
-  const auto final_path = manifest_path(run_dir);
-  auto tmp = final_path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) io_error(tmp, "cannot create");
-    out << to_json(manifest).dump(2) << '\n';
-    out.flush();
-    if (!out) io_error(tmp, "cannot write");
-  }
-  std::filesystem::rename(tmp, final_path);
+  write_file_atomically(manifest_path(run_dir), json_output(to_json(manifest)) + '\n');
 }
 
 void TraceWriter::FileCloser::operator()(std::FILE* f) const noexcept {

@@ -22,8 +22,12 @@ std::filesystem::path rank_trace_path(const std::filesystem::path& run_dir, int 
 /// Path of the manifest: <dir>/manifest.json.
 std::filesystem::path manifest_path(const std::filesystem::path& run_dir);
 
-/// Writes manifest.json (creating the directory). Written to a temporary name and renamed, so
-/// readers never see half a manifest. Throws std::system_error on I/O failure.
+/// Writes manifest.json (creating the directory) through an AtomicFile (base/atomic_file.hpp):
+/// readers never see half a manifest. Throws OutputError naming the file and the OS error, or
+/// std::filesystem::filesystem_error when the directory cannot be made. The manifest declares
+/// the steps the run will record before any is written: a comparison counts every declared step
+/// its trace lacks as missing evidence (INCOMPLETE, exit 1), so a run cut short by a full disk
+/// is never taken for a complete one.
 void write_manifest(const std::filesystem::path& run_dir, const RunManifest& manifest);
 
 class TraceWriter {

@@ -125,6 +125,37 @@ void GroupComm::barrier(const char* what) {
   impl_->world->store_barrier(what);
 }
 
+std::vector<std::string> GroupComm::all_gather_text(const std::string& key, const std::string& text) {
+  const std::string prefix = "gparity/replay/exchange/" + key + "/";
+  try {
+    impl_->store->set(prefix + std::to_string(impl_->env.rank),
+                      std::vector<std::uint8_t>(text.begin(), text.end()));
+    std::vector<std::string> out;
+    for (int r = 0; r < impl_->env.world_size; ++r) {
+      const auto bytes = impl_->store->get(prefix + std::to_string(r));
+      out.emplace_back(bytes.begin(), bytes.end());
+    }
+    return out;
+  } catch (const std::exception& e) {
+    throw RankFailure("exchange \"" + key + "\" between ranks failed (a rank stopped?): " + e.what());
+  }
+}
+
+struct CollectiveResults::Impl {
+  struct Entry {
+    std::string signature;
+    c10::IValue value;
+  };
+  std::map<std::pair<std::string, std::int64_t>, Entry> kept;
+  std::map<std::string, std::int64_t> next;  // per group: the sequence number of the next collective
+};
+
+CollectiveResults::CollectiveResults() : impl_(std::make_unique<Impl>()) {}
+CollectiveResults::~CollectiveResults() = default;
+std::size_t CollectiveResults::size() const noexcept {
+  return impl_->kept.size();
+}
+
 namespace detail {
 namespace {
 
@@ -466,6 +497,82 @@ c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy,
   const auto dst = tensors_of(original), src = tensors_of(result);
   for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i].copy_(src[i]);
   return original;
+}
+
+namespace {
+
+/// The group a collective runs on, as replay names it ("3", legacy "ranks:0,1"), and its
+/// signature: the op and every argument but tensors and the group.
+std::pair<std::string, std::string> group_and_signature(std::string_view op, bool legacy,
+                                                        const std::vector<c10::IValue>& args) {
+  const auto& names = *collective_params(op, legacy);
+  std::string group, signature(op);
+  for (std::size_t i = 0; i < names.size() && i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (names[i] == "group_name" && a.isString()) {
+      group = a.toStringRef();
+    } else if (names[i] == "ranks" && a.isIntList()) {
+      for (const auto r : a.toIntVector()) group += (group.empty() ? "ranks:" : ",") + std::to_string(r);
+    } else if (names[i] != "tag" && !a.isTensor() && !a.isTensorList() && !a.isList()) {
+      std::ostringstream os;
+      os << a;
+      signature += " " + names[i] + "=" + os.str();
+    } else if (a.isList() && !a.isTensorList()) {
+      std::ostringstream os;
+      os << a;
+      if (os.str().find("Tensor") == std::string::npos) signature += " " + names[i] + "=" + os.str();
+    }
+  }
+  return {group, signature};
+}
+
+c10::IValue deep_clone(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().defined() ? c10::IValue(v.toTensor().clone()) : v;
+  if (v.isTensorList() || v.isList()) {
+    c10::List<at::Tensor> out;
+    for (const auto& t : tensors_of(v)) out.push_back(t.clone());
+    return out;
+  }
+  return v;
+}
+
+}  // namespace
+
+void restart_collectives(CollectiveResults& results) {
+  results.impl().next.clear();
+}
+
+void keep_collective(CollectiveResults& results, std::string_view op, bool legacy,
+                     const std::vector<c10::IValue>& args, const c10::IValue& result) {
+  if (op == "wait_tensor") return;
+  auto& r = results.impl();
+  auto [group, signature] = group_and_signature(op, legacy, args);
+  const auto seq = r.next[group]++;
+  // A copy: the graph may write the result in place after the collective.
+  const c10::InferenceMode normal(false);
+  r.kept[{group, seq}] = {std::move(signature), deep_clone(result)};
+}
+
+c10::IValue take_collective(CollectiveResults& results, std::string_view op, bool legacy,
+                            std::vector<c10::IValue>& args) {
+  if (op == "wait_tensor") return args[0];
+  auto& r = results.impl();
+  const auto [group, signature] = group_and_signature(op, legacy, args);
+  const auto seq = r.next[group]++;
+  const auto it = r.kept.find({group, seq});
+  if (it == r.kept.end())
+    throw ReplayError("collective #" + std::to_string(seq) + " on process group \"" + group + "\" (" +
+                      signature + ") has no counterpart in the run whose results it takes");
+  if (it->second.signature != signature)
+    throw ReplayError("collective #" + std::to_string(seq) + " on process group \"" + group + "\" is " +
+                      signature + " here but " + it->second.signature + " in the run whose results it takes");
+  const c10::IValue& kept = it->second.value;
+  const bool in_place = op.ends_with('_') || op == "all_gather_into_tensor_out";
+  if (!in_place) return kept;
+  const std::size_t target = op == "all_gather_into_tensor_out" ? args.size() - 1 : 0;
+  const auto dst = tensors_of(args[target]), src = tensors_of(kept);
+  for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i].copy_(src[i]);
+  return args[target];
 }
 
 }  // namespace detail

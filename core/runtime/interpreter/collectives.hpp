@@ -39,9 +39,35 @@ class GroupComm {
   /// While a CUDA graph is captured, collectives are only enqueued: waiting with a timeout
   /// polls CUDA events on the host, which a capture forbids.
   void set_graph_capture(bool capturing) noexcept;
+  /// Every rank's `text` under `key`, by rank, through the rendezvous store (no communicator);
+  /// every rank must call it with the same key. Throws RankFailure after the timeout.
+  std::vector<std::string> all_gather_text(const std::string& key, const std::string& text);
 
   struct Impl;
   Impl& impl() noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The results of a run's functional collectives (wait_tensor aside) by process group and
+/// per-group sequence number, each with its signature (the op and its arguments other than
+/// tensors and the group): one run keeps them (InterpretOptions::keep_collectives), a later run
+/// of another graph takes them instead of communicating (take_collectives). `replay --coor` runs
+/// a rank's coor graph so, alone, with the results its own graph's collectives had: its group
+/// partners' correct inputs. Taking a result for a collective the keeping run did not have, or
+/// had with another signature, is a ReplayError naming both.
+class CollectiveResults {
+ public:
+  CollectiveResults();
+  ~CollectiveResults();
+  CollectiveResults(const CollectiveResults&) = delete;
+  CollectiveResults& operator=(const CollectiveResults&) = delete;
+  [[nodiscard]] std::size_t size() const noexcept;
+
+  struct Impl;
+  Impl& impl() noexcept { return *impl_; }
+  [[nodiscard]] const Impl& impl() const noexcept { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

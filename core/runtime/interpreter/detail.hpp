@@ -77,3 +77,22 @@ const std::vector<std::string>* collective_params(std::string_view op, bool lega
 c10::IValue run_collective(GroupComm* comm, std::string_view op, bool legacy, std::vector<c10::IValue>& args);
 
 }  // namespace gparity::runtime::detail
+
+namespace gparity::runtime {
+class CollectiveResults;
+}
+
+namespace gparity::runtime::detail {
+
+/// Restarts the per-group sequence numbers (a run begins).
+void restart_collectives(CollectiveResults& results);
+/// Keeps a copy of a collective's result (run_collective's) under its group and sequence number.
+void keep_collective(CollectiveResults& results, std::string_view op, bool legacy,
+                     const std::vector<c10::IValue>& args, const c10::IValue& result);
+/// The kept result of the collective with this group and sequence number, written into the
+/// target of an in-place form as run_collective would; throws ReplayError when there is none or
+/// its signature differs.
+c10::IValue take_collective(CollectiveResults& results, std::string_view op, bool legacy,
+                            std::vector<c10::IValue>& args);
+
+}  // namespace gparity::runtime::detail

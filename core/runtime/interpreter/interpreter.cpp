@@ -671,7 +671,13 @@ struct Interpreter::Impl {
             forget_hashes();
             std::vector<c10::IValue> args;
             for (const auto* v : s.values) args.push_back(v ? detail::plain_value(*v, ctx()) : c10::IValue());
-            env[s.node] = detail::run_collective(o.comm, s.name, s.legacy, args);
+            if (o.take_collectives != nullptr) {
+              env[s.node] = detail::take_collective(*o.take_collectives, s.name, s.legacy, args);
+            } else {
+              env[s.node] = detail::run_collective(o.comm, s.name, s.legacy, args);
+              if (o.keep_collectives != nullptr)
+                detail::keep_collective(*o.keep_collectives, s.name, s.legacy, args, env[s.node]);
+            }
             break;
           }
           case StepKind::HigherOrder: env[s.node] = higher_order(s, inputs, sink); break;
@@ -734,6 +740,8 @@ struct Interpreter::Impl {
     // dispatch keys (the same kernels, so the same bits).
     const c10::InferenceMode no_autograd;
     if (reseed) at::manual_seed(o.rng_seed);
+    for (auto* c : {o.keep_collectives, o.take_collectives})
+      if (c != nullptr) detail::restart_collectives(*c);
     std::vector<model::NodeRecord> outputs;
     with_pending([&] { execute(inputs, sink, &bound, &outputs); }, sink, &outputs);
     return outputs;

@@ -37,8 +37,9 @@ class ReplayError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class GroupComm;    // collectives.hpp
-class InputSource;  // inputs.hpp
+class GroupComm;          // collectives.hpp
+class CollectiveResults;  // collectives.hpp
+class InputSource;        // inputs.hpp
 
 struct InterpretOptions {
   std::string label;           // the graph's name in records and messages ("a", "fw", ...)
@@ -54,6 +55,11 @@ struct InterpretOptions {
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
+  /// Keep a copy of every collective's result here, by group and per-group sequence number ...
+  CollectiveResults* keep_collectives = nullptr;
+  /// ... or take each collective's result from here instead of communicating (`replay --coor`
+  /// runs a rank's coor graph alone with the results its own graph's collectives had).
+  CollectiveResults* take_collectives = nullptr;
   /// Every run starts from this seed of the default CPU and CUDA generators, so random ops and
   /// the RNG state some ops return (the philox seed and offset of SDPA's efficient attention)
   /// are the same in every execution that is compared.

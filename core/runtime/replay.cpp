@@ -1,0 +1,552 @@
+// The orchestration of `gparity replay` on one rank (replay.hpp).
+
+#include "core/runtime/replay.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+
+#include "core/model/base/atomic_file.hpp"
+#include "core/model/base/display_text.hpp"
+#include "core/model/base/input_error.hpp"
+#include "core/model/base/json_output.hpp"
+#include "core/model/graph/graph_json.hpp"
+#include "core/model/run/trace_writer.hpp"
+#include "core/runtime/clock.hpp"
+#include "core/runtime/cuda_graph.hpp"
+#include "core/runtime/gpu_share.hpp"
+#include "core/runtime/interpreter/captured_replay.hpp"
+#include "core/runtime/interpreter/collectives.hpp"
+#include "core/runtime/interpreter/device_remap.hpp"
+#include "core/runtime/interpreter/inputs.hpp"
+#include "core/runtime/interpreter/interpreter.hpp"
+#include "core/runtime/launcher.hpp"
+
+namespace gparity::runtime {
+
+using json = nlohmann::json;
+
+std::vector<std::string> own_command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(f, a, '\0');) args.push_back(a);
+  return args;
+}
+
+namespace {
+
+std::string own_executable() {
+  std::vector<char> buf(4096);
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string("gparity-run");
+}
+
+/// pick()'s rank when the caller names none: the source's first rank. (An int, not an optional:
+/// GCC 12 cannot follow an optional through pick()'s inlining, -Wmaybe-uninitialized.)
+constexpr int kNoRank = -1;
+
+const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path, int rank,
+                              const std::string& kind, const std::string& compile_id,
+                              std::optional<std::size_t> index) {
+  model::GraphSelector s;
+  if (!c.ranks.empty()) s.rank = rank == kNoRank ? c.ranks.front() : rank;
+  s.kind = kind;
+  s.occurrence = index;
+  if (!compile_id.empty()) {
+    s.compile = model::CompileId::parse(compile_id);
+    if (!s.compile) throw model::InputError(compile_id, "not a compile id (expected e.g. 0/0 or 0/0_1)");
+  }
+  const auto found = model::select_graphs(c, s);
+  if (found.empty())
+    throw model::InputError(path, "no graph matches the selection" +
+                                      (s.rank ? " for rank " + std::to_string(*s.rank) : std::string()) +
+                                      " (see `gparity graph list " + path + "`)");
+  if (found.size() > 1) {
+    std::string which;
+    for (const auto* e : found)
+      which += "\n  --compile-id " + e->compile.text() + " --graph " + e->kind + " --index " +
+               std::to_string(e->occurrence);
+    throw model::InputError(path,
+                            std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
+  }
+  const model::GraphEntry& e = *found.front();
+  // Statements the reader could not parse stay in the graph as opaque text, which cannot run:
+  // refuse the graph here, naming the damage by file and line (the failing node would quote the
+  // whole statement, megabytes of it for a hostile one).
+  if (e.graph->total_opaque() > 0) {
+    // The graph's own problem: in its file, at or after its envelope's line (a trace "log:line").
+    const model::TraceProblem* first = nullptr;
+    for (const auto& p : c.problems) {
+      std::int64_t from = 0;
+      if (e.source.starts_with(p.source + ":")) {
+        const auto line = std::string_view(e.source).substr(p.source.size() + 1);
+        std::from_chars(line.data(), line.data() + line.size(), from);
+      } else if (e.source != p.source && !e.source.starts_with(p.source + "!")) {
+        continue;
+      }
+      if (p.line >= from && (first == nullptr || p.line < first->line)) first = &p;
+    }
+    if (first != nullptr)
+      throw model::InputError(
+          first->source, first->line,
+          first->problem + " (the graph keeps that statement as text: it cannot be replayed)");
+  }
+  return e;
+}
+
+GroupRanks group_ranks(const model::ProcessGroupTable& table) {
+  GroupRanks groups;
+  for (const auto& g : table.groups()) groups[g.name] = std::vector<int>(g.ranks.begin(), g.ranks.end());
+  return groups;
+}
+
+std::map<std::string, std::int64_t> parse_syms(const std::vector<std::string>& syms) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& s : syms) {
+    const auto eq = s.find('=');
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
+      std::size_t used = 0;
+      out[s.substr(0, eq)] = std::stoll(s.substr(eq + 1), &used);
+      if (used != s.size() - eq - 1) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--sym takes NAME=INTEGER, got \"" + s + "\"");
+    }
+  }
+  return out;
+}
+
+InputOptions input_options(const ReplayOptions& o, int rank) {
+  InputOptions io;
+  io.safetensors = o.inputs;
+  io.seed = o.seed;
+  io.per_rank = o.per_rank_inputs;
+  io.rank = rank;
+  if (!o.int_range.empty()) {
+    const auto colon = o.int_range.find(':', 1);
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      io.int_range =
+          std::pair{std::stoll(o.int_range.substr(0, colon)), std::stoll(o.int_range.substr(colon + 1))};
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--int-range takes LO:HI, got \"" + o.int_range + "\"");
+    }
+  }
+  return io;
+}
+
+json timing_json(const std::vector<double>& ms) {
+  return {{"runs", ms.size()},
+          {"median_ms", median(ms)},
+          {"min_ms", ms.empty() ? 0.0 : *std::min_element(ms.begin(), ms.end())},
+          {"ms", ms}};
+}
+
+json memory_json(const DeviceMemory& m) {
+  return {{"peak_allocated", m.peak_allocated}, {"peak_reserved", m.peak_reserved}};
+}
+
+/// What rank 0 says when ranks share GPUs: the map, and the groups left without a GPU per rank
+/// (a collective on one of them is refused when the graph reaches it).
+std::string gpu_sharing_note(const std::vector<int>& gpu_of_rank, int gpus, const GroupRanks& groups) {
+  std::string note =
+      std::to_string(gpu_of_rank.size()) + " ranks on " + std::to_string(gpus) + " GPU(s), rank->GPU:";
+  for (std::size_t r = 0; r < gpu_of_rank.size(); ++r)
+    note += (r ? ", " : " ") + std::to_string(r) + "->" + std::to_string(gpu_of_rank[r]);
+  std::string shared;
+  for (const auto& [name, ranks] : groups)
+    if (!gpu_share_conflict(ranks, gpu_of_rank).empty()) shared += (shared.empty() ? "" : ", ") + name;
+  return note + (shared.empty()
+                     ? "; every process group has a GPU per rank"
+                     : "; process group(s) " + shared +
+                           " share a GPU, so a collective on them would be refused (NCCL needs a GPU "
+                           "per rank of a group)");
+}
+
+}  // namespace
+
+struct ReplaySession::Impl {
+  ReplayOptions o;
+  std::ostream& out;
+  std::ostream& err;
+  RankEnv env;
+  model::GraphCollection coll;
+  std::optional<model::GraphCollection> other;  // --against's source
+  GroupRanks groups;
+  std::vector<int> gpu_of_rank;
+  std::string device;
+  std::map<std::string, std::int64_t> symbols;
+  InputOptions inputs_opts;
+  std::vector<ReplayJob> jobs;
+  std::unique_ptr<GroupComm> comm;
+  std::unique_ptr<model::TraceWriter> writer;
+  CollectiveResults own_collectives;  // --coor: the own job's collective results, for run_alone()
+  json summary;
+
+  Impl(ReplayOptions options, std::ostream& o_, std::ostream& e_)
+      : o(std::move(options)), out(o_), err(e_), env(rank_env_from_environment()) {}
+
+  [[nodiscard]] int device_index() const { return o.device == "cuda" ? env.local_rank : -1; }
+
+  /// With fewer GPUs than ranks on one node, the GPU of every rank (share_gpus: ranks of a
+  /// process group on distinct GPUs), and this rank's put in env.local_rank; else empty, every
+  /// rank on GPU LOCAL_RANK.
+  std::vector<int> place_on_gpus() {
+    if (o.device != "cuda") return {};
+    const int visible = cuda_device_count();
+    if (visible == 0) require_cuda_device(env.local_rank);  // says there is no GPU here
+    if (o.gpus > visible)
+      throw std::invalid_argument("--gpus " + std::to_string(o.gpus) + ": this machine has " +
+                                  std::to_string(visible) + " GPU(s)");
+    const int gpus = o.gpus > 0 ? o.gpus : visible;
+    const bool one_node = env.local_world_size == env.world_size;
+    if (!one_node || (env.world_size <= gpus && env.local_rank < gpus)) {
+      require_cuda_device(env.local_rank);
+      return {};
+    }
+    auto map = share_gpus(env.world_size, gpus, groups);
+    env.local_rank = map[static_cast<std::size_t>(env.rank)];
+    if (env.rank == 0) err << "gparity replay: " << gpu_sharing_note(map, gpus, groups) << std::endl;
+    return map;
+  }
+
+  ReplayJob job(std::string label, const model::GraphEntry& e) const {
+    ReplayPlacement p;
+    p.source_rank = std::max(e.rank, 0);
+    p.target_rank = env.rank;
+    p.device = device;
+    p.groups = &o.groups;
+    return ReplayJob{std::move(label), &e, hoist_for_replay(*e.graph, p), {}, {}};
+  }
+
+  void select_jobs() {
+    const bool multi = coll.ranks.size() > 1;
+    const int own_rank = o.rank ? *o.rank : (multi ? env.rank : kNoRank);
+    if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
+      throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
+    const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
+    jobs.push_back(job(o.against.empty() && !o.coor ? (o.kind.empty() ? std::string("graph") : o.kind)
+                                                    : (o.coor ? "own" : "a"),
+                       own));
+    if (!o.against.empty()) {
+      other = model::load_graphs(o.against);
+      const auto& b = pick(*other, o.against, own_rank, o.against_kind.empty() ? o.kind : o.against_kind,
+                           o.compile_id, o.index);
+      jobs.push_back(job("b", b));
+    } else if (o.coor) {
+      jobs.push_back(job("coor", pick(coll, o.source, kNoRank, o.kind, o.compile_id, o.index)));
+    }
+    for (const auto& j : jobs)
+      for (const auto& u : j.hoisted.unresolved)
+        err << "rank " << env.rank << ": " << model::shown(j.label) << ": hoisting left "
+            << model::shown(u.text) << " of node " << model::shown(u.node) << " (" << model::shown(u.target)
+            << ", " << model::shown(u.field) << ") as it is: " << model::shown(u.message) << std::endl;
+  }
+
+  void write_manifest() const {
+    model::RunManifest m;
+    m.run_id = "gparity-replay-" + std::to_string(getpid());
+    m.world_size = env.world_size;
+    for (int r = 0; r < env.world_size; ++r)
+      m.ranks.push_back({r, r, "", o.device == "cuda" ? "cuda:" + std::to_string(r) : "cpu"});
+    m.framework_versions = {{"torch", torch_version()}, {"gparity", "0.1.0"}};
+    m.command_line = o.command_line;
+    // The group table: comparisons of replay runs match collectives across ranks by it.
+    json table = json::object();
+    for (const auto& g : o.groups.groups()) table[g.name] = {{"ranks", g.ranks}, {"desc", g.desc}};
+    m.extra["replay"] = {{"source", o.source}, {"against", o.against}, {"coor", o.coor},
+                         {"seed", o.seed},     {"groups", table},      {"flight_recorder", o.group_dumps}};
+    model::write_manifest(o.out, m);
+  }
+
+  /// Writes the graph a job runs (as hoisted and placed) as graph JSON into the run directory,
+  /// graphs/<label>.rank<r>.json, and a "graph" record naming it by its label, so that `gparity
+  /// compare` of two replay runs aligns their nodes through the graphs. Subgraphs run by
+  /// higher-order ops (records labelled "<label>/<subgraph>") get a file and a record each.
+  void write_graph_records(const ReplayJob& j) {
+    namespace fs = std::filesystem;
+    fs::create_directories(fs::path(o.out) / "graphs");
+    const auto write = [&](const auto& self, const model::Graph& g, const std::string& label) -> void {
+      std::string file = label;
+      std::replace_if(
+          file.begin(), file.end(), [](char c) { return c == '/' || c == '\\' || c == ' '; }, '.');
+      const std::string rel = "graphs/" + file + ".rank" + std::to_string(env.rank) + ".json";
+      model::write_file_atomically(fs::path(o.out) / rel,
+                                   model::json_output(model::graph_to_json(g), -1) + '\n');
+      model::GraphRef ref;
+      ref.path = rel;
+      ref.kind = j.entry->kind;
+      if (j.entry->compile.frame_id >= 0) ref.compile_id = j.entry->compile.text();
+      ref.extra = {{"name", label}, {"source", j.entry->source}};
+      if (j.entry->rank >= 0) ref.extra["rank"] = j.entry->rank;
+      writer->write_graph(ref);
+      for (const auto& sub : g.subgraphs) self(self, sub, label + "/" + std::string(sub.str(sub.name)));
+    };
+    write(write, j.hoisted.graph, j.label);
+  }
+
+  InterpretOptions interpret_options(const ReplayJob& j) const {
+    InterpretOptions io;
+    io.label = j.label;
+    io.source = j.entry->source;
+    io.device = device;
+    io.hash = !o.no_hash;
+    io.node_xxh3 = o.node_hash == "both";
+    io.view_hashes = !o.no_view_hashes;
+    io.symbols = symbols;
+    io.comm = comm.get();
+    io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
+    return io;
+  }
+
+  /// --repeat: the graph again on the same bound inputs, each run timed (device synchronised),
+  /// hashing as the recorded run did (the records are not written again).
+  std::vector<double> timed_reruns(Interpreter& interp, InputSource& inputs) const {
+    std::vector<double> ms;
+    for (int r = 0; r < o.repeat; ++r)
+      ms.push_back(
+          timed_on_device(device_index(), [&] { (void)interp.rerun(inputs, {.hash = !o.no_hash}); }));
+    return ms;
+  }
+
+  /// Runs job `j` once (records written, top-level ones kept), then the timed reruns.
+  void run_job(ReplayJob& j, CollectiveResults* keep, CollectiveResults* take) {
+    auto io = interpret_options(j);
+    io.keep_collectives = keep;
+    io.take_collectives = take;
+    Interpreter interp(j.hoisted.graph, io);
+    InputSource inputs(inputs_opts);
+    std::size_t count = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    j.outputs = interp.run(inputs, [&](const model::NodeRecord& r) {
+      writer->write_node(r);
+      if (r.graph == j.label) j.records.push_back(r);
+      ++count;
+    });
+    const double ms = ms_since(t0);
+    const auto reruns = take != nullptr ? std::vector<double>{} : timed_reruns(interp, inputs);
+    json g = {{"label", j.label},
+              {"source", j.entry->source},
+              {"ops", interp.op_nodes()},
+              {"tensors", count},
+              {"ms", ms},
+              {"hoisted",
+               {{"device", j.hoisted.count(model::HoistChangeKind::DeviceLiteral)},
+                {"annotation", j.hoisted.count(model::HoistChangeKind::Annotation)},
+                {"group", j.hoisted.count(model::HoistChangeKind::ProcessGroup)},
+                {"unresolved", j.hoisted.unresolved.size()}}}};
+    if (!reruns.empty()) {
+      g["repeat"] = timing_json(reruns);
+      const auto p = interp.last_run_profile();
+      g["repeat"]["last_run_hashing"] = {{"record_ms", p.record_ms},   {"enqueue_ms", p.enqueue_ms},
+                                         {"collect_ms", p.collect_ms}, {"batches", p.batches},
+                                         {"tensors", p.tensors},       {"bytes", p.bytes},
+                                         {"same_bytes", p.same_bytes}};
+    }
+    summary["graphs"].push_back(std::move(g));
+    if (!o.json) {
+      out << "rank " << env.rank << ": " << model::shown(j.label) << " (" << model::shown(j.entry->source)
+          << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";
+      if (!reruns.empty())
+        out << "; " << reruns.size() << " more runs" << (o.no_hash ? " without hashing" : "") << ": median "
+            << median(reruns) << " ms";
+      out << std::endl;
+    }
+  }
+
+  /// --cuda-graph: the graph uncaptured and captured (core/runtime/interpreter/captured_replay),
+  /// both hashed after they finish; records labelled with the job's label and "cuda-graph".
+  void run_captured_job() {
+    ReplayJob captured = jobs[0];
+    captured.label = "cuda-graph";
+    write_graph_records(captured);
+    auto& plain = jobs[0];
+    const auto keep = [&](std::vector<model::NodeRecord>& into, const std::string& label) {
+      return [&into, this, label, top = plain.label](const model::NodeRecord& r) {
+        model::NodeRecord copy = r;
+        const bool top_level = copy.graph == top;
+        copy.graph = label + copy.graph.substr(top.size());
+        writer->write_node(copy);
+        if (top_level) into.push_back(std::move(copy));
+      };
+    };
+    auto io = interpret_options(plain);
+    io.hash = true;
+    Interpreter interp(plain.hoisted.graph, io);
+    InputSource inputs(inputs_opts);
+    CapturedReplayOptions co;
+    co.device_index = env.local_rank;
+    co.warmup = o.cuda_graph_warmup;
+    co.runs = std::max(1, o.repeat);
+    co.check = o.cuda_graph_check;
+    co.comm = comm.get();
+    interp.bind_inputs(inputs);
+    const auto r = run_captured(interp, inputs, co, keep(plain.records, plain.label),
+                                keep(captured.records, "cuda-graph"));
+    plain.outputs = r.uncaptured_outputs;
+    captured.outputs = r.captured_outputs;
+    json cg = {{"warmup", co.warmup},
+               {"static_inputs", r.static_inputs},
+               {"static_bytes", r.static_bytes},
+               {"copied_inputs", r.copied_inputs},
+               {"copies_per_replay", r.copies.copies_per_replay()},
+               {"bytes_per_replay", r.copies.bytes_per_replay()},
+               {"uncaptured", timing_json(r.uncaptured_ms)},
+               {"captured", timing_json(r.replay_ms)},
+               {"memory_uncaptured", memory_json(r.uncaptured_memory)},
+               {"memory_captured", memory_json(r.captured_memory)},
+               {"check", co.check}};
+    summary["cuda_graph"] = cg;
+    writer->write_event({"cuda_graph", std::nullopt, "captured replay", cg});
+    if (!o.json)
+      out << "rank " << env.rank << ": " << model::shown(plain.label) << " captured as a CUDA graph ("
+          << r.static_inputs << " static inputs, " << r.copied_inputs.size() << " copied per replay, "
+          << r.copies.bytes_per_replay() << " bytes): uncaptured " << median(r.uncaptured_ms)
+          << " ms, replay " << median(r.replay_ms) << " ms (median of " << co.runs << ")" << std::endl;
+    jobs.push_back(std::move(captured));
+  }
+};
+
+void check_replay_options(const ReplayOptions& o) {
+  if (!o.against.empty() && o.coor) throw std::invalid_argument("--against and --coor exclude each other");
+  if (o.cuda_graph && (!o.against.empty() || o.coor || o.device != "cuda" || o.no_hash))
+    throw std::invalid_argument(
+        "--cuda-graph runs one graph on --device cuda and compares hashes (no --against, --coor or "
+        "--no-hash)");
+  if ((!o.against.empty() || o.coor) && o.no_hash)
+    throw std::invalid_argument("--against and --coor compare hashes: drop --no-hash");
+}
+
+ReplaySession::ReplaySession(ReplayOptions options, std::ostream& out, std::ostream& err)
+    : impl_(std::make_unique<Impl>(std::move(options), out, err)) {
+  auto& m = *impl_;
+  const auto& o = m.o;
+  check_replay_options(o);
+  m.coll = model::load_graphs(o.source);
+  m.groups = group_ranks(o.groups);
+  m.gpu_of_rank = m.place_on_gpus();
+  m.device = o.device == "cuda" ? "cuda:" + std::to_string(m.env.local_rank) : "cpu";
+  m.symbols = parse_syms(o.syms);
+  m.inputs_opts = input_options(o, m.env.rank);
+  m.select_jobs();
+  if (m.env.world_size > 1) {
+    const auto backend = o.device == "cuda" ? CommBackend::Nccl : CommBackend::Gloo;
+    const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+    m.comm = std::make_unique<GroupComm>(m.env, backend, m.groups, timeout, m.gpu_of_rank);
+  }
+  if (m.env.rank == 0) m.write_manifest();
+  m.writer = std::make_unique<model::TraceWriter>(o.out, m.env.rank);
+  for (const auto& j : m.jobs) m.write_graph_records(j);
+  m.summary = {{"rank", m.env.rank}, {"graphs", json::array()}};
+}
+
+ReplaySession::~ReplaySession() = default;
+
+int ReplaySession::rank() const noexcept {
+  return impl_->env.rank;
+}
+int ReplaySession::world_size() const noexcept {
+  return impl_->env.world_size;
+}
+const ReplayOptions& ReplaySession::options() const noexcept {
+  return impl_->o;
+}
+bool ReplaySession::comparing() const noexcept {
+  return impl_->jobs.size() == 2;
+}
+const std::vector<ReplayJob>& ReplaySession::jobs() const noexcept {
+  return impl_->jobs;
+}
+
+void ReplaySession::run() {
+  auto& m = *impl_;
+  if (m.o.cuda_graph) {
+    m.run_captured_job();
+    return;
+  }
+  // --coor on several ranks: the own job keeps its collectives' results for run_alone().
+  const bool keep = m.o.coor && m.env.world_size > 1;
+  for (std::size_t j = 0; j < m.jobs.size(); ++j)
+    m.run_job(m.jobs[j], keep && j == 0 ? &m.own_collectives : nullptr, nullptr);
+}
+
+std::vector<std::string> ReplaySession::exchange(const std::string& key, const std::string& text) {
+  if (!impl_->comm) return {text};
+  return impl_->comm->all_gather_text(key, text);
+}
+
+std::vector<model::NodeRecord> ReplaySession::run_alone(std::string& problem) {
+  auto& m = *impl_;
+  if (!m.o.coor || m.jobs.size() < 2) throw std::logic_error("run_alone without --coor");
+  ReplayJob alone = m.jobs[1];
+  alone.label = "coor-alone";
+  alone.records.clear();
+  alone.outputs.clear();
+  m.write_graph_records(alone);
+  try {
+    m.run_job(alone, nullptr, &m.own_collectives);
+  } catch (const ReplayError& e) {
+    problem = e.what();
+    return {};
+  }
+  return alone.records;
+}
+
+int ReplaySession::finish(const std::string& text, const std::string& overall, const json& verdict,
+                          int code) {
+  auto& m = *impl_;
+  if (!text.empty()) {
+    m.summary["verdict"] = verdict;
+    m.writer->write_event({"replay_verdict", std::nullopt, text, verdict});
+    if (!m.o.json) {
+      if (m.env.rank == 0 && !overall.empty()) m.out << model::shown(overall) << std::endl;
+      m.out << "rank " << m.env.rank << ": " << model::shown(text) << std::endl;
+    }
+  }
+  if (m.comm) m.comm->barrier("end of replay");
+  if (m.o.json) m.out << model::json_output(m.summary, -1) << std::endl;
+  return code;
+}
+
+ReplayLaunch launch_replay_ranks(int nproc, double timeout_s, bool json_lines, std::ostream& out,
+                                 std::ostream& err) {
+  LaunchOptions lo;
+  lo.nproc = nproc;
+  lo.exe = own_executable();
+  const auto cmdline = own_command_line();
+  for (std::size_t i = 1; i < cmdline.size(); ++i) {
+    if (cmdline[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (!cmdline[i].starts_with("--nproc=")) lo.args.push_back(cmdline[i]);
+  }
+  lo.grace = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000) + 3000);
+  const auto result = launch_local(lo, [&](int rank, bool is_stderr, std::string_view line) {
+    auto& stream = is_stderr ? err : out;
+    if (json_lines && !is_stderr) {
+      stream << line << std::endl;
+    } else {
+      stream << "[rank " << rank << "] " << model::shown(line) << std::endl;
+    }
+  });
+  ReplayLaunch r;
+  for (const auto& e : result.exits) {
+    if (e.signalled || e.exit_code > 1) {
+      r.exit_code = 2;
+    } else if (e.exit_code == 1 && r.exit_code == 0) {
+      r.exit_code = 1;
+    }
+  }
+  if (r.exit_code == 2) r.failure = result.failure;
+  return r;
+}
+
+}  // namespace gparity::runtime

@@ -1,0 +1,125 @@
+#pragma once
+// The orchestration of `gparity replay` (docs/replay.md) on one rank: the graph source loaded, the
+// graphs this rank runs selected and hoisted to it (own and coor for --coor, a and b for
+// --against, one graph otherwise), the GPU placement, the process groups, the run directory
+// (manifest with the group table, graph JSON and "graph" records, node records), the runs (plain,
+// timed reruns, or uncaptured and captured for --cuda-graph), and the end: the verdict event and
+// line, the barrier, the --json summary.
+//
+// The verdict itself is diff/replay_verdict's (the runtime does not depend on diff/): the front
+// end hands it the jobs' records, and this session the two things it needs from the ranks:
+// exchange() (text through the rendezvous store) and run_alone() (--coor: the coor graph run
+// again with every collective taking the result the own graph's had: its partners' correct
+// inputs; the own run keeps those results for it).
+//
+// Bad input (a graph, node, op or input that cannot run; an unknown group) throws ReplayError or
+// model::InputError naming it; a rank that stops throws RankFailure.
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/graph/graph_load.hpp"
+#include "core/model/graph/hoist.hpp"
+#include "core/model/graph/process_groups.hpp"
+#include "core/model/run/trace_schema.hpp"
+
+namespace gparity::runtime {
+
+struct ReplayOptions {
+  std::string source;
+  std::string against;  // --against B
+  bool coor = false;    // --coor
+  std::string kind, against_kind, compile_id;
+  std::optional<std::size_t> index;
+  std::optional<int> rank;  // --rank R: every rank runs R's graph
+  std::string device = "cpu";
+  std::string out;  // run directory
+  std::string inputs;
+  std::uint64_t seed = 0;
+  std::string int_range;
+  bool per_rank_inputs = false;
+  std::vector<std::string> syms;         // NAME=INTEGER
+  model::ProcessGroupTable groups;       // --group, Flight Recorder dumps
+  std::vector<std::string> group_dumps;  // the dumps the table was read from (manifest)
+  bool no_hash = false;
+  std::string node_hash = "both";
+  bool no_view_hashes = false;
+  int repeat = 0;  // timed runs after the recorded one
+  bool cuda_graph = false;
+  int cuda_graph_warmup = 2;
+  bool cuda_graph_check = false;
+  bool json = false;
+  double timeout_s = 120;
+  int gpus = 0;                           // 0: every visible GPU
+  std::vector<std::string> command_line;  // for the manifest
+};
+
+/// One graph this rank runs, as it runs it (hoisted to this rank), and what the run recorded.
+struct ReplayJob {
+  std::string label;  // its records' graph label: "own", "coor", "a", "b", the kind, "cuda-graph"
+  const model::GraphEntry* entry = nullptr;
+  model::HoistResult hoisted;
+  std::vector<model::NodeRecord> records;  // top-level node records (subgraphs' are written only)
+  std::vector<model::NodeRecord> outputs;  // the graph outputs' records
+};
+
+/// Options that exclude each other (--against with --coor; --cuda-graph with either, with
+/// --no-hash or off CUDA; a comparison with --no-hash): std::invalid_argument saying which.
+void check_replay_options(const ReplayOptions& o);
+
+class ReplaySession {
+ public:
+  /// Loads and selects the graphs, places the rank, joins the process groups (more than one
+  /// rank), writes the manifest (rank 0) and the graphs' records. `out` gets progress lines
+  /// (none with --json), `err` warnings (hoisting left something as it was, GPU sharing).
+  ReplaySession(ReplayOptions options, std::ostream& out, std::ostream& err);
+  ~ReplaySession();
+  ReplaySession(const ReplaySession&) = delete;
+  ReplaySession& operator=(const ReplaySession&) = delete;
+
+  [[nodiscard]] int rank() const noexcept;
+  [[nodiscard]] int world_size() const noexcept;
+  [[nodiscard]] const ReplayOptions& options() const noexcept;
+  /// Two executions to compare (--against, --coor, --cuda-graph after run()).
+  [[nodiscard]] bool comparing() const noexcept;
+  [[nodiscard]] const std::vector<ReplayJob>& jobs() const noexcept;
+
+  /// Runs every job (records written as they come; --repeat: timed reruns), or with --cuda-graph
+  /// the graph uncaptured and captured (two jobs: the graph's label and "cuda-graph").
+  void run();
+  /// Every rank's text under `key`, by rank (this rank's alone without other ranks).
+  std::vector<std::string> exchange(const std::string& key, const std::string& text);
+  /// --coor: the coor job's graph again, labelled "coor-alone", every collective taking the
+  /// result the own job's collective with the same group and per-group sequence number had; its
+  /// top-level records (written too), or `problem` set when a collective has no such result.
+  std::vector<model::NodeRecord> run_alone(std::string& problem);
+  /// The end of the replay: with a verdict (text non-empty), the "replay_verdict" event and the
+  /// lines ("all ranks: ..." first on rank 0, then this rank's); the barrier; the --json summary
+  /// with `verdict`. Returns `code`.
+  int finish(const std::string& text, const std::string& overall, const nlohmann::json& verdict, int code);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ReplayLaunch {
+  int exit_code = 0;    // 0 every rank exited 0, 1 one found a divergence, 2 one failed
+  std::string failure;  // which rank failed and how, when exit_code is 2
+};
+/// `--nproc N`: starts N local ranks of this very command (this executable, its arguments
+/// without --nproc); their lines go to `out` / `err` tagged "[rank r]" (stdout lines as they are
+/// with --json).
+ReplayLaunch launch_replay_ranks(int nproc, double timeout_s, bool json, std::ostream& out,
+                                 std::ostream& err);
+
+/// This process's command line, as /proc/self/cmdline has it.
+std::vector<std::string> own_command_line();
+
+}  // namespace gparity::runtime

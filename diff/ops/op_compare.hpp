@@ -1,0 +1,128 @@
+#pragma once
+// `gparity compare EAGER COMPILED` on op logs (docs/ops.md): where did compiled training first
+// leave eager, on every rank? Each rank's eager and compiled logs are aligned step by step
+// (op_align.hpp) and judged:
+//  - parity: every eager op's value was found in the compiled run (by a strong hash);
+//  - otherwise the first divergent eager op (in eager order; the innermost call when calls
+//    nest): op, nn.Module, source line, step, phase, its compiled counterpart(s), and its cause:
+//      origin      its inputs' values are in the compiled run: the divergence starts here;
+//      propagated  an input already differed (the op that made it is named);
+//      received    a collective whose local inputs are equal but whose output is not: the
+//                  ranks whose inputs to that collective differ are named;
+//      follows step N  an input that no op of this step made (a parameter, an optimizer state)
+//                  differs, and step N already diverged on this rank;
+//      input       such an input differs with no earlier divergence seen: the step was fed
+//                  other values;
+//    with the ops that carry it on (its divergent consumers, transitively) and other origins
+//    that do not follow from it;
+//  - later steps of a diverged rank are reported as following from the first when their first
+//    divergent op's differing inputs were made before the step.
+// The cross-rank part (received) is deliberately small: the k-th collective of one op name in
+// a step on one rank meets the k-th of that name on every other rank (c10d::* lines do not name
+// their process group). diff/causality holds the general causal order; this hook is where it
+// plugs in.
+// Reports name the deciding hash functions; DebugMode's hash_tensor is order-blind and 0 for
+// any constant tensor (weak: never evidence), norm is closeness, not identity (a warning).
+// Exit: 0 parity, 1 divergence or incomplete evidence (damaged lines, a rank or step on one side
+// only), 2 unusable input (no hashes, no common hash function) or nothing compared.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/model/ops/op_log.hpp"
+#include "core/model/ops/op_run.hpp"
+#include "diff/finding.hpp"
+#include "diff/ops/op_align.hpp"
+
+namespace gparity::diff::ops {
+
+enum class OpCause : std::uint8_t { Origin, Propagated, Received, FollowsStep, Input };
+/// "origin", "propagated", "received", "follows step", "input".
+std::string_view op_cause_name(OpCause c) noexcept;
+
+enum class InputState : std::uint8_t { Equal, Differs, Unknown };
+
+struct InputCheck {
+  std::uint32_t arg = 0;
+  InputState state = InputState::Unknown;
+  std::int32_t producer = -1;  // eager position of the record that made it in this step
+  bool by_hash = false;        // decided by the argument's own hash (else by its producer)
+};
+
+/// Whether a record is a collective (c10d::*, functional collectives; not a wait).
+bool is_collective(std::string_view op) noexcept;
+
+/// The collectives of every rank, by (step, op name, per-rank sequence number), and whether each
+/// rank's inputs to it differed between eager and compiled.
+class CollectiveInputs {
+ public:
+  void record(int rank, std::int64_t step, std::string_view op, std::size_t sequence, bool inputs_differ);
+  /// The ranks other than `rank` whose inputs to that collective differed, ascending.
+  [[nodiscard]] std::vector<int> ranks_with_differing_inputs(std::int64_t step, std::string_view op,
+                                                             std::size_t sequence, int rank) const;
+
+ private:
+  std::map<std::tuple<std::int64_t, std::string, std::size_t>, std::vector<std::pair<int, bool>>> members_;
+};
+
+struct OpDivergence {
+  std::uint32_t record = 0;  // position in the eager slice
+  OpCause cause = OpCause::Origin;
+  std::vector<InputCheck> inputs;  // of the record (of its collective, for a wait)
+  std::int32_t collective = -1;    // a wait's collective (eager position), when the cause was judged there
+  std::vector<int> from_ranks;     // received: members whose inputs differed
+  std::int64_t follows_step = 0;   // follows step: the earlier divergent step of the rank
+  std::vector<std::uint32_t> carriers;  // divergent consumers, transitively, first few by position
+  std::size_t carried_total = 0;
+  std::vector<std::uint32_t> other_origins;  // divergent ops not downstream of it whose inputs agree
+  std::size_t other_origin_total = 0;
+};
+
+struct StepVerdict {
+  std::int64_t step = 0;
+  OpSlice eager, compiled;
+  SliceAlignment alignment;
+  std::size_t divergent = 0, unobserved = 0, weak_only = 0, unhashed = 0;
+  std::optional<OpDivergence> first;
+};
+
+struct RankVerdict {
+  int rank = 0;
+  std::vector<StepVerdict> steps;  // steps both sides have, ascending
+  [[nodiscard]] const StepVerdict* first_divergent() const;
+};
+
+/// One rank's logs of one side (a file per step, or one file of every step).
+struct RankLogs {
+  int rank = 0;
+  std::vector<model::ops::OpLog> logs;
+};
+
+struct OpCompareOptions {
+  std::string title = "gparity compare";
+  std::string eager_name = "eager";  // paths or labels, for the report header
+  std::string compiled_name = "compiled";
+  bool allow_incomplete = false;
+  std::size_t max_listed = 5;  // carriers, counterparts, other origins listed per finding
+};
+
+/// Compares logs already read. Returns the exit code; the report goes to `out`.
+int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
+                    const OpCompareOptions& options, FindingConsumer& out);
+
+/// Reads both runs (model::ops::open_op_run) and compares them. Throws InputError when a
+/// file cannot be read at all.
+int compare_op_runs(const model::ops::OpRun& eager, const model::ops::OpRun& compiled,
+                    OpCompareOptions options, FindingConsumer& out);
+
+/// The verdicts behind a comparison, for tests and the viewer (no report): ranks and steps that
+/// both sides have. `choice` must be usable.
+std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
+                                       const std::vector<RankLogs>& compiled, const HashChoice& choice,
+                                       std::size_t max_listed = 5);
+
+}  // namespace gparity::diff::ops

@@ -1,0 +1,415 @@
+// Op-level alignment and verdicts (diff/ops) on the PyTorch 2.11 DebugMode samples in
+// tests/data/ops (facts in their README.md files) and on small logs written here the way
+// DebugMode writes them.
+
+#include "diff/ops/op_compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/model/ops/debugmode.hpp"
+#include "core/model/ops/op_run.hpp"
+
+namespace gparity::diff::ops {
+namespace {
+
+using model::ops::OpLog;
+using model::ops::Phase;
+
+const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/";
+
+std::vector<RankLogs> load(const std::string& dir) {
+  const auto run = model::ops::open_op_run(dir);
+  std::vector<RankLogs> out;
+  for (const int r : run.ranks()) {
+    RankLogs rl{r, {}};
+    for (const auto* f : run.files_of(r)) rl.logs.push_back(model::ops::read_op_run_file(*f));
+    out.push_back(std::move(rl));
+  }
+  return out;
+}
+
+struct Compared {
+  int code = -1;
+  CollectingConsumer report;
+  [[nodiscard]] std::vector<const Finding*> of_kind(std::string_view kind) const {
+    std::vector<const Finding*> out;
+    for (const auto& f : report.findings) {
+      if (f.kind == kind) out.push_back(&f);
+    }
+    return out;
+  }
+};
+
+Compared compare(const std::vector<RankLogs>& e, const std::vector<RankLogs>& c,
+                 bool allow_incomplete = false) {
+  Compared r;
+  OpCompareOptions o;
+  o.allow_incomplete = allow_incomplete;
+  r.code = compare_op_logs(e, c, o, r.report);
+  return r;
+}
+
+std::vector<RankVerdict> judge(const std::vector<RankLogs>& e, const std::vector<RankLogs>& c) {
+  const HashChoice choice = choose_hashes(e.front().logs.front(), c.front().logs.front());
+  EXPECT_TRUE(choice.usable());
+  return judge_op_logs(e, c, choice);
+}
+
+std::string_view op_of(const OpSlice& s, std::uint32_t i) {
+  return s.log->op_name(s.at(i));
+}
+
+// ---- the shared sample: eager, eager_repeat, compile, compile_gelu --------------------------------
+
+TEST(OpCompareSample, EagerRepeatIsParity) {
+  const auto e = load(kData + "debugmode/eager");
+  const auto c = compare(e, load(kData + "debugmode/eager_repeat"));
+  EXPECT_EQ(c.code, 0);
+  EXPECT_EQ(c.report.verdict.exit_code, 0);
+  ASSERT_EQ(c.report.checks.size(), 2u);
+  for (const auto& ch : c.report.checks) EXPECT_EQ(ch.outcome, Check::Outcome::Pass);
+  EXPECT_EQ(c.report.verdict.data["decided_by"], "hash_tensor");
+  const auto steps = c.of_kind("op_step_compared");
+  ASSERT_EQ(steps.size(), 4u);  // 2 ranks x 2 steps
+  for (const auto* f : steps) {
+    EXPECT_EQ(f->values["eager_ops"], 271);
+    EXPECT_EQ(f->values["compiled_ops"], 271);
+    EXPECT_EQ(f->values["divergent_ops"], 0);
+    EXPECT_GT(f->values["values_matched"].get<int>(), 250);
+    EXPECT_EQ(f->values["compiled_only_ops"], 0);  // the same program: every op pairs
+  }
+}
+
+TEST(OpCompareSample, CompileIsParityAlthoughTheOpSequencesDiffer) {
+  const auto e = load(kData + "debugmode/eager");
+  const auto cl = load(kData + "debugmode/compile");
+  const auto c = compare(e, cl);
+  EXPECT_EQ(c.code, 0);
+  EXPECT_TRUE(c.of_kind("op_divergence").empty());
+  for (const auto* f : c.of_kind("op_step_compared")) {
+    EXPECT_EQ(f->values["eager_ops"], 271);
+    EXPECT_EQ(f->values["compiled_ops"], 316);
+    EXPECT_EQ(f->values["divergent_ops"], 0);
+    EXPECT_GT(f->values["compiled_only_ops"].get<int>(), 0);  // extra detaches
+  }
+  // eager's one unbind pairs with the compiled run's three selects, by their values.
+  const auto v = judge(e, cl);
+  const StepVerdict& sv = v[0].steps[0];
+  std::uint32_t unbind = 0;
+  while (op_of(sv.eager, unbind) != "aten::unbind.int") ++unbind;
+  const auto cps = sv.alignment.counterparts_of(unbind);
+  ASSERT_EQ(cps.size(), 3u);
+  for (const auto cp : cps) EXPECT_EQ(op_of(sv.compiled, cp), "aten::select.int");
+  EXPECT_EQ(sv.alignment.eager[unbind].paired_by, PairedBy::Value);
+  // ... and the backward's gelu_backward pairs with the compiled one although the order differs.
+  std::uint32_t gb = 0;
+  while (op_of(sv.eager, gb) != "aten::gelu_backward") ++gb;
+  ASSERT_EQ(sv.alignment.counterparts_of(gb).size(), 1u);
+  EXPECT_EQ(op_of(sv.compiled, sv.alignment.counterparts_of(gb)[0]), "aten::gelu_backward");
+  EXPECT_EQ(sv.eager.at(gb).phase, Phase::Backward);
+}
+
+TEST(OpCompareSample, CompileGeluNamesTheGeluOfTheFirstLayerOnBothRanks) {
+  const auto e = load(kData + "debugmode/eager");
+  const auto cl = load(kData + "debugmode/compile_gelu");
+  const auto c = compare(e, cl);
+  EXPECT_EQ(c.code, 1);
+  EXPECT_EQ(c.report.verdict.exit_code, 1);
+  const auto first = c.of_kind("op_divergence");
+  ASSERT_EQ(first.size(), 2u);  // one per rank
+  for (int rank = 0; rank < 2; ++rank) {
+    const Finding& f = *first[static_cast<std::size_t>(rank)];
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(f.where.rank, rank);
+    EXPECT_EQ(f.where.step, 1);
+    EXPECT_EQ(f.where.node, "aten::gelu");
+    EXPECT_EQ(f.values["cause"], "origin");
+    EXPECT_EQ(f.values["eager"]["phase"], "forward");
+    EXPECT_EQ(f.values["eager"]["source"]["file"], "/workspace/train_debugmode.py");
+    EXPECT_EQ(f.values["eager"]["source"]["line"], 37);
+    EXPECT_EQ(f.values["eager"]["line"], 32);  // the first of the two gelus: layers.0's
+    EXPECT_EQ(f.values["eager"]["index"], 22);
+    EXPECT_EQ(f.values["decided_by"], "hash_tensor");
+    // Its input (the w1 output) equals eager's by its hash.
+    ASSERT_EQ(f.values["inputs"].size(), 1u);
+    EXPECT_EQ(f.values["inputs"][0]["state"], "equal");
+    EXPECT_EQ(f.values["inputs"][0]["decided_by"], "its hash");
+    // The compiled run's tanh approximation: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x^3))).
+    std::vector<std::string> ops;
+    for (const auto& cp : f.values["compiled"]) ops.push_back(cp["op"]);
+    EXPECT_EQ(ops.size(), 9u);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten::tanh"), 1);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten::mul.Tensor"), 6);
+    EXPECT_EQ(f.values["paired_by"], "decomposition");
+    // Everything downstream carries it: the next layer, the loss, the whole backward.
+    EXPECT_GT(f.values["carried_total"].get<int>(), 200);
+    EXPECT_EQ(f.values["carriers"][0]["op"], "aten::view");
+    EXPECT_EQ(f.values["other_origin_total"], 0);
+  }
+  // Step 2 follows from step 1 on both ranks: the embedding's weight differs.
+  const auto follows = c.of_kind("op_divergence_follows");
+  ASSERT_EQ(follows.size(), 2u);
+  for (const auto* f : follows) {
+    EXPECT_EQ(f->where.step, 2);
+    EXPECT_EQ(f->where.node, "aten::embedding");
+    EXPECT_EQ(f->values["cause"], "follows step");
+    EXPECT_EQ(f->values["follows_step"], 1);
+    EXPECT_EQ(f->values["inputs"][0]["state"], "differs");
+  }
+  EXPECT_NE(c.report.verdict.headline.find("aten::gelu"), std::string::npos);
+  EXPECT_NE(c.report.verdict.headline.find("train_debugmode.py:37"), std::string::npos);
+  EXPECT_NE(c.report.verdict.headline.find("origin"), std::string::npos);
+}
+
+// ---- the module-path sample: record_nn_module, norm+hash_tensor, a bug on rank 1 only -------------
+
+TEST(OpCompareNnModSample, CompileIsParityByTwoHashFunctions) {
+  const auto c = compare(load(kData + "debugmode_nnmod/eager"), load(kData + "debugmode_nnmod/compile"));
+  EXPECT_EQ(c.code, 0);
+  EXPECT_EQ(c.report.verdict.data["decided_by"], "hash_tensor+norm");
+}
+
+TEST(OpCompareNnModSample, RankOneIsTheOriginRankZeroReceivesThroughTheAllReduce) {
+  const auto c =
+      compare(load(kData + "debugmode_nnmod/eager"), load(kData + "debugmode_nnmod/compile_gelu_rank1"));
+  EXPECT_EQ(c.code, 1);
+  const auto first = c.of_kind("op_divergence");
+  ASSERT_EQ(first.size(), 2u);
+  const Finding& r0 = *first[0];
+  const Finding& r1 = *first[1];
+  EXPECT_EQ(r1.where.rank, 1);
+  EXPECT_EQ(r1.where.node, "aten::gelu");
+  EXPECT_EQ(r1.values["eager"]["module"], "Net.layers.0");
+  EXPECT_EQ(r1.values["eager"]["source"]["line"], 41);
+  EXPECT_EQ(r1.values["cause"], "origin");
+  EXPECT_EQ(r0.where.rank, 0);
+  EXPECT_EQ(r0.where.step, 1);
+  EXPECT_EQ(r0.where.node, "c10d::allreduce_");
+  EXPECT_EQ(r0.values["eager"]["phase"], "optimizer");
+  EXPECT_EQ(r0.values["cause"], "received");
+  EXPECT_EQ(r0.values["from_ranks"], nlohmann::json::array({1}));
+  EXPECT_EQ(r0.values["carriers"][0]["op"], "aten::div_.Tensor");
+  // The headline leads with the origin.
+  EXPECT_NE(c.report.verdict.headline.find("rank 1"), std::string::npos);
+  EXPECT_NE(c.report.verdict.headline.find("Net.layers.0"), std::string::npos);
+  EXPECT_EQ(c.of_kind("op_divergence_follows").size(), 2u);
+}
+
+// ---- small logs: what the alignment tolerates and what it does not --------------------------------
+
+/// One op line in 2.11's form with one-function hashes: args and outputs as "t$N: f32[4]".
+std::string op(const std::string& name, const std::vector<std::pair<std::string, std::uint64_t>>& args,
+               const std::vector<std::pair<std::string, std::uint64_t>>& outs) {
+  std::string a, ih, o, oh;
+  for (const auto& [t, h] : args) {
+    a += (a.empty() ? "" : ", ") + t;
+    ih += "(" + std::to_string(h) + ",), ";
+  }
+  for (const auto& [t, h] : outs) {
+    o += (o.empty() ? "" : ", ") + ("'" + t + "'");
+    oh += "(" + std::to_string(h) + ",), ";
+  }
+  const std::string out_text = outs.size() == 1 ? outs[0].first : "(" + o + ")";
+  const std::string out_hash =
+      outs.size() == 1 ? "(" + std::to_string(outs[0].second) + ",)" : "(" + oh + ")";
+  return "    " + name + "(" + a + ")  ->  " + out_text + "  # {'input_hash': ((" + ih +
+         "), {}), 'hash': " + out_hash + "}\n";
+}
+
+std::vector<RankLogs> logs_of(const std::vector<std::string>& per_rank, const char* side) {
+  std::vector<RankLogs> out;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    RankLogs rl{static_cast<int>(r), {}};
+    rl.logs.push_back(model::ops::parse_debugmode_text(
+        per_rank[r], std::string(side) + "/rank" + std::to_string(r) + "_step1.debug.txt",
+        static_cast<int>(r), 1));
+    out.push_back(std::move(rl));
+  }
+  return out;
+}
+
+TEST(OpAlign, DecompositionFunctionalizationAndOneSidedOps) {
+  const std::string eager =
+      op("aten::mm", {{"t$0: f32[4]", 11}, {"t$1: f32[4]", 12}}, {{"t$2: f32[4]", 13}}) +
+      op("aten::native_layer_norm", {{"t$2: f32[4]", 13}}, {{"t$3: f32[4]", 14}}) +
+      op("aten::add_.Tensor", {{"t$3: f32[4]", 14}, {"t$0: f32[4]", 11}}, {{"t$3: f32[4]", 15}}) +
+      op("aten::detach", {{"t$3: f32[4]", 15}}, {{"t$4: f32[4]", 15}});
+  const std::string compiled =
+      op("aten::mm", {{"t$0: f32[4]", 11}, {"t$1: f32[4]", 12}}, {{"t$2: f32[4]", 13}}) +
+      op("aten::var_mean.correction", {{"t$2: f32[4]", 13}}, {{"t$3: f32[1]", 21}, {"t$4: f32[1]", 22}}) +
+      op("aten::rsqrt", {{"t$3: f32[1]", 21}}, {{"t$5: f32[1]", 23}}) +
+      op("aten::mul.Tensor", {{"t$2: f32[4]", 13}, {"t$5: f32[1]", 23}}, {{"t$6: f32[4]", 14}}) +
+      op("aten::add.Tensor", {{"t$6: f32[4]", 14}, {"t$0: f32[4]", 11}}, {{"t$7: f32[4]", 15}}) +
+      op("aten::view", {{"t$7: f32[4]", 15}}, {{"t$8: f32[4]", 15}});
+  const auto e = logs_of({eager}, "eager");
+  const auto c = logs_of({compiled}, "compiled");
+  const auto v = judge(e, c);
+  const StepVerdict& sv = v[0].steps[0];
+  EXPECT_FALSE(sv.first);  // every eager value is in the compiled run
+  // native_layer_norm's value comes out of the decomposition's last op.
+  ASSERT_EQ(sv.alignment.counterparts_of(1).size(), 1u);
+  EXPECT_EQ(op_of(sv.compiled, sv.alignment.counterparts_of(1)[0]), "aten::mul.Tensor");
+  // add_ (in place) pairs with the functional add; the eager detach with the compiled view.
+  EXPECT_EQ(op_of(sv.compiled, sv.alignment.counterparts_of(2)[0]), "aten::add.Tensor");
+  EXPECT_EQ(sv.alignment.compiled_only, 2u);  // var_mean and rsqrt: compiled only
+  EXPECT_EQ(compare(e, c).code, 0);
+}
+
+TEST(OpAlign, AFusedIntermediateIsUnobservedNotDivergent) {
+  // Inductor-style: the compiled run never writes mul's value, but add (which reads it) agrees.
+  const std::string eager =
+      op("aten::mul.Tensor", {{"t$0: f32[4]", 11}, {"t$1: f32[4]", 12}}, {{"t$2: f32[4]", 13}}) +
+      op("aten::add.Tensor", {{"t$2: f32[4]", 13}, {"t$1: f32[4]", 12}}, {{"t$3: f32[4]", 14}});
+  const std::string compiled =
+      op("aten::fused", {{"t$0: f32[4]", 11}, {"t$1: f32[4]", 12}}, {{"t$3: f32[4]", 14}});
+  const auto v = judge(logs_of({eager}, "e"), logs_of({compiled}, "c"));
+  EXPECT_FALSE(v[0].steps[0].first);
+  EXPECT_EQ(v[0].steps[0].alignment.eager[0].status, ValueStatus::Unobserved);
+  EXPECT_EQ(v[0].steps[0].unobserved, 1u);
+}
+
+TEST(OpAlign, ADifferentDtypeOrSizeIsNotTheSameValue) {
+  // hash_tensor hashes float64 copies: f32 and bf16 tensors of equal values hash alike.
+  const std::string eager = op("aten::mm", {{"t$0: f32[4]", 11}}, {{"t$1: f32[4]", 13}});
+  const std::string compiled = op("aten::mm", {{"t$0: f32[4]", 11}}, {{"t$1: bf16[4]", 13}});
+  const auto v = judge(logs_of({eager}, "e"), logs_of({compiled}, "c"));
+  ASSERT_TRUE(v[0].steps[0].first);
+  EXPECT_EQ(v[0].steps[0].first->cause, OpCause::Origin);
+  // Name pairing still finds the compiled mm as its counterpart.
+  EXPECT_EQ(v[0].steps[0].alignment.eager[0].paired_by, PairedBy::Name);
+}
+
+TEST(OpAlign, HashZeroIsNeverEvidence) {
+  // Constant tensors hash to 0 under hash_tensor: found, but weakly.
+  const std::string eager =
+      op("aten::ones", {}, {{"t$0: f32[4]", 0}}) +
+      op("aten::mul.Tensor", {{"t$0: f32[4]", 0}, {"t$1: f32[4]", 7}}, {{"t$2: f32[4]", 9}});
+  const std::string compiled =
+      op("aten::full", {}, {{"t$0: f32[4]", 0}}) +
+      op("aten::mul.Tensor", {{"t$0: f32[4]", 0}, {"t$1: f32[4]", 7}}, {{"t$2: f32[4]", 9}});
+  const auto v = judge(logs_of({eager}, "e"), logs_of({compiled}, "c"));
+  const auto& a = v[0].steps[0].alignment;
+  EXPECT_EQ(a.eager[0].status, ValueStatus::WeakMatched);
+  EXPECT_EQ(a.eager[1].status, ValueStatus::Matched);
+  EXPECT_EQ(a.values_weak, 1u);
+  EXPECT_EQ(a.values_matched, 1u);
+  // Only weak values on both sides: nothing compared, exit 2, never parity.
+  const auto weak_only = compare(logs_of({op("aten::zeros", {}, {{"t$0: f32[4]", 0}})}, "e"),
+                                 logs_of({op("aten::zeros", {}, {{"t$0: f32[4]", 0}})}, "c"));
+  EXPECT_EQ(weak_only.code, 2);
+  EXPECT_EQ(weak_only.of_kind("nothing_compared").size(), 1u);
+  EXPECT_EQ(weak_only.report.verdict.data["nothing_compared"], true);
+}
+
+TEST(OpAlign, ReceivedThroughAFunctionalCollectiveNamesTheRanksWhoseInputsDiffer) {
+  // Rank 1 computes x wrong before an all-reduce; rank 0's x is right, its reduced value is not.
+  // The all_reduce's own output hash is taken before the wait: the wait_tensor's is the value.
+  auto rank = [](std::uint64_t x, std::uint64_t reduced) {
+    return op("aten::mul.Tensor", {{"t$0: f32[4]", 5}}, {{"t$1: f32[4]", x}}) +
+           op("_c10d_functional::all_reduce", {{"t$1: f32[4]", x}}, {{"t$2: f32[4]", x}}) +
+           op("_c10d_functional::wait_tensor", {{"t$2: f32[4]", x}}, {{"t$2: f32[4]", reduced}}) +
+           op("aten::add.Tensor", {{"t$2: f32[4]", reduced}}, {{"t$3: f32[4]", reduced + 1000}});
+  };
+  const auto e = logs_of({rank(100, 300), rank(200, 300)}, "eager");
+  const auto c = logs_of({rank(100, 301), rank(201, 301)}, "compiled");
+  const auto v = judge(e, c);
+  ASSERT_TRUE(v[0].steps[0].first);
+  ASSERT_TRUE(v[1].steps[0].first);
+  const OpDivergence& d0 = *v[0].steps[0].first;
+  EXPECT_EQ(op_of(v[0].steps[0].eager, d0.record), "_c10d_functional::wait_tensor");
+  EXPECT_EQ(d0.cause, OpCause::Received);
+  EXPECT_EQ(d0.from_ranks, std::vector<int>{1});
+  EXPECT_EQ(op_of(v[0].steps[0].eager, static_cast<std::uint32_t>(d0.collective)),
+            "_c10d_functional::all_reduce");
+  const OpDivergence& d1 = *v[1].steps[0].first;
+  EXPECT_EQ(op_of(v[1].steps[0].eager, d1.record), "aten::mul.Tensor");
+  EXPECT_EQ(d1.cause, OpCause::Origin);
+  // Every rank's inputs equal but the outputs not: the collective itself is the origin.
+  const auto same =
+      judge(logs_of({rank(100, 300), rank(200, 300)}, "e"), logs_of({rank(100, 301), rank(200, 301)}, "c"));
+  EXPECT_EQ(same[0].steps[0].first->cause, OpCause::Origin);
+  EXPECT_TRUE(same[0].steps[0].first->from_ranks.empty());
+}
+
+// ---- bad input -------------------------------------------------------------------------------------
+
+TEST(OpCompareBadInput, DifferentHashFunctionsAreNamed) {
+  const auto e = logs_of({op("aten::mm", {{"t$0: f32[4]", 1}}, {{"t$1: f32[4]", 2}})}, "eager");
+  auto c = logs_of({"    aten::mm(t$0: f32[4])  ->  t$1: f32[4]  # {'hash': (2.5,)}\n"}, "compiled");
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 2);
+  const auto f = r.of_kind("op_hash_functions_differ");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0]->message.find("hash_tensor"), std::string::npos);
+  EXPECT_NE(f[0]->message.find("norm"), std::string::npos);
+  EXPECT_NE(f[0]->message.find("eager/rank0_step1.debug.txt"), std::string::npos);
+  EXPECT_NE(f[0]->message.find("compiled/rank0_step1.debug.txt"), std::string::npos);
+  EXPECT_EQ(r.report.verdict.exit_code, 2);
+}
+
+TEST(OpCompareBadInput, LogsWithoutHashes) {
+  const auto e = logs_of({"    aten::mm(t$0: f32[4])  ->  t$1: f32[4]\n"}, "eager");
+  const auto c = logs_of({op("aten::mm", {{"t$0: f32[4]", 1}}, {{"t$1: f32[4]", 2}})}, "compiled");
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 2);
+  const auto f = r.of_kind("op_no_hashes");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->where.source, "eager/rank0_step1.debug.txt");
+  EXPECT_NE(f[0]->message.find("log_tensor_hashes"), std::string::npos);
+}
+
+TEST(OpCompareBadInput, RanksAndStepsOnOneSideOnlyAreIncomplete) {
+  const auto e = load(kData + "debugmode/eager");
+  auto c = load(kData + "debugmode/eager_repeat");
+  c.pop_back();               // no rank 1
+  c.front().logs.pop_back();  // rank 0: step 1 only
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 1);  // what was compared agrees, but evidence is missing: never parity
+  const auto rank = r.of_kind("op_rank_missing");
+  ASSERT_EQ(rank.size(), 1u);
+  EXPECT_EQ(rank[0]->where.rank, 1);
+  const auto step = r.of_kind("op_step_missing");
+  ASSERT_EQ(step.size(), 1u);
+  EXPECT_EQ(step[0]->where.step, 2);
+  EXPECT_EQ(compare(e, c, /*allow_incomplete=*/true).code, 0);
+  // Nothing in common at all: exit 2.
+  auto other = load(kData + "debugmode/eager_repeat");
+  for (auto& rl : other) rl.rank += 10;
+  EXPECT_EQ(compare(e, other).code, 2);
+}
+
+TEST(OpCompareBadInput, DamagedAndTruncatedLogsNameTheirLines) {
+  std::ifstream in(kData + "debugmode/eager_repeat/rank0_step1.debug.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  // Line 5 (the first layer norm) loses its closing parenthesis; the last line is cut short.
+  std::vector<std::string> lines;
+  std::stringstream split(text);
+  for (std::string l; std::getline(split, l);) lines.push_back(l);
+  lines[4] = lines[4].substr(0, lines[4].find(")  ->  "));
+  std::string damaged;
+  for (const auto& l : lines) damaged += l + "\n";
+  damaged.resize(damaged.size() - 30);
+  const auto e = load(kData + "debugmode/eager");
+  auto c = load(kData + "debugmode/eager_repeat");
+  c[0].logs[0] = model::ops::parse_debugmode_text(damaged, "eager_repeat/rank0_step1.debug.txt", 0, 1);
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 1);
+  const auto damage = r.of_kind("op_log_damaged");
+  ASSERT_EQ(damage.size(), 1u);
+  EXPECT_EQ(damage[0]->where.source, "eager_repeat/rank0_step1.debug.txt");
+  EXPECT_EQ(damage[0]->where.line, 5);
+  EXPECT_EQ(damage[0]->severity, Severity::Incomplete);
+  const auto cut = r.of_kind("op_log_truncated");
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_EQ(cut[0]->where.line, 428);
+  EXPECT_NE(r.report.verdict.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gparity::diff::ops
