@@ -1,5 +1,6 @@
 # GPARITY_SANITIZE: AddressSanitizer + UndefinedBehaviorSanitizer on everything gparity compiles
-# (the `asan` preset; CI runs the whole test suite under it: docs/reliability-sanitizers.md).
+# (the `asan` preset; CI runs the whole test suite under it: docs/reliability.md, "Sanitizers in
+# CI").
 # LibTorch, Qt, protobuf and the other Debian libraries stay uninstrumented: ASan still checks
 # every byte gparity's code touches and every allocation (its allocator and interceptors are
 # process-wide). The sanitizers' options and suppressions (tests/sanitizers/, each with its
