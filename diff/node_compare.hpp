@@ -28,8 +28,8 @@
 
 #include "core/model/graph/graph.hpp"
 #include "core/model/run/trace_reader.hpp"
-#include "diff/evidence.hpp"
 #include "diff/causality/causality.hpp"
+#include "diff/evidence.hpp"
 #include "diff/finding.hpp"
 
 namespace gparity::diff {

@@ -92,13 +92,14 @@ TEST_F(GuiTest, ControlCharactersFromTheInputAreShownEscaped) {
   {
     QFile f(path);
     ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    f.write("class GraphModule(torch.nn.Module):\n"
-            "    def forward(self, L_x_ : torch.Tensor):\n"
-            "        l_x_ = L_x_\n"
-            "        \n"
-            "        # File: /tmp/ev\x1b[2Jil.py:3 in fn, code: x.add(s)\n"
-            "        add = torch.ops.aten.add.Tensor(l_x_, '\\x1b]0;title\\x07');  l_x_ = None\n"
-            "        return (add,)\n");
+    f.write(
+        "class GraphModule(torch.nn.Module):\n"
+        "    def forward(self, L_x_ : torch.Tensor):\n"
+        "        l_x_ = L_x_\n"
+        "        \n"
+        "        # File: /tmp/ev\x1b[2Jil.py:3 in fn, code: x.add(s)\n"
+        "        add = torch.ops.aten.add.Tensor(l_x_, '\\x1b]0;title\\x07');  l_x_ = None\n"
+        "        return (add,)\n");
   }
   open(path);
   const auto* g = window_->document()->graphs[0].graph;
@@ -107,14 +108,17 @@ TEST_F(GuiTest, ControlCharactersFromTheInputAreShownEscaped) {
   window_->select_node(id);
   const auto* insp = window_->inspector();
   QStringList cells;
-  for (int r = 0; r < insp->rowCount(); ++r) cells << insp->data(insp->index(r, 0), Qt::DisplayRole).toString();
-  EXPECT_TRUE(cells.contains(QStringLiteral("'\\x1b]0;title\\x07'"))) << cells.join(QLatin1Char('|')).toStdString();
+  for (int r = 0; r < insp->rowCount(); ++r)
+    cells << insp->data(insp->index(r, 0), Qt::DisplayRole).toString();
+  EXPECT_TRUE(cells.contains(QStringLiteral("'\\x1b]0;title\\x07'")))
+      << cells.join(QLatin1Char('|')).toStdString();
   const auto* table = window_->node_table();
   const QString source =
       table->data(table->index(static_cast<int>(id), NodeTableModel::Source), Qt::DisplayRole).toString();
   EXPECT_EQ(source, QStringLiteral("ev\\x1b[2Jil.py:3"));
   for (const QString& text : cells + QStringList{source})
-    for (const QChar c : text) EXPECT_FALSE(c.unicode() < 0x20 || (c.unicode() >= 0x7F && c.unicode() < 0xA0));
+    for (const QChar c : text)
+      EXPECT_FALSE(c.unicode() < 0x20 || (c.unicode() >= 0x7F && c.unicode() < 0xA0));
 }
 
 TEST_F(GuiTest, ModelsPassQAbstractItemModelTester) {
