@@ -76,13 +76,7 @@ nlohmann::ordered_json record_json(const OpLog& log, const OpRecord& r) {
                               {"depth", r.depth},    {"kind", model::ops::record_kind_name(r.kind)},
                               {"op", log.op_name(r)}};
   if (r.module != 0) j["module"] = log.str(r.module);
-  if (r.source != 0) {
-    const auto& s = log.sources[r.source];
-    j["source"] = {{"file", log.str(s.file)},
-                   {"line", s.line},
-                   {"function", log.str(s.function)},
-                   {"code", log.str(s.code)}};
-  }
+  if (r.source != 0) j["source"] = model::ops::source_json<nlohmann::ordered_json>(log, r.source);
   nlohmann::ordered_json args = nlohmann::ordered_json::array();
   for (std::uint32_t i = 0; i < r.arg_count; ++i) args.push_back(tensor_json(log, log.arg(r, i)));
   j["args"] = args;

@@ -281,15 +281,7 @@ json record_json(const OpLog& log, const OpRecord& r) {
             {"line", r.line},
             {"phase", model::ops::phase_name(r.phase)}};
   j["module"] = r.module != 0 ? json(log.str(r.module)) : json(nullptr);
-  if (r.source != 0) {
-    const auto& s = log.sources[r.source];
-    j["source"] = {{"file", log.str(s.file)},
-                   {"line", s.line},
-                   {"function", log.str(s.function)},
-                   {"code", log.str(s.code)}};
-  } else {
-    j["source"] = nullptr;
-  }
+  j["source"] = model::ops::source_json<json>(log, r.source);
   return j;
 }
 

@@ -24,24 +24,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using gparity::testing::ChildLimits;
+using gparity::testing::names_in;
+using gparity::testing::read_file;
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
 const std::string kRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// A small FX graph whose aten call takes `arg_literal`.
 std::string fx_graph(const std::string& arg_literal) {
@@ -112,7 +100,7 @@ TEST(CliAtomicOutput, CompareHtmlThatCannotBeWrittenExitsTwo) {
   const auto ok =
       run_command(GPARITY_EXE, {"compare", kRuns + "eager", kRuns + "eager_repeat", "--html", html.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
-  EXPECT_NE(slurp(html).find("</html>"), std::string::npos);
+  EXPECT_NE(read_file(html).find("</html>"), std::string::npos);
 }
 
 TEST(CliAtomicOutput, GraphExportThatCannotBeWrittenExitsTwo) {
@@ -132,12 +120,12 @@ TEST(CliAtomicOutput, GraphExportThatCannotBeWrittenExitsTwo) {
                        under_file, ENOTDIR);
   // An existing export is kept whole when the new one fails.
   ASSERT_EQ(run_command(GPARITY_EXE, {"graph", "export", fx, "-o", json.string()}).exit_code, 0);
-  const std::string before = slurp(json);
+  const std::string before = read_file(json);
   EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "export", fx, "--format", "dot", "-o", json.string()}, {},
                         ChildLimits{64})
                 .exit_code,
             2);
-  EXPECT_EQ(slurp(json), before);
+  EXPECT_EQ(read_file(json), before);
   EXPECT_EQ(names_in(out), std::vector<std::string>{"graph.json"});
 }
 

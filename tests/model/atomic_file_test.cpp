@@ -32,21 +32,9 @@ namespace fs = std::filesystem;
 using gparity::model::AtomicFile;
 using gparity::model::OutputError;
 using gparity::model::write_file_atomically;
+using gparity::testing::names_in;
+using gparity::testing::read_file;
 using gparity::testing::TempDir;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// Runs `body` in a child process whose files may grow to `limit` bytes at most (SIGXFSZ
 /// ignored, so writes past it fail with EFBIG). The child's OutputError message, if any, comes

@@ -3,12 +3,15 @@
 
 #include <ftw.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gparity::testing {
 
@@ -52,5 +55,21 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// The whole content of `path` ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// The names in `dir`, sorted (what a failed write left behind, say).
+inline std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace gparity::testing

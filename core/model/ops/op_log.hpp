@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -187,5 +188,17 @@ struct OpLog {
   /// A hash as DebugMode printed it ("18390420925930536960", "1234.5").
   [[nodiscard]] std::string hash_text(const HashValue& h) const;
 };
+
+/// A record's source location as JSON ({file, line, function, code}), in the JSON type the caller
+/// builds (`gparity ops show` keeps key order, the comparison does not); null when it has none.
+template <typename Json>
+Json source_json(const OpLog& log, std::uint32_t source) {
+  if (source == 0) return Json(nullptr);
+  const auto& s = log.sources[source];
+  return {{"file", log.str(s.file)},
+          {"line", s.line},
+          {"function", log.str(s.function)},
+          {"code", log.str(s.code)}};
+}
 
 }  // namespace gparity::model::ops
