@@ -14,7 +14,7 @@
 
 #include "core/model/run/run_source.hpp"
 #include "core/model/run/trace_writer.hpp"
-#include "diff/run_compare.hpp"
+#include "diff/runs/run_compare.hpp"
 
 namespace {
 

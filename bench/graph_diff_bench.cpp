@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "core/model/formats/torch_trace.hpp"
-#include "diff/graph_diff.hpp"
-#include "diff/graph_normalize.hpp"
-#include "diff/rank_classify.hpp"
+#include "diff/graphs/graph_diff.hpp"
+#include "diff/graphs/graph_normalize.hpp"
+#include "diff/graphs/rank_classify.hpp"
 
 namespace {
 

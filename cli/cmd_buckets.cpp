@@ -10,7 +10,7 @@
 #include "cli/report_options.hpp"
 #include "core/model/base/dtype.hpp"
 #include "core/model/base/input_error.hpp"
-#include "diff/buckets.hpp"
+#include "diff/runs/buckets.hpp"
 
 namespace gparity::cli {
 namespace {

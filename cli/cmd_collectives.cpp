@@ -11,7 +11,7 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
-#include "diff/collectives.hpp"
+#include "diff/collectives/collectives.hpp"
 
 namespace gparity::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/ops/op_run.hpp"
 #include "core/model/run/run_source.hpp"
-#include "diff/checkpoint_compare.hpp"
+#include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/ops/op_compare.hpp"
-#include "diff/run_compare.hpp"
+#include "diff/runs/run_compare.hpp"
 
 namespace gparity::cli {
 namespace {

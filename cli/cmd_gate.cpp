@@ -13,8 +13,8 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/output_error.hpp"
 #include "core/model/run/run_source.hpp"
-#include "diff/checkpoint_compare.hpp"
-#include "diff/gate_policy.hpp"
+#include "diff/checkpoints/checkpoint_compare.hpp"
+#include "diff/gate/gate_policy.hpp"
 
 namespace gparity::cli {
 namespace {

@@ -18,13 +18,13 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_output.hpp"
 #include "core/model/formats/torch_trace.hpp"
-#include "diff/device_check.hpp"
-#include "diff/graph_diff.hpp"
-#include "diff/graph_report.hpp"
-#include "diff/graph_source.hpp"
-#include "diff/rank_classify.hpp"
-#include "diff/ranks_html.hpp"
-#include "diff/report_html.hpp"
+#include "diff/graphs/device_check.hpp"
+#include "diff/graphs/graph_diff.hpp"
+#include "diff/graphs/graph_report.hpp"
+#include "diff/graphs/graph_source.hpp"
+#include "diff/graphs/rank_classify.hpp"
+#include "diff/graphs/ranks_html.hpp"
+#include "diff/graphs/report_html.hpp"
 
 namespace gparity::cli {
 namespace {
@@ -98,7 +98,7 @@ struct RanksOptions {
 
 int run_ranks(const RanksOptions& o) {
   model::TraceOptions topt;
-  // Records carry every fact of diff/trace_facts.hpp; graphs the parser cannot read are reported
+  // Records carry every fact of diff/graphs/trace_facts.hpp; graphs the parser cannot read are reported
   // as problems and the rest is still classified.
   const auto trace = model::read_torch_trace_dir(o.path, topt);
   if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");

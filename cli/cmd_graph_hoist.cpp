@@ -20,7 +20,7 @@
 #include "core/model/graph/graph_json.hpp"
 #include "core/model/graph/graph_load.hpp"
 #include "core/model/graph/hoist.hpp"
-#include "diff/device_check.hpp"
+#include "diff/graphs/device_check.hpp"
 
 namespace gparity::cli {
 namespace {

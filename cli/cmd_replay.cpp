@@ -2,7 +2,7 @@
 // on every rank through the c10 dispatcher, hashes every tensor each node produces and writes them
 // as trace v1 "node" records (docs/replay.md). --against B runs a second graph on the same inputs,
 // --coor rank 0's graph hoisted to each rank beside the rank's own. The run is the runtime's
-// (core/runtime/replay.hpp), the verdict diff's (diff/replay_verdict.hpp); this file parses the
+// (core/runtime/replay.hpp), the verdict diff's (diff/replay/replay_verdict.hpp); this file parses the
 // options and hands one to the other. With --nproc N it starts the N local ranks itself.
 
 #include <CLI/CLI.hpp>
@@ -20,7 +20,7 @@
 #include "core/runtime/interpreter/interpreter.hpp"
 #include "core/runtime/replay.hpp"
 #include "diff/causality/graph_comm.hpp"
-#include "diff/replay_verdict.hpp"
+#include "diff/replay/replay_verdict.hpp"
 
 namespace gparity::cli {
 namespace {

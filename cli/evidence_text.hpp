@@ -1,5 +1,5 @@
 #pragma once
-// The evidence rule (diff/evidence.hpp) for commands that print their own text instead of going
+// The evidence rule (diff/report/evidence.hpp) for commands that print their own text instead of going
 // through a FindingConsumer (graph ranks, graph diff, graph devices): the rule's findings, the
 // "compared: ..." line and, when the rule overrides the verdict, its headline; and the exit code
 // with the rule applied. JSON output carries the ruling as "evidence".
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "diff/evidence.hpp"
+#include "diff/report/evidence.hpp"
 
 namespace gparity::cli {
 

@@ -4,7 +4,7 @@
 
 #include "cli/terminal.hpp"
 #include "core/model/base/atomic_file.hpp"
-#include "diff/reporters.hpp"
+#include "diff/report/reporters.hpp"
 
 namespace gparity::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/finding.hpp"
+#include "diff/report/finding.hpp"
 
 namespace CLI {
 class App;

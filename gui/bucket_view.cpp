@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "diff/finding.hpp"
+#include "diff/report/finding.hpp"
 #include "gui/display_text.hpp"
 
 namespace gparity::gui {

@@ -1,5 +1,5 @@
 #pragma once
-// gparity-view's bucket-order view over diff/buckets.hpp: BucketModel lists every member of one
+// gparity-view's bucket-order view over diff/runs/buckets.hpp: BucketModel lists every member of one
 // rank's bucket plan in the baseline and the candidate (bucket, payload position, byte offset on
 // each side) and flags the members report_buckets finds moved; BucketView paints the baseline's
 // members on the left and the candidate's on the right in payload order, joining each parameter
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/buckets.hpp"
+#include "diff/runs/buckets.hpp"
 
 namespace gparity::gui {
 

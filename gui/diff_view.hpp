@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "diff/graph_diff.hpp"
+#include "diff/graphs/graph_diff.hpp"
 #include "gui/document.hpp"
 
 class QTableView;

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "core/model/base/input_error.hpp"
-#include "diff/rank_classify.hpp"
+#include "diff/graphs/rank_classify.hpp"
 #include "gui/main_window.hpp"
 
 int main(int argc, char** argv) {

@@ -13,8 +13,8 @@
 #include <QStringList>
 #include <memory>
 
-#include "diff/finding.hpp"
-#include "diff/rank_classify.hpp"
+#include "diff/report/finding.hpp"
+#include "diff/graphs/rank_classify.hpp"
 #include "gui/document.hpp"
 
 class QComboBox;

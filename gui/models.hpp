@@ -5,7 +5,7 @@
 // - NodeInspectorModel: every field of one node, one column per rank holding the same graph
 //   (same compile id, kind and occurrence); cells whose text differs from rank 0's column are
 //   marked (kDiffersRole true, tinted background).
-// - FindingsModel: the trace-level facts of a multi-rank trace (diff/trace_facts.hpp: compile
+// - FindingsModel: the trace-level facts of a multi-rank trace (diff/graphs/trace_facts.hpp: compile
 //   ids, cache hit/miss, collective schedules, tensor metadata, schedule vs output code, and the
 //   groups of ranks each fact splits them into), then diff/'s rank classification of the shown
 //   graph across ranks (device-, rank-, process-group-parametric, divergent); one row per
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/rank_classify.hpp"
+#include "diff/graphs/rank_classify.hpp"
 #include "gui/document.hpp"
 
 namespace gparity::gui {

@@ -4,7 +4,7 @@
 #include <QColor>
 #include <algorithm>
 
-#include "diff/node_runs.hpp"
+#include "diff/replay/node_runs.hpp"
 #include "gui/display_text.hpp"
 #include "gui/models.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // Node findings of two replay runs in gparity-view: the first divergent node per rank and graph
-// and further origins (diff/node_compare.hpp), computed through diff::compare_runs like
+// and further origins (diff/replay/node_compare.hpp), computed through diff::compare_runs like
 // `gparity compare` does, listed one row per finding: the origins first, then the divergences
 // received through a collective or propagated from another rank, each naming (column "origin")
 // and linking to (origin_row) the finding where its divergence started. kNodeNameRole (models.hpp) names the
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/finding.hpp"
+#include "diff/report/finding.hpp"
 #include "gui/document.hpp"
 
 namespace gparity::gui {

@@ -9,7 +9,7 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/run/run_source.hpp"
 #include "core/model/run/trace_reader.hpp"
-#include "diff/run_compare.hpp"
+#include "diff/runs/run_compare.hpp"
 #include "gui/display_text.hpp"
 
 namespace gparity::gui {

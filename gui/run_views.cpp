@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "core/model/base/input_error.hpp"
-#include "diff/buckets.hpp"
+#include "diff/runs/buckets.hpp"
 #include "gui/bucket_view.hpp"
 #include "gui/display_text.hpp"
 

@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "diff/finding.hpp"
+#include "diff/report/finding.hpp"
 
 namespace gparity::diff::causality {
 

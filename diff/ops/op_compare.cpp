@@ -6,7 +6,7 @@
 
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
-#include "diff/evidence.hpp"
+#include "diff/report/evidence.hpp"
 
 namespace gparity::diff::ops {
 
@@ -593,7 +593,7 @@ std::map<int, std::uint64_t> values_per_rank(const std::vector<RankLogs>& side, 
   return out;
 }
 
-/// What the comparison had to work with, for the evidence rule (diff/evidence.hpp).
+/// What the comparison had to work with, for the evidence rule (diff/report/evidence.hpp).
 Evidence op_evidence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
                      const OpCompareOptions& o, const HashChoice* choice, std::uint64_t compared,
                      std::string nothing_why) {

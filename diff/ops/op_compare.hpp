@@ -35,7 +35,7 @@
 
 #include "core/model/ops/op_log.hpp"
 #include "core/model/ops/op_run.hpp"
-#include "diff/finding.hpp"
+#include "diff/report/finding.hpp"
 #include "diff/ops/op_align.hpp"
 
 namespace gparity::diff::ops {

@@ -118,7 +118,7 @@ TEST(CliCheckpoint, PickledFlightRecorderDumpsGiveTheSameCollectivesAsJson) {
   const auto json =
       run_command(GPARITY_EXE, {"collectives", "--json", kData + "/flight_recorder_pickle/json"});
   // gather_object's gather: only the destination records outputs; root and non-root records
-  // pair by the rooted rule (diff/collectives.hpp), so the ranks agree, the same in both forms.
+  // pair by the rooted rule (diff/collectives/collectives.hpp), so the ranks agree, the same in both forms.
   ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
   ASSERT_EQ(pkl.exit_code, json.exit_code) << pkl.out << pkl.err;
   auto a = nlohmann::json::parse(pkl.out);

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model/run/trace_writer.hpp"
-#include "diff/buckets.hpp"
+#include "diff/runs/buckets.hpp"
 #include "gui/run_views.hpp"
 #include "tests/support/qt_test_app.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -18,7 +18,7 @@
 #include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models.hpp"
-#include "tests/diff/graph_test_support.hpp"
+#include "tests/support/graph_test_support.hpp"
 #include "tests/support/qt_test_app.hpp"
 #include "tests/support/temp_dir.hpp"
 

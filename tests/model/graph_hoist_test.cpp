@@ -2,7 +2,7 @@
 // FX graphs: what is remapped (literals nested in lists and kwargs, 'cuda:k' strings,
 // annotations, get_attr constants, group names through the group table), what is left alone
 // (slice offsets, cpu devices) and what is reported unresolved (foreign devices, unknown or
-// ambiguous groups). The real samples are checked in tests/diff/graph_hoist_samples_test.cpp.
+// ambiguous groups). The real samples are checked in tests/diff/graphs/graph_hoist_samples_test.cpp.
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "diff/replay_verdict.hpp"
+#include "diff/replay/replay_verdict.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/diff/graph_test_support.hpp"
+#include "tests/support/graph_test_support.hpp"
 
 namespace {
 
