@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QSplitter>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <charconv>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "diff/checkpoints/checkpoint_compare.hpp"
 #include "gui/display_text.hpp"
 #include "gui/views/legend.hpp"
+#include "gui/views/view_support.hpp"
 
 namespace gparity::gui::views {
 namespace {
@@ -25,7 +27,8 @@ namespace fs = std::filesystem;
 
 const std::vector<std::pair<std::string, QString>>& status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
-      {"equal", QStringLiteral("dtype, shape, shard-invariant hash and full-tensor XXH3-64 equal: bitwise identical")},
+      {"equal",
+       QStringLiteral("dtype, shape, shard-invariant hash and full-tensor XXH3-64 equal: bitwise identical")},
       {"differs", QStringLiteral("the hashes (or dtype or shape) differ")},
       {"missing", QStringLiteral("only one checkpoint holds this parameter")},
   };
@@ -204,9 +207,15 @@ QVariant CheckpointParamModel::data(const QModelIndex& index, int role) const {
 
 QVariant CheckpointParamModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"parameter",          "status",       "type",          "xxh3 baseline",
-                                "xxh3 candidate",     "shard hash baseline", "shard hash candidate",
-                                "layout baseline",    "layout candidate"};
+  static const char* names[] = {"parameter",
+                                "status",
+                                "type",
+                                "xxh3 baseline",
+                                "xxh3 candidate",
+                                "shard hash baseline",
+                                "shard hash candidate",
+                                "layout baseline",
+                                "layout candidate"};
   return QString::fromLatin1(names[section]);
 }
 
@@ -248,8 +257,8 @@ QVariant CheckpointShardModel::data(const QModelIndex& index, int role) const {
     case Offsets: return QString::fromStdString(dims(s->offsets));
     case Sizes: return QString::fromStdString(dims(s->sizes));
     case Share:
-      return total > 0 ? QStringLiteral("%1 %").arg(100.0 * static_cast<double>(s->elements) /
-                                                        static_cast<double>(total), 0, 'f', 1)
+      return total > 0 ? QStringLiteral("%1 %").arg(
+                             100.0 * static_cast<double>(s->elements) / static_cast<double>(total), 0, 'f', 1)
                        : QString();
     default: return {};
   }
@@ -263,7 +272,8 @@ QVariant CheckpointShardModel::headerData(int section, Qt::Orientation o, int ro
 
 // ---- view --------------------------------------------------------------------------------------
 
-CheckpointsView::CheckpointsView(CheckpointLayouts data, QWidget* parent) : QWidget(parent), data_(std::move(data)) {
+CheckpointsView::CheckpointsView(CheckpointLayouts data, QWidget* parent)
+    : QWidget(parent), data_(std::move(data)) {
   auto* layout = new QVBoxLayout(this);
   auto* headline = new QLabel(shown_text(data_.headline), this);
   headline->setObjectName(QStringLiteral("headline"));
@@ -306,7 +316,7 @@ CheckpointsView::CheckpointsView(CheckpointLayouts data, QWidget* parent) : QWid
     const auto& s = data_.steps[static_cast<std::size_t>(i)];
     params_.set_step(&s);
     shards_.set_param(nullptr);
-    table_->resizeColumnsToContents();
+    fit_columns(table_);
     // The first parameter that is not equal, else the first.
     int first = s.params.empty() ? -1 : 0;
     for (std::size_t k = 0; k < s.params.size(); ++k)
@@ -319,8 +329,9 @@ CheckpointsView::CheckpointsView(CheckpointLayouts data, QWidget* parent) : QWid
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& cur, const QModelIndex&) {
             if (shown_ < 0 || !cur.isValid()) return;
-            shards_.set_param(&data_.steps[static_cast<std::size_t>(shown_)].params[static_cast<std::size_t>(cur.row())]);
-            shard_table_->resizeColumnsToContents();
+            shards_.set_param(
+                &data_.steps[static_cast<std::size_t>(shown_)].params[static_cast<std::size_t>(cur.row())]);
+            fit_columns(shard_table_);
           });
   // Open on the first step with a difference, else the last step (the trained weights).
   int start = data_.steps.empty() ? -1 : static_cast<int>(data_.steps.size()) - 1;
@@ -341,7 +352,8 @@ CheckpointsView::~CheckpointsView() = default;
 void CheckpointsView::select_row(int row) {
   if (row < 0 || row >= params_.rowCount()) return;
   const QModelIndex i = params_.index(row, CheckpointParamModel::Param);
-  table_->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  table_->selectionModel()->setCurrentIndex(i,
+                                            QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   table_->scrollTo(i);
 }
 
@@ -362,8 +374,9 @@ std::string CheckpointsView::selected_param() const {
 
 bool CheckpointsView::select_cause(const CauseRef& cause) {
   if (cause.kind != CauseRef::Kind::CheckpointParam || cause.param.empty()) return false;
-  const CheckpointStep* s = cause.step >= 0 ? data_.step(cause.step)
-                                            : (shown_ >= 0 ? &data_.steps[static_cast<std::size_t>(shown_)] : nullptr);
+  const CheckpointStep* s = cause.step >= 0
+                                ? data_.step(cause.step)
+                                : (shown_ >= 0 ? &data_.steps[static_cast<std::size_t>(shown_)] : nullptr);
   if (s == nullptr) return false;
   int row = -1;
   for (std::size_t k = 0; k < s->params.size() && row < 0; ++k) {
@@ -376,6 +389,14 @@ bool CheckpointsView::select_cause(const CauseRef& cause) {
   show_step(s->step);
   select_row(row);
   return true;
+}
+
+void CheckpointsView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  QTimer::singleShot(0, this, [this] {
+    const QModelIndex cur = table_->selectionModel()->currentIndex();
+    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
+  });
 }
 
 }  // namespace gparity::gui::views

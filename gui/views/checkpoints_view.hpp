@@ -33,9 +33,9 @@ struct CheckpointShard {
 };
 
 struct CheckpointParamRow {
-  std::string name;    // as the comparison names it (a common wrapper prefix dropped when needed)
-  std::string status;  // "equal", "differs", "missing"
-  std::string message;  // the comparison's sentence
+  std::string name;            // as the comparison names it (a common wrapper prefix dropped when needed)
+  std::string status;          // "equal", "differs", "missing"
+  std::string message;         // the comparison's sentence
   std::string type_a, type_b;  // "float32 [256, 128]"
   std::string xxh3_a, xxh3_b, shard_a, shard_b, layout_a, layout_b;  // "" on a side without it
   std::vector<CheckpointShard> shards_a, shards_b;
@@ -106,6 +106,10 @@ class CheckpointsView final : public QWidget {
   [[nodiscard]] const CheckpointParamModel& params_model() const noexcept { return params_; }
   [[nodiscard]] const CheckpointShardModel& shards_model() const noexcept { return shards_; }
   [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+
+ protected:
+  /// Centres the selection once the table has its size.
+  void showEvent(QShowEvent* event) override;
 
  private:
   void select_row(int row);

@@ -8,6 +8,7 @@
 #include <QListWidget>
 #include <QSplitter>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <optional>
@@ -15,16 +16,21 @@
 #include "diff/collectives/collectives.hpp"
 #include "gui/display_text.hpp"
 #include "gui/views/legend.hpp"
+#include "gui/views/view_support.hpp"
 
 namespace gparity::gui::views {
 namespace {
 
 const std::vector<std::pair<std::string, QString>>& status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
-      {"same", QStringLiteral("the same collective as the stream's reference rank (kind, arguments, sizes, dtypes)")},
-      {"mismatch", QStringLiteral("where this rank first departs from the reference rank (the report's finding)")},
+      {"same",
+       QStringLiteral("the same collective as the stream's reference rank (kind, arguments, sizes, dtypes)")},
+      {"mismatch",
+       QStringLiteral("where this rank first departs from the reference rank (the report's finding)")},
       {"differs", QStringLiteral("differs from the reference rank after this rank's first mismatch")},
-      {"rooted", QStringLiteral("root and non-root records of one scatter/gather: differ by design, match by the rooted rule")},
+      {"rooted",
+       QStringLiteral(
+           "root and non-root records of one scatter/gather: differ by design, match by the rooted rule")},
       {"reordered", QStringLiteral("against the baseline: in a block the candidate permutes")},
       {"changed", QStringLiteral("against the baseline: same slot, other kind, sizes or dtypes")},
       {"added", QStringLiteral("against the baseline: only in the candidate")},
@@ -52,9 +58,10 @@ CollectiveCell cell_of(const diff::CollectiveOp& op) {
   c.text = op.kind + (op.params.empty() ? "" : "(" + op.params + ")") + " " +
            join(op.input_shapes, op.input_dtypes) + " → " + join(op.output_shapes, op.output_dtypes);
   if (op.p2p) c.text += " [" + std::to_string(op.src) + "→" + std::to_string(op.dst) + "]";
-  c.detail = "kind: " + op.kind + "\nparams: " + op.params + "\ninputs: " +
-             join(op.input_shapes, op.input_dtypes) + "\noutputs: " + join(op.output_shapes, op.output_dtypes) +
-             "\ngroup: " + op.group + (op.state.empty() ? "" : "\nstate: " + op.state) +
+  c.detail = "kind: " + op.kind + "\nparams: " + op.params +
+             "\ninputs: " + join(op.input_shapes, op.input_dtypes) +
+             "\noutputs: " + join(op.output_shapes, op.output_dtypes) + "\ngroup: " + op.group +
+             (op.state.empty() ? "" : "\nstate: " + op.state) +
              (op.seq > 0 ? "\nseq: " + std::to_string(op.seq) : "") + "\nwhere: " + op.where;
   return c;
 }
@@ -176,7 +183,8 @@ CollectiveSequences load_collective_sequences(const std::vector<std::string>& pa
   };
   const auto mark = [&](int stream, int column, int row, const char* status) {
     if (stream < 0 || column < 0 || row < 0) return;
-    auto& cells = out.streams[static_cast<std::size_t>(stream)].columns[static_cast<std::size_t>(column)].cells;
+    auto& cells =
+        out.streams[static_cast<std::size_t>(stream)].columns[static_cast<std::size_t>(column)].cells;
     if (static_cast<std::size_t>(row) < cells.size()) cells[static_cast<std::size_t>(row)].status = status;
   };
   for (const auto& f : report.findings) {
@@ -190,18 +198,23 @@ CollectiveSequences load_collective_sequences(const std::vector<std::string>& pa
       const int cand = column_of(ref.stream, rank, false);
       const int basec = column_of(ref.stream, rank, true);
       const auto& streams = column_streams[static_cast<std::size_t>(ref.stream)];
-      const auto stream_at = [&](int col) { return col >= 0 ? streams[static_cast<std::size_t>(col)] : nullptr; };
+      const auto stream_at = [&](int col) {
+        return col >= 0 ? streams[static_cast<std::size_t>(col)] : nullptr;
+      };
       const auto& v = f.values;
       if (f.kind == "collective_rank_mismatch" && cand >= 0) {
         ref.column = cand;
         const auto pos = int_value(v, "position");
-        ref.row = pos > 0 ? collective_index(*stream_at(cand), pos) : by_where(*stream_at(cand), f.where.node);
+        ref.row =
+            pos > 0 ? collective_index(*stream_at(cand), pos) : by_where(*stream_at(cand), f.where.node);
         mark(ref.stream, cand, ref.row, "mismatch");
       } else if (f.kind == "collective_reordered") {
         if (cand >= 0 && v.contains("candidate_positions"))
-          for (const auto& p : v["candidate_positions"]) mark(ref.stream, cand, p.get<int>() - 1, "reordered");
+          for (const auto& p : v["candidate_positions"])
+            mark(ref.stream, cand, p.get<int>() - 1, "reordered");
         if (basec >= 0 && v.contains("baseline_positions"))
-          for (const auto& p : v["baseline_positions"]) mark(ref.stream, basec, p.get<int>() - 1, "reordered");
+          for (const auto& p : v["baseline_positions"])
+            mark(ref.stream, basec, p.get<int>() - 1, "reordered");
         ref.column = cand;
         if (v.contains("candidate_positions") && !v["candidate_positions"].empty())
           ref.row = v["candidate_positions"][0].get<int>() - 1;
@@ -257,8 +270,9 @@ QVariant CollectiveStreamModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       return cell.status == "none"
                  ? QVariant()
-                 : shown_text((col.baseline ? "baseline rank " : "rank ") + std::to_string(col.rank) + ", #" +
-                              std::to_string(index.row() + 1) + " (" + cell.status + ")\n" + cell.detail);
+                 : shown_lines((col.baseline ? "baseline rank " : "rank ") + std::to_string(col.rank) +
+                               ", #" + std::to_string(index.row() + 1) + " (" + cell.status + ")\n" +
+                               cell.detail);
     case Qt::BackgroundRole: return collective_status_colour(cell.status);
     case kStatusRole: return QString::fromStdString(cell.status);
     default: return {};
@@ -308,6 +322,7 @@ CollectivesView::CollectivesView(CollectiveSequences data, QWidget* parent)
   for (const auto& f : data_.findings)
     findings_->addItem(shown_text(std::string(diff::severity_name(f.finding.severity)) + " [" +
                                   f.finding.where.text() + "]: " + f.finding.message));
+  if (data_.findings.empty()) findings_->addItem(tr("No findings: every rank of every stream agrees."));
   vsplit->addWidget(hsplit);
   vsplit->addWidget(findings_);
   vsplit->setStretchFactor(0, 3);
@@ -327,7 +342,8 @@ CollectivesView::CollectivesView(CollectiveSequences data, QWidget* parent)
 
   // Open on the first finding that names a cell (the first divergence), else the first stream.
   bool selected = false;
-  for (std::size_t i = 0; i < data_.findings.size() && !selected; ++i) selected = select_finding(static_cast<int>(i));
+  for (std::size_t i = 0; i < data_.findings.size() && !selected; ++i)
+    selected = select_finding(static_cast<int>(i));
   if (!selected && !data_.streams.empty()) show_stream(0);
 }
 
@@ -339,7 +355,7 @@ void CollectivesView::show_stream(int index) {
   shown_ = index;
   model_.set_stream(&data_.streams[static_cast<std::size_t>(index)]);
   if (stream_box_->currentIndex() != index) stream_box_->setCurrentIndex(index);
-  table_->resizeColumnsToContents();
+  fit_columns(table_, 210);
   update_inspector();
 }
 
@@ -399,8 +415,9 @@ bool CollectivesView::select_cause(const CauseRef& cause) {
     if (col.rank != cause.rank || col.baseline != baseline) continue;
     int row = -1;
     for (std::size_t r = 0; r < col.cells.size() && row < 0; ++r)
-      if (col.cells[r].seq > 0 ? col.cells[r].seq == cause.seq
-                               : col.cells[r].status != "none" && static_cast<std::int64_t>(r) + 1 == cause.seq)
+      if (col.cells[r].seq > 0
+              ? col.cells[r].seq == cause.seq
+              : col.cells[r].status != "none" && static_cast<std::int64_t>(r) + 1 == cause.seq)
         row = static_cast<int>(r);
     if (row < 0) return false;
     show_stream(stream);
@@ -408,6 +425,14 @@ bool CollectivesView::select_cause(const CauseRef& cause) {
     return true;
   }
   return false;
+}
+
+void CollectivesView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  QTimer::singleShot(0, this, [this] {
+    const QModelIndex cur = table_->selectionModel()->currentIndex();
+    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
+  });
 }
 
 }  // namespace gparity::gui::views

@@ -33,8 +33,8 @@ struct CollectiveCell {
   /// "same", "mismatch", "differs" (after a rank's first mismatch), "rooted", "reordered",
   /// "changed", "added", "removed", "p2p", "none" (the rank has no collective here).
   std::string status = "none";
-  std::string text;     // "all_gather [1] int64 → [4, 1] int64"
-  std::string detail;   // every field, for the tool tip and the inspector
+  std::string text;      // "all_gather [1] int64 → [4, 1] int64"
+  std::string detail;    // every field, for the tool tip and the inspector
   std::int64_t seq = 0;  // Flight Recorder collective_seq_id (0 for graphs)
 };
 
@@ -111,6 +111,10 @@ class CollectivesView final : public QWidget {
   [[nodiscard]] const CollectiveSequences& data() const noexcept { return data_; }
   [[nodiscard]] const CollectiveStreamModel& model() const noexcept { return model_; }
   [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+
+ protected:
+  /// Centres the selection once the table has its size.
+  void showEvent(QShowEvent* event) override;
 
  private:
   void select_cell(int column, int row);

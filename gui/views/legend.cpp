@@ -7,7 +7,8 @@
 
 namespace gparity::gui::views {
 
-Legend::Legend(std::vector<LegendEntry> entries, QWidget* parent) : QWidget(parent), entries_(std::move(entries)) {
+Legend::Legend(std::vector<LegendEntry> entries, QWidget* parent)
+    : QWidget(parent), entries_(std::move(entries)) {
   setObjectName(QStringLiteral("legend"));
   auto* row = new QHBoxLayout(this);
   row->setContentsMargins(4, 2, 4, 2);

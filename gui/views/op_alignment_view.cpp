@@ -6,6 +6,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "diff/ops/op_compare.hpp"
 #include "gui/display_text.hpp"
 #include "gui/views/legend.hpp"
+#include "gui/views/view_support.hpp"
 
 namespace gparity::gui::views {
 namespace {
@@ -22,13 +24,18 @@ using diff::ops::OpSlice;
 
 const std::vector<std::pair<std::string, QString>>& status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
-      {"first divergence", QStringLiteral("the step's first divergent eager op (its cause in the line above the table)")},
+      {"first divergence",
+       QStringLiteral("the step's first divergent eager op (its cause in the line above the table)")},
       {"divergent", QStringLiteral("an output's value is not in the compiled run")},
       {"matched", QStringLiteral("every hashed output found in the compiled run by a strong hash")},
-      {"weakly matched", QStringLiteral("found only through weak hashes (hash_tensor 0: constant or empty tensors): no evidence")},
-      {"unobserved", QStringLiteral("not in the compiled run, but every op computed from it is (a fused intermediate)")},
+      {"weakly matched",
+       QStringLiteral(
+           "found only through weak hashes (hash_tensor 0: constant or empty tensors): no evidence")},
+      {"unobserved",
+       QStringLiteral("not in the compiled run, but every op computed from it is (a fused intermediate)")},
       {"unhashed", QStringLiteral("no hashed output to compare")},
-      {"counterpart", QStringLiteral("a further compiled counterpart of the eager op above (a decomposition's ops)")},
+      {"counterpart",
+       QStringLiteral("a further compiled counterpart of the eager op above (a decomposition's ops)")},
       {"compiled only", QStringLiteral("a compiled record without an eager partner")},
   };
   return m;
@@ -197,12 +204,16 @@ QVariant OpAlignmentModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case EagerIndex: return has_eager ? QVariant(static_cast<qlonglong>(r.eager_index)) : QVariant();
-      case EagerOp: return has_eager ? shown_text(r.eager_op) : (r.status == "counterpart" ? QStringLiteral("  ↳") : QString());
+      case EagerOp:
+        return has_eager ? shown_text(r.eager_op)
+                         : (r.status == "counterpart" ? QStringLiteral("  ↳") : QString());
       case Status: return QString::fromStdString(r.status);
       case Module: return shown_text(r.module);
       case Source: return shown_text(r.source);
-      case PairedBy: return has_eager || r.status == "counterpart" ? QString::fromStdString(r.paired_by) : QString();
-      case CompiledIndex: return has_compiled ? QVariant(static_cast<qlonglong>(r.compiled_index)) : QVariant();
+      case PairedBy:
+        return has_eager || r.status == "counterpart" ? QString::fromStdString(r.paired_by) : QString();
+      case CompiledIndex:
+        return has_compiled ? QVariant(static_cast<qlonglong>(r.compiled_index)) : QVariant();
       case CompiledOp: return shown_text(r.compiled_op);
       case CompiledSource: return shown_text(r.compiled_source);
       default: return {};
@@ -217,29 +228,31 @@ QVariant OpAlignmentModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) {
     std::string t;
     if (has_eager)
-      t += "eager " + step_->eager_log + ":" + std::to_string(r.eager_line) + " #" + std::to_string(r.eager_index) +
-           " " + r.eager_op + " (" + r.phase + ")" + (r.module.empty() ? "" : "\nmodule " + r.module) +
+      t += "eager " + step_->eager_log + ":" + std::to_string(r.eager_line) + " #" +
+           std::to_string(r.eager_index) + " " + r.eager_op + " (" + r.phase + ")" +
+           (r.module.empty() ? "" : "\nmodule " + r.module) +
            (r.source.empty() ? "" : "\nsource " + r.source);
     if (has_compiled)
       t += std::string(t.empty() ? "" : "\n") + "compiled " + step_->compiled_log + ":" +
            std::to_string(r.compiled_line) + " #" + std::to_string(r.compiled_index) + " " + r.compiled_op +
            (r.compiled_source.empty() ? "" : "\nsource " + r.compiled_source);
     t += "\n" + r.status + (r.paired_by.empty() || r.paired_by == "none" ? "" : ", paired by " + r.paired_by);
-    return shown_text(t);
+    return shown_lines(t);
   }
   return {};
 }
 
 QVariant OpAlignmentModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"eager #", "eager op",   "status",     "module",         "source",
+  static const char* names[] = {"eager #",   "eager op",   "status",      "module",         "source",
                                 "paired by", "compiled #", "compiled op", "compiled source"};
   return QString::fromLatin1(names[section]);
 }
 
 // ---- view --------------------------------------------------------------------------------------
 
-OpAlignmentView::OpAlignmentView(OpAlignment data, QWidget* parent) : QWidget(parent), data_(std::move(data)) {
+OpAlignmentView::OpAlignmentView(OpAlignment data, QWidget* parent)
+    : QWidget(parent), data_(std::move(data)) {
   auto* layout = new QVBoxLayout(this);
   auto* headline = new QLabel(shown_text(data_.headline), this);
   headline->setObjectName(QStringLiteral("headline"));
@@ -309,22 +322,24 @@ void OpAlignmentView::show_step_index(int index) {
   step_ = index;
   const auto& s = r.steps[static_cast<std::size_t>(index)];
   model_.set_step(&s);
-  table_->resizeColumnsToContents();
+  fit_columns(table_, 300);
   step_line_->setText(shown_text(
       "rank " + std::to_string(r.rank) + ", step " + std::to_string(s.step) + " (" + s.eager_log + " vs " +
-      s.compiled_log + "): " + (s.first_row >= 0 ? "first divergent op " + s.first_text : "every eager op's value found") +
+      s.compiled_log +
+      "): " + (s.first_row >= 0 ? "first divergent op " + s.first_text : "every eager op's value found") +
       (data_.hashes.empty() ? "" : "; decided by " + data_.hashes)));
   if (s.first_row >= 0) select_row(s.first_row);
 }
 
 void OpAlignmentView::select_row(int row) {
   if (row < 0 || row >= model_.rowCount()) return;
-  const QModelIndex i = model_.index(row, OpAlignmentModel::EagerOp);
-  table_->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  const QModelIndex i = model_.index(row, OpAlignmentModel::EagerIndex);
+  table_->selectionModel()->setCurrentIndex(i,
+                                            QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   table_->scrollTo(i, QAbstractItemView::PositionAtCenter);
 }
 
-void OpAlignmentView::show(int rank, std::int64_t step) {
+void OpAlignmentView::show_rank_step(int rank, std::int64_t step) {
   for (std::size_t i = 0; i < data_.ranks.size(); ++i) {
     if (data_.ranks[i].rank != rank) continue;
     if (rank_ != static_cast<int>(i)) rank_box_->setCurrentIndex(static_cast<int>(i));
@@ -346,7 +361,9 @@ std::int64_t OpAlignmentView::shown_step() const {
 const OpAlignRow* OpAlignmentView::selected_row() const {
   const auto cur = table_->selectionModel()->currentIndex();
   if (rank_ < 0 || step_ < 0 || !cur.isValid()) return nullptr;
-  return &data_.ranks[static_cast<std::size_t>(rank_)].steps[static_cast<std::size_t>(step_)].rows[static_cast<std::size_t>(cur.row())];
+  return &data_.ranks[static_cast<std::size_t>(rank_)]
+              .steps[static_cast<std::size_t>(step_)]
+              .rows[static_cast<std::size_t>(cur.row())];
 }
 
 bool OpAlignmentView::select_cause(const CauseRef& cause) {
@@ -370,9 +387,17 @@ bool OpAlignmentView::select_cause(const CauseRef& cause) {
       if (step->rows[k].eager_index == cause.op_index) row = static_cast<int>(k);
   }
   if (row < 0) return false;
-  show(rank->rank, step->step);
+  show_rank_step(rank->rank, step->step);
   select_row(row);
   return true;
+}
+
+void OpAlignmentView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  QTimer::singleShot(0, this, [this] {
+    const QModelIndex cur = table_->selectionModel()->currentIndex();
+    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
+  });
 }
 
 }  // namespace gparity::gui::views

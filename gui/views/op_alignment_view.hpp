@@ -71,7 +71,18 @@ QColor op_status_colour(const std::string& status);
 /// compiled op, compiled source.
 class OpAlignmentModel final : public QAbstractTableModel {
  public:
-  enum Column { EagerIndex, EagerOp, Status, Module, Source, PairedBy, CompiledIndex, CompiledOp, CompiledSource, ColumnCount };
+  enum Column {
+    EagerIndex,
+    EagerOp,
+    Status,
+    Module,
+    Source,
+    PairedBy,
+    CompiledIndex,
+    CompiledOp,
+    CompiledSource,
+    ColumnCount
+  };
   void set_step(const OpAlignStep* step);
   [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
@@ -91,7 +102,7 @@ class OpAlignmentView final : public QWidget {
   /// and the eager op whose record index is op_index (when >= 0; else the step's first
   /// divergence); false when absent.
   bool select_cause(const CauseRef& cause);
-  void show(int rank, std::int64_t step);
+  void show_rank_step(int rank, std::int64_t step);
 
   [[nodiscard]] int shown_rank() const;
   [[nodiscard]] std::int64_t shown_step() const;
@@ -99,6 +110,10 @@ class OpAlignmentView final : public QWidget {
   [[nodiscard]] const OpAlignment& data() const noexcept { return data_; }
   [[nodiscard]] const OpAlignmentModel& model() const noexcept { return model_; }
   [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+
+ protected:
+  /// Centres the selection once the table has its size.
+  void showEvent(QShowEvent* event) override;
 
  private:
   void fill_steps();

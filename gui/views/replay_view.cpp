@@ -9,6 +9,7 @@
 #include <QShortcut>
 #include <QSplitter>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <map>
 
@@ -20,6 +21,7 @@
 #include "diff/replay/replay_verdict.hpp"
 #include "gui/display_text.hpp"
 #include "gui/views/legend.hpp"
+#include "gui/views/view_support.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::gui::views {
@@ -28,9 +30,12 @@ namespace {
 const std::vector<std::pair<std::string, QString>>& status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
       {"equal", QStringLiteral("bitwise equal on both sides")},
-      {"origin", QStringLiteral("its inputs were equal (on every member, for a collective): the divergence starts here")},
+      {"origin",
+       QStringLiteral(
+           "its inputs were equal (on every member, for a collective): the divergence starts here")},
       {"propagated", QStringLiteral("an input on this rank already differed")},
-      {"received", QStringLiteral("a collective whose inputs were equal here but not on a member of its group")},
+      {"received",
+       QStringLiteral("a collective whose inputs were equal here but not on a member of its group")},
       {"input", QStringLiteral("a graph input with no earlier divergence: the graph was fed other values")},
       {"unknown", QStringLiteral("the evidence cannot tell (no graph, collective not seen on every member)")},
       {"unmatched", QStringLiteral("records on one side only")},
@@ -196,8 +201,9 @@ QVariant ReplayNodeModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case Index: return index.row();
-      case Node: return r.node_b.empty() || r.node_b == r.node ? shown_text(r.node)
-                                                               : shown_text(r.node + " ↔ " + r.node_b);
+      case Node:
+        return r.node_b.empty() || r.node_b == r.node ? shown_text(r.node)
+                                                      : shown_text(r.node + " ↔ " + r.node_b);
       case Op: return shown_text(r.op);
       case Source: return shown_text(r.source);
       case Status: return QString::fromStdString(r.status);
@@ -215,9 +221,9 @@ QVariant ReplayNodeModel::data(const QModelIndex& index, int role) const {
     return c;
   }
   if (role == Qt::ToolTipRole) {
-    return shown_text("rank " + std::to_string(rank_->rank) + ", " + r.node + " (" + r.op + ")\nxxh3 " +
-                      r.xxh3_a + " vs " + r.xxh3_b + "\nshard " + r.shard_a + " vs " + r.shard_b +
-                      (r.cause.empty() ? "" : "\n" + r.cause));
+    return shown_lines("rank " + std::to_string(rank_->rank) + ", " + r.node + " (" + r.op + ")\nxxh3 " +
+                       r.xxh3_a + " vs " + r.xxh3_b + "\nshard " + r.shard_a + " vs " + r.shard_b +
+                       (r.cause.empty() ? "" : "\n" + r.cause));
   }
   return {};
 }
@@ -267,7 +273,7 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
   inspector_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   inspector_->setWordWrap(true);
   inspector_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  inspector_->setMinimumWidth(260);
+  inspector_->setMinimumWidth(220);
   split->addWidget(table_);
   split->addWidget(inspector_);
   split->setStretchFactor(0, 3);
@@ -284,7 +290,7 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
     if (i < 0 || i >= static_cast<int>(records_.ranks.size())) return;
     const auto& r = records_.ranks[static_cast<std::size_t>(i)];
     model_.set_rank(&r);
-    table_->resizeColumnsToContents();
+    fit_columns(table_, 280);
     rank_line->setText(shown_text("rank " + std::to_string(r.rank) + ": " + r.verdict));
     // The first divergent node the verdict names, selected.
     int first = -1;
@@ -325,9 +331,9 @@ ReplayRecordsView::~ReplayRecordsView() = default;
 
 void ReplayRecordsView::select_row(int row) {
   if (row < 0 || row >= model_.rowCount()) return;
-  const QModelIndex i = model_.index(row, ReplayNodeModel::Node);
-  table_->selectionModel()->setCurrentIndex(
-      i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  const QModelIndex i = model_.index(row, ReplayNodeModel::Index);
+  table_->selectionModel()->setCurrentIndex(i,
+                                            QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   table_->scrollTo(i, QAbstractItemView::PositionAtCenter);
   update_inspector();
 }
@@ -358,14 +364,14 @@ void ReplayRecordsView::update_inspector() {
     return;
   }
   const auto& r = model_.rank()->rows[static_cast<std::size_t>(cur.row())];
-  const std::string text = "rank " + std::to_string(model_.rank()->rank) + "\n" + records_.label_a + ": " +
-                           r.node + "\n" + records_.label_b + ": " + (r.node_b.empty() ? "(none)" : r.node_b) +
-                           "\nop: " + r.op + "\nsource: " + (r.source.empty() ? "(none)" : r.source) +
-                           "\nstatus: " + r.status + (r.cause.empty() ? "" : "\ncause: " + r.cause) + "\n\nxxh3 " +
-                           records_.label_a + ": " + r.xxh3_a + "\nxxh3 " + records_.label_b + ": " + r.xxh3_b +
-                           "\nshard " + records_.label_a + ": " + r.shard_a + "\nshard " + records_.label_b +
-                           ": " + r.shard_b;
-  inspector_->setText(shown_text(text));
+  const std::string text =
+      "rank " + std::to_string(model_.rank()->rank) + "\n" + records_.label_a + ": " + r.node + "\n" +
+      records_.label_b + ": " + (r.node_b.empty() ? "(none)" : r.node_b) + "\nop: " + r.op +
+      "\nsource: " + (r.source.empty() ? "(none)" : r.source) + "\nstatus: " + r.status +
+      (r.cause.empty() ? "" : "\ncause: " + r.cause) + "\n\nxxh3 " + records_.label_a + ": " + r.xxh3_a +
+      "\nxxh3 " + records_.label_b + ": " + r.xxh3_b + "\nshard " + records_.label_a + ": " + r.shard_a +
+      "\nshard " + records_.label_b + ": " + r.shard_b;
+  inspector_->setText(shown_lines(text));
 }
 
 bool ReplayRecordsView::step_divergence(int direction) {
@@ -403,6 +409,14 @@ bool ReplayRecordsView::select_cause(const CauseRef& cause) {
   set_rank(rank->rank);
   select_row(row);
   return true;
+}
+
+void ReplayRecordsView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  QTimer::singleShot(0, this, [this] {
+    const QModelIndex cur = table_->selectionModel()->currentIndex();
+    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
+  });
 }
 
 }  // namespace gparity::gui::views

@@ -39,8 +39,8 @@ struct ReplayNodeRow {
 
 struct ReplayRankNodes {
   int rank = 0;
-  std::string verdict;     // this rank's verdict, as `gparity replay` prints it
-  std::string first_node;  // the verdict's first divergent node ("" when equal)
+  std::string verdict;              // this rank's verdict, as `gparity replay` prints it
+  std::string first_node;           // the verdict's first divergent node ("" when equal)
   std::vector<ReplayNodeRow> rows;  // walk order (topological order of side a)
 };
 
@@ -95,6 +95,10 @@ class ReplayRecordsView final : public QWidget {
   [[nodiscard]] const ReplayRecords& records() const noexcept { return records_; }
   [[nodiscard]] const ReplayNodeModel& model() const noexcept { return model_; }
   [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+
+ protected:
+  /// Centres the selection once the table has its size.
+  void showEvent(QShowEvent* event) override;
 
  private:
   void select_row(int row);

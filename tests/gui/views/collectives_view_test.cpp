@@ -26,7 +26,8 @@ std::size_t count_status(const CollectiveStreamTable& t, const std::string& stat
   return n;
 }
 
-diff::CollectingConsumer cli_report(const std::vector<std::string>& paths, const std::vector<std::string>& base) {
+diff::CollectingConsumer cli_report(const std::vector<std::string>& paths,
+                                    const std::vector<std::string>& base) {
   const auto run = diff::load_collectives(paths);
   std::optional<diff::CollectiveRun> b;
   if (!base.empty()) b = diff::load_collectives(base);

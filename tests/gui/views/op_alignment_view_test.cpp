@@ -52,7 +52,8 @@ TEST(OpAlignmentView, CompileGeluOpensOnTheCliFirstDivergenceWithItsDecompositio
   const auto& step = view.data().ranks[0].steps[static_cast<std::size_t>(view.data().ranks[0].first_step)];
   const auto at = static_cast<std::size_t>(step.first_row);
   std::size_t counterparts = 0;
-  for (std::size_t k = at + 1; k < step.rows.size() && step.rows[k].status == "counterpart"; ++k) ++counterparts;
+  for (std::size_t k = at + 1; k < step.rows.size() && step.rows[k].status == "counterpart"; ++k)
+    ++counterparts;
   EXPECT_EQ(counterparts + 1, 9U) << "gelu's counterparts: mul x6, add x2, tanh";
   EXPECT_EQ(row->paired_by, "decomposition");
   gparity::testing::screenshot(view, "view_op_alignment");

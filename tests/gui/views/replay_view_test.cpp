@@ -40,7 +40,8 @@ TEST(ReplayRecordsView, EveryRankShowsTheFirstDivergentNodeAndCauseOfTheCliVerdi
     for (const auto& row : r->rows)
       if (first == nullptr && diverges(row.status)) first = &row;
     if (!v.verdict.json.contains("first_divergent")) {
-      EXPECT_EQ(first, nullptr) << "rank " << v.rank << " is equal in the verdict; the view shows " << first->node;
+      EXPECT_EQ(first, nullptr) << "rank " << v.rank << " is equal in the verdict; the view shows "
+                                << first->node;
       continue;
     }
     ASSERT_NE(first, nullptr) << v.rank;
@@ -59,11 +60,13 @@ TEST(ReplayRecordsView, EveryRankShowsTheFirstDivergentNodeAndCauseOfTheCliVerdi
   EXPECT_EQ(row_of(1, "slice_1").status, "origin");
   EXPECT_NE(row_of(1, "slice_1").xxh3_a, row_of(1, "slice_1").xxh3_b);
   EXPECT_EQ(row_of(0, "all_reduce").status, "received");
-  EXPECT_NE(row_of(0, "all_reduce").cause.find("from rank 1"), std::string::npos) << row_of(0, "all_reduce").cause;
+  EXPECT_NE(row_of(0, "all_reduce").cause.find("from rank 1"), std::string::npos)
+      << row_of(0, "all_reduce").cause;
   EXPECT_EQ(row_of(0, "slice_1").status, "equal");
   EXPECT_EQ(row_of(0, "slice_1").xxh3_a, row_of(0, "slice_1").xxh3_b);
   for (const int rank : {2, 3})
-    for (const auto& row : records.rank(rank)->rows) EXPECT_FALSE(diverges(row.status)) << rank << " " << row.node;
+    for (const auto& row : records.rank(rank)->rows)
+      EXPECT_FALSE(diverges(row.status)) << rank << " " << row.node;
 }
 
 TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
@@ -76,19 +79,24 @@ TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
   EXPECT_EQ(view.shown_rank(), 1);
   EXPECT_EQ(view.selected_node(), "slice_1");
   const auto* rank1 = view.records().rank(1);
-  for (const auto& row : rank1->rows)
+  for (const auto& row : rank1->rows) {
     if (row.node == "slice_1") {
-      EXPECT_TRUE(view.inspector_text().contains(QString::fromStdString(row.xxh3_a))) << view.inspector_text().toStdString();
+      EXPECT_TRUE(view.inspector_text().contains(QString::fromStdString(row.xxh3_a)))
+          << view.inspector_text().toStdString();
       EXPECT_TRUE(view.inspector_text().contains(QString::fromStdString(row.xxh3_b)));
     }
+  }
   gparity::testing::screenshot(view, "view_replay_records");
 
   // N / P: the next divergent node after slice_1, and back.
   ASSERT_TRUE(view.next_divergence());
   const std::string next = view.selected_node();
   EXPECT_NE(next, "slice_1");
-  for (const auto& row : rank1->rows)
-    if (row.node == next) EXPECT_TRUE(diverges(row.status)) << next;
+  for (const auto& row : rank1->rows) {
+    if (row.node == next) {
+      EXPECT_TRUE(diverges(row.status)) << next;
+    }
+  }
   ASSERT_TRUE(view.previous_divergence());
   EXPECT_EQ(view.selected_node(), "slice_1");
   EXPECT_FALSE(view.previous_divergence()) << "slice_1 is rank 1's first divergence";
@@ -101,7 +109,10 @@ TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
   EXPECT_TRUE(view.select_cause(cause));
   EXPECT_EQ(view.shown_rank(), 0);
   EXPECT_EQ(view.selected_node(), "all_reduce");
-  EXPECT_TRUE(view.inspector_text().contains(QStringLiteral("received"))) << view.inspector_text().toStdString();
+  EXPECT_TRUE(view.inspector_text().contains(QStringLiteral("received")))
+      << view.inspector_text().toStdString();
+  QApplication::processEvents();
+  gparity::testing::screenshot(view, "view_replay_records_received");
   cause.node = "no_such_node";
   EXPECT_FALSE(view.select_cause(cause));
   cause.rank = 7;
