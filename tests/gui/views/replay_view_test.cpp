@@ -11,6 +11,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <algorithm>
 #include <set>
 
 #include "diff/replay/replay_verdict.hpp"
@@ -21,6 +22,7 @@ namespace gparity::gui::views {
 namespace {
 
 const std::string kCoorRun = std::string(GPARITY_SOURCE_DIR) + "/tests/data/replay/coor_run";
+const std::string kAgainstRun = std::string(GPARITY_SOURCE_DIR) + "/tests/data/replay/against_run";
 
 bool diverges(const std::string& status) {
   return status != "equal" && status != "unmatched";
@@ -133,6 +135,35 @@ TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   for (const auto& r : view.records().ranks) model.set_rank(&r);
   model.set_rank(nullptr);
+}
+
+// `--against`: b is a with the sum reassociated and every computed node renamed; nodes pair by
+// structure, so s1 is shown with its partner t1, and a cause naming b's node selects it.
+TEST(ReplayRecordsView, AgainstShowsEachNodeWithItsPartnerAndTheCliFirstDivergence) {
+  gparity::testing::app();
+  const auto verdicts = diff::judge_replay_run(kAgainstRun);
+  ReplayRecordsView view(load_replay_records(kAgainstRun));
+  view.show();
+  QApplication::processEvents();
+  EXPECT_EQ(view.records().mode, "against");
+  ASSERT_EQ(view.records().ranks.size(), 2U);
+  ASSERT_EQ(verdicts.size(), 2U);
+  EXPECT_EQ(view.shown_rank(), 0);
+  EXPECT_EQ(view.selected_node(), verdicts[0].verdict.json["first_divergent"]["node"]);
+  EXPECT_EQ(view.selected_node(), "s1");
+  const auto& row = view.records().ranks[0].rows;
+  const auto s1 = std::find_if(row.begin(), row.end(), [](const ReplayNodeRow& r) { return r.node == "s1"; });
+  ASSERT_NE(s1, row.end());
+  EXPECT_EQ(s1->node_b, verdicts[0].verdict.json["first_divergent"]["other_node"]);
+  EXPECT_EQ(s1->node_b, "t1");
+  EXPECT_EQ(s1->status, "origin");
+  CauseRef cause;
+  cause.kind = CauseRef::Kind::ReplayNode;
+  cause.rank = 1;
+  cause.node = "t2";  // b's name of s2
+  ASSERT_TRUE(view.select_cause(cause));
+  EXPECT_EQ(view.shown_rank(), 1);
+  EXPECT_EQ(view.selected_node(), "s2");
 }
 
 TEST(ReplayRecordsView, ARunThatIsNotAReplayIsRefusedNamingIt) {
