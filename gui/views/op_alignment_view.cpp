@@ -112,7 +112,8 @@ OpAlignStep align_rows(const diff::ops::StepVerdict& sv) {
     if (sv.first && sv.first->record == e) {
       row.status = "first divergence";
       out.first_row = static_cast<int>(out.rows.size());
-      out.first_text = row.eager_op + ": " + str(diff::ops::op_cause_name(sv.first->cause));
+      out.first_cause = str(diff::ops::op_cause_name(sv.first->cause));
+      out.first_text = row.eager_op + ": " + out.first_cause;
       if (sv.first->cause == diff::ops::OpCause::FollowsStep)
         out.first_text += " " + std::to_string(sv.first->follows_step);
     }
@@ -291,13 +292,22 @@ OpAlignmentView::OpAlignmentView(OpAlignment data, QWidget* parent)
   });
   connect(step_box_, &QComboBox::currentIndexChanged, this, [this](int i) { show_step_index(i); });
 
-  // Open on the first rank that diverges (its first divergent step), else rank 0's first step.
-  int start = 0;
-  for (std::size_t i = 0; i < data_.ranks.size(); ++i)
-    if (data_.ranks[i].first_step >= 0) {
-      start = static_cast<int>(i);
-      break;
+  // Open where the verdict's headline leads (compare_op_logs): the rank whose first divergence
+  // is an origin, earliest step first; else any divergent rank; else rank 0's first step.
+  int start = -1;
+  const auto first_of = [this](int i) -> const OpAlignStep* {
+    const auto& r = data_.ranks[static_cast<std::size_t>(i)];
+    return r.first_step < 0 ? nullptr : &r.steps[static_cast<std::size_t>(r.first_step)];
+  };
+  for (const bool origin_only : {true, false}) {
+    for (int i = 0; i < static_cast<int>(data_.ranks.size()); ++i) {
+      const auto* s = first_of(i);
+      if (s == nullptr || (origin_only && s->first_cause != "origin")) continue;
+      if (start < 0 || s->step < first_of(start)->step) start = i;
     }
+    if (start >= 0) break;
+  }
+  start = std::max(start, 0);
   rank_box_->setCurrentIndex(-1);
   if (!data_.ranks.empty()) rank_box_->setCurrentIndex(start);
 }

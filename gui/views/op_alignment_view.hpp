@@ -45,8 +45,9 @@ struct OpAlignStep {
   std::int64_t step = 0;
   std::string eager_log, compiled_log;  // file names
   std::vector<OpAlignRow> rows;
-  int first_row = -1;      // the first divergent op's row
-  std::string first_text;  // "aten::gelu: origin"
+  int first_row = -1;       // the first divergent op's row
+  std::string first_text;   // "aten::gelu: origin"
+  std::string first_cause;  // "origin", "received", ... (diff::ops::op_cause_name)
 };
 
 struct OpAlignRank {

@@ -117,5 +117,15 @@ TEST(CheckpointsView, WeightsThatDifferOpenOnTheFirstParameterTheComparisonRepor
   EXPECT_NE(p.xxh3_a, p.xxh3_b);
 }
 
+TEST(CheckpointsView, APathThatHoldsNoCheckpointIsRefusedNamingIt) {
+  const std::string runs = std::string(GPARITY_SOURCE_DIR) + "/samples/runs";
+  try {
+    (void)load_checkpoint_layouts(runs + "/eager", runs + "/compile");
+    ADD_FAILURE() << "training runs are not checkpoints";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("samples/runs/eager"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gparity::gui::views

@@ -126,5 +126,15 @@ TEST(CollectivesView, AgainstTheBaselineTheReportsFirstDivergenceIsSelected) {
   gparity::testing::screenshot(view, "view_collectives_baseline");
 }
 
+TEST(CollectivesView, AFileThatIsNoCollectiveFormatIsRefusedNamingIt) {
+  const std::string readme = std::string(GPARITY_SOURCE_DIR) + "/README.md";
+  try {
+    (void)load_collective_sequences({readme});
+    ADD_FAILURE() << "README.md holds no collectives";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("README.md"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gparity::gui::views

@@ -86,6 +86,55 @@ TEST(OpAlignmentView, CompileGeluOpensOnTheCliFirstDivergenceWithItsDecompositio
   model.set_step(nullptr);
 }
 
+// debugmode_nnmod: modules recorded, rank 1's gelu decomposed wrongly, rank 0 receives it
+// through the gradient all-reduce. The view opens where the CLI's headline leads (the origin,
+// rank 1), and rank 0's first divergence is the all-reduce, received.
+TEST(OpAlignmentView, OpensOnTheOriginRankTheCliHeadlineNamesWithItsModule) {
+  gparity::testing::app();
+  const std::string logs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/debugmode_nnmod/";
+  diff::CollectingConsumer cli;
+  (void)diff::ops::compare_op_runs(model::ops::open_op_run(logs + "eager"),
+                                   model::ops::open_op_run(logs + "compile_gelu_rank1"), {}, cli);
+  OpAlignmentView view(load_op_alignment(logs + "eager", logs + "compile_gelu_rank1"));
+  view.resize(1400, 640);
+  view.show();
+  QApplication::processEvents();
+  EXPECT_EQ(view.data().headline, cli.verdict.headline);
+  EXPECT_NE(cli.verdict.headline.find("first at rank 1 step 1, aten::gelu"), std::string::npos)
+      << cli.verdict.headline;
+  EXPECT_EQ(view.shown_rank(), 1);
+  EXPECT_EQ(view.shown_step(), 1);
+  ASSERT_NE(view.selected_row(), nullptr);
+  EXPECT_EQ(view.selected_row()->eager_op, "aten::gelu");
+  EXPECT_EQ(view.selected_row()->module, "Net.layers.0");
+  gparity::testing::screenshot(view, "view_op_alignment_module");
+  // Rank 0's own first divergence, as the CLI reports it.
+  const diff::Finding* rank0 = nullptr;
+  for (const auto& f : cli.findings)
+    if (rank0 == nullptr && f.kind == "op_divergence" && f.where.rank == 0) rank0 = &f;
+  ASSERT_NE(rank0, nullptr);
+  CauseRef cause;
+  cause.kind = CauseRef::Kind::Op;
+  cause.rank = 0;
+  ASSERT_TRUE(view.select_cause(cause));
+  EXPECT_EQ(view.shown_step(), *rank0->where.step);
+  ASSERT_NE(view.selected_row(), nullptr);
+  EXPECT_EQ(view.selected_row()->eager_line, rank0->where.line);
+  EXPECT_EQ(view.selected_row()->eager_op, "c10d::allreduce_");
+  const auto& r0 = view.data().ranks[0];
+  EXPECT_EQ(r0.steps[static_cast<std::size_t>(r0.first_step)].first_cause, "received");
+}
+
+TEST(OpAlignmentView, InputTheCliRefusesIsRefusedNamingIt) {
+  const std::string missing = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/no_such_logs";
+  try {
+    (void)load_op_alignment(missing, kLogs + "compile");
+    ADD_FAILURE() << "no logs there";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_logs"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OpAlignmentView, EagerAgainstTheCorrectCompileHasNoFirstDivergence) {
   gparity::testing::app();
   const auto data = load_op_alignment(kLogs + "eager", kLogs + "compile");
