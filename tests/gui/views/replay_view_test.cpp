@@ -11,6 +11,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QTableView>
+#include <QTest>
 #include <algorithm>
 #include <set>
 
@@ -102,6 +104,15 @@ TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
   ASSERT_TRUE(view.previous_divergence());
   EXPECT_EQ(view.selected_node(), "slice_1");
   EXPECT_FALSE(view.previous_divergence()) << "slice_1 is rank 1's first divergence";
+  // The same from the keyboard: N and P in the node table.
+  auto* table = view.findChild<QTableView*>();
+  ASSERT_NE(table, nullptr);
+  QApplication::setActiveWindow(&view);
+  table->setFocus();
+  QTest::keyClick(table, Qt::Key_N);
+  EXPECT_EQ(view.selected_node(), next);
+  QTest::keyClick(table, Qt::Key_P);
+  EXPECT_EQ(view.selected_node(), "slice_1");
 
   // A cause on another rank selects rank and node; one the records do not hold changes nothing.
   CauseRef cause;
