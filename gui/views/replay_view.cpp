@@ -20,6 +20,8 @@
 #include "diff/replay/node_plan.hpp"
 #include "diff/replay/replay_verdict.hpp"
 #include "gui/display_text.hpp"
+#include "gui/document.hpp"
+#include "gui/graph_canvas.hpp"
 #include "gui/views/legend.hpp"
 #include "gui/views/view_support.hpp"
 #include "hash/xxh3.hpp"
@@ -67,6 +69,7 @@ struct RankInput {
   int rank = 0;
   std::vector<model::NodeRecord> a, b;
   std::optional<model::Graph> graph_a, graph_b;
+  std::string path_a;  // where graph_a was read from
 };
 
 }  // namespace
@@ -113,6 +116,7 @@ ReplayRecords load_replay_records(const std::string& run_dir) {
     }
     std::string path, problem;
     in.graph_a = diff::load_record_graph(run_dir, t, out.label_a, path, problem);
+    if (in.graph_a) in.path_a = path;
     in.graph_b = diff::load_record_graph(run_dir, t, out.label_b, path, problem);
     inputs.push_back(std::move(in));
   }
@@ -130,6 +134,13 @@ ReplayRecords load_replay_records(const std::string& run_dir) {
     const auto& in = inputs[k];
     ReplayRankNodes rn;
     rn.rank = in.rank;
+    if (!in.path_a.empty()) {
+      try {
+        rn.graph = load_document(in.path_a);
+      } catch (const model::InputError&) {
+        // The table does not need it; the canvas stays empty.
+      }
+    }
     for (const auto& v : verdicts) {
       if (v.rank != in.rank) continue;
       rn.verdict = v.verdict.text;
@@ -262,7 +273,8 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
   layout->addWidget(rank_line);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
-  table_ = new QTableView(split);
+  auto* left = new QSplitter(Qt::Vertical, split);
+  table_ = new QTableView(left);
   table_->setModel(&model_);
   table_->verticalHeader()->hide();  // the # column numbers the rows
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -274,7 +286,12 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
   inspector_->setWordWrap(true);
   inspector_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   inspector_->setMinimumWidth(220);
-  split->addWidget(table_);
+  canvas_ = new GraphCanvas(left);
+  left->addWidget(table_);
+  left->addWidget(canvas_);
+  left->setStretchFactor(0, 1);
+  left->setStretchFactor(1, 1);
+  split->addWidget(left);
   split->addWidget(inspector_);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
@@ -291,6 +308,15 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
     const auto& r = records_.ranks[static_cast<std::size_t>(i)];
     model_.set_rank(&r);
     fit_columns(table_, 280);
+    const model::Graph* g = r.graph && !r.graph->graphs.empty() ? r.graph->graphs.front().graph : nullptr;
+    canvas_->set_graph(g ? r.graph : nullptr, g);
+    if (g != nullptr) {
+      std::vector<QColor> colours(g->nodes.size());
+      for (const auto& row : r.rows)
+        if (const auto id = g->find_node(row.node); id != model::kNoNode)
+          colours[id] = replay_status_colour(row.status);
+      canvas_->set_node_colors(std::move(colours));
+    }
     rank_line->setText(shown_text("rank " + std::to_string(r.rank) + ": " + r.verdict));
     // The first divergent node the verdict names, selected.
     int first = -1;
@@ -301,6 +327,14 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
   });
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex&, const QModelIndex&) { update_inspector(); });
+  connect(canvas_, &GraphCanvas::node_selected, this, [this](quint32 id) {
+    const auto* g = canvas_->graph();
+    if (syncing_ || g == nullptr || model_.rank() == nullptr || id >= g->nodes.size()) return;
+    const auto name = g->node_name(id);
+    const auto& rows = model_.rank()->rows;
+    for (std::size_t k = 0; k < rows.size(); ++k)
+      if (rows[k].node == name) select_row(static_cast<int>(k));
+  });
   connect(next, &QPushButton::clicked, this, [this] { next_divergence(); });
   connect(prev, &QPushButton::clicked, this, [this] { previous_divergence(); });
   auto* key_n = new QShortcut(QKeySequence(Qt::Key_N), this);
@@ -336,6 +370,14 @@ void ReplayRecordsView::select_row(int row) {
                                             QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   table_->scrollTo(i, QAbstractItemView::PositionAtCenter);
   update_inspector();
+  if (const auto* g = canvas_->graph(); g != nullptr && !syncing_) {
+    const auto id = g->find_node(model_.rank()->rows[static_cast<std::size_t>(row)].node);
+    if (id != model::kNoNode && id != canvas_->selected()) {
+      syncing_ = true;
+      canvas_->select_node(id);
+      syncing_ = false;
+    }
+  }
 }
 
 void ReplayRecordsView::set_rank(int rank) {

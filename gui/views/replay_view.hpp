@@ -5,13 +5,16 @@
 // and first divergent node; diff::compare_node_graph and diff::causality::classify for every
 // node's cause, as judge_replay does on the ranks' exchanged records). Each node is equal, origin,
 // propagated, received, input, unknown or unmatched; both sides' hashes are shown; N / P step to
-// the next / previous divergent node; a rank selector shows every rank.
+// the next / previous divergent node; a rank selector shows every rank. Beneath the node table,
+// side a's graph as the replay ran it (the run's graph JSON) on the graph canvas, nodes filled
+// with their status colour; selection follows between table and canvas.
 //
 // load_replay_records runs off the GUI thread (no Qt) and throws model::InputError for a run it
 // cannot use (not a replay run, records missing).
 
 #include <QAbstractTableModel>
 #include <QWidget>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +24,11 @@
 class QComboBox;
 class QLabel;
 class QTableView;
+
+namespace gparity::gui {
+struct Document;
+class GraphCanvas;
+}  // namespace gparity::gui
 
 namespace gparity::gui::views {
 
@@ -42,6 +50,9 @@ struct ReplayRankNodes {
   std::string verdict;              // this rank's verdict, as `gparity replay` prints it
   std::string first_node;           // the verdict's first divergent node ("" when equal)
   std::vector<ReplayNodeRow> rows;  // walk order (topological order of side a)
+  /// Side a's graph as replayed (the "graph" record's graph JSON, through load_document), for
+  /// the canvas; null when the run names none or it cannot be read.
+  std::shared_ptr<const Document> graph;
 };
 
 struct ReplayRecords {
@@ -95,6 +106,7 @@ class ReplayRecordsView final : public QWidget {
   [[nodiscard]] const ReplayRecords& records() const noexcept { return records_; }
   [[nodiscard]] const ReplayNodeModel& model() const noexcept { return model_; }
   [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+  [[nodiscard]] GraphCanvas* canvas() const noexcept { return canvas_; }
 
  protected:
   /// Centres the selection once the table has its size.
@@ -111,6 +123,8 @@ class ReplayRecordsView final : public QWidget {
   QLabel* verdict_ = nullptr;
   QTableView* table_ = nullptr;
   QLabel* inspector_ = nullptr;
+  GraphCanvas* canvas_ = nullptr;
+  bool syncing_ = false;  // a selection being copied between table and canvas
   Legend* legend_ = nullptr;
 };
 

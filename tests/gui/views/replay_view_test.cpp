@@ -17,6 +17,7 @@
 #include <set>
 
 #include "diff/replay/replay_verdict.hpp"
+#include "gui/graph_canvas.hpp"
 #include "gui/views/legend.hpp"
 #include "tests/support/qt_test_app.hpp"
 
@@ -76,12 +77,17 @@ TEST(ReplayRecordsView, EveryRankShowsTheFirstDivergentNodeAndCauseOfTheCliVerdi
 TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
   gparity::testing::app();
   ReplayRecordsView view(load_replay_records(kCoorRun));
-  view.resize(1280, 560);
+  view.resize(1280, 760);
   view.show();
   QApplication::processEvents();
   // The origin rank first, its first divergent node selected, both hashes in the inspector.
   EXPECT_EQ(view.shown_rank(), 1);
   EXPECT_EQ(view.selected_node(), "slice_1");
+  // ... and on the canvas: the replayed graph, the node selected and filled with its status.
+  ASSERT_TRUE(view.canvas()->wait_for_layout());
+  ASSERT_NE(view.canvas()->graph(), nullptr);
+  EXPECT_EQ(view.canvas()->selected(), view.canvas()->graph()->find_node("slice_1"));
+  QApplication::processEvents();
   const auto* rank1 = view.records().rank(1);
   for (const auto& row : rank1->rows) {
     if (row.node == "slice_1") {
@@ -122,6 +128,12 @@ TEST(ReplayRecordsView, OpensOnTheOriginAndStepsThroughDivergencesAndCauses) {
   EXPECT_TRUE(view.select_cause(cause));
   EXPECT_EQ(view.shown_rank(), 0);
   EXPECT_EQ(view.selected_node(), "all_reduce");
+  ASSERT_TRUE(view.canvas()->wait_for_layout());
+  EXPECT_EQ(view.canvas()->selected(), view.canvas()->graph()->find_node("all_reduce"));
+  // A node selected on the canvas selects its row.
+  emit view.canvas()->node_selected(view.canvas()->graph()->find_node("mul_1"));
+  EXPECT_EQ(view.selected_node(), "mul_1");
+  ASSERT_TRUE(view.select_cause(cause));
   EXPECT_TRUE(view.inspector_text().contains(QStringLiteral("received")))
       << view.inspector_text().toStdString();
   QApplication::processEvents();
