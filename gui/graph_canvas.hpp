@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gui/document.hpp"
+#include "gui/legend.hpp"
 #include "gui/layout/view_graph.hpp"
 
 template <typename T>
@@ -64,6 +65,12 @@ class GraphCanvas final : public QAbstractScrollArea {
   [[nodiscard]] model::NodeId selected() const { return selected_; }
   /// Per-node fill colours (diff mode); an invalid QColor keeps the default.
   void set_node_colors(std::vector<QColor> colors);
+  /// What those colours mean, listed in the legend after the node kinds (empty: kinds only).
+  void set_legend(std::vector<LegendEntry> entries);
+  [[nodiscard]] const std::vector<LegendEntry>& legend() const { return legend_; }
+  /// Labels drawn at the last paint where boxes were too small for their text: node names in
+  /// a smaller font, group frames' labels (level of detail; tests check fit-all is readable).
+  [[nodiscard]] const std::vector<QString>& lod_labels() const { return lod_text_; }
 
   /// Case-insensitive substring search in names and targets; selects the first match.
   int search(const QString& text);
@@ -129,6 +136,9 @@ class GraphCanvas final : public QAbstractScrollArea {
   model::NodeId selected_ = model::kNoNode;
   bool center_on_adopt_ = false;
   std::vector<QColor> node_colors_;
+  std::vector<LegendEntry> legend_;
+  std::vector<QRectF> lod_rects_;  // view coordinates
+  std::vector<QString> lod_text_;
   std::vector<model::NodeId> matches_;
   std::vector<char> is_match_;
   int match_pos_ = -1;
