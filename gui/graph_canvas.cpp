@@ -293,6 +293,8 @@ void GraphCanvas::paintEvent(QPaintEvent*) {
                        to_layout(QPointF(viewport()->width(), viewport()->height())));
   lod_rects_.clear();
   lod_text_.clear();
+  lod_is_group_.clear();
+  lod_candidates_.clear();
   if (kOptions.node_height * scale_ < 10) {
     // Group frames large enough on screen get their label (the layer or module they hold).
     const auto& c = *layout_;
@@ -302,9 +304,8 @@ void GraphCanvas::paintEvent(QPaintEvent*) {
       const QRectF rect(QPointF(box[0] - 6, box[1] - 6), QPointF(box[2] + 6, box[3] + 6));
       if (!rect.intersects(visible)) continue;
       const QRectF on_screen(to_view(rect.topLeft()), to_view(rect.bottomRight()));
-      if (on_screen.width() < 40 || on_screen.height() < 14) continue;
-      lod_rects_.push_back(on_screen);
-      lod_text_.push_back(shown_text(c.grouping->groups[gi].label));
+      if (on_screen.height() < 8) continue;
+      lod_candidates_.push_back({on_screen, shown_text(c.grouping->groups[gi].label), true});
     }
   }
   p.save();
@@ -320,22 +321,37 @@ void GraphCanvas::paintEvent(QPaintEvent*) {
   p.restore();
   // Level of detail: where boxes are too small for their text at this scale, their names in a
   // smaller font and the group frames' labels, drawn at screen size so they stay readable.
-  if (!lod_rects_.empty()) {
+  if (!lod_candidates_.empty()) {
+    // Greedy placement: group labels first (a tab above the frame), then node names centred on
+    // their box, each kept only where it overlaps no label already placed; so what is drawn is
+    // readable at any zoom.
     QFont small = font();
-    small.setPixelSize(9);
+    small.setPixelSize(10);
     p.setFont(small);
+    const QFontMetrics fm = p.fontMetrics();
+    const QRectF view(viewport()->rect());
+    std::stable_partition(lod_candidates_.begin(), lod_candidates_.end(),
+                          [](const LodCandidate& l) { return l.group; });
+    for (const auto& l : lod_candidates_) {
+      const double w = std::min(fm.horizontalAdvance(l.text) + 6, 240);
+      const QRectF r = l.group ? QRectF(l.anchor.left(), l.anchor.top() - 13, w, 13)
+                               : QRectF(l.anchor.center().x() - w / 2, l.anchor.center().y() - 6.5, w, 13);
+      if (!view.intersects(r)) continue;
+      if (std::any_of(lod_rects_.begin(), lod_rects_.end(),
+                      [&](const QRectF& o) { return o.adjusted(-2, -1, 2, 1).intersects(r); }))
+        continue;
+      lod_rects_.push_back(r);
+      lod_text_.push_back(l.text);
+      lod_is_group_.push_back(l.group ? 1 : 0);
+      if (lod_rects_.size() >= 400) break;
+    }
     for (std::size_t i = 0; i < lod_rects_.size(); ++i) {
       const QRectF& r = lod_rects_[i];
-      const QString text = p.fontMetrics().elidedText(lod_text_[i], Qt::ElideRight, static_cast<int>(r.width()));
-      if (r.height() > 12) {  // a group frame: its label on a white tab above the frame
-        const QRectF tab(r.left(), r.top() - 12, p.fontMetrics().horizontalAdvance(text) + 6, 12);
-        p.fillRect(tab, QColor(255, 255, 255, 210));
-        p.setPen(QColor(90, 60, 160));
-        p.drawText(tab.adjusted(3, 0, 0, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
-      } else {
-        p.setPen(Qt::black);
-        p.drawText(r, Qt::AlignCenter, text);
-      }
+      const bool group = lod_is_group_[i] != 0;
+      p.fillRect(r, QColor(255, 255, 255, 215));
+      p.setPen(group ? QColor(90, 60, 160) : Qt::black);
+      p.drawText(r.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft,
+                 fm.elidedText(lod_text_[i], Qt::ElideRight, static_cast<int>(r.width() - 6)));
     }
     p.setFont(font());
   }
@@ -393,7 +409,6 @@ void GraphCanvas::paint_graph(QPainter& p, const QRectF& visible) {
   const auto first_layer = static_cast<std::int64_t>(std::floor(visible.top() / pitch()));
   const auto last_layer = static_cast<std::int64_t>(std::floor(visible.bottom() / pitch()));
   const bool text = kOptions.node_height * scale_ >= 10;
-  }
   QFont name_font = font();
   name_font.setPointSizeF(9);
   QFont target_font = name_font;
@@ -426,12 +441,11 @@ void GraphCanvas::paint_graph(QPainter& p, const QRectF& visible) {
       p.drawRect(rect);
       if (!text) {
         // Too small for the 9 pt name and target: the name alone, at screen size, when it fits.
-        const QRectF on_screen(to_view(rect.topLeft()), to_view(rect.bottomRight()));
-        if (on_screen.height() >= 7 && on_screen.width() >= 24) {
-          lod_rects_.push_back(on_screen);
-          lod_text_.push_back(vi.is_group ? shown_text(c.grouping->groups[vi.index].label)
-                                          : shown_text(graph_->str(graph_->node(node).name)));
-        }
+        if (lod_candidates_.size() < 3000)
+          lod_candidates_.push_back({QRectF(to_view(rect.topLeft()), to_view(rect.bottomRight())),
+                                     vi.is_group ? shown_text(c.grouping->groups[vi.index].label)
+                                                 : shown_text(graph_->str(graph_->node(node).name)),
+                                     false});
         continue;
       }
       p.setPen(Qt::black);

@@ -68,8 +68,9 @@ class GraphCanvas final : public QAbstractScrollArea {
   /// What those colours mean, listed in the legend after the node kinds (empty: kinds only).
   void set_legend(std::vector<LegendEntry> entries);
   [[nodiscard]] const std::vector<LegendEntry>& legend() const { return legend_; }
-  /// Labels drawn at the last paint where boxes were too small for their text: node names in
-  /// a smaller font, group frames' labels (level of detail; tests check fit-all is readable).
+  /// Labels drawn at the last paint where boxes were too small for their text: group frames'
+  /// labels and node names at screen size, where they overlap no other label (level of detail;
+  /// tests check fit-all is readable).
   [[nodiscard]] const std::vector<QString>& lod_labels() const { return lod_text_; }
 
   /// Case-insensitive substring search in names and targets; selects the first match.
@@ -137,8 +138,15 @@ class GraphCanvas final : public QAbstractScrollArea {
   bool center_on_adopt_ = false;
   std::vector<QColor> node_colors_;
   std::vector<LegendEntry> legend_;
-  std::vector<QRectF> lod_rects_;  // view coordinates
+  struct LodCandidate {
+    QRectF anchor;  // the box or group frame, view coordinates
+    QString text;
+    bool group = false;
+  };
+  std::vector<LodCandidate> lod_candidates_;
+  std::vector<QRectF> lod_rects_;  // the labels placed at the last paint, view coordinates
   std::vector<QString> lod_text_;
+  std::vector<char> lod_is_group_;
   std::vector<model::NodeId> matches_;
   std::vector<char> is_match_;
   int match_pos_ = -1;

@@ -217,6 +217,9 @@ MainWindow::MainWindow(QWidget* parent)
     setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, size, avail));
   }
   restoreState(settings.value(QStringLiteral("window_state")).toByteArray());
+  // The graph docks stay out of the way until a graph is open (adopt shows them).
+  for (auto* dock : findChildren<QDockWidget*>())
+    if (dock->objectName() != QStringLiteral("messages_dock")) dock->hide();
 }
 
 MainWindow::~MainWindow() {
@@ -409,6 +412,7 @@ void MainWindow::adopt_verdict(std::shared_ptr<const JobVerdict> verdict) {
   tabs_->setCurrentWidget(verdict_page_);
   const auto& v = *verdict_page_->verdict();
   report(tr("%1: %2").arg(shown_text(v.command), shown_text(v.verdict.headline)));
+  statusBar()->showMessage(shown_text(v.verdict.headline));
 }
 
 void MainWindow::open_inputs(const QStringList& paths) {
@@ -429,9 +433,15 @@ void MainWindow::open_inputs(const QStringList& paths) {
     const Outcome out = watcher->result();
     watcher->deleteLater();
     if (!out.verdict) {
-      // Not a kind with a verdict (a graph, two graphs): the graph views, as before.
+      // Not a kind with a verdict (a graph, two graphs): the graph views, as before. The page
+      // names the inputs by file name (no absolute path on screen), the messages keep it all.
       report(tr("No verdict: %1").arg(out.error));
-      verdict_page_->clear(tr("No verdict for this input: %1").arg(out.error));
+      QString why = out.error;
+      for (const QString& p : paths) {
+        const QFileInfo info(p);
+        why.replace(info.absoluteFilePath(), info.fileName());
+      }
+      verdict_page_->clear(tr("No verdict for this input: %1").arg(why));
       if (paths.size() == 2)
         open_diff(paths[0], paths[1]);
       else
@@ -495,6 +505,7 @@ void MainWindow::adopt(std::shared_ptr<const Document> doc,
   selector_->setCurrentIndex(first);
   show_graph(first);
   if (!verdict_page_->verdict()) tabs_->setCurrentWidget(canvas_);
+  for (auto* dock : findChildren<QDockWidget*>()) dock->show();
   statusBar()->showMessage(tr("%1 graphs").arg(doc_->graphs.size()));
   if (const int row = std::exchange(pending_node_finding_, -1); row >= 0) jump_to_node_finding(row);
 }

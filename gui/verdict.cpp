@@ -332,6 +332,12 @@ std::string shown_path(const std::string& path, std::span<const std::string> bas
   return rel.string();
 }
 
+std::string JobVerdict::where_text(const diff::Finding& f) const {
+  diff::Location where = f.where;
+  if (!where.source.empty()) where.source = shown_path(where.source, paths);
+  return where.text();
+}
+
 CauseRef JobVerdict::cause_of(const diff::Finding& f) const {
   CauseRef c;
   c.rank = f.where.rank.value_or(-1);
@@ -462,7 +468,7 @@ std::string JobVerdict::tooltip(std::size_t row, std::size_t column) const {
                   vals[side].value("xxh3", "") + " · shard hash " + vals[side].value("shard_hash", "");
     }
   } else if (const auto i = grid.finding_of_cell[at]; i >= 0) {
-    text += "\n" + findings[static_cast<std::size_t>(i)].message;
+    text += "\n" + where_text(findings[static_cast<std::size_t>(i)]) + ": " + findings[static_cast<std::size_t>(i)].message;
   }
   return text;
 }

@@ -71,6 +71,9 @@ struct JobVerdict {
   [[nodiscard]] std::optional<std::pair<std::size_t, std::size_t>> cell_of(const CauseRef& c) const;
   /// The cause of a grid cell.
   [[nodiscard]] CauseRef cause_at(std::size_t row, std::size_t column) const;
+  /// The finding's place as Location::text() gives it, its input file relative to what was
+  /// opened (the page shows no absolute path).
+  [[nodiscard]] std::string where_text(const diff::Finding& f) const;
   /// "step 3 · rank 1 · tok.weight: differs (baseline 0x… vs candidate 0x…)".
   [[nodiscard]] std::string tooltip(std::size_t row, std::size_t column) const;
 };

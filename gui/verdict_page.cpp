@@ -23,7 +23,7 @@ namespace gparity::gui {
 namespace {
 
 constexpr int kLegendTop = 2;
-constexpr int kColumnLabels = 96;  // room for rotated column labels
+constexpr int kColumnLabels = 130;  // room for rotated column labels
 
 QString severity_text(diff::Severity s) {
   return QString::fromUtf8(diff::severity_name(s).data(), static_cast<qsizetype>(diff::severity_name(s).size()));
@@ -144,11 +144,11 @@ QVariant VerdictFindingsModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
       switch (index.column()) {
         case Severity: return severity_text(f.severity);
-        case Where: return shown_text(f.where.text());
+        case Where: return shown_text(v_->where_text(f));
         case Message: return shown_text(f.message);
         default: return {};
       }
-    case Qt::ToolTipRole: return shown_text(f.where.text() + ": " + f.message);
+    case Qt::ToolTipRole: return shown_text(v_->where_text(f) + ": " + f.message);
     case Qt::BackgroundRole: {
       const QColor c = severity_color(f.severity);
       return c.isValid() ? QVariant(c) : QVariant();
@@ -196,6 +196,8 @@ void VerdictGridView::set_verdict(std::shared_ptr<const JobVerdict> v) {
     int w = 60;
     for (std::size_t r = 0; r < std::min<std::size_t>(g.rows.size(), 2000); ++r)
       w = std::max(w, fontMetrics().horizontalAdvance(shown_text(g.rows[r])) + 12);
+    w = std::max(w, fontMetrics().horizontalAdvance(QStringLiteral("%1 \\ %2").arg(
+                        QString::fromStdString(g.row_title), QString::fromStdString(g.column_title))) + 12);
     left_ = std::min(w, 320);
   }
   update_scrollbars();
@@ -369,8 +371,9 @@ void VerdictGridView::paintEvent(QPaintEvent*) {
   p.save();
   p.setClipRect(QRect(0, top, left_, vh - top));
   for (auto r = r0 - r0 % every; r < r1; r += every) {
+    const bool fits = cell_ >= fm.height();
     const QRect label(2, cell_rect(r, 0).top(), left_ - 8, std::max(static_cast<int>(cell_), fm.height()));
-    p.drawText(label, Qt::AlignRight | Qt::AlignTop,
+    p.drawText(label, Qt::AlignRight | (fits ? Qt::AlignVCenter : Qt::AlignTop),
                fm.elidedText(shown_text(g.rows[r]), Qt::ElideLeft, label.width()));
   }
   p.restore();
@@ -381,7 +384,7 @@ void VerdictGridView::paintEvent(QPaintEvent*) {
     p.save();
     p.translate(cell.left() + std::min(static_cast<int>(cell_), fm.height()) / 2 + fm.ascent() / 2, top - 4);
     p.rotate(-60);
-    p.drawText(0, 0, fm.elidedText(shown_text(g.columns[c]), Qt::ElideLeft, static_cast<int>(kColumnLabels * 1.1)));
+    p.drawText(0, 0, fm.elidedText(shown_text(g.columns[c]), Qt::ElideMiddle, static_cast<int>(kColumnLabels * 1.15)));
     p.restore();
   }
   p.restore();
@@ -418,8 +421,7 @@ VerdictPage::VerdictPage(QWidget* parent)
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(summary_);
   first_ = new QLabel(this);
-  first_->setTextFormat(Qt::PlainText);
-  first_->setWordWrap(true);
+  first_->setTextFormat(Qt::PlainText);  // one line, elided; the whole finding on hover
   layout->addWidget(first_);
   auto* split = new QSplitter(Qt::Vertical, this);
   grid_ = new VerdictGridView(split);
@@ -492,7 +494,10 @@ void VerdictPage::set_verdict(std::shared_ptr<const JobVerdict> v) {
   lines << tr("checks: %1 passed, %2 failed, %3 errors, %4 skipped").arg(passed).arg(failed).arg(errors).arg(skipped);
   summary_->setText(lines.join(QLatin1Char('\n')));
   const QString first = first_divergence();
-  first_->setText(first.isEmpty() ? tr("No divergence and no missing evidence.") : tr("First: %1").arg(first));
+  const QString first_line =
+      first.isEmpty() ? tr("No divergence and no missing evidence.") : tr("First: %1").arg(first);
+  first_->setText(first_->fontMetrics().elidedText(first_line, Qt::ElideRight, std::max(400, width() - 24)));
+  first_->setToolTip(first_line);
   findings_view_->resizeColumnToContents(VerdictFindingsModel::Severity);
   findings_view_->setColumnWidth(VerdictFindingsModel::Where, 260);
   // Open on the first cause: its cell selected in the grid.
@@ -510,7 +515,7 @@ QString VerdictPage::headline() const {
 QString VerdictPage::first_divergence() const {
   if (!v_ || !v_->first_cause) return {};
   const auto& f = v_->findings[*v_->first_cause];
-  return shown_text(f.where.text() + ": " + f.message);
+  return shown_text(v_->where_text(f) + ": " + f.message);
 }
 
 bool VerdictPage::follow_cell(std::size_t row, std::size_t column) {

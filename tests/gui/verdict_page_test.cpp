@@ -13,6 +13,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QDockWidget>
 #include <QHeaderView>
 #include <QLabel>
 #include <QSettings>
@@ -78,10 +79,17 @@ class VerdictPageTest : public ::testing::Test {
     ASSERT_TRUE(window_->wait_idle());
     ASSERT_NE(window_->verdict_page()->verdict(), nullptr) << window_->messages().toStdString();
     page_ = window_->verdict_page();
+    // The page's two models over the same verdict, checked by the tester through a reset.
+    grid_model_ = std::make_unique<VerdictGridModel>();
+    findings_model_ = std::make_unique<VerdictFindingsModel>();
     grid_tester_ = std::make_unique<QAbstractItemModelTester>(
-        page_->grid_model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+        grid_model_.get(), QAbstractItemModelTester::FailureReportingMode::Fatal);
     findings_tester_ = std::make_unique<QAbstractItemModelTester>(
-        page_->findings(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+        findings_model_.get(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    grid_model_->set_verdict(page_->verdict());
+    findings_model_->set_verdict(page_->verdict());
+    EXPECT_EQ(grid_model_->rowCount(), page_->grid_model()->rowCount());
+    EXPECT_EQ(findings_model_->rowCount(), page_->findings()->rowCount());
   }
 
   // The page names what the CLI names: headline, exit code, first divergence.
@@ -98,8 +106,11 @@ class VerdictPageTest : public ::testing::Test {
     const auto& mine = v.findings[*v.first_cause];
     EXPECT_EQ(mine.where.text(), cli.first->where.text());
     EXPECT_EQ(mine.message, cli.first->message);
-    EXPECT_TRUE(page_->first_divergence().startsWith(QString::fromStdString(cli.first->where.text())))
+    EXPECT_TRUE(page_->first_divergence().endsWith(QString::fromStdString(": " + cli.first->message)))
         << page_->first_divergence().toStdString();
+    // Its place, with the input file relative to what was opened.
+    EXPECT_TRUE(page_->first_divergence().startsWith(QString::fromStdString(v.where_text(*cli.first))));
+    EXPECT_FALSE(page_->first_divergence().contains(QStringLiteral("/work/")));
   }
 
   // No absolute path on the page's text; the full path in the tooltip.
@@ -115,6 +126,8 @@ class VerdictPageTest : public ::testing::Test {
   std::unique_ptr<MainWindow> window_;
   VerdictPage* page_ = nullptr;
   std::vector<CauseRef> followed_;
+  std::unique_ptr<VerdictGridModel> grid_model_;
+  std::unique_ptr<VerdictFindingsModel> findings_model_;
   std::unique_ptr<QAbstractItemModelTester> grid_tester_, findings_tester_;
 };
 
@@ -229,15 +242,19 @@ TEST_F(VerdictPageTest, VerdictPageFlightRecorderPicklesMatchCliAndSelectTheStre
     EXPECT_EQ(v.grid.count(CellState::Equal), 4U);
     screenshot(*window_, "verdict_collectives");
   }
-  // fsdp4 against fsdp2 as its baseline: `gparity collectives fsdp4 --baseline fsdp2`.
-  const std::vector<std::string> base{(dir / "fsdp2").string()}, cand{(dir / "fsdp4").string()};
+  // Rank 0's pickle of fsdp4 against fsdp2's as its baseline (the folders themselves are
+  // checkpoints first, as for `gparity compare`):
+  // `gparity collectives fsdp4/fr_rank0.pkl --baseline fsdp2/fr_rank0.pkl`.
+  const std::vector<std::string> base{(dir / "fsdp2" / "fr_rank0.pkl").string()},
+      cand{(dir / "fsdp4" / "fr_rank0.pkl").string()};
   diff::CollectingConsumer cli;
   const auto b = diff::load_collectives(base);
   diff::report_collectives(diff::load_collectives(cand), &b, cli);
   const CliAnswer expected = answer(cli);
   ASSERT_TRUE(expected.first.has_value());
-  open({dir / "fsdp2", dir / "fsdp4"});
+  open({dir / "fsdp2" / "fr_rank0.pkl", dir / "fsdp4" / "fr_rank0.pkl"});
   expect_same_as_cli(expected);
+  EXPECT_EQ(page_->verdict()->kind, JobVerdict::Kind::Collectives);
   ASSERT_GT(page_->findings()->rowCount(), 0);
   page_->follow_finding(0);
   ASSERT_FALSE(followed_.empty());
@@ -291,7 +308,6 @@ TEST_F(VerdictPageTest, VerdictPageInputWithoutVerdictOpensTheGraphAndTheFinishH
   ASSERT_TRUE(std::filesystem::exists(graph.toStdString()));
   {
     MainWindow w;
-    w.setGeometry(20, 30, 700, 500);
     w.open_inputs({graph});
     ASSERT_TRUE(w.wait_idle());
     EXPECT_EQ(w.verdict_page()->verdict(), nullptr);
@@ -300,13 +316,21 @@ TEST_F(VerdictPageTest, VerdictPageInputWithoutVerdictOpensTheGraphAndTheFinishH
     auto* table = w.findChild<QTableView*>(QStringLiteral("node_table"));
     ASSERT_NE(table, nullptr);
     EXPECT_TRUE(table->verticalHeader()->isHidden());
+    w.resize(1400, 900);
     w.show();
-    w.canvas()->resize(360, 300);
     w.canvas()->fit();
     w.canvas()->viewport()->grab();
     // At fit-all the boxes are too small for the 9 pt text: names are drawn at screen size.
     ASSERT_LT(w.canvas()->scale() * 28, 10);
-    EXPECT_FALSE(w.canvas()->lod_labels().empty());
+    EXPECT_GE(w.canvas()->lod_labels().size(), 5U);
+    EXPECT_FALSE(w.canvas()->lod_labels().empty()) << "scale " << w.canvas()->scale() << " boxes "
+                                                   << w.canvas()->current_layout()->view.items.size();
+    // The rank findings tab in front of the messages (which name files by their full path).
+    if (auto* dock = w.findChild<QDockWidget*>(QStringLiteral("findings_dock"))) dock->raise();
+    EXPECT_FALSE(w.verdict_page()->headline().contains(QStringLiteral("/work/")))
+        << w.verdict_page()->headline().toStdString();
+    screenshot(w, "graph_fit_all_labels");
+    w.setGeometry(20, 30, 700, 500);
     w.close();
   }
   MainWindow again;
