@@ -455,11 +455,16 @@ void MainWindow::open_inputs(const QStringList& paths) {
       for (const auto& p : v.runs->problems) report(shown_text(p));
       show_run_views(*v.runs);
     }
-    // Collectives read from graphs (TORCH_TRACE): open the graphs too, so their nodes can be shown.
+    // Collectives read from graphs (TORCH_TRACE): open the graphs too, so their nodes can be
+    // shown; two traces side by side, as before.
     if (v.kind == JobVerdict::Kind::Collectives &&
         std::any_of(v.grid.columns.begin(), v.grid.columns.end(),
-                    [](const std::string& s) { return !s.starts_with("pg "); }))
-      open_path(paths.back(), true);
+                    [](const std::string& s) { return !s.starts_with("pg "); })) {
+      if (paths.size() == 2)
+        open_diff(paths[0], paths[1]);
+      else
+        open_path(paths.back(), true);
+    }
   });
   std::vector<std::string> args;
   for (const QString& p : paths) args.push_back(QFileInfo(p).absoluteFilePath().toStdString());
