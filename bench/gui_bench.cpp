@@ -179,7 +179,8 @@ std::shared_ptr<gui::RunPair> synthetic_runs(int ranks, int steps) {
       rp.steps.push_back(s);
       rp.differs.emplace_back(kParams, differs);
       rp.missing.emplace_back(kParams, false);
-      rp.hashes.emplace_back(kParams, std::pair<std::uint64_t, std::uint64_t>{0x1234U + s, differs ? 0x99U : 0x1234U + s});
+      rp.hashes.emplace_back(
+          kParams, std::pair<std::uint64_t, std::uint64_t>{0x1234U + s, differs ? 0x99U : 0x1234U + s});
       if (differs && !rp.first_divergence) rp.first_divergence = std::pair{s - 1, 0};
       if (differs) {
         diff::Finding f;

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "gui/document.hpp"
-#include "gui/legend.hpp"
 #include "gui/layout/view_graph.hpp"
+#include "gui/legend.hpp"
 
 template <typename T>
 class QFutureWatcher;

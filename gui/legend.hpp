@@ -19,7 +19,8 @@ struct LegendEntry {
 
 /// Paints the entries left to right from `top_left` (wrapping at `max_width`) and returns the
 /// height used.
-inline int paint_legend(QPainter& p, QPoint top_left, const std::vector<LegendEntry>& entries, int max_width) {
+inline int paint_legend(QPainter& p, QPoint top_left, const std::vector<LegendEntry>& entries,
+                        int max_width) {
   if (entries.empty()) return 0;
   p.save();
   const QFontMetrics fm = p.fontMetrics();
@@ -46,7 +47,8 @@ inline int paint_legend(QPainter& p, QPoint top_left, const std::vector<LegendEn
     p.setPen(e->frame);
     p.drawRect(box);
     p.setPen(Qt::black);
-    p.drawText(QRect(box.right() + 5, r.top(), r.width() - 18, row_h), Qt::AlignVCenter | Qt::AlignLeft, e->text);
+    p.drawText(QRect(box.right() + 5, r.top(), r.width() - 18, row_h), Qt::AlignVCenter | Qt::AlignLeft,
+               e->text);
   }
   p.restore();
   return panel.height();

@@ -2,10 +2,10 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QDragEnterEvent>
-#include <QCloseEvent>
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFileDialog>
@@ -21,13 +21,13 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressDialog>
-#include <QScreen>
-#include <QStyle>
-#include <QTabWidget>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -616,7 +616,9 @@ void MainWindow::classify_current() {
   std::vector<LegendEntry> legend;
   for (const auto cls : {diff::FindingClass::DeviceParametric, diff::FindingClass::RankParametric,
                          diff::FindingClass::ProcessGroupParametric, diff::FindingClass::Divergent})
-    legend.push_back({finding_color(cls), QString::fromUtf8(diff::finding_class_name(cls).data(), static_cast<qsizetype>(diff::finding_class_name(cls).size()))});
+    legend.push_back({finding_color(cls),
+                      QString::fromUtf8(diff::finding_class_name(cls).data(),
+                                        static_cast<qsizetype>(diff::finding_class_name(cls).size()))});
   canvas_->set_legend(std::move(legend));
   findings_view_->resizeColumnsToContents();
   report(tr("%1 across %2 ranks: %3, %n finding(s)", nullptr, static_cast<int>(c.findings.size()))

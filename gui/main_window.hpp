@@ -18,8 +18,8 @@
 #include <QStringList>
 #include <memory>
 
-#include "diff/report/finding.hpp"
 #include "diff/graphs/rank_classify.hpp"
+#include "diff/report/finding.hpp"
 #include "gui/document.hpp"
 #include "gui/verdict_page.hpp"
 

@@ -4,8 +4,8 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QHBoxLayout>
-#include <QLabel>
 #include <QHelpEvent>
+#include <QLabel>
 #include <QLineSeries>
 #include <QMouseEvent>
 #include <QPainter>
@@ -137,8 +137,8 @@ bool RunHeatmapView::event(QEvent* e) {
     auto* help = static_cast<QHelpEvent*>(e);
     const auto [r, c] = cell_at(help->pos());
     if (r >= 0)
-      QToolTip::showText(help->globalPos(), model_->data(model_->index(r, c), Qt::ToolTipRole).toString(), this,
-                         cell_rect(r, c));
+      QToolTip::showText(help->globalPos(), model_->data(model_->index(r, c), Qt::ToolTipRole).toString(),
+                         this, cell_rect(r, c));
     else
       QToolTip::hideText();
     return true;
@@ -200,7 +200,8 @@ void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
     p.setBrush(Qt::NoBrush);
     p.drawRect(first->adjusted(1, 1, -1, -1));
   }
-  if (selected_.first >= 0 && selected_.first < model_->rowCount() && selected_.second < model_->columnCount()) {
+  if (selected_.first >= 0 && selected_.first < model_->rowCount() &&
+      selected_.second < model_->columnCount()) {
     p.setPen(QPen(QColor(30, 100, 230), 3));
     p.setBrush(Qt::NoBrush);
     p.drawRect(cell_rect(selected_.first, selected_.second).adjusted(-1, -1, 1, 1));
@@ -299,8 +300,8 @@ bool RunViewsWidget::select_cause(const CauseRef& cause) {
     const auto step = std::find(r.steps.begin(), r.steps.end(), cause.step);
     if (step == r.steps.end()) return false;
     const auto row = static_cast<std::size_t>(step - r.steps.begin());
-    auto column = static_cast<std::size_t>(std::find(runs_->params.begin(), runs_->params.end(), cause.param) -
-                                           runs_->params.begin());
+    auto column = static_cast<std::size_t>(
+        std::find(runs_->params.begin(), runs_->params.end(), cause.param) - runs_->params.begin());
     if (column == runs_->params.size()) {
       const auto& d = r.differs[row];
       column = static_cast<std::size_t>(std::find(d.begin(), d.end(), true) - d.begin());

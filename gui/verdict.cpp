@@ -115,8 +115,9 @@ void build_run_grid(JobVerdict& v) {
       const auto& m = r.missing[s];
       const bool differs = std::find(d.begin(), d.end(), true) != d.end();
       const bool all_missing = !m.empty() && std::find(m.begin(), m.end(), false) == m.end();
-      g.cells[base + column.at(r.steps[s])] =
-          differs ? CellState::Diverged : all_missing ? CellState::NotCompared : CellState::Equal;
+      g.cells[base + column.at(r.steps[s])] = differs       ? CellState::Diverged
+                                              : all_missing ? CellState::NotCompared
+                                                            : CellState::Equal;
     }
   }
   // The engine's findings decide too: a loss that differs at a step whose hashes are equal, and
@@ -129,7 +130,8 @@ void build_run_grid(JobVerdict& v) {
       auto& cell = g.cells[r * width + c];
       if (is_divergence(f) && cell != CellState::Missing) cell = CellState::Diverged;
       if (f.severity == diff::Severity::Incomplete) cell = CellState::Missing;
-      if (g.finding_of_cell[r * width + c] < 0) g.finding_of_cell[r * width + c] = static_cast<std::int32_t>(i);
+      if (g.finding_of_cell[r * width + c] < 0)
+        g.finding_of_cell[r * width + c] = static_cast<std::int32_t>(i);
     };
     if (f.where.step)
       mark(column.at(*f.where.step));
@@ -163,8 +165,9 @@ void build_checkpoint_grid(JobVerdict& v) {
     const auto& f = v.findings[i];
     if (!f.kind.starts_with("checkpoint_param_")) continue;
     const std::size_t r = index_in(g.rows, f.where.parameter);
-    const std::size_t c0 = 2 * static_cast<std::size_t>(
-                                   std::find(steps.begin(), steps.end(), f.where.step.value_or(-1)) - steps.begin());
+    const std::size_t c0 =
+        2 * static_cast<std::size_t>(std::find(steps.begin(), steps.end(), f.where.step.value_or(-1)) -
+                                     steps.begin());
     for (std::size_t k = 0; k < 2; ++k) {
       const std::size_t at = r * g.columns.size() + c0 + k;
       g.finding_of_cell[at] = static_cast<std::int32_t>(i);
@@ -322,7 +325,8 @@ std::string shown_path(const std::string& path, std::span<const std::string> bas
       continue;
     }
     fs::path shared;
-    for (auto a = common.begin(), c = parent.begin(); a != common.end() && c != parent.end() && *a == *c; ++a, ++c)
+    for (auto a = common.begin(), c = parent.begin(); a != common.end() && c != parent.end() && *a == *c;
+         ++a, ++c)
       shared /= *a;
     common = shared;
   }
@@ -369,7 +373,8 @@ CauseRef JobVerdict::cause_of(const diff::Finding& f) const {
 }
 
 std::optional<std::pair<std::size_t, std::size_t>> JobVerdict::cell_of(const CauseRef& c) const {
-  const auto found = [](const std::vector<std::string>& v, const std::string& s) -> std::optional<std::size_t> {
+  const auto found = [](const std::vector<std::string>& v,
+                        const std::string& s) -> std::optional<std::size_t> {
     const auto i = index_in(v, s);
     return i < v.size() ? std::optional(i) : std::nullopt;
   };
@@ -468,7 +473,8 @@ std::string JobVerdict::tooltip(std::size_t row, std::size_t column) const {
                   vals[side].value("xxh3", "") + " · shard hash " + vals[side].value("shard_hash", "");
     }
   } else if (const auto i = grid.finding_of_cell[at]; i >= 0) {
-    text += "\n" + where_text(findings[static_cast<std::size_t>(i)]) + ": " + findings[static_cast<std::size_t>(i)].message;
+    text += "\n" + where_text(findings[static_cast<std::size_t>(i)]) + ": " +
+            findings[static_cast<std::size_t>(i)].message;
   }
   return text;
 }

@@ -26,7 +26,8 @@ constexpr int kLegendTop = 2;
 constexpr int kColumnLabels = 130;  // room for rotated column labels
 
 QString severity_text(diff::Severity s) {
-  return QString::fromUtf8(diff::severity_name(s).data(), static_cast<qsizetype>(diff::severity_name(s).size()));
+  return QString::fromUtf8(diff::severity_name(s).data(),
+                           static_cast<qsizetype>(diff::severity_name(s).size()));
 }
 
 QColor severity_color(diff::Severity s) {
@@ -43,11 +44,11 @@ QColor severity_color(diff::Severity s) {
 std::vector<LegendEntry> legend_for(const JobVerdict& v) {
   // The states this kind of grid can hold: causes (origin, ...) only where the evidence gives them.
   using S = CellState;
-  const std::vector<S> states = v.kind == JobVerdict::Kind::Ops
-                                    ? std::vector<S>{S::Equal, S::Origin, S::Propagated, S::Received, S::Diverged,
-                                                     S::Missing, S::NotCompared}
-                                    : std::vector<S>{S::Equal, S::FirstDivergence, S::Diverged, S::Missing,
-                                                     S::NotCompared};
+  const std::vector<S> states =
+      v.kind == JobVerdict::Kind::Ops
+          ? std::vector<S>{S::Equal,    S::Origin,  S::Propagated, S::Received,
+                           S::Diverged, S::Missing, S::NotCompared}
+          : std::vector<S>{S::Equal, S::FirstDivergence, S::Diverged, S::Missing, S::NotCompared};
   std::vector<LegendEntry> out;
   for (const auto state : states) {
     LegendEntry e{cell_state_color(state), QString::fromLatin1(cell_state_name(state))};
@@ -107,8 +108,9 @@ QVariant VerdictGridModel::data(const QModelIndex& index, int role) const {
 QVariant VerdictGridModel::headerData(int section, Qt::Orientation o, int role) const {
   if (role != Qt::DisplayRole || !v_ || section < 0) return {};
   const auto& names = o == Qt::Vertical ? v_->grid.rows : v_->grid.columns;
-  return section < static_cast<int>(names.size()) ? QVariant(shown_text(names[static_cast<std::size_t>(section)]))
-                                                  : QVariant();
+  return section < static_cast<int>(names.size())
+             ? QVariant(shown_text(names[static_cast<std::size_t>(section)]))
+             : QVariant();
 }
 
 // ---- VerdictFindingsModel ----
@@ -159,7 +161,8 @@ QVariant VerdictFindingsModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant VerdictFindingsModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  if (o != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, o, role);
   static const char* const kNames[] = {"severity", "where", "finding"};
   return section >= 0 && section < ColumnCount ? QVariant(QString::fromLatin1(kNames[section])) : QVariant();
 }
@@ -185,9 +188,11 @@ void VerdictGridView::set_verdict(std::shared_ptr<const JobVerdict> v) {
   image_ = QImage();
   if (v_ && !v_->grid.rows.empty() && !v_->grid.columns.empty()) {
     const auto& g = v_->grid;
-    image_ = QImage(static_cast<int>(g.columns.size()), static_cast<int>(g.rows.size()), QImage::Format_RGB32);
+    image_ =
+        QImage(static_cast<int>(g.columns.size()), static_cast<int>(g.rows.size()), QImage::Format_RGB32);
     std::array<QRgb, kCellStateCount> rgb{};
-    for (int s = 0; s < kCellStateCount; ++s) rgb[static_cast<std::size_t>(s)] = cell_state_color(static_cast<CellState>(s)).rgb();
+    for (int s = 0; s < kCellStateCount; ++s)
+      rgb[static_cast<std::size_t>(s)] = cell_state_color(static_cast<CellState>(s)).rgb();
     for (std::size_t r = 0; r < g.rows.size(); ++r) {
       auto* line = reinterpret_cast<QRgb*>(image_.scanLine(static_cast<int>(r)));
       for (std::size_t c = 0; c < g.columns.size(); ++c) line[c] = rgb[static_cast<std::size_t>(g.at(r, c))];
@@ -196,8 +201,10 @@ void VerdictGridView::set_verdict(std::shared_ptr<const JobVerdict> v) {
     int w = 60;
     for (std::size_t r = 0; r < std::min<std::size_t>(g.rows.size(), 2000); ++r)
       w = std::max(w, fontMetrics().horizontalAdvance(shown_text(g.rows[r])) + 12);
-    w = std::max(w, fontMetrics().horizontalAdvance(QStringLiteral("%1 \\ %2").arg(
-                        QString::fromStdString(g.row_title), QString::fromStdString(g.column_title))) + 12);
+    w = std::max(w, fontMetrics().horizontalAdvance(QStringLiteral("%1 \\ %2")
+                                                        .arg(QString::fromStdString(g.row_title),
+                                                             QString::fromStdString(g.column_title))) +
+                        12);
     left_ = std::min(w, 320);
   }
   update_scrollbars();
@@ -335,8 +342,9 @@ void VerdictGridView::paintEvent(QPaintEvent*) {
     // Cells: the visible part of the one-pixel-a-cell image, scaled without smoothing.
     const QRectF source(static_cast<double>(c0), static_cast<double>(r0), static_cast<double>(c1 - c0),
                         static_cast<double>(r1 - r0));
-    const QRectF target(left_ + static_cast<double>(c0) * cell_ - hs, top + static_cast<double>(r0) * cell_ - vs,
-                        static_cast<double>(c1 - c0) * cell_, static_cast<double>(r1 - r0) * cell_);
+    const QRectF target(left_ + static_cast<double>(c0) * cell_ - hs,
+                        top + static_cast<double>(r0) * cell_ - vs, static_cast<double>(c1 - c0) * cell_,
+                        static_cast<double>(r1 - r0) * cell_);
     p.drawImage(target, image_, source);
     if (cell_ >= 6) {
       // White gaps between cells, and the frames of first divergences and origins.
@@ -384,13 +392,16 @@ void VerdictGridView::paintEvent(QPaintEvent*) {
     p.save();
     p.translate(cell.left() + std::min(static_cast<int>(cell_), fm.height()) / 2 + fm.ascent() / 2, top - 4);
     p.rotate(-60);
-    p.drawText(0, 0, fm.elidedText(shown_text(g.columns[c]), Qt::ElideMiddle, static_cast<int>(kColumnLabels * 1.15)));
+    p.drawText(
+        0, 0,
+        fm.elidedText(shown_text(g.columns[c]), Qt::ElideMiddle, static_cast<int>(kColumnLabels * 1.15)));
     p.restore();
   }
   p.restore();
   // Axis names in the corner, the legend across the top.
   p.drawText(QRect(2, top - fm.height() - 4, left_ - 6, fm.height()), Qt::AlignRight,
-             QStringLiteral("%1 \\ %2").arg(QString::fromStdString(g.row_title), QString::fromStdString(g.column_title)));
+             QStringLiteral("%1 \\ %2")
+                 .arg(QString::fromStdString(g.row_title), QString::fromStdString(g.column_title)));
   paint_legend(p, QPoint(2, kLegendTop), legend_for(*v_), vw - 8);
 }
 
@@ -475,12 +486,14 @@ void VerdictPage::set_verdict(std::shared_ptr<const JobVerdict> v) {
   QStringList shown, full;
   static const char* const kSides[] = {"baseline", "candidate"};
   for (std::size_t i = 0; i < v_->paths.size(); ++i) {
-    const QString side = v_->paths.size() == 2 ? QString::fromLatin1(kSides[i]) + QStringLiteral(": ") : QString();
+    const QString side =
+        v_->paths.size() == 2 ? QString::fromLatin1(kSides[i]) + QStringLiteral(": ") : QString();
     shown << side + shown_text(shown_path(v_->paths[i], v_->paths));
     full << side + shown_text(v_->paths[i]);
   }
-  paths_->setText(QStringLiteral("%1 (%2) · %3").arg(shown_text(v_->command), QString::fromLatin1(kind_name(v_->kind)),
-                                                     shown.join(QStringLiteral(" · "))));
+  paths_->setText(QStringLiteral("%1 (%2) · %3")
+                      .arg(shown_text(v_->command), QString::fromLatin1(kind_name(v_->kind)),
+                           shown.join(QStringLiteral(" · "))));
   paths_->setToolTip(full.join(QLatin1Char('\n')));
   QStringList lines;
   for (const auto& s : verdict.summary) lines << shown_text(s);
@@ -491,7 +504,11 @@ void VerdictPage::set_verdict(std::shared_ptr<const JobVerdict> v) {
     errors += c.outcome == diff::Check::Outcome::Error;
     skipped += c.outcome == diff::Check::Outcome::Skipped;
   }
-  lines << tr("checks: %1 passed, %2 failed, %3 errors, %4 skipped").arg(passed).arg(failed).arg(errors).arg(skipped);
+  lines << tr("checks: %1 passed, %2 failed, %3 errors, %4 skipped")
+               .arg(passed)
+               .arg(failed)
+               .arg(errors)
+               .arg(skipped);
   summary_->setText(lines.join(QLatin1Char('\n')));
   const QString first = first_divergence();
   const QString first_line =

@@ -135,7 +135,8 @@ TEST_F(VerdictPageTest, VerdictPageMeshRunsEagerVsCompileMatchesCliAndSelectsThe
   const auto dir = sample_folder("torch-2.11-2x2mesh-mp");
   if (dir.empty()) GTEST_SKIP() << "shared samples not present";
   diff::CollectingConsumer cli;
-  diff::compare_runs(model::open_run((dir / "eager").string()), model::open_run((dir / "compile").string()), {}, cli);
+  diff::compare_runs(model::open_run((dir / "eager").string()), model::open_run((dir / "compile").string()),
+                     {}, cli);
   const CliAnswer expected = answer(cli);
   ASSERT_TRUE(expected.first.has_value());
   ASSERT_EQ(expected.first->where.rank, 0);
@@ -151,7 +152,8 @@ TEST_F(VerdictPageTest, VerdictPageMeshRunsEagerVsCompileMatchesCliAndSelectsThe
   ASSERT_EQ(page_->grid_model()->columnCount(), 6);
   for (int r = 0; r < 4; ++r) {
     const auto first = page_->grid_model()->index(r, 0);
-    EXPECT_EQ(first.data(VerdictGridModel::kCellStateRole).toInt(), static_cast<int>(CellState::FirstDivergence));
+    EXPECT_EQ(first.data(VerdictGridModel::kCellStateRole).toInt(),
+              static_cast<int>(CellState::FirstDivergence));
     EXPECT_EQ(page_->grid_model()->index(r, 5).data(VerdictGridModel::kCellStateRole).toInt(),
               static_cast<int>(CellState::Diverged));
   }
@@ -179,7 +181,8 @@ TEST_F(VerdictPageTest, VerdictPageMeshRunsEagerVsCompileMatchesCliAndSelectsThe
   ASSERT_TRUE(page_->follow_cell(2, 3));
   EXPECT_EQ(runs->heatmap_model()->current()->rank, 2);
   EXPECT_EQ(runs->heatmap()->selected_cell().first, 3);
-  EXPECT_EQ(runs->heatmap_model()->index(3, runs->heatmap()->selected_cell().second)
+  EXPECT_EQ(runs->heatmap_model()
+                ->index(3, runs->heatmap()->selected_cell().second)
                 .data(RunHeatmapModel::kDiffersRole)
                 .toBool(),
             true);
@@ -211,7 +214,8 @@ TEST_F(VerdictPageTest, VerdictPageDcpCheckpointsAcrossLayoutsMatchCliAndSelectT
   }
   // Step 0 of fsdp4 vs step 3 of fsdp2: training moved every parameter.
   diff::CollectingConsumer cli;
-  diff::compare_checkpoints((dir / "fsdp4" / "step-0").string(), (dir / "fsdp2" / "step-3").string(), {}, cli);
+  diff::compare_checkpoints((dir / "fsdp4" / "step-0").string(), (dir / "fsdp2" / "step-3").string(), {},
+                            cli);
   const CliAnswer expected = answer(cli);
   ASSERT_TRUE(expected.first.has_value());
   open({dir / "fsdp4" / "step-0", dir / "fsdp2" / "step-3"});
@@ -323,8 +327,8 @@ TEST_F(VerdictPageTest, VerdictPageInputWithoutVerdictOpensTheGraphAndTheFinishH
     // At fit-all the boxes are too small for the 9 pt text: names are drawn at screen size.
     ASSERT_LT(w.canvas()->scale() * 28, 10);
     EXPECT_GE(w.canvas()->lod_labels().size(), 5U);
-    EXPECT_FALSE(w.canvas()->lod_labels().empty()) << "scale " << w.canvas()->scale() << " boxes "
-                                                   << w.canvas()->current_layout()->view.items.size();
+    EXPECT_FALSE(w.canvas()->lod_labels().empty())
+        << "scale " << w.canvas()->scale() << " boxes " << w.canvas()->current_layout()->view.items.size();
     // The rank findings tab in front of the messages (which name files by their full path).
     if (auto* dock = w.findChild<QDockWidget*>(QStringLiteral("findings_dock"))) dock->raise();
     EXPECT_FALSE(w.verdict_page()->headline().contains(QStringLiteral("/work/")))
