@@ -19,6 +19,7 @@
 #include <QSettings>
 #include <QTabWidget>
 #include <QTableView>
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -302,6 +303,30 @@ TEST_F(VerdictPageTest, VerdictPageDebugModeLogsMatchCliAndSelectTheOriginOp) {
   EXPECT_EQ(c.node, expected.first->where.node);
   EXPECT_EQ(c.op_index, expected.first->values["eager"]["index"].get<std::int64_t>());
   EXPECT_EQ(page_->grid()->selected_cell(), (std::pair<std::size_t, std::size_t>{0, 0}));
+}
+
+// A run whose rank 1 was killed at step 2 (tests/data/runs/faults), against itself: the verdict
+// is INCOMPLETE as the CLI's, rank 1's lost steps are missing evidence, never green, and the page
+// names that evidence first.
+TEST_F(VerdictPageTest, VerdictPageMissingEvidenceIsNeverGreen) {
+  const std::string run = GPARITY_SOURCE_DIR "/tests/data/runs/faults/killed-rank1-step2";
+  diff::CollectingConsumer cli;
+  diff::compare_runs(model::open_run(run), model::open_run(run), {}, cli);
+  const std::vector<std::string> paths{run, run};
+  const JobVerdict v = compute_verdict(paths);
+  EXPECT_EQ(v.verdict.headline, cli.verdict.headline);
+  EXPECT_TRUE(v.verdict.headline.starts_with("INCOMPLETE")) << v.verdict.headline;
+  ASSERT_TRUE(v.first_cause.has_value());
+  EXPECT_EQ(v.findings[*v.first_cause].severity, diff::Severity::Incomplete);
+  const auto row = static_cast<std::size_t>(std::find(v.grid.rows.begin(), v.grid.rows.end(), "rank 1") -
+                                            v.grid.rows.begin());
+  ASSERT_LT(row, v.grid.rows.size());
+  ASSERT_GE(v.grid.columns.size(), 2U);
+  EXPECT_EQ(v.grid.columns[0], "step 1");
+  for (std::size_t c = 1; c < v.grid.columns.size(); ++c)
+    EXPECT_EQ(v.grid.at(row, c), CellState::Missing) << v.grid.columns[c];
+  EXPECT_GT(v.grid.count(CellState::Missing), 0U);
+  EXPECT_NE(v.tooltip(row, 1).find("missing evidence"), std::string::npos) << v.tooltip(row, 1);
 }
 
 TEST_F(VerdictPageTest, VerdictPageInputWithoutVerdictOpensTheGraphAndTheFinishHolds) {
