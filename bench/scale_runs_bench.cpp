@@ -56,13 +56,14 @@ void write_rank(const fs::path& dir, int rank, int diverge_from) {
   model::TraceWriter w(dir, rank);
   model::ParamsRecord p;
   for (int i = 0; i < kParams; ++i) {
-    p.params.push_back({"model.layers." + std::to_string(i / 10) + ".block" + std::to_string(i % 10) + ".weight",
-                        model::DType::BF16,
-                        {4096, 1024},
-                        {0, 0},
-                        {4096, 1024},
-                        {},
-                        rank == 0});
+    p.params.push_back(
+        {"model.layers." + std::to_string(i / 10) + ".block" + std::to_string(i % 10) + ".weight",
+         model::DType::BF16,
+         {4096, 1024},
+         {0, 0},
+         {4096, 1024},
+         {},
+         rank == 0});
   }
   w.write_params(p);
   std::mt19937_64 rng(static_cast<std::uint64_t>(rank) * 7919U + 1);
@@ -118,11 +119,12 @@ std::string flight_recorder_json(int rank, int ranks) {
   for (int r = tp0; r < tp0 + 8 && r < ranks; ++r) tp += (r > tp0 ? ", " : "") + std::to_string(r);
   tp += "]";
   const std::string tp_name = std::to_string(1 + rank / 8);
-  std::string out = R"({"version": "2.7", "comm_lib_version": "2.21.5", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": ")" +
-                    all + R"("}, ")" + tp_name + R"(": {"name": ")" + tp_name + R"(", "desc": "tp", "ranks": ")" + tp +
-                    R"("}}, "pg_status": {}, "entries": [)";
-  static const char* const kOps[] = {"nccl:all_gather_into_tensor_coalesced", "nccl:reduce_scatter_tensor_coalesced",
-                                     "nccl:all_reduce"};
+  std::string out =
+      R"({"version": "2.7", "comm_lib_version": "2.21.5", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": ")" +
+      all + R"("}, ")" + tp_name + R"(": {"name": ")" + tp_name + R"(", "desc": "tp", "ranks": ")" + tp +
+      R"("}}, "pg_status": {}, "entries": [)";
+  static const char* const kOps[] = {"nccl:all_gather_into_tensor_coalesced",
+                                     "nccl:reduce_scatter_tensor_coalesced", "nccl:all_reduce"};
   std::int64_t seq_default = 0;
   std::int64_t seq_tp = 0;
   for (int e = 0; e < kEntries; ++e) {
@@ -130,18 +132,21 @@ std::string flight_recorder_json(int rank, int ranks) {
     const std::int64_t seq = on_tp ? ++seq_tp : ++seq_default;
     const int size = 1024 * (1 + e % 16);
     out += e ? ", " : "";
-    out += R"({"record_id": )" + std::to_string(e) + R"(, "pg_id": )" + (on_tp ? "1" : "0") +
-           R"(, "process_group": [")" + (on_tp ? tp_name : "0") + R"(", ")" + (on_tp ? "tp" : "default_pg") +
-           R"("], "collective_seq_id": )" + std::to_string(seq) + R"(, "p2p_seq_id": 0, "op_id": )" +
-           std::to_string(seq) + R"(, "profiling_name": ")" + kOps[e % 3] + R"(", "time_created_ns": )" +
-           std::to_string(1'700'000'000'000'000'000LL + e * 1000LL) + R"(, "duration_ms": 0.25, "input_sizes": [[)" +
-           std::to_string(size) + R"(]], "input_dtypes": ["BFloat16"], "output_sizes": [[)" + std::to_string(size) +
-           R"(]], "output_dtypes": ["BFloat16"], "state": "completed", "time_discovered_started_ns": null, )"
-           R"("time_discovered_completed_ns": null, "retired": true, "timeout_ms": 600000, "is_p2p": false, "frames": [)";
+    out +=
+        R"({"record_id": )" + std::to_string(e) + R"(, "pg_id": )" + (on_tp ? "1" : "0") +
+        R"(, "process_group": [")" + (on_tp ? tp_name : "0") + R"(", ")" + (on_tp ? "tp" : "default_pg") +
+        R"("], "collective_seq_id": )" + std::to_string(seq) + R"(, "p2p_seq_id": 0, "op_id": )" +
+        std::to_string(seq) + R"(, "profiling_name": ")" + kOps[e % 3] + R"(", "time_created_ns": )" +
+        std::to_string(1'700'000'000'000'000'000LL + e * 1000LL) +
+        R"(, "duration_ms": 0.25, "input_sizes": [[)" + std::to_string(size) +
+        R"(]], "input_dtypes": ["BFloat16"], "output_sizes": [[)" + std::to_string(size) +
+        R"(]], "output_dtypes": ["BFloat16"], "state": "completed", "time_discovered_started_ns": null, )"
+        R"("time_discovered_completed_ns": null, "retired": true, "timeout_ms": 600000, "is_p2p": false, "frames": [)";
     for (int f = 0; f < 4; ++f) {
       out += f ? ", " : "";
-      out += R"({"name": "forward", "filename": "/opt/venv/lib/python3.12/site-packages/torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py", "line": )" +
-             std::to_string(100 + f) + "}";
+      out +=
+          R"({"name": "forward", "filename": "/opt/venv/lib/python3.12/site-packages/torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py", "line": )" +
+          std::to_string(100 + f) + "}";
     }
     out += "]}";
   }
@@ -166,12 +171,14 @@ std::uintmax_t folder_bytes(const fs::path& dir, const std::string& suffix) {
 struct Measured {
   double wall_s = 0;
   double peak_mib = 0;
+  double cpu_s = 0;  // user + system: what the command costs whatever else the machine runs
   int exit_code = -1;
 };
 
 /// Runs `command` under /usr/bin/time -v, its output discarded.
 Measured measure(const std::string& command) {
-  const std::string times = (fs::temp_directory_path() / ("gparity-scale-time-" + std::to_string(::getpid()))).string();
+  const std::string times =
+      (fs::temp_directory_path() / ("gparity-scale-time-" + std::to_string(::getpid()))).string();
   const std::string line = "/usr/bin/time -v -o " + times + " " + command + " > /dev/null 2>&1";
   const int status = std::system(line.c_str());
   Measured m;
@@ -180,12 +187,17 @@ Measured measure(const std::string& command) {
   for (std::string l; std::getline(in, l);) {
     if (const auto p = l.find("Maximum resident set size (kbytes): "); p != std::string::npos) {
       m.peak_mib = std::stod(l.substr(p + 36)) / 1024.0;
-    } else if (const auto q = l.find("Elapsed (wall clock) time (h:mm:ss or m:ss): "); q != std::string::npos) {
+    } else if (const auto q = l.find("Elapsed (wall clock) time (h:mm:ss or m:ss): ");
+               q != std::string::npos) {
       // "m:ss.cc" or "h:mm:ss"
       std::stringstream s(l.substr(q + 45));
       double total = 0;
       for (std::string part; std::getline(s, part, ':');) total = total * 60 + std::stod(part);
       m.wall_s = total;
+    } else if (const auto u = l.find("User time (seconds): "); u != std::string::npos) {
+      m.cpu_s += std::stod(l.substr(u + 21));
+    } else if (const auto s = l.find("System time (seconds): "); s != std::string::npos) {
+      m.cpu_s += std::stod(l.substr(s + 23));
     } else if (const auto e = l.find("Exit status: "); e != std::string::npos) {
       m.exit_code = std::atoi(l.c_str() + e + 13);
     }
@@ -202,9 +214,11 @@ std::string load_average() {
 }
 
 void row(const char* what, int ranks, const Measured& m, double goal_s, double goal_mib) {
-  std::printf("%-34s %5d %9.2f %10.0f %5d   %s\n", what, ranks, m.wall_s, m.peak_mib, m.exit_code,
-              goal_s > 0 ? ((m.wall_s <= goal_s && (goal_mib <= 0 || m.peak_mib <= goal_mib)) ? "goal met" : "GOAL MISSED")
-                         : "");
+  std::printf(
+      "%-38s %5d %8.2f %8.2f %9.0f %5d   %s\n", what, ranks, m.wall_s, m.cpu_s, m.peak_mib, m.exit_code,
+      goal_s > 0
+          ? ((m.wall_s <= goal_s && (goal_mib <= 0 || m.peak_mib <= goal_mib)) ? "goal met" : "GOAL MISSED")
+          : "");
   std::fflush(stdout);
 }
 
@@ -213,11 +227,13 @@ void row(const char* what, int ranks, const Measured& m, double goal_s, double g
 int main() {
   const std::string exe = GPARITY_EXE;
   const char* keep = std::getenv("GPARITY_SCALE_DIR");
-  const fs::path root = keep ? fs::path(keep) : fs::temp_directory_path() / ("gparity-scale-" + std::to_string(::getpid()));
+  const fs::path root =
+      keep ? fs::path(keep) : fs::temp_directory_path() / ("gparity-scale-" + std::to_string(::getpid()));
   const auto ranks_list = env_list("GPARITY_SCALE_RANKS", {64, 128, 256});
-  std::printf("gparity scale bench: %d steps x %d parameters per rank (param.xxh3 + param.shard), %d Flight "
-              "Recorder entries per rank; load average at start %s; inputs in %s\n\n",
-              kSteps, kParams, kEntries, load_average().c_str(), root.string().c_str());
+  std::printf(
+      "gparity scale bench: %d steps x %d parameters per rank (param.xxh3 + param.shard), %d Flight "
+      "Recorder entries per rank; load average at start %s; inputs in %s\n\n",
+      kSteps, kParams, kEntries, load_average().c_str(), root.string().c_str());
   for (const int ranks : ranks_list) {
     const fs::path dir = root / ("r" + std::to_string(ranks) + "-s" + std::to_string(kSteps) + "-p" +
                                  std::to_string(kParams) + "-e" + std::to_string(kEntries));
@@ -232,24 +248,29 @@ int main() {
     }
     const double trace_mib = static_cast<double>(folder_bytes(dir / "a", ".jsonl")) / (1024.0 * 1024.0);
     const double fr_mib = static_cast<double>(folder_bytes(dir / "fr", ".json")) / (1024.0 * 1024.0);
-    std::printf("%d ranks: baseline trace %.0f MiB (%.0f bytes per rank and step), dumps %.0f MiB; load average %s\n",
-                ranks, trace_mib, trace_mib * 1024 * 1024 / (static_cast<double>(ranks) * kSteps), fr_mib,
-                load_average().c_str());
-    std::printf("%-34s %5s %9s %10s %5s\n", "command", "ranks", "wall s", "peak MiB", "exit");
+    std::printf(
+        "%d ranks: baseline trace %.0f MiB (%.0f bytes per rank and step), dumps %.0f MiB; load average %s\n",
+        ranks, trace_mib, trace_mib * 1024 * 1024 / (static_cast<double>(ranks) * kSteps), fr_mib,
+        load_average().c_str());
+    std::printf("%-38s %5s %8s %8s %9s %5s\n", "command", "ranks", "wall s", "cpu s", "peak MiB", "exit");
     const bool at_goal_size = ranks == 256 && kSteps == 1000 && kParams == 300 && kEntries == 2000;
     row("cat runs > /dev/null (floor)", ranks,
-        measure("sh -c 'cat " + (dir / "a").string() + "/*.jsonl " + (dir / "b").string() + "/*.jsonl'"), 0, 0);
-    row("gparity compare a b", ranks, measure(exe + " compare " + (dir / "a").string() + " " + (dir / "b").string()),
-        at_goal_size ? 10 : 0, 1024);
+        measure("sh -c 'cat " + (dir / "a").string() + "/*.jsonl " + (dir / "b").string() + "/*.jsonl'"), 0,
+        0);
+    row("gparity compare a b", ranks,
+        measure(exe + " compare " + (dir / "a").string() + " " + (dir / "b").string()), at_goal_size ? 10 : 0,
+        1024);
     row("gparity gate (4 reports)", ranks,
         measure(exe + " gate --baseline " + (dir / "a").string() + " --candidate " + (dir / "b").string() +
                 " --out " + (dir / "gate").string()),
         at_goal_size ? 15 : 0, 0);
-    row("cat dumps > /dev/null (floor)", ranks, measure("sh -c 'cat " + (dir / "fr").string() + "/*.json'"), 0, 0);
-    row("gparity collectives fr", ranks, measure(exe + " collectives " + (dir / "fr").string()), at_goal_size ? 3 : 0,
-        0);
+    row("cat dumps > /dev/null (floor)", ranks, measure("sh -c 'cat " + (dir / "fr").string() + "/*.json'"),
+        0, 0);
+    row("gparity collectives fr", ranks, measure(exe + " collectives " + (dir / "fr").string()),
+        at_goal_size ? 3 : 0, 0);
     row("gparity collectives fr --baseline fr", ranks,
-        measure(exe + " collectives " + (dir / "fr").string() + " --baseline " + (dir / "fr").string()), 0, 0);
+        measure(exe + " collectives " + (dir / "fr").string() + " --baseline " + (dir / "fr").string()), 0,
+        0);
     std::printf("\n");
   }
   if (!keep) fs::remove_all(root);

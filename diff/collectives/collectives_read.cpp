@@ -1,7 +1,10 @@
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "core/model/base/dtype.hpp"
 #include "core/model/base/input_error.hpp"
@@ -151,7 +154,19 @@ std::int32_t rank_for(CollectiveRun& run, const std::string& path, std::int32_t 
   return rank;
 }
 
-void add_dump(CollectiveRun& run, const std::string& path, const model::FlightRecorderDump& dump) {
+/// What a Flight Recorder dump yields, without the dump: its entries and frames are dropped as soon
+/// as they are turned into streams, so dumps read on several workers never all sit in memory.
+struct DumpStreams {
+  std::int32_t rank = -1;  // from the file name; -1 when it has none
+  bool empty = false;      // no entries at all
+  std::vector<CollectiveStream> streams;
+};
+
+DumpStreams streams_of(const model::FlightRecorderDump& dump) {
+  return {dump.rank, dump.entries.empty(), collectives_from_flight_recorder(dump)};
+}
+
+void add_dump(CollectiveRun& run, const std::string& path, DumpStreams dump) {
   const std::int32_t rank = rank_for(run, path, dump.rank);
   auto& rc = rank_slot(run, rank);
   // Two dumps of one rank: which holds the rank's sequence cannot be guessed.
@@ -161,12 +176,40 @@ void add_dump(CollectiveRun& run, const std::string& path, const model::FlightRe
                                         ": two Flight Recorder dumps of one rank (keep one)");
   }
   rc.sources.push_back(path);
-  if (dump.entries.empty()) rc.nothing.push_back(path + " is a Flight Recorder dump with no entries");
-  for (auto& s : collectives_from_flight_recorder(dump)) add_stream(run, rank_slot(run, rank), std::move(s));
+  if (dump.empty) rc.nothing.push_back(path + " is a Flight Recorder dump with no entries");
+  for (auto& s : dump.streams) add_stream(run, rank_slot(run, rank), std::move(s));
 }
 
 void add_flight_recorder(CollectiveRun& run, const std::string& path) {
-  add_dump(run, path, model::read_flight_recorder(path));
+  add_dump(run, path, streams_of(model::read_flight_recorder(path)));
+}
+
+/// Reads the dumps of a folder on every core (a run of N ranks has N dumps of thousands of
+/// entries each), then adds them in file order, so the run, its problems and the first error
+/// thrown are the same as read one by one.
+void add_flight_recorders(CollectiveRun& run, const std::vector<std::string>& paths) {
+  std::vector<DumpStreams> read(paths.size());
+  std::vector<std::exception_ptr> errors(paths.size());
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < paths.size(); i = next++) {
+      try {
+        read[i] = streams_of(model::read_flight_recorder(paths[i]));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const auto threads = std::min<std::size_t>(std::max(1U, std::thread::hardware_concurrency()), paths.size());
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
+    worker();
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    add_dump(run, paths[i], std::move(read[i]));
+  }
 }
 
 /// A pickle the Flight Recorder reader claims by its opcode: a dump, or plain data that holds no
@@ -175,7 +218,7 @@ void add_pickle(CollectiveRun& run, const std::string& path) {
   const model::MappedFile file(path);
   std::string holds;
   if (auto dump = model::read_flight_recorder_pickle_if_dump(file.bytes(), path, holds)) {
-    add_dump(run, path, *dump);
+    add_dump(run, path, streams_of(*dump));
     return;
   }
   auto& rc = rank_slot(run, rank_for(run, path, model::rank_in_file_name(path)));
@@ -224,13 +267,11 @@ bool add_folder(CollectiveRun& run, const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (model::path_kind(e.path()) == model::PathKind::Regular) files.push_back(e.path());  // a loop throws
   std::sort(files.begin(), files.end());
-  bool found = false;
-  for (const auto& f : files) {
-    if (is_flight_recorder(f)) {
-      add_flight_recorder(run, f.string());
-      found = true;
-    }
-  }
+  std::vector<std::string> dumps;
+  for (const auto& f : files)
+    if (is_flight_recorder(f)) dumps.push_back(f.string());
+  add_flight_recorders(run, dumps);
+  bool found = !dumps.empty();
   if (std::any_of(files.begin(), files.end(), is_trace_log)) {
     add_torch_trace(run, dir.string());
     found = true;
