@@ -415,7 +415,8 @@ TEST(Replay, ViewsAreRecordedByTheirBaseAndHashViewsHashesThem) {
     EXPECT_FALSE(x.view) << x.node;
     const bool view = x.op == "aten.t.default" || x.op == "aten.transpose.int" ||
                       x.op == "aten.expand.default" || x.op == "aten.view.default" ||
-                      x.op == "aten._reshape_alias.default" || x.op == "aten.split.Tensor";
+                      x.op == "aten._reshape_alias.default" || x.op == "aten.split.Tensor" ||
+                      x.op == "aten._unsafe_view.default";  // aliases without its schema saying so
     // An output or getitem element that names a view is recorded as that view.
     const bool names_view = y.op == "output" || y.op == "operator.getitem";
     if (view || (names_view && y.view)) {
