@@ -894,6 +894,11 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                                 {"cause", op_cause_name(first->first->cause)},
                                 {"eager", record_json(*first->eager.log, r)},
                                 {"from_ranks", first->first->from_ranks}};
+      if (first->first->origin_rank >= 0)
+        rj["first_divergence"]["origin"] = {{"rank", first->first->origin_rank},
+                                            {"op", first->first->origin_op},
+                                            {"source", first->first->origin_source},
+                                            {"index", first->first->origin_index}};
       summary.push_back(
           "rank " + std::to_string(rv.rank) + ": first divergent op at step " + std::to_string(first->step) +
           ": " + op_text(*first->eager.log, r) + ", " + std::string(op_cause_name(first->first->cause)) +

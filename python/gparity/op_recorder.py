@@ -326,6 +326,8 @@ class OpRecorder:
 class _ManifestOnly:
     """The fields Recorder._write_manifest reads, for an op-record run."""
 
+    op_records = True
+
     def __init__(self, run_dir, world_size):
         self.run_dir, self.world_size = run_dir, world_size
 

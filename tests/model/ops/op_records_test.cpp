@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kGelu =
     R"({"type":"op","step":1,"index":0,"op":"aten::gelu","phase":"forward","module":"layers.0.mlp",)"
-    R"("source":{"file":"/w/train.py","line":37,"function":"forward","code":"h = F.gelu(h)"},)"
+    R"("source":{"file":"/w/train.py","line":37,"function":"forward","code":"h = F.gelu"},)"
     R"("args":[{"id":3,"dtype":"float32","shape":[4,16],"xxh3":"00000000000000ff","shard":"0000000000000001"}],)"
     R"("outs":[{"id":4,"dtype":"float32","shape":[4,16],"xxh3":"ffffffffffffffff","shard":"8000000000000000"}]})"
     "\n";
