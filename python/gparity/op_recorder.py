@@ -215,16 +215,14 @@ class OpRecorder:
         waits = collective and "wait_tensor" in op
 
         ins = _flat_tensors((args, kwargs))
-        in_refs = [self._input_ref(t) for t in ins]  # hashed before the op: in-place ops change them
+        in_refs = self._refs(ins, as_input=True)  # hashed before the op: in-place ops change them
         out = func(*args, **kwargs)
         outs = _flat_tensors(out)
         if collective and not waits and not outs:
             # c10d::allreduce_ (torch 1.13) returns a Work: the tensors it reduces in place are its outputs.
             outs = list(ins)
-        out_refs = []
         unreliable = collective and not waits
-        for t in outs:
-            out_refs.append(self._output_ref(t, hash_now=not unreliable))
+        out_refs = self._refs(outs, as_input=False, hash_now=not unreliable)
         extra = {"collective": True, "group": "default", "async": True} if unreliable else None
         self._records.append((op, phase, module, source, in_refs, out_refs, extra))
         return out
@@ -232,7 +230,10 @@ class OpRecorder:
     def _user_frame(self):
         """The innermost user frame {file, line, function, code} and whether autograd's backward
         is on the stack."""
-        f = sys._getframe(3)
+        try:
+            f = sys._getframe(3)
+        except ValueError:  # autograd's device thread: no Python caller below the mode
+            return None, False
         in_backward = False
         while f is not None:
             code = f.f_code
@@ -251,64 +252,71 @@ class OpRecorder:
             k = None  # the id was reused by another object
         return k
 
-    def _input_ref(self, t):
-        k = self._lookup(t)
-        if k is not None and k.fresh and k.version == t._version:
-            return (k.id, t.dtype, tuple(t.shape), None)
-        # Not an earlier output of the step (or changed since): hash what the op reads.
-        tid = k.id if k is not None else self._new_id(t)
-        slot = self._hash(t)
-        if k is None:
-            self._remember(t, tid, slot is not None)
-        else:
-            k.version, k.fresh = t._version, slot is not None
-        return (tid, t.dtype, tuple(t.shape), slot)
-
-    def _output_ref(self, t, hash_now):
-        k = self._lookup(t)
-        tid = k.id if k is not None else self._new_id(t)
-        slot = self._hash(t) if hash_now else None
-        if k is None:
-            self._remember(t, tid, slot is not None)
-        else:
-            # An in-place op's result, or a collective's (not complete yet: its reader hashes it).
-            k.version, k.fresh = t._version, slot is not None
-        return (tid, t.dtype, tuple(t.shape), slot)
+    def _refs(self, tensors, as_input, hash_now=True):
+        """(id, dtype, shape, slot) per tensor; every tensor to hash in one hash_into call per device.
+        An input that is a fresh earlier output of the step is not hashed (its producer's hash
+        says what it holds); an output is hashed unless it is a collective's (not complete yet:
+        marked stale, its next reader hashes it)."""
+        refs, todo = [], []
+        for t in tensors:
+            k = self._lookup(t)
+            if as_input and k is not None and k.fresh and k.version == t._version:
+                refs.append((k.id, t.dtype, tuple(t.shape), None))
+                continue
+            tid = k.id if k is not None else self._new_id(t)
+            if k is None:
+                k = self._remember(t, tid)
+            want = hash_now and _hashable(t)
+            if k is not None:
+                k.version, k.fresh = t._version, want
+            if want:
+                todo.append((len(refs), t))
+            refs.append((tid, t.dtype, tuple(t.shape), None))
+        if todo:
+            for (i, _), slot in zip(todo, self._hash_many([t for _, t in todo])):
+                tid, dtype, shape, _ = refs[i]
+                refs[i] = (tid, dtype, shape, slot)
+        return refs
 
     def _new_id(self, t):
         self._next_id += 1
         return self._next_id - 1
 
-    def _remember(self, t, tid, fresh):
+    def _remember(self, t, tid):
         try:
             ref = weakref.ref(t)
         except TypeError:  # pragma: no cover
-            return
-        self._known[id(t)] = _Known(ref, tid, t._version, fresh)
-
-    def _hash(self, t):
-        """Enqueues both hashes of `t`; returns its (device, chunk, slot) or None."""
-        if not _hashable(t):
             return None
-        dev = t.device
-        chunks = self._buffers.get(dev)
-        if chunks is None or self._used[dev] == _SLOTS:
+        k = _Known(ref, tid, t._version, False)
+        self._known[id(t)] = k
+        return k
+
+    def _hash_many(self, tensors):
+        """Enqueues both hashes of every tensor (one call per device); returns their slots
+        (device, chunk, slot)."""
+        slots = [None] * len(tensors)
+        by_device = {}
+        for i, t in enumerate(tensors):
+            by_device.setdefault(t.device, []).append(i)
+        for dev, idx in by_device.items():
             chunks = self._buffers.setdefault(dev, [])
-            chunks.append(torch.zeros(2 * _SLOTS, dtype=torch.int64, device=dev))
-            self._used[dev] = 0
-        slot = self._used[dev]
-        torch.ops.gparity.hash_into(chunks[-1], slot, [t.detach()])
-        self._used[dev] = slot + 1
-        return (dev, len(chunks) - 1, slot)
+            used = self._used.setdefault(dev, [])
+            if not chunks or used[-1] + len(idx) > chunks[-1].numel() // 2:
+                chunks.append(torch.zeros(2 * max(_SLOTS, len(idx)), dtype=torch.int64, device=dev))
+                used.append(0)
+            first = used[-1]
+            torch.ops.gparity.hash_into(chunks[-1], first, [tensors[i].detach() for i in idx])
+            used[-1] = first + len(idx)
+            for k, i in enumerate(idx):
+                slots[i] = (dev, len(chunks) - 1, first + k)
+        return slots
 
     def _collect(self):
         """Every hash of the step, read back: the step's one wait per device."""
         words = {}
         for dev, chunks in self._buffers.items():
-            host = [c[: 2 * (self._used[dev] if i == len(chunks) - 1 else _SLOTS)].cpu().tolist()
-                    for i, c in enumerate(chunks)]
-            words[dev] = host
-        self._buffers = {}
+            words[dev] = [c[: 2 * n].cpu().tolist() for c, n in zip(chunks, self._used[dev])]
+        self._buffers, self._used = {}, {}
         return words
 
     def _tensor_json(self, ref, words):

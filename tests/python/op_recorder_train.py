@@ -6,6 +6,8 @@ gparity.record_ops on every step. Runs, each a trace directory of op records und
   compiled     aot_module, no decomposition
   wrong_all    aot_module with a wrong gelu decomposition (the tanh approximation) on every rank
   wrong_rank1  the same on rank 1 only
+and, for the gate, step traces (gparity.Recorder: loss and weight hashes) of each run in
+steps_<run>.
 
 Usage: op_recorder_train.py OUT STORE_FILE RANK WORLD_SIZE
 """
@@ -75,6 +77,7 @@ def train(out, variant, rank, world):
         opt.zero_grad(set_to_none=True)
     gen = torch.Generator().manual_seed(100 + rank)
     run_dir = os.path.join(out, variant)
+    steps = gparity.Recorder(os.path.join(out, "steps_" + variant))
     for step in (1, 2):
         x = torch.randn(8, 16, generator=gen)
         y = torch.randn(8, 4, generator=gen)
@@ -86,6 +89,8 @@ def train(out, variant, rank, world):
                 p.grad.div_(world)
             opt.step()
             opt.zero_grad()
+        steps.step(step, loss, model=model)
+    steps.close()
 
 
 def main():

@@ -43,6 +43,7 @@ class OpRecorderTwoRanks(unittest.TestCase):
             if p.returncode != 0:
                 raise AssertionError("training rank failed:\n" + log)
         cls.runs = {v: os.path.join(out, v) for v in ("eager", "compiled", "wrong_all", "wrong_rank1")}
+        cls.steps = {v: os.path.join(out, "steps_" + v) for v in cls.runs}
 
     @classmethod
     def tearDownClass(cls):
@@ -115,6 +116,47 @@ class OpRecorderTwoRanks(unittest.TestCase):
         self.assertIn("received through c10d::allreduce_ from rank 1", r0["message"])
         # The headline leads with the origin.
         self.assertIn("first at rank 1 step 1, aten::gelu", rep["headline"], text)
+
+    def gate(self, policy):
+        path = os.path.join(self.tmp.name, "policy.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(policy, f)
+        out = tempfile.mkdtemp(dir=self.tmp.name)
+        r = subprocess.run([EXE, "gate", "--policy", path, "--out", out], capture_output=True, text=True)
+        return r.returncode, out, r.stdout + r.stderr
+
+    def test_d_the_gate_requires_op_level_parity(self):
+        # Step traces alone cannot see where the compiled run left eager; the "ops" entry makes the
+        # gate require op-level parity of the op runs too, with its own reports.
+        code, out, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                     "ops": {"baseline": self.runs["eager"], "candidate": self.runs["compiled"]}})
+        self.assertEqual(code, 0, text)
+        with open(os.path.join(out, "ops-report.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["exit_code"], 0)
+        code, out, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                     "ops": {"baseline": self.runs["eager"], "candidate": self.runs["wrong_rank1"]}})
+        self.assertEqual(code, 1, text)
+        with open(os.path.join(out, "ops-report.json"), encoding="utf-8") as f:
+            rep = json.load(f)
+        ranks = {r["rank"]: r for r in rep["result"]["ranks"]}
+        self.assertEqual(ranks[1]["first_divergence"]["op"], "aten::gelu")
+        self.assertEqual(ranks[0]["first_divergence"]["cause"], "received")
+        with open(os.path.join(out, "ops-junit.xml"), encoding="utf-8") as f:
+            self.assertIn("failure", f.read())
+        # Op runs named as the gate's runs: compared op by op.
+        code, out, text = self.gate({"baseline": self.runs["eager"], "candidate": self.runs["wrong_all"]})
+        self.assertEqual(code, 1, text)
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["result"]["kind"], "ops")
+        # An "ops" entry with one side, or naming runs that are not op runs: exit 2, named.
+        code, _, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                   "ops": {"baseline": self.runs["eager"]}})
+        self.assertEqual(code, 2, text)
+        self.assertIn('"ops" needs both', text)
+        code, _, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                   "ops": {"baseline": self.runs["eager"], "candidate": self.steps["compiled"]}})
+        self.assertEqual(code, 2, text)
+        self.assertIn("not op logs", text)
 
 
 if __name__ == "__main__":
