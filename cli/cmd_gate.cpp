@@ -13,9 +13,9 @@
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/output_error.hpp"
+#include "core/model/ops/op_run.hpp"
 #include "core/model/run/run_source.hpp"
 #include "diff/checkpoints/checkpoint_compare.hpp"
-#include "core/model/ops/op_run.hpp"
 #include "diff/gate/gate_policy.hpp"
 #include "diff/ops/op_compare.hpp"
 
@@ -27,8 +27,9 @@ int gate_ops(const std::string& baseline, const std::string& candidate, bool all
              const ReportOptions& r) {
   for (const auto& [side, other] : {std::pair{&baseline, &candidate}, std::pair{&candidate, &baseline}}) {
     if (!model::ops::is_op_log_path(*side))
-      throw model::InputError(*side, "not op logs (gparity op records or DebugMode logs): the gate's \"ops\" "
-                                     "compares op runs (docs/ops.md)");
+      throw model::InputError(*side,
+                              "not op logs (gparity op records or DebugMode logs): the gate's \"ops\" "
+                              "compares op runs (docs/ops.md)");
   }
   const auto eager = model::ops::open_op_run(baseline);
   const auto compiled = model::ops::open_op_run(candidate);
@@ -147,8 +148,8 @@ void register_gate(CLI::App& app, Action& action) {
         }
         rc = worse(rc, gate_ops(p.ops_baseline, p.ops_candidate, p.options.allow_incomplete, ro));
         if (!r.json)
-          std::cout << "op-level reports: " << model::shown(ro.junit) << ", " << model::shown(ro.markdown) << ", "
-                    << model::shown(ro.json_file) << ", " << model::shown(ro.html) << '\n';
+          std::cout << "op-level reports: " << model::shown(ro.junit) << ", " << model::shown(ro.markdown)
+                    << ", " << model::shown(ro.json_file) << ", " << model::shown(ro.html) << '\n';
       }
       return rc;
     };

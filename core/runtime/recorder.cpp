@@ -245,7 +245,8 @@ std::vector<BlockHashes> DeferredHashes::collect() {
 void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first) {
   if (words.scalar_type() != at::kLong || !words.is_contiguous() || first < 0 ||
       2 * (first + static_cast<std::int64_t>(tensors.size())) > words.numel())
-    throw std::invalid_argument("hash_blocks_into: words must be a contiguous int64 tensor with room for 2 words a tensor");
+    throw std::invalid_argument(
+        "hash_blocks_into: words must be a contiguous int64 tensor with room for 2 words a tensor");
   for (const auto& t : tensors)
     if (t.device() != words.device())
       throw std::invalid_argument("hash_blocks_into: a tensor is not on the device of the hash words");
@@ -264,7 +265,8 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
     throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");
 #endif
   }
-  if (!words.device().is_cpu()) throw std::invalid_argument("hash_blocks_into: words are neither on CPU nor CUDA");
+  if (!words.device().is_cpu())
+    throw std::invalid_argument("hash_blocks_into: words are neither on CPU nor CUDA");
   auto* w = words.data_ptr<std::int64_t>() + 2 * first;
   for (const auto& t : tensors) {
     const auto h = hash_cpu(t, placed(t, {}, {}));

@@ -54,7 +54,8 @@ at::Tensor hash_tensors(at::TensorList tensors, at::IntArrayRef offsets, at::Int
 /// tensors' device), without waiting for the device: the op recorder (python/gparity,
 /// record_ops) hashes every op's outputs this way and reads the words back once a step.
 void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tensors) {
-  gparity::runtime::hash_blocks_into(std::span<const at::Tensor>(tensors.data(), tensors.size()), words, first);
+  gparity::runtime::hash_blocks_into(std::span<const at::Tensor>(tensors.data(), tensors.size()), words,
+                                     first);
 }
 
 }  // namespace

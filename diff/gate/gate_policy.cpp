@@ -187,12 +187,14 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   }
   if (const auto it = j.find("ops"); it != j.end()) {
     if (!it->is_object())
-      throw InputError(source, "\"ops\" must be an object {\"baseline\": \"eager op run\", \"candidate\": \"...\"}");
+      throw InputError(source,
+                       "\"ops\" must be an object {\"baseline\": \"eager op run\", \"candidate\": \"...\"}");
     check_keys(*it, {"baseline", "candidate"}, source, "\"ops\"");
     p.ops_baseline = string_field(*it, "baseline", source);
     p.ops_candidate = string_field(*it, "candidate", source);
     if (p.ops_baseline.empty() || p.ops_candidate.empty())
-      throw InputError(source, "\"ops\" needs both \"baseline\" and \"candidate\" (op-record or DebugMode runs)");
+      throw InputError(source,
+                       "\"ops\" needs both \"baseline\" and \"candidate\" (op-record or DebugMode runs)");
   }
   if (const auto it = j.find("allow_incomplete"); it != j.end()) {
     if (!it->is_boolean()) throw InputError(source, "\"allow_incomplete\" must be true or false");

@@ -208,7 +208,8 @@ struct CausalStep {
 CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t step) {
   CausalStep cs;
   for (const auto& rv : verdicts) {
-    const auto it = std::find_if(rv.steps.begin(), rv.steps.end(), [&](const StepVerdict& s) { return s.step == step; });
+    const auto it =
+        std::find_if(rv.steps.begin(), rv.steps.end(), [&](const StepVerdict& s) { return s.step == step; });
     if (it == rv.steps.end()) continue;
     const StepVerdict& sv = *it;
     const SliceAlignment& a = sv.alignment;
@@ -358,7 +359,8 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
   std::set<std::int64_t> cross_rank_steps;
   for (const auto& rv : out) {
     for (const auto& sv : rv.steps) {
-      if (sv.first && sv.first->collective >= 0 && !any_differs(sv.first->inputs)) cross_rank_steps.insert(sv.step);
+      if (sv.first && sv.first->collective >= 0 && !any_differs(sv.first->inputs))
+        cross_rank_steps.insert(sv.step);
     }
   }
   for (const std::int64_t step : cross_rank_steps) {
@@ -367,7 +369,8 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
       for (auto& rv : out) {
         if (rv.rank != cs.ranks[pos].rank) continue;
         for (auto& sv : rv.steps) {
-          if (sv.step != step || !sv.first || sv.first->collective < 0 || any_differs(sv.first->inputs)) continue;
+          if (sv.step != step || !sv.first || sv.first->collective < 0 || any_differs(sv.first->inputs))
+            continue;
           apply_causality(cs, pos, *sv.first);
         }
       }
@@ -503,8 +506,9 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
       msg += "received through " + printable(el.op_name(judged)) + " from " + ranks_text(d.from_ranks) +
              " (its local inputs are equal, theirs differ)";
       if (d.origin_rank >= 0)
-        msg += ", origin " + printable(d.origin_op) + (d.origin_source.empty() ? "" : " at " + printable(d.origin_source)) +
-               " on rank " + std::to_string(d.origin_rank);
+        msg += ", origin " + printable(d.origin_op) +
+               (d.origin_source.empty() ? "" : " at " + printable(d.origin_source)) + " on rank " +
+               std::to_string(d.origin_rank);
       break;
     case OpCause::Unknown:
       msg += printable(d.causal_text.empty() ? std::string("cause unknown") : d.causal_text);

@@ -37,8 +37,8 @@
 
 #include "core/model/ops/op_log.hpp"
 #include "core/model/ops/op_run.hpp"
-#include "diff/report/finding.hpp"
 #include "diff/ops/op_align.hpp"
+#include "diff/report/finding.hpp"
 
 namespace gparity::diff::ops {
 

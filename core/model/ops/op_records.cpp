@@ -97,10 +97,12 @@ class Reader {
       return problem = "a tensor without a non-negative \"id\"", false;
     r.id = id->get<std::int64_t>();
     const auto dt = t.find("dtype");
-    if (dt == t.end() || !dt->is_string()) return problem = "tensor " + std::to_string(r.id) + " without \"dtype\"", false;
+    if (dt == t.end() || !dt->is_string())
+      return problem = "tensor " + std::to_string(r.id) + " without \"dtype\"", false;
     r.dtype = log_.strings.intern(dt->get_ref<const std::string&>());
     const auto sh = t.find("shape");
-    if (sh == t.end() || !sh->is_array()) return problem = "tensor " + std::to_string(r.id) + " without \"shape\"", false;
+    if (sh == t.end() || !sh->is_array())
+      return problem = "tensor " + std::to_string(r.id) + " without \"shape\"", false;
     std::string shape;
     std::int64_t numel = 1;
     for (const auto& d : *sh) {
@@ -146,8 +148,8 @@ class Reader {
     r.op = log_.strings.intern(op->get_ref<const std::string&>());
     const auto phase = j.find("phase");
     const std::string ph = phase != j.end() && phase->is_string() ? phase->get<std::string>() : "";
-    r.phase = ph == "forward"    ? Phase::Forward
-              : ph == "backward" ? Phase::Backward
+    r.phase = ph == "forward"     ? Phase::Forward
+              : ph == "backward"  ? Phase::Backward
               : ph == "optimizer" ? Phase::Optimizer
                                   : Phase::Unknown;
     if (const auto m = j.find("module"); m != j.end() && m->is_string())
@@ -157,7 +159,8 @@ class Reader {
     std::uint32_t args = 0, outs = 0;
     for (const char* key : {"args", "outs"}) {
       const auto list = j.find(key);
-      if (list == j.end() || !list->is_array()) return problem = std::string("no \"") + key + "\" list", false;
+      if (list == j.end() || !list->is_array())
+        return problem = std::string("no \"") + key + "\" list", false;
       for (const auto& t : *list)
         if (!tensor(t, problem, any_xxh3)) return false;
       (key[0] == 'a' ? args : outs) = static_cast<std::uint32_t>(list->size());
@@ -174,8 +177,8 @@ class Reader {
       r.output_hash_unreliable = true;
     r.kind = RecordKind::Op;
     const auto index = j.find("index");
-    r.index = index != j.end() && index->is_number_unsigned() ? index->get<std::uint32_t>()
-                                                               : next_index(r.step);
+    r.index =
+        index != j.end() && index->is_number_unsigned() ? index->get<std::uint32_t>() : next_index(r.step);
     if (!log_.records.empty() && log_.records.back().step > r.step) {
       log_.tensors.resize(r.first_arg);
       problem = "step " + std::to_string(r.step) + " after step " + std::to_string(log_.records.back().step) +
@@ -197,7 +200,8 @@ class Reader {
     const auto f = s.find("file");
     const auto l = s.find("line");
     if (f == s.end() || !f->is_string() || l == s.end() || !l->is_number_integer()) return 0;
-    const std::string fn = s.contains("function") && s["function"].is_string() ? s["function"].get<std::string>() : "";
+    const std::string fn =
+        s.contains("function") && s["function"].is_string() ? s["function"].get<std::string>() : "";
     const std::string code = s.contains("code") && s["code"].is_string() ? s["code"].get<std::string>() : "";
     const std::int64_t line = l->get<std::int64_t>();
     const auto key = std::make_tuple(f->get<std::string>(), line, fn);
@@ -221,8 +225,10 @@ bool looks_like_op_records(std::string_view head) {
   std::size_t pos = 0;
   while (pos < head.size()) {
     const auto nl = head.find('\n', pos);
-    const std::string_view l = head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    if (l.find("\"type\":\"op\"") != std::string_view::npos || l.find("\"type\": \"op\"") != std::string_view::npos)
+    const std::string_view l =
+        head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    if (l.find("\"type\":\"op\"") != std::string_view::npos ||
+        l.find("\"type\": \"op\"") != std::string_view::npos)
       return true;
     if (nl == std::string_view::npos) break;
     pos = nl + 1;

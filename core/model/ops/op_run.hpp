@@ -3,8 +3,8 @@
 // (`rank<r>_step<s>.debug.txt`) or one per rank (`rank<r>.debug.txt`, steps inferred from the
 // text), in one folder; or a single log file (rank and step from its name when it has them,
 // else rank 0 and inferred steps); or a trace directory of gparity's own op records
-// (manifest.json + rank-<r>.jsonl with "type":"op" lines, op_records.hpp). Other files in the folder (rank<r>_meta.json, ...) are not
-// part of it. Files are listed first and read on demand, one rank at a time.
+// (manifest.json + rank-<r>.jsonl with "type":"op" lines, op_records.hpp). Other files in the folder
+// (rank<r>_meta.json, ...) are not part of it. Files are listed first and read on demand, one rank at a time.
 
 #include <cstdint>
 #include <string>

@@ -72,11 +72,12 @@ TEST(OpRecords, ShardOnlyRunsAreOneFunction) {
 }
 
 TEST(OpRecords, DamageCostsOneRecordAndACutLastLineMarksTheLogTruncated) {
-  const std::string text = std::string(kGelu) + "{not json\n" +
-                           R"({"type":"op","step":1,"op":"aten::mul","args":[{"id":-1}],"outs":[]})" + "\n" +
-                           R"({"type":"op","step":1,"op":"aten::add","args":[],"outs":[{"id":9,"dtype":"float32","shape":[2],"xxh3":"xyz","shard":"01"}]})" +
-                           "\n" + R"({"type":"params","params":[]})" + "\n" + std::string(kMul) +
-                           R"({"type":"op","step":1,"op":"aten::t)";
+  const std::string text =
+      std::string(kGelu) + "{not json\n" +
+      R"({"type":"op","step":1,"op":"aten::mul","args":[{"id":-1}],"outs":[]})" + "\n" +
+      R"({"type":"op","step":1,"op":"aten::add","args":[],"outs":[{"id":9,"dtype":"float32","shape":[2],"xxh3":"xyz","shard":"01"}]})" +
+      "\n" + R"({"type":"params","params":[]})" + "\n" + std::string(kMul) +
+      R"({"type":"op","step":1,"op":"aten::t)";
   const OpLog log = parse_op_records(text, "rank-0.jsonl", 0);
   EXPECT_EQ(log.records.size(), 2u);  // gelu and mul; the params record is not an op
   ASSERT_EQ(log.issues.size(), 4u);
@@ -104,8 +105,9 @@ TEST(OpRecordRun, ATraceDirectoryOfOpRecordsIsAnOpRun) {
   dir.write("run/rank-0.jsonl", kGelu);
   dir.write("run/rank-1.jsonl", kMul);
   dir.write("steps/manifest.json", R"({"schema_version": 1, "format": "gparity-trace", "world_size": 1})");
-  dir.write("steps/rank-0.jsonl", R"({"type":"step","step":1,"loss":{"value":1,"bits":"3f800000","dtype":"float32"}})"
-                                  "\n");
+  dir.write("steps/rank-0.jsonl",
+            R"({"type":"step","step":1,"loss":{"value":1,"bits":"3f800000","dtype":"float32"}})"
+            "\n");
   const std::string run = (dir.path() / "run").string();
   EXPECT_TRUE(is_op_record_run(run));
   EXPECT_TRUE(is_op_log_path(run));
