@@ -242,7 +242,8 @@ std::vector<BlockHashes> DeferredHashes::collect() {
   return out;
 }
 
-void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first) {
+void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first,
+                      bool xxh3) {
   if (words.scalar_type() != at::kLong || !words.is_contiguous() || first < 0 ||
       2 * (first + static_cast<std::int64_t>(tensors.size())) > words.numel())
     throw std::invalid_argument(
@@ -259,7 +260,8 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
     // As DeferredHashes: contiguous copies for XXH3 are freed after the enqueue; the caching
     // allocator hands their blocks out only to work ordered after the kernels on this stream.
     std::vector<at::Tensor> keep;
-    enqueue_cuda(tensors, placements, words_of(words) + 2 * first, current_stream(words.device()), keep);
+    enqueue_cuda(tensors, placements, words_of(words) + 2 * first, current_stream(words.device()), keep,
+                 xxh3);
     return;
 #else
     throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");
@@ -270,7 +272,7 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
   auto* w = words.data_ptr<std::int64_t>() + 2 * first;
   for (const auto& t : tensors) {
     const auto h = hash_cpu(t, placed(t, {}, {}));
-    *w++ = std::bit_cast<std::int64_t>(h.xxh3);
+    *w++ = xxh3 ? std::bit_cast<std::int64_t>(h.xxh3) : 0;
     *w++ = std::bit_cast<std::int64_t>(h.shard);
   }
 }

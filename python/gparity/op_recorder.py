@@ -122,6 +122,7 @@ class OpRecorder:
         if hashes not in ("xxh3+shard", "shard"):
             raise ValueError(f"gparity.OpRecorder: hashes must be 'xxh3+shard' or 'shard', not {hashes!r}")
         self.hashes = hashes
+        self._xxh3 = hashes == "xxh3+shard"
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         load_ops()
@@ -305,7 +306,7 @@ class OpRecorder:
                 chunks.append(torch.zeros(2 * max(_SLOTS, len(idx)), dtype=torch.int64, device=dev))
                 used.append(0)
             first = used[-1]
-            torch.ops.gparity.hash_into(chunks[-1], first, [tensors[i].detach() for i in idx])
+            torch.ops.gparity.hash_into(chunks[-1], first, [tensors[i].detach() for i in idx], self._xxh3)
             used[-1] = first + len(idx)
             for k, i in enumerate(idx):
                 slots[i] = (dev, len(chunks) - 1, first + k)
