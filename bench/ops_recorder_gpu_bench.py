@@ -11,6 +11,7 @@ others', so clock and thermal drift hit every mode alike):
                   hashed on the GPU with XXH3-64 + the shard-invariant hash, deferred: read back
                   once when the step ends, then the step's records written)
   record_ops_shard  the same with hashes="shard" (the shard-invariant hash alone)
+  record_ops_nohash the recorder without hashing (its dispatch and bookkeeping cost alone)
   debugmode       torch.utils._debug_mode.DebugMode() around the step
   debugmode_hash  DebugMode with log_tensor_hashes(hash_fn="hash_tensor")
   debugmode_norm  DebugMode with log_tensor_hashes(hash_fn="norm")
@@ -112,6 +113,9 @@ class Modes:
     def debugmode(self):
         self._debugmode(None)
 
+    def record_ops_nohash(self):
+        self._record("none")
+
     def debugmode_hash(self):
         self._debugmode("hash_tensor")
 
@@ -176,7 +180,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", default=[],
                     help="dim,seq,batch (repeatable; default 2048,2048,4 and 4096,512,2)")
-    ap.add_argument("--modes", default="plain,record_ops,record_ops_shard,debugmode,debugmode_hash,debugmode_norm")
+    ap.add_argument("--modes", default="plain,record_ops,record_ops_shard,record_ops_nohash,debugmode,"
+                    "debugmode_hash,debugmode_norm")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--out", default="")

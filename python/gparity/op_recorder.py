@@ -110,7 +110,8 @@ class OpRecorder:
 
     model: names modules by their path in it ("layers.0.mlp"); modules outside it by class.
     hashes: "xxh3+shard" (default) or "shard" (the shard-invariant hash alone: fully parallel on
-    the GPU, where XXH3's chain is sequential per tensor; both runs must use the same)."""
+    the GPU, where XXH3's chain is sequential per tensor; both runs must use the same); "none"
+    records without hashes (the recorder's own cost, for benchmarks: nothing to compare)."""
 
     def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
         from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
@@ -119,8 +120,8 @@ class OpRecorder:
         self.rank = rank if rank is not None else (d.get_rank() if d else int(os.environ.get("RANK", 0)))
         self.world_size = world_size if world_size is not None else (
             d.get_world_size() if d else int(os.environ.get("WORLD_SIZE", 1)))
-        if hashes not in ("xxh3+shard", "shard"):
-            raise ValueError(f"gparity.OpRecorder: hashes must be 'xxh3+shard' or 'shard', not {hashes!r}")
+        if hashes not in ("xxh3+shard", "shard", "none"):
+            raise ValueError(f"gparity.OpRecorder: hashes must be 'xxh3+shard', 'shard' or 'none', not {hashes!r}")
         self.hashes = hashes
         self._xxh3 = hashes == "xxh3+shard"
         self.run_dir = run_dir
@@ -267,7 +268,7 @@ class OpRecorder:
             tid = k.id if k is not None else self._new_id(t)
             if k is None:
                 k = self._remember(t, tid)
-            want = hash_now and _hashable(t)
+            want = hash_now and self.hashes != "none" and _hashable(t)
             if k is not None:
                 k.version, k.fresh = t._version, want
             if want:
