@@ -205,7 +205,8 @@ struct CausalStep {
   causality::Result result;
 };
 
-CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t step) {
+CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t step,
+                       const std::vector<int>& world) {
   CausalStep cs;
   for (const auto& rv : verdicts) {
     const auto it =
@@ -263,7 +264,11 @@ CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t st
     cs.ranks.push_back(std::move(rr));
     cs.index.push_back(std::move(index));
   }
-  cs.result = causality::classify(cs.ranks, causality::GroupTable{});
+  // "default" is the world: every rank either side has logs of (a rank that did not record the
+  // step, or has no logs on one side, makes the collective unknown, never an origin).
+  causality::GroupTable groups;
+  groups["default"] = {world, "default_pg"};
+  cs.result = causality::classify(cs.ranks, groups);
   return cs;
 }
 
@@ -363,8 +368,12 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
         cross_rank_steps.insert(sv.step);
     }
   }
+  std::set<int> world_set;
+  for (const auto* side : {&eager, &compiled})
+    for (const auto& r : *side) world_set.insert(r.rank);
+  const std::vector<int> world(world_set.begin(), world_set.end());
   for (const std::int64_t step : cross_rank_steps) {
-    const CausalStep cs = causal_step(out, step);
+    const CausalStep cs = causal_step(out, step, world);
     for (std::size_t pos = 0; pos < cs.ranks.size(); ++pos) {
       for (auto& rv : out) {
         if (rv.rank != cs.ranks[pos].rank) continue;

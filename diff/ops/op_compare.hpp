@@ -20,7 +20,7 @@
 // The cross-rank part (received) is judged in diff/causality's causal order over the step of
 // every rank: each eager op a record reading the records that made its arguments, each
 // collective a member of its group's k-th instance (records without a group, c10d::* lines of
-// DebugMode, are in one group "default": every rank that issues the op). A collective whose local
+// DebugMode, are in one group "default": every rank either side has logs of). A collective whose local
 // inputs are equal while other members' differ is received from them, and the origin on the
 // rank where the damage started is named; a collective not seen on every member is unknown.
 // Reports name the deciding hash functions; DebugMode's hash_tensor is order-blind and 0 for
