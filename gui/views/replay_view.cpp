@@ -22,7 +22,7 @@
 #include "gui/display_text.hpp"
 #include "gui/document.hpp"
 #include "gui/graph_canvas.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "gui/views/view_support.hpp"
 #include "hash/xxh3.hpp"
 
@@ -147,6 +147,7 @@ ReplayRecords load_replay_records(const std::string& run_dir) {
       if (v.verdict.json.contains("first_divergent"))
         rn.first_node = v.verdict.json["first_divergent"].value("node", "");
       if (out.overall.empty()) out.overall = v.verdict.overall;
+      out.exit_code = std::max(out.exit_code, v.verdict.exit_code);
     }
     std::map<std::string, std::string> partner;
     if (in.graph_a && in.graph_b) {
