@@ -377,7 +377,9 @@ void MainWindow::add_recent(const QString& path) {
 
 void MainWindow::open_path(const QString& path, bool quiet) {
   const QString abs = QFileInfo(path).absoluteFilePath();
-  if (!quiet && !opened_.contains(abs)) opened_ = QStringList{abs};
+  // What the user opened (not a graph source the window opens for itself, quietly): paths are
+  // shown relative to it.
+  if ((!quiet || opened_.isEmpty()) && !opened_.contains(abs)) opened_ = QStringList{abs};
   const int generation = ++load_generation_;
   ++loads_running_;
   statusBar()->showMessage(tr("Loading %1…").arg(shown_input(abs)));

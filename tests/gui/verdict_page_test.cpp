@@ -274,6 +274,7 @@ TEST_F(VerdictPageTest, VerdictPageFlightRecorderPicklesMatchCliAndSelectTheStre
   expect_same_as_cli(expected);
   EXPECT_EQ(page_->verdict()->kind, JobVerdict::Kind::Collectives);
   ASSERT_GT(page_->findings()->rowCount(), 0);
+  screenshot(*window_, "verdict_collectives_baseline");  // the page, before its finding is followed
   page_->follow_finding(0);
   ASSERT_FALSE(followed_.empty());
   const CauseRef& c = followed_.back();
@@ -285,7 +286,6 @@ TEST_F(VerdictPageTest, VerdictPageFlightRecorderPicklesMatchCliAndSelectTheStre
   ASSERT_TRUE(sel.has_value());
   EXPECT_EQ(page_->verdict()->grid.columns[sel->second], expected.first->where.graph);
   EXPECT_EQ(page_->verdict()->grid.rows[sel->first], "rank " + std::to_string(c.rank));
-  screenshot(*window_, "verdict_collectives_baseline");
   expect_evidence_view_took_the_cause("wired_collectives");
 }
 
@@ -383,6 +383,7 @@ void expect_replay_page_matches_cli(MainWindow& window, const std::string& run, 
   EXPECT_EQ(window.tabs()->currentWidget(), static_cast<QWidget*>(view));
   EXPECT_EQ(view->shown_rank(), first->rank);
   EXPECT_EQ(view->selected_node(), node);
+  EXPECT_TRUE(view->canvas()->wait_for_layout());  // the replayed graph drawn in the screenshot
   screenshot(window, (std::string("wired_") + name).c_str());
 }
 
