@@ -317,6 +317,7 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
         if (const auto id = g->find_node(row.node); id != model::kNoNode)
           colours[id] = replay_status_colour(row.status);
       canvas_->set_node_colors(std::move(colours));
+      canvas_->set_legend(legend_->entries());  // on the canvas too: its fills are statuses
     }
     rank_line->setText(shown_text("rank " + std::to_string(r.rank) + ": " + r.verdict));
     // The first divergent node the verdict names, selected.
