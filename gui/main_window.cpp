@@ -507,6 +507,7 @@ void MainWindow::open_inputs(const QStringList& paths) {
         why.replace(info.absoluteFilePath(), info.fileName());
       }
       verdict_page_->clear(tr("No verdict for this input: %1").arg(why));
+      show_evidence_view({});  // the last input's view would answer causes it no longer holds
       if (paths.size() == 2)
         open_diff(paths[0], paths[1]);
       else
