@@ -255,7 +255,7 @@ void BucketView::paintEvent(QPaintEvent* /*event*/) {
   p.setRenderHint(QPainter::Antialiasing, false);
   paint_legend(p, QPoint(rx + kBoxW + 16, kMargin),
                {{QColor(222, 235, 247), tr("same place")},
-                {QColor(253, 174, 97), tr("moved"), QPen(QColor(202, 0, 32), 2)},
+                {QColor(253, 174, 97), tr("moved"), QString(), QPen(QColor(202, 0, 32), 2)},
                 {QColor(160, 160, 160), tr("same parameter, both sides")}},
                kLegendW - 24);
 }

@@ -356,7 +356,12 @@ void GraphCanvas::paintEvent(QPaintEvent*) {
     p.setFont(font());
   }
   {
-    std::vector<LegendEntry> entries = kind_legend();
+    // The kinds' fills only while some node still shows one: a view that colours every node
+    // (the replay records view, by status) brings its own legend, and the kinds would mislead.
+    const bool all_coloured =
+        !legend_.empty() && !node_colors_.empty() &&
+        std::all_of(node_colors_.begin(), node_colors_.end(), [](const QColor& c) { return c.isValid(); });
+    std::vector<LegendEntry> entries = all_coloured ? std::vector<LegendEntry>{} : kind_legend();
     entries.insert(entries.end(), legend_.begin(), legend_.end());
     paint_legend(p, QPoint(6, 6), entries, viewport()->width() - 12);
   }

@@ -18,12 +18,13 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      QStringLiteral("Desktop viewer for gparity: graphs of TORCH_TRACE logs, FX print_readable text, .pt2 "
-                     "archives and graph JSON, with per-rank findings; two graph inputs open side by side in "
-                     "diff mode. The window opens on the verdict `gparity compare` gives for two runs, "
-                     "checkpoints or DebugMode op logs (baseline, candidate), or `gparity collectives` for "
-                     "Flight Recorder dumps or pickles, with a grid of the whole job."));
+  parser.setApplicationDescription(QStringLiteral(
+      "Desktop viewer for gparity: graphs of TORCH_TRACE logs, FX print_readable text, .pt2 "
+      "archives and graph JSON, with per-rank findings; two graph inputs open side by side in "
+      "diff mode. The window opens on the verdict `gparity compare` gives for two runs, "
+      "checkpoints or DebugMode op logs (baseline, candidate), or `gparity collectives` for "
+      "Flight Recorder dumps or pickles, or `gparity replay` for a replay --against / --coor run "
+      "directory, with a grid of the whole job and the view that shows each cause as a tab."));
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("PATH"), QStringLiteral("Inputs to open (zero, one or two)."),

@@ -34,6 +34,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -44,9 +45,55 @@
 #include "gui/node_findings.hpp"
 #include "gui/run_views.hpp"
 #include "gui/verdict.hpp"
+#include "gui/views/checkpoints_view.hpp"
+#include "gui/views/collectives_view.hpp"
+#include "gui/views/op_alignment_view.hpp"
+#include "gui/views/replay_view.hpp"
 
 namespace gparity::gui {
+
+/// The data of the evidence view of what was opened, loaded off the GUI thread (at most one set).
+struct EvidenceData {
+  std::shared_ptr<const views::ReplayRecords> replay;
+  std::shared_ptr<views::CollectiveSequences> collectives;
+  std::shared_ptr<views::CheckpointLayouts> checkpoints;
+  std::shared_ptr<views::OpAlignment> ops;
+  QString problem;  // the view's loader refused the input (the verdict still stands)
+};
+
 namespace {
+
+/// The evidence view's data for `verdict` of `paths` (absolute), on a worker thread.
+EvidenceData load_evidence(const JobVerdict& verdict, const std::vector<std::string>& paths) {
+  EvidenceData d;
+  try {
+    switch (verdict.kind) {
+      case JobVerdict::Kind::Replay: d.replay = verdict.replay; break;
+      case JobVerdict::Kind::Runs:
+        // A pair of replay runs: the candidate's records (else the baseline's).
+        for (auto it = paths.rbegin(); it != paths.rend() && !d.replay; ++it)
+          if (is_replay_run_path(*it))
+            d.replay = std::make_shared<const views::ReplayRecords>(views::load_replay_records(*it));
+        break;
+      case JobVerdict::Kind::Collectives:
+        d.collectives = std::make_shared<views::CollectiveSequences>(views::load_collective_sequences(
+            {paths.back()},
+            paths.size() == 2 ? std::vector<std::string>{paths.front()} : std::vector<std::string>{}));
+        break;
+      case JobVerdict::Kind::Checkpoints:
+        d.checkpoints =
+            std::make_shared<views::CheckpointLayouts>(views::load_checkpoint_layouts(paths[0], paths[1]));
+        break;
+      case JobVerdict::Kind::Ops:
+        d.ops = std::make_shared<views::OpAlignment>(views::load_op_alignment(paths[0], paths[1]));
+        break;
+    }
+  } catch (const std::exception& e) {
+    d = EvidenceData{};
+    d.problem = shown_text(e.what());
+  }
+  return d;
+}
 
 constexpr int kMaxRecent = 8;
 
@@ -106,6 +153,12 @@ MainWindow::MainWindow(QWidget* parent)
     return true;
   });
   register_cause_view([this](const CauseRef& c) { return select_graph_cause(c); });
+  // The evidence view of what was opened (replay records, collectives, ...), once it is loaded.
+  register_cause_view([this](const CauseRef& c) {
+    if (!evidence_view_ || !select_in_evidence_ || !select_in_evidence_(c)) return false;
+    tabs_->setCurrentWidget(evidence_view_);
+    return true;
+  });
 
   // Left: graph selector, search, node table.
   auto* left = new QWidget(this);
@@ -324,9 +377,12 @@ void MainWindow::add_recent(const QString& path) {
 
 void MainWindow::open_path(const QString& path, bool quiet) {
   const QString abs = QFileInfo(path).absoluteFilePath();
+  // What the user opened (not a graph source the window opens for itself, quietly): paths are
+  // shown relative to it.
+  if ((!quiet || opened_.isEmpty()) && !opened_.contains(abs)) opened_ = QStringList{abs};
   const int generation = ++load_generation_;
   ++loads_running_;
-  statusBar()->showMessage(tr("Loading %1…").arg(abs));
+  statusBar()->showMessage(tr("Loading %1…").arg(shown_input(abs)));
   auto* watcher = new QFutureWatcher<LoadOutcome>(this);
   QProgressDialog* progress = nullptr;
   if (!quiet) {
@@ -352,7 +408,7 @@ void MainWindow::open_path(const QString& path, bool quiet) {
     if (generation != load_generation_) return;  // cancelled or superseded
     if (!out.doc) {
       report(tr("Cannot open %1: %2").arg(abs, out.error));
-      statusBar()->showMessage(tr("Failed to open %1").arg(abs));
+      statusBar()->showMessage(tr("Failed to open %1").arg(shown_input(abs)));
       return;
     }
     add_recent(abs);
@@ -411,6 +467,9 @@ void MainWindow::adopt_verdict(std::shared_ptr<const JobVerdict> verdict) {
   verdict_page_->set_verdict(std::move(verdict));
   tabs_->setCurrentWidget(verdict_page_);
   const auto& v = *verdict_page_->verdict();
+  QStringList shown;
+  for (const auto& p : v.paths) shown << shown_input(shown_text(p));
+  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown.join(QStringLiteral(" vs "))));
   report(tr("%1: %2").arg(shown_text(v.command), shown_text(v.verdict.headline)));
   statusBar()->showMessage(shown_text(v.verdict.headline));
 }
@@ -420,13 +479,19 @@ void MainWindow::open_inputs(const QStringList& paths) {
     std::shared_ptr<const JobVerdict> verdict;
     QString error;
     std::vector<diff::Finding> nodes;
+    EvidenceData evidence;
   };
   if (paths.isEmpty() || paths.size() > 2) {
     for (const QString& p : paths) open_path(p);
     return;
   }
+  opened_.clear();
+  for (const QString& p : paths) opened_ << QFileInfo(p).absoluteFilePath();
+  messages_->setToolTip(opened_.join(QLatin1Char('\n')));
   ++loads_running_;
-  statusBar()->showMessage(tr("Computing the verdict of %1…").arg(paths.join(QStringLiteral(", "))));
+  QStringList shown;
+  for (const QString& p : opened_) shown << shown_input(p);
+  statusBar()->showMessage(tr("Computing the verdict of %1…").arg(shown.join(QStringLiteral(", "))));
   auto* watcher = new QFutureWatcher<Outcome>(this);
   connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, paths] {
     --loads_running_;
@@ -442,6 +507,7 @@ void MainWindow::open_inputs(const QStringList& paths) {
         why.replace(info.absoluteFilePath(), info.fileName());
       }
       verdict_page_->clear(tr("No verdict for this input: %1").arg(why));
+      show_evidence_view({});  // the last input's view would answer causes it no longer holds
       if (paths.size() == 2)
         open_diff(paths[0], paths[1]);
       else
@@ -455,6 +521,7 @@ void MainWindow::open_inputs(const QStringList& paths) {
       for (const auto& p : v.runs->problems) report(shown_text(p));
       show_run_views(*v.runs);
     }
+    show_evidence_view(out.evidence);
     // Collectives read from graphs (TORCH_TRACE): open the graphs too, so their nodes can be
     // shown; two traces side by side, as before.
     if (v.kind == JobVerdict::Kind::Collectives &&
@@ -473,6 +540,7 @@ void MainWindow::open_inputs(const QStringList& paths) {
     try {
       o.verdict = std::make_shared<const JobVerdict>(compute_verdict(args));
       if (o.verdict->runs) o.nodes = compute_node_findings(args[0], args[1]);
+      o.evidence = load_evidence(*o.verdict, args);
     } catch (const std::exception& e) {
       o.verdict.reset();
       o.error = shown_text(e.what());
@@ -494,9 +562,11 @@ void MainWindow::adopt(std::shared_ptr<const Document> doc,
   doc_ = std::move(doc);
   ranks_ = std::move(ranks);
   current_ = -1;
-  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown_text(doc_->path)));
+  const QString shown = shown_input(shown_text(doc_->path));
+  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown));
+  setWindowFilePath(QString::fromStdString(doc_->path));
   report(tr("Opened %1 (%2, %n graph(s))", nullptr, static_cast<int>(doc_->graphs.size()))
-             .arg(shown_text(doc_->path), shown_text(doc_->format)));
+             .arg(shown, shown_text(doc_->format)));
   for (const auto& p : doc_->problems) report(tr("Problem: %1").arg(shown_text(p)));
   report_rank_facts();
   graphs_model_->set_document(doc_);
@@ -552,7 +622,70 @@ QString MainWindow::messages() const {
 }
 
 void MainWindow::report(const QString& text) {
-  messages_->appendPlainText(text);
+  messages_->appendPlainText(relative_text(text));
+}
+
+QString MainWindow::shown_input(const QString& path) const {
+  if (opened_.isEmpty()) return QFileInfo(path).fileName().isEmpty() ? path : QFileInfo(path).fileName();
+  std::vector<std::string> bases;
+  for (const QString& p : opened_) bases.push_back(p.toStdString());
+  return QString::fromStdString(shown_path(QFileInfo(path).absoluteFilePath().toStdString(), bases));
+}
+
+QString MainWindow::relative_text(QString text) const {
+  // The parent folder of each opened input, longest first, out of every path the text holds.
+  QStringList parents;
+  for (const QString& p : opened_) {
+    const QString parent = QFileInfo(p).absolutePath();
+    if (parent != QStringLiteral("/") && !parents.contains(parent)) parents << parent;
+  }
+  std::sort(parents.begin(), parents.end(),
+            [](const QString& a, const QString& b) { return a.size() > b.size(); });
+  for (const QString& parent : parents) text.replace(parent + QLatin1Char('/'), QString());
+  return text;
+}
+
+views::ReplayRecordsView* MainWindow::replay_view() const {
+  return dynamic_cast<views::ReplayRecordsView*>(evidence_view_);
+}
+
+void MainWindow::show_evidence_view(const EvidenceData& data) {
+  if (evidence_view_) {
+    tabs_->removeTab(tabs_->indexOf(evidence_view_));
+    delete evidence_view_;
+    evidence_view_ = nullptr;
+    select_in_evidence_ = nullptr;
+  }
+  if (!data.problem.isEmpty()) report(tr("No evidence view: %1").arg(data.problem));
+  QString title;
+  if (data.replay) {
+    auto* view = new views::ReplayRecordsView(*data.replay, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Replay records");
+  } else if (data.collectives) {
+    auto* view = new views::CollectivesView(*data.collectives, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Collectives");
+  } else if (data.checkpoints) {
+    auto* view = new views::CheckpointsView(*data.checkpoints, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Checkpoints");
+  } else if (data.ops) {
+    auto* view = new views::OpAlignmentView(*data.ops, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Op alignment");
+  } else {
+    return;
+  }
+  evidence_view_->setObjectName(QStringLiteral("evidence_view"));
+  tabs_->addTab(evidence_view_, title);
+  // The view opens where the page does: on the first cause, without leaving the page.
+  if (const auto v = verdict_page_->verdict(); v && v->first_cause)
+    select_in_evidence_(v->cause_of(v->findings[*v->first_cause]));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

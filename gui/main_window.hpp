@@ -13,6 +13,10 @@
 // findings and grid cells are followed through the window's CauseRegistry to the view that shows
 // the cause (run heatmap, graph canvas, rank findings, and views registered later). The window
 // sizes itself to the available screen the first time and remembers its geometry (QSettings).
+// The evidence view of what was opened (gui/views: replay records, collectives, checkpoints, op
+// alignment) is loaded on the same worker thread and joins as a tab; it is registered with the
+// CauseRegistry, so following a finding selects its cause there. Paths in the title, the status
+// bar and the Messages pane are shown relative to what was opened (full paths as tool tips).
 
 #include <QMainWindow>
 #include <QStringList>
@@ -42,6 +46,10 @@ class FindingsModel;
 class RunViewsWidget;
 class DiffView;
 class NodeFindingsModel;
+namespace views {
+class ReplayRecordsView;
+}
+struct EvidenceData;  // main_window.cpp
 
 class MainWindow final : public QMainWindow {
  public:
@@ -74,6 +82,13 @@ class MainWindow final : public QMainWindow {
   /// True when `path` opens as a run (gparity-view BASELINE CANDIDATE opens the run views).
   [[nodiscard]] static bool is_run(const QString& path);
   [[nodiscard]] RunViewsWidget* run_views() const { return run_views_.get(); }
+  /// The tab of the evidence view of what was opened (gui/views), null when it has none.
+  [[nodiscard]] QWidget* evidence_view() const { return evidence_view_; }
+  /// The evidence view when it is the replay records view, else null.
+  [[nodiscard]] views::ReplayRecordsView* replay_view() const;
+  /// `path` as the window shows it: relative to the parent of what was opened when it lies
+  /// under it (gui/verdict.hpp shown_path), else as it is.
+  [[nodiscard]] QString shown_input(const QString& path) const;
 
   [[nodiscard]] std::shared_ptr<const Document> document() const { return doc_; }
   [[nodiscard]] GraphCanvas* canvas() const { return canvas_; }
@@ -124,6 +139,9 @@ class MainWindow final : public QMainWindow {
   void show_run_views(RunPair runs);
   bool select_graph_cause(const CauseRef& cause);
   void save_geometry() const;
+  void show_evidence_view(const EvidenceData& data);
+  /// `text` with the opened inputs' parent folders taken out of every path in it.
+  [[nodiscard]] QString relative_text(QString text) const;
 
   std::shared_ptr<const Document> doc_;
   std::shared_ptr<const diff::TraceRanksReport> ranks_;  // trace-level rank facts of doc_
@@ -147,6 +165,9 @@ class MainWindow final : public QMainWindow {
   QTabWidget* tabs_ = nullptr;
   VerdictPage* verdict_page_ = nullptr;
   CauseRegistry causes_;
+  QWidget* evidence_view_ = nullptr;  // a tab of tabs_ while open
+  std::function<bool(const CauseRef&)> select_in_evidence_;
+  QStringList opened_;             // absolute paths of what was opened last
   DiffView* diff_view_ = nullptr;  // a child window, made on first use
   std::unique_ptr<NodeFindingsModel> node_findings_model_;
   QTableView* node_findings_view_ = nullptr;

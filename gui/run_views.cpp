@@ -24,6 +24,7 @@
 #include "diff/runs/buckets.hpp"
 #include "gui/bucket_view.hpp"
 #include "gui/display_text.hpp"
+#include "gui/legend.hpp"
 #include "gui/verdict.hpp"
 
 namespace gparity::gui {
@@ -33,7 +34,6 @@ constexpr int kCellW = 26;
 constexpr int kCellH = 20;
 constexpr int kLeft = 80;
 constexpr int kTop = 210;
-constexpr int kLegendH = 22;
 
 // One chart of `columns` against the step column; empty cells leave gaps out of the series.
 // `counts` charts (ULP distances) get an integer axis from 0.
@@ -156,23 +156,15 @@ void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
   p.fillRect(rect(), palette().base());
   if (model_ == nullptr) return;
   // The legend: what each colour and frame means, so no one needs docs/gui.md to read it.
-  int x = 8;
-  const auto swatch = [&](const QColor& fill, const QPen& frame, const QString& text) {
-    const QRect box(x, 6, 14, 14);
-    p.fillRect(box, fill);
-    p.setPen(frame);
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(box.adjusted(0, 0, -1, -1));
-    p.setPen(palette().text().color());
-    const int w = p.fontMetrics().horizontalAdvance(text);
-    p.drawText(QRect(x + 18, 0, w + 4, kLegendH + 4), Qt::AlignVCenter | Qt::AlignLeft, text);
-    x += 18 + w + 16;
-  };
-  swatch(QColor(76, 175, 80), QPen(Qt::NoPen), tr("equal"));
-  swatch(QColor(214, 69, 65), QPen(Qt::NoPen), tr("differs"));
-  swatch(QColor(200, 200, 200), QPen(Qt::NoPen), tr("no common hash"));
-  swatch(QColor(214, 69, 65), QPen(Qt::black, 3), tr("first divergence"));
-  swatch(palette().base().color(), QPen(QColor(30, 100, 230), 3), tr("selected"));
+  paint_legend(
+      p, QPoint(2, 2),
+      {{QColor(76, 175, 80), tr("equal"), tr("both runs hash this parameter the same"), QPen(Qt::NoPen)},
+       {QColor(214, 69, 65), tr("differs"), tr("the hashes differ"), QPen(Qt::NoPen)},
+       {QColor(200, 200, 200), tr("no common hash"), tr("no hash recorded by both runs"), QPen(Qt::NoPen)},
+       {QColor(214, 69, 65), tr("first divergence"), tr("where the rank first left parity"),
+        QPen(Qt::black, 3)},
+       {palette().base().color(), tr("selected"), QString(), QPen(QColor(30, 100, 230), 3)}},
+      width() - 4);
   p.setPen(palette().text().color());
   for (int c = 0; c < model_->columnCount(); ++c) {
     // Parameter names stand rotated above their column so 21+ columns stay narrow.

@@ -11,9 +11,11 @@
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/ops/op_run.hpp"
+#include "core/model/run/run_source.hpp"
 #include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/collectives/collectives.hpp"
 #include "diff/ops/op_compare.hpp"
+#include "gui/views/replay_view.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -285,7 +287,105 @@ void build_op_grid(JobVerdict& v) {
   mark_first_per_row(g);
 }
 
+// ---- replay runs: rank x node ----
+
+CellState replay_state(const std::string& status) {
+  if (status == "equal") return CellState::Equal;
+  if (status == "origin") return CellState::Origin;
+  if (status == "propagated") return CellState::Propagated;
+  if (status == "received") return CellState::Received;
+  if (status == "unmatched") return CellState::NotCompared;
+  return CellState::Diverged;  // input, unknown
+}
+
+const views::ReplayNodeRow* replay_row(const views::ReplayRecords& r, int rank, const std::string& node) {
+  if (const auto* nodes = r.rank(rank))
+    for (const auto& row : nodes->rows)
+      if (row.node == node) return &row;
+  return nullptr;
+}
+
+void build_replay_grid(JobVerdict& v) {
+  const auto& rec = *v.replay;
+  auto& g = v.grid;
+  g.row_title = "rank";
+  g.column_title = "node";
+  // Nodes in walk order; a rank's own graph (--coor) may hold nodes the others lack.
+  for (const auto& rank : rec.ranks) {
+    g.rows.push_back(rank_label(rank.rank));
+    for (const auto& row : rank.rows)
+      if (index_in(g.columns, row.node) == g.columns.size()) g.columns.push_back(row.node);
+  }
+  size_grid(g, CellState::NotCompared);
+  for (std::size_t r = 0; r < rec.ranks.size(); ++r)
+    for (const auto& row : rec.ranks[r].rows)
+      g.cells[r * g.columns.size() + index_in(g.columns, row.node)] = replay_state(row.status);
+  for (std::size_t i = 0; i < v.findings.size(); ++i) {
+    const auto& f = v.findings[i];
+    if (!f.where.rank || f.where.node.empty()) continue;
+    const auto r = index_in(g.rows, rank_label(*f.where.rank));
+    const auto c = index_in(g.columns, f.where.node);
+    if (r < g.rows.size() && c < g.columns.size())
+      g.finding_of_cell[r * g.columns.size() + c] = static_cast<std::int32_t>(i);
+  }
+}
+
 }  // namespace
+
+bool is_replay_run_path(const std::string& path) {
+  if (!fs::is_directory(path) || !is_run_path(path)) return false;
+  try {
+    const auto run = model::open_run(path);
+    const auto rep = run.manifest.extra.find("replay");
+    return rep != run.manifest.extra.end() && rep->is_object() &&
+           (rep->value("coor", false) || rep->contains("against"));
+  } catch (const model::InputError&) {
+    return false;
+  }
+}
+
+JobVerdict replay_verdict(std::shared_ptr<const views::ReplayRecords> records) {
+  JobVerdict v;
+  v.kind = JobVerdict::Kind::Replay;
+  const auto& rec = *records;
+  v.paths = {rec.run_dir};
+  v.command = "gparity replay --" + rec.mode;
+  v.header.title = v.command;
+  v.header.baseline = rec.label_a;
+  v.header.candidate = rec.label_b;
+  v.header.mode = "bitwise";
+  v.verdict.headline = rec.overall;
+  v.verdict.exit_code = rec.exit_code;
+  // One finding per rank, its verdict at its first divergent node: origin ranks first, as the
+  // overall verdict names them.
+  std::vector<const views::ReplayRankNodes*> order;
+  for (const auto& r : rec.ranks) order.push_back(&r);
+  const auto is_origin = [&](const views::ReplayRankNodes* r) {
+    const auto* row = replay_row(rec, r->rank, r->first_node);
+    return row != nullptr && row->status == "origin";
+  };
+  std::stable_partition(order.begin(), order.end(), is_origin);
+  for (const auto* r : order) {
+    diff::Finding f;
+    f.kind = "replay_rank_verdict";
+    f.severity = r->first_node.empty() ? diff::Severity::Info : diff::Severity::Divergence;
+    f.where.rank = r->rank;
+    f.where.graph = rec.label_a;
+    f.where.node = r->first_node;
+    f.message = r->verdict;
+    if (const auto* row = replay_row(rec, r->rank, r->first_node)) {
+      f.values = {{"cause", row->status}, {rec.label_a, row->xxh3_a}, {rec.label_b, row->xxh3_b}};
+      if (!row->cause.empty()) f.values["classification"] = row->cause;
+    }
+    v.verdict.summary.push_back(r->verdict);
+    v.findings.push_back(std::move(f));
+  }
+  for (std::size_t i = 0; i < v.findings.size() && !v.first_cause; ++i)
+    if (is_divergence(v.findings[i])) v.first_cause = i;
+  v.replay = std::move(records);
+  build_replay_grid(v);
+  return v;
+}
 
 const char* cell_state_name(CellState s) noexcept {
   switch (s) {
@@ -307,6 +407,7 @@ const char* kind_name(JobVerdict::Kind k) noexcept {
     case JobVerdict::Kind::Checkpoints: return "checkpoints";
     case JobVerdict::Kind::Collectives: return "collectives";
     case JobVerdict::Kind::Ops: return "op logs";
+    case JobVerdict::Kind::Replay: return "replay records";
   }
   return "?";
 }
@@ -359,7 +460,10 @@ CauseRef JobVerdict::cause_of(const diff::Finding& f) const {
       c.kind = CauseRef::Kind::CollectiveEntry;
       c.group = f.where.graph;
       c.node = f.where.node;
-      c.seq = number_after(f.where.node, "record ");
+      // The record is named by node (its place: "record N" of a dump, a graph's node); seq is the
+      // Flight Recorder collective_seq_id, which a finding does not carry, or the 1-based
+      // position in the stream that a rank-mismatch finding gives.
+      c.seq = f.values.is_object() ? f.values.value("position", std::int64_t{-1}) : -1;
       break;
     case Kind::Ops:
       c.kind = CauseRef::Kind::Op;
@@ -367,6 +471,11 @@ CauseRef JobVerdict::cause_of(const diff::Finding& f) const {
       c.side = "eager";
       if (const auto e = f.values.find("eager"); e != f.values.end() && e->is_object())
         c.op_index = e->value("index", std::int64_t{-1});
+      break;
+    case Kind::Replay:
+      c.kind = CauseRef::Kind::ReplayNode;
+      c.graph = f.where.graph;
+      c.node = f.where.node;
       break;
   }
   return c;
@@ -388,6 +497,10 @@ std::optional<std::pair<std::size_t, std::size_t>> JobVerdict::cell_of(const Cau
     case Kind::Collectives:
       r = found(grid.rows, rank_label(c.rank));
       col = found(grid.columns, c.group);
+      break;
+    case Kind::Replay:
+      r = found(grid.rows, rank_label(c.rank));
+      col = found(grid.columns, c.node);
       break;
     case Kind::Checkpoints:
       r = found(grid.rows, c.param);
@@ -435,6 +548,12 @@ CauseRef JobVerdict::cause_at(std::size_t row, std::size_t column) const {
       c.param = grid.rows[row];
       c.side = column % 2 ? "candidate" : "baseline";
       break;
+    case Kind::Replay:
+      c.kind = CauseRef::Kind::ReplayNode;
+      c.rank = static_cast<std::int32_t>(number_after(grid.rows[row], "rank "));
+      c.node = grid.columns[column];
+      if (replay) c.graph = replay->label_a;
+      break;
   }
   return c;
 }
@@ -463,6 +582,17 @@ std::string JobVerdict::tooltip(std::size_t row, std::size_t column) const {
                 hex(r.hashes[si][p].second);
       text += "\n" + std::to_string(n) + " of " + std::to_string(runs->params.size()) + " parameters differ";
     }
+  }
+  if (kind == Kind::Replay && replay) {
+    const auto rank = static_cast<int>(number_after(grid.rows[row], "rank "));
+    if (const auto* r = replay_row(*replay, rank, grid.columns[column])) {
+      text += "\n" + r->op + (r->source.empty() ? "" : " at " + r->source);
+      if (!r->node_b.empty() && r->node_b != r->node) text += "\n" + replay->label_b + " node: " + r->node_b;
+      text += "\n" + replay->label_a + ": xxh3 " + r->xxh3_a + " · shard " + r->shard_a;
+      text += "\n" + replay->label_b + ": xxh3 " + r->xxh3_b + " · shard " + r->shard_b;
+      if (!r->cause.empty()) text += "\n" + r->cause;
+    }
+    return text;
   }
   if (kind == Kind::Checkpoints) {
     if (const auto i = grid.finding_of_cell[at]; i >= 0) {
@@ -521,6 +651,8 @@ JobVerdict compute_verdict(std::span<const std::string> paths) {
     }
     if (is_run_path(a) && is_run_path(b)) return run_verdict(std::make_shared<RunPair>(load_run_pair(a, b)));
   }
+  if (paths.size() == 1 && is_replay_run_path(paths[0]))
+    return replay_verdict(std::make_shared<const views::ReplayRecords>(views::load_replay_records(paths[0])));
   // Flight Recorder dumps and pickles, TORCH_TRACE collectives: `gparity collectives`.
   v.kind = JobVerdict::Kind::Collectives;
   const auto run = diff::load_collectives(paths.subspan(paths.size() - 1));

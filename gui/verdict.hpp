@@ -2,12 +2,12 @@
 // The verdict gparity-view opens on (issue 27): whatever one or two paths hold, the report the CLI
 // prints for them, computed by the same diff/ calls the CLI makes (`gparity compare` for run pairs,
 // checkpoints and DebugMode op logs, `gparity collectives [--baseline]` for Flight Recorder dumps
-// and pickles), kept whole (header, findings, checks, verdict), plus a grid of the whole job at a
-// glance: rank x step for runs and op logs, parameter x layout for checkpoints, rank x stream for
-// collectives. Every cell and every finding maps to a CauseRef (gui/cause_ref.hpp), which the
-// views select. No Qt widgets here: compute_verdict runs on a worker thread and its result is handed to
-// the GUI thread as an immutable value. Throws model::InputError for input it cannot use (the
-// same message the CLI gives, exit 2).
+// and pickles, `gparity replay --against / --coor` for a replay run directory), kept whole (header, findings,
+// checks, verdict), plus a grid of the whole job at a glance: rank x step for runs and op logs, parameter x
+// layout for checkpoints, rank x stream for collectives, rank x node for replay runs. Every cell and every
+// finding maps to a CauseRef (gui/cause_ref.hpp), which the views select. No Qt widgets here: compute_verdict
+// runs on a worker thread and its result is handed to the GUI thread as an immutable value. Throws
+// model::InputError for input it cannot use (the same message the CLI gives, exit 2).
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +21,9 @@
 #include "gui/run_models.hpp"
 
 namespace gparity::gui {
+namespace views {
+struct ReplayRecords;  // gui/views/replay_view.hpp
+}
 
 /// What a grid cell shows, in the order the legend lists them.
 enum class CellState : std::uint8_t {
@@ -51,7 +54,7 @@ struct VerdictGrid {
 };
 
 struct JobVerdict {
-  enum class Kind : std::uint8_t { Runs, Checkpoints, Collectives, Ops };
+  enum class Kind : std::uint8_t { Runs, Checkpoints, Collectives, Ops, Replay };
   Kind kind = Kind::Runs;
   std::vector<std::string> paths;  // as opened (baseline first)
   std::string command;             // the CLI command that prints the same report
@@ -65,6 +68,8 @@ struct JobVerdict {
   std::optional<std::size_t> first_cause;
   /// Runs only: both runs aligned rank by rank (the run views' data).
   std::shared_ptr<RunPair> runs;
+  /// Replay runs only: every rank's nodes as judged (the replay view's data).
+  std::shared_ptr<const views::ReplayRecords> replay;
 
   /// The cause a finding names; the cell it falls in, when it falls in one.
   [[nodiscard]] CauseRef cause_of(const diff::Finding& f) const;
@@ -84,6 +89,8 @@ const char* kind_name(JobVerdict::Kind k) noexcept;
 ///    CLI's error;
 ///  - two checkpoint paths: `gparity compare` (per parameter, across layouts);
 ///  - two runs: `gparity compare` (step by step, rank by rank);
+///  - one `gparity replay --against / --coor` run directory: every rank's verdict as
+///    `gparity replay` printed it (diff::judge_replay_run), origin ranks first;
 ///  - one path holding Flight Recorder dumps or pickles: `gparity collectives PATH`; two such:
 ///    `gparity collectives B --baseline A`.
 /// Throws model::InputError when none applies or the input is unusable.
@@ -92,6 +99,13 @@ JobVerdict compute_verdict(std::span<const std::string> paths);
 /// The run-pair verdict of runs already loaded (load_run_pair keeps compare_runs' report); the
 /// bench builds large pairs this way.
 JobVerdict run_verdict(std::shared_ptr<RunPair> runs);
+
+/// The verdict of a replay run already judged (load_replay_records): a finding per rank (its
+/// verdict, at its first divergent node), origin ranks first, and a rank x node grid.
+JobVerdict replay_verdict(std::shared_ptr<const views::ReplayRecords> records);
+
+/// True when `path` is a run directory written by `gparity replay --against` or `--coor`.
+bool is_replay_run_path(const std::string& path);
 
 /// `path` relative to the nearest of `bases` (or their common parent) when it lies under one,
 /// else as it is: what the page shows (the full path goes in the tooltip).

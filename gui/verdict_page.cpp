@@ -45,7 +45,7 @@ std::vector<LegendEntry> legend_for(const JobVerdict& v) {
   // The states this kind of grid can hold: causes (origin, ...) only where the evidence gives them.
   using S = CellState;
   const std::vector<S> states =
-      v.kind == JobVerdict::Kind::Ops
+      v.kind == JobVerdict::Kind::Ops || v.kind == JobVerdict::Kind::Replay
           ? std::vector<S>{S::Equal,    S::Origin,  S::Propagated, S::Received,
                            S::Diverged, S::Missing, S::NotCompared}
           : std::vector<S>{S::Equal, S::FirstDivergence, S::Diverged, S::Missing, S::NotCompared};
@@ -55,7 +55,8 @@ std::vector<LegendEntry> legend_for(const JobVerdict& v) {
     if (state == S::FirstDivergence || state == S::Origin) e.frame = QPen(Qt::black, 2);
     out.push_back(e);
   }
-  out.push_back({QColor(255, 255, 255), QStringLiteral("selected"), QPen(QColor(30, 100, 230), 3)});
+  out.push_back(
+      {QColor(255, 255, 255), QStringLiteral("selected"), QString(), QPen(QColor(30, 100, 230), 3)});
   return out;
 }
 

@@ -17,7 +17,7 @@
 #include "core/model/formats/dcp_metadata.hpp"
 #include "diff/checkpoints/checkpoint_compare.hpp"
 #include "gui/display_text.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "gui/views/view_support.hpp"
 
 namespace gparity::gui::views {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gui/cause_ref.hpp"
+#include "gui/legend.hpp"
 
 class QComboBox;
 class QLabel;
@@ -23,7 +24,6 @@ class QTableView;
 
 namespace gparity::gui::views {
 
-class Legend;
 
 struct CheckpointShard {
   std::string file;  // "__1_0.distcp", "step-3.safetensors"

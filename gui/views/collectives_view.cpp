@@ -15,7 +15,7 @@
 
 #include "diff/collectives/collectives.hpp"
 #include "gui/display_text.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "gui/views/view_support.hpp"
 
 namespace gparity::gui::views {
@@ -55,6 +55,7 @@ CollectiveCell cell_of(const diff::CollectiveOp& op) {
   CollectiveCell c;
   c.status = op.p2p ? "p2p" : "same";
   c.seq = op.seq;
+  c.where = op.where;
   c.text = op.kind + (op.params.empty() ? "" : "(" + op.params + ")") + " " +
            join(op.input_shapes, op.input_dtypes) + " → " + join(op.output_shapes, op.output_dtypes);
   if (op.p2p) c.text += " [" + std::to_string(op.src) + "→" + std::to_string(op.dst) + "]";
@@ -414,7 +415,9 @@ bool CollectivesView::select_cause(const CauseRef& cause) {
     const auto& col = t.columns[c];
     if (col.rank != cause.rank || col.baseline != baseline) continue;
     int row = -1;
-    for (std::size_t r = 0; r < col.cells.size() && row < 0; ++r)
+    for (std::size_t r = 0; r < col.cells.size() && row < 0 && !cause.node.empty(); ++r)
+      if (col.cells[r].where == cause.node) row = static_cast<int>(r);
+    for (std::size_t r = 0; r < col.cells.size() && row < 0 && cause.node.empty(); ++r)
       if (col.cells[r].seq > 0
               ? col.cells[r].seq == cause.seq
               : col.cells[r].status != "none" && static_cast<std::int64_t>(r) + 1 == cause.seq)

@@ -19,6 +19,7 @@
 
 #include "diff/report/finding.hpp"
 #include "gui/cause_ref.hpp"
+#include "gui/legend.hpp"
 
 class QComboBox;
 class QLabel;
@@ -27,8 +28,6 @@ class QTableView;
 
 namespace gparity::gui::views {
 
-class Legend;
-
 struct CollectiveCell {
   /// "same", "mismatch", "differs" (after a rank's first mismatch), "rooted", "reordered",
   /// "changed", "added", "removed", "p2p", "none" (the rank has no collective here).
@@ -36,6 +35,7 @@ struct CollectiveCell {
   std::string text;      // "all_gather [1] int64 → [4, 1] int64"
   std::string detail;    // every field, for the tool tip and the inspector
   std::int64_t seq = 0;  // Flight Recorder collective_seq_id (0 for graphs)
+  std::string where;     // the record's place: "record N" of a dump, the graph node (findings' node)
 };
 
 struct CollectiveColumn {
@@ -92,8 +92,9 @@ class CollectivesView final : public QWidget {
 
   /// CollectiveEntry: the stream named `group` (exactly, or the stream whose name starts with
   /// "pg <group> " / equals "pg <group>"), the rank's column (the baseline's when side is "base"),
-  /// the row whose Flight Recorder seq is `seq` (a graph stream: the 1-based position). False
-  /// when any is missing.
+  /// the row whose record is `node` (its place, as a finding's where.node names it), else whose
+  /// Flight Recorder seq is `seq` (a graph stream: the 1-based position). False when any is
+  /// missing.
   bool select_cause(const CauseRef& cause);
   void show_stream(int index);
   /// Selects the cell a finding of `findings` points to; false when it names none.

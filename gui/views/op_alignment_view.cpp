@@ -14,7 +14,7 @@
 #include "core/model/ops/op_run.hpp"
 #include "diff/ops/op_compare.hpp"
 #include "gui/display_text.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "gui/views/view_support.hpp"
 
 namespace gparity::gui::views {

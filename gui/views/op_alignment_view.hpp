@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gui/cause_ref.hpp"
+#include "gui/legend.hpp"
 
 class QComboBox;
 class QLabel;
@@ -26,7 +27,6 @@ class QTableView;
 
 namespace gparity::gui::views {
 
-class Legend;
 
 struct OpAlignRow {
   /// "matched", "weakly matched", "divergent", "unobserved", "unhashed" (the eager op's value

@@ -22,7 +22,7 @@
 #include "gui/display_text.hpp"
 #include "gui/document.hpp"
 #include "gui/graph_canvas.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "gui/views/view_support.hpp"
 #include "hash/xxh3.hpp"
 
@@ -147,6 +147,7 @@ ReplayRecords load_replay_records(const std::string& run_dir) {
       if (v.verdict.json.contains("first_divergent"))
         rn.first_node = v.verdict.json["first_divergent"].value("node", "");
       if (out.overall.empty()) out.overall = v.verdict.overall;
+      out.exit_code = std::max(out.exit_code, v.verdict.exit_code);
     }
     std::map<std::string, std::string> partner;
     if (in.graph_a && in.graph_b) {
@@ -316,6 +317,7 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
         if (const auto id = g->find_node(row.node); id != model::kNoNode)
           colours[id] = replay_status_colour(row.status);
       canvas_->set_node_colors(std::move(colours));
+      canvas_->set_legend(legend_->entries());  // on the canvas too: its fills are statuses
     }
     rank_line->setText(shown_text("rank " + std::to_string(r.rank) + ": " + r.verdict));
     // The first divergent node the verdict names, selected.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gui/cause_ref.hpp"
+#include "gui/legend.hpp"
 
 class QComboBox;
 class QLabel;
@@ -31,8 +32,6 @@ class GraphCanvas;
 }  // namespace gparity::gui
 
 namespace gparity::gui::views {
-
-class Legend;
 
 struct ReplayNodeRow {
   std::string node;    // name in side a's graph ("own" for --coor)
@@ -60,6 +59,7 @@ struct ReplayRecords {
   std::string mode;              // "coor" or "against"
   std::string label_a, label_b;  // "own"/"coor" or "a"/"b"
   std::string overall;           // every rank's verdict, origin ranks first
+  int exit_code = 0;             // as `gparity replay` exits: 0 all equal, 1 a divergence
   std::vector<ReplayRankNodes> ranks;
   [[nodiscard]] const ReplayRankNodes* rank(int r) const noexcept;
 };

@@ -30,11 +30,13 @@
 #include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/collectives/collectives.hpp"
 #include "diff/ops/op_compare.hpp"
+#include "diff/replay/replay_verdict.hpp"
 #include "diff/runs/run_compare.hpp"
 #include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
 #include "gui/run_views.hpp"
 #include "gui/verdict.hpp"
+#include "gui/views/replay_view.hpp"
 #include "tests/support/qt_test_app.hpp"
 #include "tests/support/shared_data.hpp"
 
@@ -122,6 +124,16 @@ class VerdictPageTest : public ::testing::Test {
     EXPECT_TRUE(page_->paths_label()->toolTip().contains(
         QString::fromStdString(std::filesystem::absolute(any_input).lexically_normal().string())))
         << page_->paths_label()->toolTip().toStdString();
+  }
+
+  // Following a finding showed the evidence view of what was opened (a tab, loaded with the
+  // verdict), which took the cause.
+  void expect_evidence_view_took_the_cause(const char* screenshot_name) {
+    ASSERT_NE(window_->evidence_view(), nullptr) << window_->messages().toStdString();
+    EXPECT_NE(window_->tabs()->indexOf(window_->evidence_view()), -1);
+    EXPECT_EQ(window_->tabs()->currentWidget(), window_->evidence_view())
+        << "the evidence view did not select the followed cause";
+    screenshot(*window_, screenshot_name);
   }
 
   std::unique_ptr<MainWindow> window_;
@@ -229,6 +241,7 @@ TEST_F(VerdictPageTest, VerdictPageDcpCheckpointsAcrossLayoutsMatchCliAndSelectT
   ASSERT_TRUE(sel.has_value());
   EXPECT_EQ(page_->verdict()->grid.rows[sel->first], expected.first->where.parameter);
   EXPECT_EQ(page_->verdict()->grid.at(sel->first, sel->second), CellState::FirstDivergence);
+  expect_evidence_view_took_the_cause("wired_checkpoints");
 }
 
 TEST_F(VerdictPageTest, VerdictPageFlightRecorderPicklesMatchCliAndSelectTheStream) {
@@ -261,6 +274,7 @@ TEST_F(VerdictPageTest, VerdictPageFlightRecorderPicklesMatchCliAndSelectTheStre
   expect_same_as_cli(expected);
   EXPECT_EQ(page_->verdict()->kind, JobVerdict::Kind::Collectives);
   ASSERT_GT(page_->findings()->rowCount(), 0);
+  screenshot(*window_, "verdict_collectives_baseline");  // the page, before its finding is followed
   page_->follow_finding(0);
   ASSERT_FALSE(followed_.empty());
   const CauseRef& c = followed_.back();
@@ -272,7 +286,7 @@ TEST_F(VerdictPageTest, VerdictPageFlightRecorderPicklesMatchCliAndSelectTheStre
   ASSERT_TRUE(sel.has_value());
   EXPECT_EQ(page_->verdict()->grid.columns[sel->second], expected.first->where.graph);
   EXPECT_EQ(page_->verdict()->grid.rows[sel->first], "rank " + std::to_string(c.rank));
-  screenshot(*window_, "verdict_collectives_baseline");
+  expect_evidence_view_took_the_cause("wired_collectives");
 }
 
 TEST_F(VerdictPageTest, VerdictPageDebugModeLogsMatchCliAndSelectTheOriginOp) {
@@ -303,6 +317,86 @@ TEST_F(VerdictPageTest, VerdictPageDebugModeLogsMatchCliAndSelectTheOriginOp) {
   EXPECT_EQ(c.node, expected.first->where.node);
   EXPECT_EQ(c.op_index, expected.first->values["eager"]["index"].get<std::int64_t>());
   EXPECT_EQ(page_->grid()->selected_cell(), (std::pair<std::size_t, std::size_t>{0, 0}));
+  expect_evidence_view_took_the_cause("wired_ops");
+}
+
+// Replay record runs (tests/data/replay, real `gparity replay` runs made by make_replay_runs.sh):
+// the page gives every rank's verdict as `gparity replay` prints it (diff::judge_replay_run, the
+// CLI's judge_replay on the recorded evidence), origin ranks first, and a rank x node grid; the
+// first divergence is the CLI's (the origin's first divergent node), and following it selects that
+// node in the replay records view, which joined the window as a tab.
+void expect_replay_page_matches_cli(MainWindow& window, const std::string& run, const char* name) {
+  const auto verdicts = diff::judge_replay_run(run);
+  ASSERT_FALSE(verdicts.empty());
+  // The CLI's first divergence: the first origin rank's first divergent node, else the first
+  // divergent rank's.
+  const diff::RankReplayVerdict* first = nullptr;
+  int exit_code = 0;
+  for (const auto& v : verdicts) {
+    exit_code = std::max(exit_code, v.verdict.exit_code);
+    if (v.verdict.equal) continue;
+    const bool origin = v.verdict.json.value("cause", std::string()) == "origin";
+    if (first == nullptr || (origin && first->verdict.json.value("cause", std::string()) != "origin"))
+      first = &v;
+  }
+  ASSERT_NE(first, nullptr) << "both runs diverge";
+  const std::string node = first->verdict.json["first_divergent"]["node"];
+
+  auto* page = window.verdict_page();
+  ASSERT_NE(page->verdict(), nullptr) << window.messages().toStdString();
+  const auto& v = *page->verdict();
+  ASSERT_EQ(v.kind, JobVerdict::Kind::Replay);
+  EXPECT_EQ(v.verdict.headline, verdicts.front().verdict.overall);
+  EXPECT_EQ(v.verdict.exit_code, exit_code);
+  ASSERT_TRUE(v.first_cause.has_value());
+  const auto& f = v.findings[*v.first_cause];
+  EXPECT_EQ(f.where.rank.value_or(-1), first->rank);
+  EXPECT_EQ(f.where.node, node);
+  EXPECT_EQ(f.message, first->verdict.text);
+  EXPECT_TRUE(page->first_divergence().contains(QString::fromStdString(node)))
+      << page->first_divergence().toStdString();
+  // The grid: every rank x every node, the first divergence in its cell with its cause.
+  EXPECT_EQ(v.grid.rows.size(), verdicts.size());
+  const auto cell = v.cell_of(v.cause_of(f));
+  ASSERT_TRUE(cell.has_value());
+  EXPECT_EQ(page->grid()->selected_cell(), cell);
+  const auto state = v.grid.at(cell->first, cell->second);
+  EXPECT_EQ(cell_state_name(state), first->verdict.json.value("cause", std::string()));
+  EXPECT_GT(v.grid.count(CellState::Equal), 0U);
+  EXPECT_NE(v.tooltip(cell->first, cell->second).find("xxh3"), std::string::npos);
+  // No absolute path on the page, in the title or in the messages.
+  EXPECT_FALSE(page->paths_label()->text().contains(QStringLiteral("/work/")));
+  EXPECT_FALSE(window.windowTitle().contains(QString::fromStdString(std::filesystem::absolute(run).string())))
+      << window.windowTitle().toStdString();
+  EXPECT_FALSE(window.messages().contains(QString::fromStdString(std::filesystem::absolute(run).string())))
+      << window.messages().toStdString();
+  screenshot(window, (std::string("verdict_") + name).c_str());
+
+  // The replay view is a tab; away from the node, then the first finding followed back to it.
+  auto* view = window.replay_view();
+  ASSERT_NE(view, nullptr) << window.messages().toStdString();
+  int other_rank = first->rank;
+  for (const auto& r : verdicts)
+    if (r.rank != first->rank) other_rank = r.rank;
+  view->set_rank(other_rank);
+  ASSERT_TRUE(page->follow_finding(page->findings()->row_of(*v.first_cause)));
+  EXPECT_EQ(window.tabs()->currentWidget(), static_cast<QWidget*>(view));
+  EXPECT_EQ(view->shown_rank(), first->rank);
+  EXPECT_EQ(view->selected_node(), node);
+  EXPECT_TRUE(view->canvas()->wait_for_layout());  // the replayed graph drawn in the screenshot
+  screenshot(window, (std::string("wired_") + name).c_str());
+}
+
+TEST_F(VerdictPageTest, VerdictPageReplayCoorRunNamesTheOriginAndSelectsItsNodeInTheReplayView) {
+  const std::string run = GPARITY_SOURCE_DIR "/tests/data/replay/coor_run";
+  open({run});
+  expect_replay_page_matches_cli(*window_, run, "replay_coor");
+}
+
+TEST_F(VerdictPageTest, VerdictPageReplayAgainstRunNamesTheFirstDivergentNodeAndSelectsIt) {
+  const std::string run = GPARITY_SOURCE_DIR "/tests/data/replay/against_run";
+  open({run});
+  expect_replay_page_matches_cli(*window_, run, "replay_against");
 }
 
 // A run whose rank 1 was killed at step 2 (tests/data/runs/faults), against itself: the verdict

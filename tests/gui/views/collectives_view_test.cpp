@@ -12,7 +12,7 @@
 #include <QApplication>
 
 #include "diff/collectives/collectives.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "tests/support/qt_test_app.hpp"
 #include "tests/support/shared_data.hpp"
 

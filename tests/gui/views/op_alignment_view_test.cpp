@@ -13,7 +13,7 @@
 
 #include "core/model/ops/op_run.hpp"
 #include "diff/ops/op_compare.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "tests/support/qt_test_app.hpp"
 
 namespace gparity::gui::views {

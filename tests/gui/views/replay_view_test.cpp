@@ -18,7 +18,7 @@
 
 #include "diff/replay/replay_verdict.hpp"
 #include "gui/graph_canvas.hpp"
-#include "gui/views/legend.hpp"
+#include "gui/legend.hpp"
 #include "tests/support/qt_test_app.hpp"
 
 namespace gparity::gui::views {
