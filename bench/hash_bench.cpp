@@ -65,7 +65,8 @@ void BM_shard_hash_v2(benchmark::State& st) {
   const auto n = static_cast<std::size_t>(st.range(0));
   const auto& b = buffer(n);
   for (auto _ : st) {
-    benchmark::DoNotOptimize(gparity::hash::shard_hash_run(gparity::hash::ShardSpec::V2, b.data(), ES, n / ES, 0));
+    benchmark::DoNotOptimize(
+        gparity::hash::shard_hash_run(gparity::hash::ShardSpec::V2, b.data(), ES, n / ES, 0));
   }
   set_bytes(st, n);
 }
@@ -127,8 +128,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const auto it = rate_.find(name);
       return it == rate_.end() || !it->second.count(n) ? std::nan("") : it->second.at(n);
     };
-    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s %14s %14s %14s %14s\n", "bytes",
-                "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum",
+    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s %14s %14s %14s %14s\n",
+                "bytes", "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum",
                 "memcpy/readsum", "v2_f32/readsum", "v2_bf16/readsum", "v2_u8/readsum");
     if (!rate_.count("BM_read_sum")) return;
     for (const auto& [n, rs] : rate_.at("BM_read_sum")) {

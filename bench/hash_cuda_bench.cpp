@@ -126,7 +126,8 @@ void BM_cuda_shard_hash_v2(benchmark::State& st) {
   const std::int64_t shape[1] = {n / static_cast<std::int64_t>(ES)};
   Device& d = device();
   timed(st, n, [&] {
-    gparity::hash::shard_hash_cuda_accumulate({d.src, ES, shape, {}}, {}, d.sum, nullptr, gparity::hash::ShardSpec::V2);
+    gparity::hash::shard_hash_cuda_accumulate({d.src, ES, shape, {}}, {}, d.sum, nullptr,
+                                              gparity::hash::ShardSpec::V2);
   });
 }
 
@@ -206,10 +207,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const double h1 = get("BM_cuda_shard_hash_v2<1>", n), h2 = get("BM_cuda_shard_hash_v2<2>", n);
       const double h4 = get("BM_cuda_shard_hash_v2<4>", n), hc = get("BM_cuda_shard_hash_v2_columns_bf16", n);
       const double v1c = get("BM_cuda_shard_hash_columns_bf16", n), v1b = get("BM_cuda_shard_hash<2>", n);
-      std::printf("%8lld %10.0f %9.0f %9.0f %9.0f %9.0f | %8.3f %8.3f %8.3f | %9.3f %9.3f | %8.3f %8.3f %8.3f\n",
-                  n >> 20, rr / 1e9, h1 / 1e9, h2 / 1e9, h4 / 1e9, hc / 1e9, h1 / rr, h2 / rr, h4 / rr,
-                  h2 > 0 ? hc / h2 : 0.0, v1b > 0 ? v1c / v1b : 0.0, get("BM_cuda_shard_hash<1>", n) / rr, v1b / rr,
-                  get("BM_cuda_shard_hash<4>", n) / rr);
+      std::printf(
+          "%8lld %10.0f %9.0f %9.0f %9.0f %9.0f | %8.3f %8.3f %8.3f | %9.3f %9.3f | %8.3f %8.3f %8.3f\n",
+          n >> 20, rr / 1e9, h1 / 1e9, h2 / 1e9, h4 / 1e9, hc / 1e9, h1 / rr, h2 / rr, h4 / rr,
+          h2 > 0 ? hc / h2 : 0.0, v1b > 0 ? v1c / v1b : 0.0, get("BM_cuda_shard_hash<1>", n) / rr, v1b / rr,
+          get("BM_cuda_shard_hash<4>", n) / rr);
     }
   }
 

@@ -16,7 +16,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
 
-__global__ void __launch_bounds__(kThreads) read_reduce(const uint4* vec, std::uint64_t vectors, std::uint64_t* sum) {
+__global__ void __launch_bounds__(kThreads)
+    read_reduce(const uint4* vec, std::uint64_t vectors, std::uint64_t* sum) {
   const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const std::uint64_t nthreads = static_cast<std::uint64_t>(gridDim.x) * kThreads;
   std::uint64_t acc = 0;

@@ -7,7 +7,8 @@
 
 namespace gparity::hash::cuda_detail {
 
-LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement, ShardSpec placement_spec) {
+LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement,
+                            ShardSpec placement_spec) {
   // BlockWalk performs the CPU path's checks, so both paths reject the same blocks alike.
   const detail::BlockWalk walk(block, placement.offsets, placement.global_shape);
   const auto dims = walk.dims();

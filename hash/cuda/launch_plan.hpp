@@ -85,7 +85,8 @@ inline constexpr std::uint32_t kV2Step = 0x7F4A7C15U;
 GPARITY_HD constexpr std::uint32_t v2_key_at(std::uint64_t global_index) {
   return kV2Seed + static_cast<std::uint32_t>(global_index) * kV2Step;
 }
-GPARITY_HD constexpr std::uint64_t mix_v2_at(std::uint64_t global_index, std::uint64_t bits, std::uint32_t es) {
+GPARITY_HD constexpr std::uint64_t mix_v2_at(std::uint64_t global_index, std::uint64_t bits,
+                                             std::uint32_t es) {
   if (es == 8) return mix_at(global_index, bits);
   const std::uint32_t x = v2_key_at(global_index) + static_cast<std::uint32_t>(bits);
   return static_cast<std::uint64_t>(x) * x;

@@ -23,7 +23,8 @@ std::uint64_t shard_hash_cuda(const BlockView& device_block, const GlobalPlaceme
 /// *device_sum, without waiting: hashing many tensors into one word, or each into its own,
 /// costs one copy back at the end. The caller zeroes *device_sum first.
 void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlacement& placement,
-                                std::uint64_t* device_sum, void* stream = nullptr, ShardSpec spec = ShardSpec::V1);
+                                std::uint64_t* device_sum, void* stream = nullptr,
+                                ShardSpec spec = ShardSpec::V1);
 
 /// Enqueues the partial hashes of many device blocks on `stream`, block i's added into
 /// device_out[i * out_stride] (zeroed by the caller), without waiting: one kernel launch for

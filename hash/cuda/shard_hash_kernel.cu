@@ -199,8 +199,9 @@ __device__ __forceinline__ std::uint64_t dense_sum_spec(std::uint32_t spec, cons
 }
 
 template <int ES>
-__global__ void __launch_bounds__(kThreads) dense_kernel(const unsigned char* data, std::uint64_t first,
-                                                         DenseSplit split, std::uint64_t* sum, std::uint32_t spec) {
+__global__ void __launch_bounds__(kThreads)
+    dense_kernel(const unsigned char* data, std::uint64_t first, DenseSplit split, std::uint64_t* sum,
+                 std::uint32_t spec) {
   const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const std::uint64_t nthreads = static_cast<std::uint64_t>(gridDim.x) * kThreads;
   block_add(dense_sum_spec<ES>(spec, data, first, split, tid, nthreads), sum);
@@ -324,7 +325,8 @@ __global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan
   constexpr std::uint64_t kPer = 16 / ES;
   const std::uint32_t vec_key_step = static_cast<std::uint32_t>(kPer) * key_step;
   std::uint64_t acc = 0;
-  for (std::int64_t r = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32; r < rows; r += warps) {
+  for (std::int64_t r = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32; r < rows;
+       r += warps) {
     const Location loc = locate(plan, r * len);  // the row's first element
     const unsigned char* p = plan.data + loc.local * ES;
     if (in.local_stride != 1 || reinterpret_cast<std::uintptr_t>(p) % ES != 0) {
@@ -336,7 +338,8 @@ __global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan
       }
       continue;
     }
-    const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(p), ES, static_cast<std::uint64_t>(len));
+    const DenseSplit split =
+        split_dense(reinterpret_cast<std::uintptr_t>(p), ES, static_cast<std::uint64_t>(len));
     const uint4* vec = reinterpret_cast<const uint4*>(p + split.head * ES);
     const std::uint32_t key0 = v2_key_at(loc.global + split.head * gstep);
     std::uint64_t v = lane;
@@ -346,10 +349,12 @@ __global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan
       for (int u = 0; u < kUnroll; ++u) w[u] = __ldcs(vec + v + u * 32);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        acc += hash_vector_v2<ES>(w[u], key0 + static_cast<std::uint32_t>(v + u * 32) * vec_key_step, key_step);
+        acc +=
+            hash_vector_v2<ES>(w[u], key0 + static_cast<std::uint32_t>(v + u * 32) * vec_key_step, key_step);
     }
     for (; v < split.vectors; v += 32)
-      acc += hash_vector_v2<ES>(__ldcs(vec + v), key0 + static_cast<std::uint32_t>(v) * vec_key_step, key_step);
+      acc +=
+          hash_vector_v2<ES>(__ldcs(vec + v), key0 + static_cast<std::uint32_t>(v) * vec_key_step, key_step);
     for (std::uint64_t e = lane; e < split.head + split.tail; e += 32) {
       const std::uint64_t k = e < split.head ? e : split.head + split.vectors * kPer + (e - split.head);
       acc += mix_v2_at(loc.global + k * gstep, load_bits<ES>(p + k * ES), ES);
@@ -490,8 +495,8 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
     const std::uint64_t needed = (dense_work(split) + kThreads - 1) / kThreads;
     const auto mine = static_cast<std::uint32_t>(needed < full ? (needed > 0 ? needed : 1) : full);
     if (batch->n == kSegmentsPerLaunch || ctas + mine > 0x7FFFFFFFU) launch();
-    batch->segs[batch->n++] = {plan.data, plan.global_base, split, sums[i], ctas, mine, plan.elem_size,
-                               plan.spec == 2 ? 2U : 1U};
+    batch->segs[batch->n++] = {plan.data,      plan.global_base,        split, sums[i], ctas, mine,
+                               plan.elem_size, plan.spec == 2 ? 2U : 1U};
     ctas += mine;
   }
   launch();

@@ -216,7 +216,6 @@ TEST_F(ShardHashCuda, LargeTensorsMatchTheCpu) {
                        threads));
 }
 
-
 // Spec v2 (docs/hashing.md): every standard case, one by one and as one batch, against the CPU
 // (which tests/hash/shard_hash_v2_test.cpp pins to scripts/shard_hash_v2_ref.py), plus blocks that
 // take each v2 kernel: dense, rows (column shards, transposed layouts, odd starts), strided.
@@ -264,7 +263,8 @@ TEST_F(ShardHashCuda, SpecV2RowsKernelMatchesCpu) {
   int checked = 0;
   for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
     for (const std::int64_t cols : {64L, 515L, 8192L}) {
-      const std::int64_t rows = std::min<std::int64_t>(40, static_cast<std::int64_t>((1 << 20) / (cols * 8)) + 1);
+      const std::int64_t rows =
+          std::min<std::int64_t>(40, static_cast<std::int64_t>((1 << 20) / (cols * 8)) + 1);
       for (const std::int64_t c0 : {0L, 1L, 3L, cols / 2}) {
         const testing::Shape global = {rows + 3, cols};
         const testing::Shape off = {3, c0};
@@ -310,9 +310,10 @@ TEST_F(ShardHashCuda, SpecV2LargeTensorsMatchTheCpu) {
   const testing::Shape off = {0, 4096};
   const testing::Shape blk = {16384, 4096};
   const testing::Shape strides = testing::row_major(global);
-  EXPECT_EQ(shard_hash_cuda(BlockView{dev.data() + 4096 * 2, 2, blk, strides}, GlobalPlacement{off, global}, nullptr,
-                            ShardSpec::V2),
-            shard_hash(BlockView{host.data() + 4096 * 2, 2, blk, strides}, GlobalPlacement{off, global}, v2_cpu()));
+  EXPECT_EQ(
+      shard_hash_cuda(BlockView{dev.data() + 4096 * 2, 2, blk, strides}, GlobalPlacement{off, global},
+                      nullptr, ShardSpec::V2),
+      shard_hash(BlockView{host.data() + 4096 * 2, 2, blk, strides}, GlobalPlacement{off, global}, v2_cpu()));
 }
 
 }  // namespace
