@@ -111,6 +111,11 @@ class Interner {
   std::vector<std::string> names_;
 };
 
+/// The key of a shard-invariant array's sums: its name, with "@v2" for spec v2.
+std::string spec_key(const std::string& name, std::uint8_t spec) {
+  return spec == 1 ? name : name + "@v" + std::to_string(spec);
+}
+
 /// Per run: array name -> step -> sum per interned parameter; and which ranks reported a step.
 struct ShardSums {
   std::map<std::string, std::map<std::int64_t, std::vector<std::uint64_t>>> sums;
@@ -132,7 +137,8 @@ struct ShardSums {
       }
       for (const auto& h : s.hashes) {
         if (!model::is_shard_invariant(h.name) || !category_enabled(category_of(h.name), o)) continue;
-        auto& row = sums[h.name][s.step];
+        // Sums of one spec only: hashes of two specs (docs/hashing.md) never add up or compare.
+        auto& row = sums[spec_key(h.name, s.shard_spec)][s.step];
         for (std::size_t p = 0; p < h.values.size() && p < ids.size(); ++p) {
           if (!table->params[p].counts) continue;
           if (row.size() <= ids[p]) row.resize(ids[p] + 1, 0);
@@ -473,6 +479,22 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
         const auto cat = category_of(hb.name);
         if (!category_enabled(cat, o)) continue;
         const auto* hc = sc.find_hashes(hb.name);
+        if (hc != nullptr && model::is_shard_invariant(hb.name) && sb.shard_spec != sc.shard_spec) {
+          // Two specs are two functions: not compared, and not a divergence (XXH3 arrays are).
+          if (!array_only_noted["spec:" + hb.name]) {
+            array_only_noted["spec:" + hb.name] = true;
+            Finding f{Severity::Info, "shard_spec_differs", {}, "",
+                      {{"array", hb.name}, {"baseline", sb.shard_spec}, {"candidate", sc.shard_spec}}};
+            f.where.rank = rank;
+            f.where.step = step;
+            f.message = "hash array " + hb.name + " is shard hash spec v" + std::to_string(sb.shard_spec) +
+                        " in baseline and v" + std::to_string(sc.shard_spec) +
+                        " in candidate: not compared (a change of hash spec is not a divergence; "
+                        "docs/hashing.md)";
+            r.findings.push_back(std::move(f));
+          }
+          continue;
+        }
         if (hc == nullptr) {
           if (!array_only_noted[hb.name]) {
             array_only_noted[hb.name] = true;
@@ -679,7 +701,26 @@ void compare_sums(const ShardSums& b, const ShardSums& c, int world_b, int world
     findings.push_back(std::move(f));
   }
   Check ch{"weights (full tensors)", std::nullopt, Check::Outcome::Pass, ""};
-  if (compared == 0) {
+  const auto specs_of = [](const ShardSums& x) {
+    std::set<std::string> specs;
+    for (const auto& [key, steps] : x.sums) specs.insert(key.find('@') == std::string::npos ? "v1" : key.substr(key.find('@') + 1));
+    return specs;
+  };
+  const auto specs_b = specs_of(b);
+  const auto specs_c = specs_of(c);
+  if (compared == 0 && !specs_b.empty() && !specs_c.empty() && specs_b != specs_c) {
+    const auto text = [](const std::set<std::string>& x) {
+      std::string t;
+      for (const auto& v : x) t += (t.empty() ? "" : "/") + v;
+      return t;
+    };
+    ch.outcome = Check::Outcome::Skipped;
+    ch.message = "shard-invariant hashes are spec " + text(specs_b) + " in baseline and " + text(specs_c) +
+                 " in candidate: full tensors not compared (a change of hash spec is not a divergence)";
+    Finding f{Severity::Info, "shard_spec_differs", {}, "", json::object()};
+    f.message = ch.message;
+    findings.push_back(std::move(f));
+  } else if (compared == 0) {
     ch.outcome = Check::Outcome::Skipped;
     ch.message = "no step with shard-invariant hashes from every rank of both runs";
   } else if (first) {
