@@ -72,10 +72,10 @@ void print_text(const std::vector<model::FileDigest>& files) {
       s.resize(std::max(w, s.size()), ' ');
       return s;
     };
+    const std::string shard_label = "shard_hash " + std::string(hash::shard_spec_name(f.shard_spec));
     std::cout << "  " << pad("name", name_w) << "  " << pad("dtype", 9) << "  " << pad("shape", shape_w)
-              << "  " << pad("xxh3", 16) << "  " << pad("shard_hash " + std::string(hash::shard_spec_name(f.shard_spec)), 16)
-              << (f.format == "dcp" ? "  layout" : "")
-              << "\n";
+              << "  " << pad("xxh3", 16) << "  "
+              << (f.format == "dcp" ? pad(shard_label, 16) + "  layout" : shard_label) << "\n";
     for (const auto& t : f.tensors) {
       std::cout << "  " << pad(model::display_text(t.name), name_w) << "  " << pad(dtype_text(t), 9) << "  "
                 << pad(shape_text(t.shape), shape_w) << "  " << hash::to_hex(t.xxh3) << "  "

@@ -14,9 +14,9 @@
 #include <unordered_map>
 
 #include "core/model/base/input_error.hpp"
-#include "diff/report/evidence.hpp"
 #include "diff/collectives/nccl_rings.hpp"
 #include "diff/replay/node_compare.hpp"
+#include "diff/report/evidence.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -483,7 +483,10 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
           // Two specs are two functions: not compared, and not a divergence (XXH3 arrays are).
           if (!array_only_noted["spec:" + hb.name]) {
             array_only_noted["spec:" + hb.name] = true;
-            Finding f{Severity::Info, "shard_spec_differs", {}, "",
+            Finding f{Severity::Info,
+                      "shard_spec_differs",
+                      {},
+                      "",
                       {{"array", hb.name}, {"baseline", sb.shard_spec}, {"candidate", sc.shard_spec}}};
             f.where.rank = rank;
             f.where.step = step;
@@ -703,7 +706,8 @@ void compare_sums(const ShardSums& b, const ShardSums& c, int world_b, int world
   Check ch{"weights (full tensors)", std::nullopt, Check::Outcome::Pass, ""};
   const auto specs_of = [](const ShardSums& x) {
     std::set<std::string> specs;
-    for (const auto& [key, steps] : x.sums) specs.insert(key.find('@') == std::string::npos ? "v1" : key.substr(key.find('@') + 1));
+    for (const auto& [key, steps] : x.sums)
+      specs.insert(key.find('@') == std::string::npos ? "v1" : key.substr(key.find('@') + 1));
     return specs;
   };
   const auto specs_b = specs_of(b);

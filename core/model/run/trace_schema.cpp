@@ -177,8 +177,9 @@ std::uint8_t shard_spec_field(const json& record, const std::string& source, std
   const auto it = record.find("shard_spec");
   if (it == record.end()) return 1;
   if (it->is_number_integer() && (*it == 1 || *it == 2)) return it->get<std::uint8_t>();
-  throw InputError(source, line,
-                   "shard_spec " + it->dump() + " is not a shard hash spec this gparity knows (1 or 2; docs/hashing.md)");
+  throw InputError(
+      source, line,
+      "shard_spec " + it->dump() + " is not a shard hash spec this gparity knows (1 or 2; docs/hashing.md)");
 }
 
 bool is_shard_invariant(std::string_view name) noexcept {
@@ -592,8 +593,8 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
   if (r.has_xxh3) r.xxh3 = hash_field("xxh3");
   r.shard = hash_field("shard");
   r.shard_spec = shard_spec_field(j, source, line);
-  r.extra = extras(j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3", "shard",
-                       "shard_spec"});
+  r.extra = extras(j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3",
+                       "shard", "shard_spec"});
   return r;
 }
 

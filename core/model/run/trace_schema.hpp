@@ -215,9 +215,9 @@ struct NodeRecord {
   std::int64_t output = 0;  // which tensor of the node's result
   DType dtype = DType::F32;
   std::vector<std::int64_t> shape;
-  std::uint64_t xxh3 = 0;   // XXH3-64 of the tensor's bytes in row-major order
-  std::uint64_t shard = 0;  // shard-invariant hash of the whole tensor
-  bool has_xxh3 = true;     // false: hashed without XXH3 (replay --node-hash shard; no "xxh3" field)
+  std::uint64_t xxh3 = 0;       // XXH3-64 of the tensor's bytes in row-major order
+  std::uint64_t shard = 0;      // shard-invariant hash of the whole tensor
+  bool has_xxh3 = true;         // false: hashed without XXH3 (replay --node-hash shard; no "xxh3" field)
   std::uint8_t shard_spec = 1;  // spec of `shard` (docs/hashing.md): "shard_spec", absent = 1
   nlohmann::json extra = nlohmann::json::object();
 };
