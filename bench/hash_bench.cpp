@@ -1,6 +1,7 @@
 // Hash throughput next to its baselines, measured side by side in one run:
 //   xxh3 (ours)   vs XXH3_64bits from libxxhash on the same buffer (goal: >= 95%)
 //   shard hash    vs a plain 64-bit read-sum (goal: >= 70% on >= 64 MiB, single thread)
+//   shard hash v2 vs the same read-sum, f32, bf16 and u8 (issue 24 goal: >= 90% at 256 MiB, f32 and bf16)
 //   memcpy        for scale.
 // After the runs, prints a ratio table. Sizes: 4 KiB .. 1 GiB (GPARITY_BENCH_MAX_MIB caps it).
 
@@ -56,6 +57,17 @@ void BM_shard_hash(benchmark::State& st) {
   const auto n = static_cast<std::size_t>(st.range(0));
   const auto& b = buffer(n);
   for (auto _ : st) benchmark::DoNotOptimize(gparity::hash::shard_hash_run(b.data(), ES, n / ES, 0));
+  set_bytes(st, n);
+}
+
+template <std::size_t ES>
+void BM_shard_hash_v2(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  const auto& b = buffer(n);
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(
+        gparity::hash::shard_hash_run(gparity::hash::ShardSpec::V2, b.data(), ES, n / ES, 0));
+  }
   set_bytes(st, n);
 }
 
@@ -116,14 +128,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const auto it = rate_.find(name);
       return it == rate_.end() || !it->second.count(n) ? std::nan("") : it->second.at(n);
     };
-    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s %14s\n", "bytes",
-                "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum",
-                "memcpy/readsum");
+    std::printf("\nratios (same process, same buffers)\n%12s %14s %18s %18s %18s %14s %14s %14s %14s\n",
+                "bytes", "xxh3/libxxhash", "shard_f32/readsum", "shard_bf16/readsum", "shard_mt/readsum",
+                "memcpy/readsum", "v2_f32/readsum", "v2_bf16/readsum", "v2_u8/readsum");
     if (!rate_.count("BM_read_sum")) return;
     for (const auto& [n, rs] : rate_.at("BM_read_sum")) {
-      std::printf("%12lld %14.3f %18.3f %18.3f %18.3f %14.3f\n", n,
+      std::printf("%12lld %14.3f %18.3f %18.3f %18.3f %14.3f %14.3f %14.3f %14.3f\n", n,
                   get("BM_xxh3_ours", n) / get("BM_xxh3_libxxhash", n), get("BM_shard_hash<4>", n) / rs,
-                  get("BM_shard_hash<2>", n) / rs, get("BM_shard_hash_mt", n) / rs, get("BM_memcpy", n) / rs);
+                  get("BM_shard_hash<2>", n) / rs, get("BM_shard_hash_mt", n) / rs, get("BM_memcpy", n) / rs,
+                  get("BM_shard_hash_v2<4>", n) / rs, get("BM_shard_hash_v2<2>", n) / rs,
+                  get("BM_shard_hash_v2<1>", n) / rs);
     }
   }
 
@@ -137,6 +151,9 @@ BENCHMARK(BM_xxh3_ours)->Apply(sizes);
 BENCHMARK(BM_xxh3_libxxhash)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_shard_hash, 4)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_shard_hash, 2)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_shard_hash_v2, 4)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_shard_hash_v2, 2)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_shard_hash_v2, 1)->Apply(sizes);
 BENCHMARK(BM_shard_hash_mt)->Apply(sizes)->UseRealTime();
 BENCHMARK(BM_read_sum)->Apply(sizes);
 BENCHMARK(BM_memcpy)->Apply(sizes);

@@ -1,7 +1,9 @@
-// CUDA shard hash next to a device-to-device copy (cudaMemcpyAsync D2D) on the same device
-// buffers, in one run, timed with CUDA events (manual time), 64 MiB .. 4 GiB
-// (GPARITY_BENCH_CUDA_MAX_MIB caps it). Goal: the hash reads a tensor at >= 80% of the copy's
-// bandwidth, counting the copy's bytes read plus written. Prints a ratio table at the end.
+// CUDA shard hash next to a device-to-device copy (cudaMemcpyAsync D2D) and a read-only
+// reduction kernel (bench/read_reduce_kernel.cu) on the same device buffers, in one run, timed
+// with CUDA events (manual time), 64 MiB .. 4 GiB (GPARITY_BENCH_CUDA_MAX_MIB caps it). Goals:
+// spec v1 reads a tensor at >= 80% of the copy's bandwidth (copy bytes read plus written; issue
+// 2); spec v2 at >= 90% of the read-only reduction for f32, bf16/f16 and u8/fp8, and a bf16 column
+// shard at >= 70% of the dense bf16 rate (issue 24). Prints ratio tables at the end.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/read_reduce_kernel.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
 
 namespace {
@@ -60,6 +63,15 @@ struct Device {
     std::printf("agreement check, 64 MiB f32: gpu %016llx cpu %016llx %s\n",
                 static_cast<unsigned long long>(gpu), static_cast<unsigned long long>(cpu),
                 gpu == cpu ? "EQUAL" : "DIFFERENT");
+    gparity::hash::ShardHashOptions v2;
+    v2.spec = gparity::hash::ShardSpec::V2;
+    const std::int64_t count16[1] = {static_cast<std::int64_t>(chunk / 2)};
+    const std::uint64_t gpu2 =
+        gparity::hash::shard_hash_cuda({src, 2, count16, {}}, {}, nullptr, gparity::hash::ShardSpec::V2);
+    const std::uint64_t cpu2 = gparity::hash::shard_hash({host.data(), 2, count16, {}}, {}, v2);
+    std::printf("agreement check, 64 MiB bf16, spec v2: gpu %016llx cpu %016llx %s\n",
+                static_cast<unsigned long long>(gpu2), static_cast<unsigned long long>(cpu2),
+                gpu2 == cpu2 ? "EQUAL" : "DIFFERENT");
   }
 };
 
@@ -108,6 +120,37 @@ void BM_cuda_shard_hash_columns_bf16(benchmark::State& st) {
   });
 }
 
+template <std::size_t ES>
+void BM_cuda_shard_hash_v2(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const std::int64_t shape[1] = {n / static_cast<std::int64_t>(ES)};
+  Device& d = device();
+  timed(st, n, [&] {
+    gparity::hash::shard_hash_cuda_accumulate({d.src, ES, shape, {}}, {}, d.sum, nullptr,
+                                              gparity::hash::ShardSpec::V2);
+  });
+}
+
+// The same column shard under spec v2 (the rows kernel).
+void BM_cuda_shard_hash_v2_columns_bf16(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const std::int64_t global[2] = {n / 2 / 8192, 8192};
+  const std::int64_t block[2] = {global[0], 4096};
+  const std::int64_t strides[2] = {8192, 1};
+  const std::int64_t offsets[2] = {0, 4096};
+  Device& d = device();
+  timed(st, n / 2, [&] {
+    gparity::hash::shard_hash_cuda_accumulate({d.src + 4096 * 2, 2, block, strides}, {offsets, global}, d.sum,
+                                              nullptr, gparity::hash::ShardSpec::V2);
+  });
+}
+
+void BM_cuda_read_reduce(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  Device& d = device();
+  timed(st, n, [&] { gparity::bench::read_reduce_async(d.src, static_cast<std::size_t>(n), d.sum); });
+}
+
 void BM_cuda_d2d_copy(benchmark::State& st) {
   const std::int64_t n = st.range(0);
   Device& d = device();
@@ -153,6 +196,23 @@ class RatioReporter : public benchmark::ConsoleReporter {
                   n >> 20, traffic / 1e9, h1 / 1e9, h2 / 1e9, h4 / 1e9, h8 / 1e9, hc / 1e9, h1 / traffic,
                   h2 / traffic, h4 / traffic, h8 / traffic, hc / traffic);
     }
+    if (!rate_.count("BM_cuda_read_reduce")) return;
+    std::printf(
+        "\nspec v2 vs a read-only reduction over the same bytes (medians of 3, GB/s = 1e9 bytes/s; bf16 is "
+        "also f16, u8 also fp8; cols: bf16 [rows, 8192] columns 4096..8191, bytes of the shard)\n"
+        "%8s %10s %9s %9s %9s %9s | %8s %8s %8s | %9s %9s | %8s %8s %8s\n",
+        "MiB", "read (GB/s)", "v2 u8", "v2 bf16", "v2 f32", "v2 cols", "u8/read", "bf16/rd", "f32/read",
+        "cols/bf16", "v1cols/b", "v1 u8/rd", "v1 bf16", "v1 f32");
+    for (const auto& [n, rr] : rate_.at("BM_cuda_read_reduce")) {
+      const double h1 = get("BM_cuda_shard_hash_v2<1>", n), h2 = get("BM_cuda_shard_hash_v2<2>", n);
+      const double h4 = get("BM_cuda_shard_hash_v2<4>", n), hc = get("BM_cuda_shard_hash_v2_columns_bf16", n);
+      const double v1c = get("BM_cuda_shard_hash_columns_bf16", n), v1b = get("BM_cuda_shard_hash<2>", n);
+      std::printf(
+          "%8lld %10.0f %9.0f %9.0f %9.0f %9.0f | %8.3f %8.3f %8.3f | %9.3f %9.3f | %8.3f %8.3f %8.3f\n",
+          n >> 20, rr / 1e9, h1 / 1e9, h2 / 1e9, h4 / 1e9, hc / 1e9, h1 / rr, h2 / rr, h4 / rr,
+          h2 > 0 ? hc / h2 : 0.0, v1b > 0 ? v1c / v1b : 0.0, get("BM_cuda_shard_hash<1>", n) / rr, v1b / rr,
+          get("BM_cuda_shard_hash<4>", n) / rr);
+    }
   }
 
  private:
@@ -167,6 +227,11 @@ BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 2)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 1)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash, 8)->Apply(sizes);
 BENCHMARK(BM_cuda_shard_hash_columns_bf16)->Apply(sizes);
+BENCHMARK(BM_cuda_read_reduce)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 4)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 2)->Apply(sizes);
+BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 1)->Apply(sizes);
+BENCHMARK(BM_cuda_shard_hash_v2_columns_bf16)->Apply(sizes);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

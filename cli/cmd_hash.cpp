@@ -12,6 +12,7 @@
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/json_output.hpp"
 #include "core/model/formats/checkpoint_hash.hpp"
+#include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::cli {
@@ -21,6 +22,7 @@ struct HashOptions {
   std::vector<std::string> files;
   bool json = false;
   unsigned threads = 0;
+  std::string spec = "v1";
 };
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -45,8 +47,11 @@ nlohmann::json to_json(const std::vector<model::FileDigest>& files) {
                          {"shard_hash", hash::to_hex(t.shard_hash)},
                          {"layout", t.layout}});
     }
-    out.push_back(
-        {{"path", f.path}, {"format", f.format}, {"tensors", tensors}, {"other_entries", f.other_entries}});
+    out.push_back({{"path", f.path},
+                   {"format", f.format},
+                   {"shard_spec", std::string(hash::shard_spec_name(f.shard_spec))},
+                   {"tensors", tensors},
+                   {"other_entries", f.other_entries}});
   }
   return out;
 }
@@ -67,9 +72,10 @@ void print_text(const std::vector<model::FileDigest>& files) {
       s.resize(std::max(w, s.size()), ' ');
       return s;
     };
+    const std::string shard_label = "shard_hash " + std::string(hash::shard_spec_name(f.shard_spec));
     std::cout << "  " << pad("name", name_w) << "  " << pad("dtype", 9) << "  " << pad("shape", shape_w)
-              << "  " << pad("xxh3", 16) << "  shard_hash" << (f.format == "dcp" ? "        layout" : "")
-              << "\n";
+              << "  " << pad("xxh3", 16) << "  "
+              << (f.format == "dcp" ? pad(shard_label, 16) + "  layout" : shard_label) << "\n";
     for (const auto& t : f.tensors) {
       std::cout << "  " << pad(model::display_text(t.name), name_w) << "  " << pad(dtype_text(t), 9) << "  "
                 << pad(shape_text(t.shape), shape_w) << "  " << hash::to_hex(t.xxh3) << "  "
@@ -93,12 +99,17 @@ void register_hash(CLI::App& app, Action& action) {
   cmd->add_option("--threads", opts->threads,
                   "Threads (0 = all cores): paths are hashed in parallel, and a DCP checkpoint's tensors "
                   "with at most one thread per 8 MiB");
+  cmd->add_option("--spec", opts->spec,
+                  "Shard-invariant hash spec: v1 (default; what traces record) or v2 (docs/hashing.md)")
+      ->check(CLI::IsMember({"v1", "v2"}));
   cmd->add_flag("--json", opts->json, "Machine-readable output");
   cmd->callback([opts, &action] {
     action = [opts] {
       ProgressBar progress("hashing", opts->files.size());
+      model::CheckpointHashOptions hash_options{opts->threads};
+      hash_options.spec = *hash::parse_shard_spec(opts->spec);  // CLI11 allowed only v1 / v2
       const auto digests = model::hash_files(
-          opts->files, {opts->threads}, [&](std::size_t k, const std::string& f) { progress.update(k, f); });
+          opts->files, hash_options, [&](std::size_t k, const std::string& f) { progress.update(k, f); });
       progress.finish();
       if (opts->json) {
         std::cout << model::json_output(to_json(digests)) << '\n';

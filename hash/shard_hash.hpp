@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "hash/block_view.hpp"
 
@@ -53,6 +55,43 @@ constexpr std::uint64_t mix(std::uint64_t global_index, std::uint64_t bits) noex
   return feistel_mix(index_key(global_index) ^ bits);
 }
 
+/// Which definition of the term an element contributes (docs/hashing.md). Every record that
+/// carries a shard hash names its spec; a hash with no spec named is v1.
+enum class ShardSpec : std::uint8_t { V1 = 1, V2 = 2 };
+
+/// "v1" / "v2".
+constexpr std::string_view shard_spec_name(ShardSpec spec) noexcept {
+  return spec == ShardSpec::V2 ? "v2" : "v1";
+}
+/// "v1", "v2" (also "1", "2"); nullopt for anything else.
+std::optional<ShardSpec> parse_shard_spec(std::string_view text) noexcept;
+
+/// Spec v2's constants: the low words of "gparity2" and of the golden-ratio step (odd, so the
+/// 32-bit keys of 2^32 consecutive indices are all different).
+inline constexpr std::uint32_t kV2KeySeed = 0x69747932U;
+inline constexpr std::uint32_t kV2KeyStep = 0x7F4A7C15U;
+
+/// Spec v2's 32-bit key of a global index: (kV2KeySeed + i * kV2KeyStep) mod 2^32.
+constexpr std::uint32_t v2_key(std::uint64_t global_index) noexcept {
+  return kV2KeySeed + static_cast<std::uint32_t>(global_index) * kV2KeyStep;
+}
+
+/// mix_v2(index, bits): the term one element of `elem_size` bytes contributes under spec v2.
+/// 1-, 2- and 4-byte elements: x = (key + bits) mod 2^32, term = x * x (exact in 64 bits, so
+/// injective in bits: one 32x32->64 multiply an element). 8-byte elements: v1's term.
+constexpr std::uint64_t mix_v2(std::uint64_t global_index, std::uint64_t bits,
+                               std::size_t elem_size) noexcept {
+  if (elem_size == 8) return mix(global_index, bits);
+  const std::uint32_t x = v2_key(global_index) + static_cast<std::uint32_t>(bits);
+  return static_cast<std::uint64_t>(x) * x;
+}
+
+/// The term of `spec`.
+constexpr std::uint64_t mix_spec(ShardSpec spec, std::uint64_t global_index, std::uint64_t bits,
+                                 std::size_t elem_size) noexcept {
+  return spec == ShardSpec::V2 ? mix_v2(global_index, bits, elem_size) : mix(global_index, bits);
+}
+
 /// Where a local block sits inside its global tensor.
 struct GlobalPlacement {
   std::span<const std::int64_t> offsets;       // per dim, start of the block in the global tensor
@@ -64,6 +103,8 @@ struct ShardHashOptions {
   unsigned max_threads = 0;
   /// Blocks smaller than this are hashed on the calling thread.
   std::size_t parallel_threshold_bytes = std::size_t{16} << 20;
+  /// The definition hashed; v1 unless the caller asks for v2.
+  ShardSpec spec = ShardSpec::V1;
 };
 
 /// Partial hash of one block. Throws BlockError if the block does not fit its placement.
@@ -78,6 +119,14 @@ std::uint64_t shard_hash_contiguous(std::span<const std::byte> bytes, std::size_
 /// `first_global_index`. Exposed for the benchmark and for callers with their own iteration.
 std::uint64_t shard_hash_run(const std::byte* data, std::size_t elem_size, std::size_t count,
                              std::uint64_t first_global_index) noexcept;
+/// shard_hash_run under `spec` (v1: the function above).
+std::uint64_t shard_hash_run(ShardSpec spec, const std::byte* data, std::size_t elem_size, std::size_t count,
+                             std::uint64_t first_global_index) noexcept;
+/// The same for `count` elements `stride` elements apart (a row of a transposed block), global
+/// indices consecutive from `first_global_index`: no divisions, one term an element.
+std::uint64_t shard_hash_strided_run(ShardSpec spec, const std::byte* data, std::size_t elem_size,
+                                     std::size_t count, std::int64_t stride,
+                                     std::uint64_t first_global_index) noexcept;
 
 namespace detail {
 
@@ -89,6 +138,9 @@ SimdLevel best_simd_level() noexcept;
 /// since shard_hash_run itself only ever reaches the widest.
 std::uint64_t shard_hash_run_at(SimdLevel level, const std::byte* data, std::size_t elem_size,
                                 std::size_t count, std::uint64_t first_global_index) noexcept;
+/// The spec v2 kernels, likewise.
+std::uint64_t shard_hash_run_v2_at(SimdLevel level, const std::byte* data, std::size_t elem_size,
+                                   std::size_t count, std::uint64_t first_global_index) noexcept;
 
 }  // namespace detail
 

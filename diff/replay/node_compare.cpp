@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -93,7 +94,10 @@ bool placed_differently(const model::NodeRecord& a, const model::NodeRecord& b) 
 std::vector<std::string> record_diff(const model::NodeRecord& a, const model::NodeRecord& b) {
   std::vector<std::string> f;
   if (a.has_xxh3 && b.has_xxh3 && a.xxh3 != b.xxh3) f.emplace_back("xxh3");
-  if (a.has_shard && b.has_shard && a.shard != b.shard) f.emplace_back("shard");
+  // Hashes of two specs (docs/hashing.md) are different functions: a change of spec is not a
+  // divergence. Such records are compared by XXH3 alone (compare_node_records says so).
+  if (a.has_shard && b.has_shard && a.shard_spec == b.shard_spec && a.shard != b.shard)
+    f.emplace_back("shard");
   if (a.dtype != b.dtype) f.emplace_back("dtype");
   if (a.shape != b.shape) f.emplace_back("shape");
   if (placed_differently(a, b)) f.emplace_back("view");
@@ -346,6 +350,54 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
   return r;
 }
 
+namespace {
+
+/// Records of one output whose shard hashes have different specs: told once per rank, as info when
+/// XXH3 still compares them, as missing evidence (never a divergence) when one side has no XXH3.
+void spec_problems(const RankNodeRecords& a, const RankNodeRecords& b, int rank, std::vector<Finding>& out) {
+  std::set<int> specs_a, specs_b;
+  std::size_t unverifiable = 0;
+  std::size_t differing = 0;
+  for (const auto& ga : a.graphs) {
+    const auto* gb = b.find(ga.label);
+    if (gb == nullptr) continue;
+    std::map<std::pair<std::string_view, std::int64_t>, const model::NodeRecord*> by_output;
+    for (const auto& r : gb->records) by_output[{r.node, r.output}] = &r;
+    for (const auto& ra : ga.records) {
+      const auto it = by_output.find({ra.node, ra.output});
+      // A view carries no shard hash (it follows its base): its spec field means nothing.
+      if (it == by_output.end() || !ra.has_shard || !it->second->has_shard) continue;
+      specs_a.insert(ra.shard_spec);
+      specs_b.insert(it->second->shard_spec);
+      if (ra.shard_spec == it->second->shard_spec) continue;
+      ++differing;
+      if (!ra.has_xxh3 || !it->second->has_xxh3) ++unverifiable;
+    }
+  }
+  if (differing == 0) return;
+  const auto names = [](const std::set<int>& s) {
+    std::string t;
+    for (const int v : s) t += (t.empty() ? "v" : "/v") + std::to_string(v);
+    return t;
+  };
+  const std::string specs = "shard hashes are spec " + names(specs_a) + " in baseline and " + names(specs_b) +
+                            " in candidate (docs/hashing.md)";
+  Finding info{Severity::Info, "node_shard_spec_differs", {}, "", {{"records", differing}}};
+  info.where.rank = rank;
+  info.message = specs + ": " + std::to_string(differing) +
+                 " node record(s) compared by XXH3 only; a change of hash spec is not a divergence";
+  out.push_back(std::move(info));
+  if (unverifiable == 0) return;
+  Finding f{Severity::Incomplete, "node_shard_spec_unverifiable", {}, "", {{"records", unverifiable}}};
+  f.where.rank = rank;
+  f.message = specs + " and " + std::to_string(unverifiable) +
+              " of those records have no XXH3 on one side: their values were not compared (replay "
+              "both runs with one spec, or with --node-hash both)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
 NodeRankResult compare_node_records(const model::RankTrace& a, const std::string& run_a,
                                     const model::RankTrace& b, const std::string& run_b, int rank,
                                     const NodeCompareOptions& o) {
@@ -354,6 +406,7 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
   const auto na = node_records_of(a);
   const auto nb = node_records_of(b);
   if (na.empty() && nb.empty()) return out;
+  spec_problems(na, nb, rank, out.problems);
   const auto one_sided = [&](const std::string& label, const char* has, const char* lacks) {
     Finding f{Severity::Divergence, "node_graph_missing", {}, "", json::object()};
     f.where.rank = rank;

@@ -245,6 +245,25 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
         const auto cat = category_of(hb.name);
         if (!category_enabled(cat, o)) continue;
         const auto* hc = sc.find_hashes(hb.name);
+        if (hc != nullptr && model::is_shard_invariant(hb.name) && sb.shard_spec != sc.shard_spec) {
+          // Two specs are two functions: not compared, and not a divergence (XXH3 arrays are).
+          if (!array_only_noted["spec:" + hb.name]) {
+            array_only_noted["spec:" + hb.name] = true;
+            Finding f{Severity::Info,
+                      "shard_spec_differs",
+                      {},
+                      "",
+                      {{"array", hb.name}, {"baseline", sb.shard_spec}, {"candidate", sc.shard_spec}}};
+            f.where.rank = rank;
+            f.where.step = step;
+            f.message = "hash array " + hb.name + " is shard hash spec v" + std::to_string(sb.shard_spec) +
+                        " in baseline and v" + std::to_string(sc.shard_spec) +
+                        " in candidate: not compared (a change of hash spec is not a divergence; "
+                        "docs/hashing.md)";
+            r.findings.push_back(std::move(f));
+          }
+          continue;
+        }
         if (hc == nullptr) {
           if (!array_only_noted[hb.name]) {
             array_only_noted[hb.name] = true;

@@ -7,6 +7,15 @@ namespace gparity::diff::runs {
 using model::RankTrace;
 using nlohmann::json;
 
+namespace {
+
+/// The key of a shard-invariant array's sums: its name, with "@v2" for spec v2.
+std::string spec_key(const std::string& name, std::uint8_t spec) {
+  return spec == 1 ? name : name + "@v" + std::to_string(spec);
+}
+
+}  // namespace
+
 std::vector<std::uint32_t> Interner::ids(const model::ParamsRecord& table) {
   const std::lock_guard lock(mu_);
   std::vector<std::uint32_t> out;
@@ -34,7 +43,8 @@ void ShardSums::add(const RankTrace& t, Interner& interner, const CompareOptions
     }
     for (const auto& h : s.hashes) {
       if (!model::is_shard_invariant(h.name) || !category_enabled(category_of(h.name), o)) continue;
-      auto& row = sums[h.name][s.step];
+      // Sums of one spec only: hashes of two specs (docs/hashing.md) never add up or compare.
+      auto& row = sums[spec_key(h.name, s.shard_spec)][s.step];
       for (std::size_t p = 0; p < h.values.size() && p < ids.size(); ++p) {
         if (!table->params[p].counts) continue;
         if (row.size() <= ids[p]) row.resize(ids[p] + 1, 0);
@@ -108,7 +118,27 @@ void compare_sums(const ShardSums& b, const ShardSums& c, int world_b, int world
     findings.push_back(std::move(f));
   }
   Check ch{"weights (full tensors)", std::nullopt, Check::Outcome::Pass, ""};
-  if (compared == 0) {
+  const auto specs_of = [](const ShardSums& x) {
+    std::set<std::string> specs;
+    for (const auto& [key, steps] : x.sums)
+      specs.insert(key.find('@') == std::string::npos ? "v1" : key.substr(key.find('@') + 1));
+    return specs;
+  };
+  const auto specs_b = specs_of(b);
+  const auto specs_c = specs_of(c);
+  if (compared == 0 && !specs_b.empty() && !specs_c.empty() && specs_b != specs_c) {
+    const auto text = [](const std::set<std::string>& x) {
+      std::string t;
+      for (const auto& v : x) t += (t.empty() ? "" : "/") + v;
+      return t;
+    };
+    ch.outcome = Check::Outcome::Skipped;
+    ch.message = "shard-invariant hashes are spec " + text(specs_b) + " in baseline and " + text(specs_c) +
+                 " in candidate: full tensors not compared (a change of hash spec is not a divergence)";
+    Finding f{Severity::Info, "shard_spec_differs", {}, "", json::object()};
+    f.message = ch.message;
+    findings.push_back(std::move(f));
+  } else if (compared == 0) {
     ch.outcome = Check::Outcome::Skipped;
     ch.message = "no step with shard-invariant hashes from every rank of both runs";
   } else if (first) {

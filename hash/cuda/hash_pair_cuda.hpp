@@ -20,6 +20,7 @@ namespace gparity::hash {
 /// and unchanged until `stream` reaches that point; `check_pointers` as in xxh3_64_cuda_batch.
 void hash_pairs_cuda_batch(std::span<const DeviceBytes> bytes, std::span<const BlockView> blocks,
                            std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
-                           std::size_t out_stride = 2, void* stream = nullptr, bool check_pointers = true);
+                           std::size_t out_stride = 2, void* stream = nullptr, bool check_pointers = true,
+                           ShardSpec spec = ShardSpec::V1);
 
 }  // namespace gparity::hash

@@ -7,7 +7,8 @@
 
 namespace gparity::hash::cuda_detail {
 
-LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement) {
+LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement,
+                            ShardSpec placement_spec) {
   // BlockWalk performs the CPU path's checks, so both paths reject the same blocks alike.
   const detail::BlockWalk walk(block, placement.offsets, placement.global_shape);
   const auto dims = walk.dims();
@@ -18,6 +19,7 @@ LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& place
   LaunchPlan plan{};
   plan.data = reinterpret_cast<const unsigned char*>(block.data);
   plan.elem_size = static_cast<std::uint32_t>(block.elem_size);
+  plan.spec = static_cast<std::uint32_t>(placement_spec);
   plan.total = walk.total();
   plan.global_base = walk.global_base();
   plan.ndims = static_cast<std::int32_t>(dims.size());

@@ -39,6 +39,7 @@ struct LaunchPlan {
   const unsigned char* data;  // device address of local element [0, ..., 0]
   std::uint32_t elem_size;    // 1, 2, 4 or 8
   std::int32_t ndims;         // 1 .. kMaxDims
+  std::uint32_t spec;         // 1 or 2: hash::ShardSpec, the definition hashed (0 reads as 1)
   std::int64_t total;         // elements in the block
   std::uint64_t global_base;  // global flat index of local element [0, ..., 0]
   Dim dims[kMaxDims];
@@ -75,6 +76,20 @@ GPARITY_HD constexpr std::uint64_t mix_halves(std::uint32_t hi, std::uint32_t lo
 GPARITY_HD constexpr std::uint64_t mix_at(std::uint64_t global_index, std::uint64_t bits) {
   const std::uint64_t x = (kSeed + global_index * kStep) ^ bits;
   return mix_halves(static_cast<std::uint32_t>(x >> 32), static_cast<std::uint32_t>(x));
+}
+
+/// Spec v2 (docs/hashing.md; tests pin these to hash::v2_key / hash::mix_v2): the 32-bit key
+/// of a global index, and the term of an element of es bytes (8-byte elements: v1's term).
+inline constexpr std::uint32_t kV2Seed = 0x69747932U;
+inline constexpr std::uint32_t kV2Step = 0x7F4A7C15U;
+GPARITY_HD constexpr std::uint32_t v2_key_at(std::uint64_t global_index) {
+  return kV2Seed + static_cast<std::uint32_t>(global_index) * kV2Step;
+}
+GPARITY_HD constexpr std::uint64_t mix_v2_at(std::uint64_t global_index, std::uint64_t bits,
+                                             std::uint32_t es) {
+  if (es == 8) return mix_at(global_index, bits);
+  const std::uint32_t x = v2_key_at(global_index) + static_cast<std::uint32_t>(bits);
+  return static_cast<std::uint64_t>(x) * x;
 }
 
 struct Location {

@@ -5,16 +5,17 @@
 
 namespace gparity::hash {
 
-std::uint64_t shard_hash_cuda(const BlockView& device_block, const GlobalPlacement& placement, void* stream) {
-  const cuda_detail::LaunchPlan plan = cuda_detail::make_launch_plan(device_block, placement);
+std::uint64_t shard_hash_cuda(const BlockView& device_block, const GlobalPlacement& placement, void* stream,
+                              ShardSpec spec) {
+  const cuda_detail::LaunchPlan plan = cuda_detail::make_launch_plan(device_block, placement, spec);
   if (plan.total == 0) return 0;
   cuda_detail::require_device_pointer(plan.data);
   return cuda_detail::shard_hash_sync(plan, stream);
 }
 
 void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlacement& placement,
-                                std::uint64_t* device_sum, void* stream) {
-  const cuda_detail::LaunchPlan plan = cuda_detail::make_launch_plan(device_block, placement);
+                                std::uint64_t* device_sum, void* stream, ShardSpec spec) {
+  const cuda_detail::LaunchPlan plan = cuda_detail::make_launch_plan(device_block, placement, spec);
   if (plan.total == 0) return;
   cuda_detail::require_device_pointer(plan.data);
   cuda_detail::require_device_pointer(device_sum);
@@ -23,7 +24,7 @@ void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlace
 
 void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
                            std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
-                           std::size_t out_stride, void* stream, bool check_pointers) {
+                           std::size_t out_stride, void* stream, bool check_pointers, ShardSpec spec) {
   if (placements.size() != device_blocks.size())
     throw BlockError("shard_hash_cuda_batch: " + std::to_string(placements.size()) + " placements for " +
                      std::to_string(device_blocks.size()) + " blocks");
@@ -34,7 +35,7 @@ void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
   plans.reserve(device_blocks.size());
   sums.reserve(device_blocks.size());
   for (std::size_t i = 0; i < device_blocks.size(); ++i) {
-    plans.push_back(cuda_detail::make_launch_plan(device_blocks[i], placements[i]));
+    plans.push_back(cuda_detail::make_launch_plan(device_blocks[i], placements[i], spec));
     if (check_pointers && plans.back().total > 0) cuda_detail::require_device_pointer(plans.back().data);
     sums.push_back(device_out + i * out_stride);
   }

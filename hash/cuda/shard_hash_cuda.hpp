@@ -14,15 +14,17 @@
 
 namespace gparity::hash {
 
+/// Every function takes the spec to hash (docs/hashing.md); v1 unless asked.
 /// Partial hash of a device-resident block; blocks until the result is on the host.
 std::uint64_t shard_hash_cuda(const BlockView& device_block, const GlobalPlacement& placement,
-                              void* stream = nullptr);
+                              void* stream = nullptr, ShardSpec spec = ShardSpec::V1);
 
 /// Enqueues the block's partial hash on `stream` and adds it (mod 2^64) into the device word
 /// *device_sum, without waiting: hashing many tensors into one word, or each into its own,
 /// costs one copy back at the end. The caller zeroes *device_sum first.
 void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlacement& placement,
-                                std::uint64_t* device_sum, void* stream = nullptr);
+                                std::uint64_t* device_sum, void* stream = nullptr,
+                                ShardSpec spec = ShardSpec::V1);
 
 /// Enqueues the partial hashes of many device blocks on `stream`, block i's added into
 /// device_out[i * out_stride] (zeroed by the caller), without waiting: one kernel launch for
@@ -31,7 +33,8 @@ void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlace
 /// a microsecond each), for callers that know it is (PyTorch CUDA tensors).
 void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
                            std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
-                           std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true);
+                           std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true,
+                           ShardSpec spec = ShardSpec::V1);
 
 /// True when a CUDA device is usable from this process.
 bool cuda_device_present() noexcept;
@@ -39,7 +42,8 @@ bool cuda_device_present() noexcept;
 namespace cuda_detail {
 /// Validates the block exactly as hash::shard_hash does (same BlockError messages) and
 /// coalesces its dims the same way. Pure host code: never touches the data pointer.
-LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement);
+LaunchPlan make_launch_plan(const BlockView& block, const GlobalPlacement& placement,
+                            ShardSpec spec = ShardSpec::V1);
 /// Reorders a plan's dims into memory order (largest local stride first) and merges those that
 /// are contiguous in both the block and the global tensor (make_launch_plan does this).
 void in_memory_order(LaunchPlan& plan);

@@ -81,6 +81,35 @@ __device__ __forceinline__ std::uint64_t hash_vector(const uint4& v, std::uint64
   }
 }
 
+/// Spec v2: sum of the terms of the 16 / ES elements of one vector (ES < 8) whose element 0 has
+/// 32-bit key `key`; element k's key is key + k * step (step: kV2Step for consecutive indices).
+/// Per element: a shift or mask to isolate the bits, one 3-input add for x (k * step folds into a
+/// constant, or a register hoisted out of the loop), and one mad.wide.u32 that squares x and
+/// accumulates in 64 bits: about three integer instructions, where v1 needs about eleven.
+__device__ __forceinline__ void mad_square(std::uint64_t& acc, std::uint32_t x) {
+  asm("mad.wide.u32 %0, %1, %1, %0;" : "+l"(acc) : "r"(x));
+}
+
+template <int ES>
+__device__ __forceinline__ std::uint64_t hash_vector_v2(const uint4& v, std::uint32_t key,
+                                                        std::uint32_t step = kV2Step) {
+  static_assert(ES == 1 || ES == 2 || ES == 4, "8-byte elements hash with v1's term");
+  const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  constexpr int kPerWord = 4 / ES;
+  constexpr std::uint32_t kMask = ES == 4 ? 0xFFFFFFFFU : (1U << (8 * ES)) - 1;
+  std::uint64_t acc = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int k = 0; k < kPerWord; ++k) {
+      std::uint32_t bits = w[i] >> (8 * ES * k);
+      if (k + 1 < kPerWord) bits &= kMask;
+      mad_square(acc, bits + key + static_cast<std::uint32_t>(i * kPerWord + k) * step);
+    }
+  }
+  return acc;
+}
+
 __device__ __forceinline__ void block_add(std::uint64_t acc, std::uint64_t* sum) {
   __shared__ std::uint64_t warp_sums[kThreads / 32];
 #pragma unroll
@@ -128,12 +157,54 @@ __device__ __forceinline__ std::uint64_t dense_sum(const unsigned char* data, st
   return acc;
 }
 
+/// dense_sum under spec v2 (ES < 8): 32-bit keys, one mad.wide.u32 an element.
+template <int ES>
+__device__ __forceinline__ std::uint64_t dense_sum_v2(const unsigned char* data, std::uint64_t first,
+                                                      const DenseSplit& split, std::uint64_t tid,
+                                                      std::uint64_t nthreads) {
+  constexpr std::uint64_t kPer = 16 / ES;
+  const uint4* vec = reinterpret_cast<const uint4*>(data + split.head * ES);
+  const std::uint32_t key0 = v2_key_at(first + split.head);  // key of vector 0's element 0
+  constexpr std::uint32_t kVecKeyStep = static_cast<std::uint32_t>(kPer) * kV2Step;
+
+  std::uint64_t acc = 0;
+  std::uint64_t v = tid;
+  for (; v + (kUnroll - 1) * nthreads < split.vectors; v += kUnroll * nthreads) {
+    uint4 r[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) r[u] = __ldcs(vec + v + u * nthreads);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      acc += hash_vector_v2<ES>(r[u], key0 + static_cast<std::uint32_t>(v + u * nthreads) * kVecKeyStep);
+  }
+  for (; v < split.vectors; v += nthreads)
+    acc += hash_vector_v2<ES>(__ldcs(vec + v), key0 + static_cast<std::uint32_t>(v) * kVecKeyStep);
+
+  if (tid < split.head + split.tail) {
+    const std::uint64_t i = tid < split.head ? tid : split.head + split.vectors * kPer + (tid - split.head);
+    acc += mix_v2_at(first + i, load_bits<ES>(data + i * ES), ES);
+  }
+  return acc;
+}
+
+/// dense_sum or dense_sum_v2 by spec (8-byte elements: v1's term under both).
+template <int ES>
+__device__ __forceinline__ std::uint64_t dense_sum_spec(std::uint32_t spec, const unsigned char* data,
+                                                        std::uint64_t first, const DenseSplit& split,
+                                                        std::uint64_t tid, std::uint64_t nthreads) {
+  if constexpr (ES != 8) {
+    if (spec == 2) return dense_sum_v2<ES>(data, first, split, tid, nthreads);
+  }
+  return dense_sum<ES>(data, first, split, tid, nthreads);
+}
+
 template <int ES>
 __global__ void __launch_bounds__(kThreads)
-    dense_kernel(const unsigned char* data, std::uint64_t first, DenseSplit split, std::uint64_t* sum) {
+    dense_kernel(const unsigned char* data, std::uint64_t first, DenseSplit split, std::uint64_t* sum,
+                 std::uint32_t spec) {
   const std::uint64_t tid = static_cast<std::uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const std::uint64_t nthreads = static_cast<std::uint64_t>(gridDim.x) * kThreads;
-  block_add(dense_sum<ES>(data, first, split, tid, nthreads), sum);
+  block_add(dense_sum_spec<ES>(spec, data, first, split, tid, nthreads), sum);
 }
 
 /// One dense block of a batch: CTAs [first_cta, first_cta + ctas) of the launch work on it.
@@ -145,6 +216,7 @@ struct DenseSegment {
   std::uint64_t first_cta;
   std::uint32_t ctas;
   std::uint32_t elem_size;
+  std::uint32_t spec;
 };
 
 /// Dense blocks of one launch, passed by value as the kernel's parameter (up to 32 KiB on sm_70+
@@ -174,9 +246,9 @@ __global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_cons
   const std::uint64_t nthreads = static_cast<std::uint64_t>(seg.ctas) * kThreads;
   std::uint64_t acc = 0;
   switch (seg.elem_size) {
-    case 1: acc = dense_sum<1>(seg.data, seg.first, seg.split, tid, nthreads); break;
-    case 2: acc = dense_sum<2>(seg.data, seg.first, seg.split, tid, nthreads); break;
-    case 4: acc = dense_sum<4>(seg.data, seg.first, seg.split, tid, nthreads); break;
+    case 1: acc = dense_sum_spec<1>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
+    case 2: acc = dense_sum_spec<2>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
+    case 4: acc = dense_sum_spec<4>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
     default: acc = dense_sum<8>(seg.data, seg.first, seg.split, tid, nthreads); break;
   }
   block_add(acc, seg.sum);
@@ -236,6 +308,74 @@ __global__ void __launch_bounds__(kThreads) runs_kernel(const LaunchPlan plan, s
   block_add(acc, sum);
 }
 
+/// Spec v2, any strided block whose innermost dim (in memory order) has at least kMinRun
+/// elements: the rows kernel. A warp takes a row (one locate() a row: the only divisions), then
+/// walks it with the keys advanced by the row's global step in 32-bit adds: contiguous rows with
+/// aligned 16-byte loads, four in flight a lane; strided rows (a transposed block's) one element a
+/// lane at a time. A column shard of a row-major tensor is rows of this kind.
+template <int ES>
+__global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
+  const Dim& in = plan.dims[plan.ndims - 1];
+  const std::int64_t len = in.extent;
+  const std::int64_t rows = plan.total / len;
+  const unsigned lane = threadIdx.x & 31U;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
+  const std::uint64_t gstep = in.global_stride;
+  const std::uint32_t key_step = static_cast<std::uint32_t>(gstep) * kV2Step;  // between neighbours in memory
+  constexpr std::uint64_t kPer = 16 / ES;
+  const std::uint32_t vec_key_step = static_cast<std::uint32_t>(kPer) * key_step;
+  std::uint64_t acc = 0;
+  for (std::int64_t r = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32; r < rows;
+       r += warps) {
+    const Location loc = locate(plan, r * len);  // the row's first element
+    const unsigned char* p = plan.data + loc.local * ES;
+    if (in.local_stride != 1 || reinterpret_cast<std::uintptr_t>(p) % ES != 0) {
+      const std::int64_t stride = in.local_stride * ES;
+      std::uint32_t key = v2_key_at(loc.global) + lane * key_step;
+      for (std::int64_t e = lane; e < len; e += 32) {
+        mad_square(acc, key + static_cast<std::uint32_t>(load_bits<ES>(p + e * stride)));
+        key += 32U * key_step;
+      }
+      continue;
+    }
+    const DenseSplit split =
+        split_dense(reinterpret_cast<std::uintptr_t>(p), ES, static_cast<std::uint64_t>(len));
+    const uint4* vec = reinterpret_cast<const uint4*>(p + split.head * ES);
+    const std::uint32_t key0 = v2_key_at(loc.global + split.head * gstep);
+    std::uint64_t v = lane;
+    for (; v + (kUnroll - 1) * 32 < split.vectors; v += kUnroll * 32) {
+      uint4 w[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) w[u] = __ldcs(vec + v + u * 32);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        acc +=
+            hash_vector_v2<ES>(w[u], key0 + static_cast<std::uint32_t>(v + u * 32) * vec_key_step, key_step);
+    }
+    for (; v < split.vectors; v += 32)
+      acc +=
+          hash_vector_v2<ES>(__ldcs(vec + v), key0 + static_cast<std::uint32_t>(v) * vec_key_step, key_step);
+    for (std::uint64_t e = lane; e < split.head + split.tail; e += 32) {
+      const std::uint64_t k = e < split.head ? e : split.head + split.vectors * kPer + (e - split.head);
+      acc += mix_v2_at(loc.global + k * gstep, load_bits<ES>(p + k * ES), ES);
+    }
+  }
+  block_add(acc, sum);
+}
+
+/// Spec v2, blocks whose innermost dim is too short for a warp a row: one element a thread step.
+template <int ES>
+__global__ void __launch_bounds__(kThreads) strided_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
+  const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const std::int64_t nthreads = static_cast<std::int64_t>(gridDim.x) * kThreads;
+  std::uint64_t acc = 0;
+  for (std::int64_t f = tid; f < plan.total; f += nthreads) {
+    const Location loc = locate(plan, f);
+    acc += mix_v2_at(loc.global, load_bits<ES>(plan.data + loc.local * ES), ES);
+  }
+  block_add(acc, sum);
+}
+
 /// CTAs of `Kernel` that fit on the current device at once, queried once per device (the
 /// queries cost more than a launch).
 template <auto Kernel>
@@ -272,12 +412,29 @@ std::uint64_t dense_work(const DenseSplit& split) {
 
 template <int ES>
 void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) {
+  const bool v2 = plan.spec == 2 && ES != 8;  // 8-byte elements: v1's term under both specs
   if (is_dense(plan)) {
     const DenseSplit split =
         split_dense(reinterpret_cast<std::uintptr_t>(plan.data), ES, static_cast<std::uint64_t>(plan.total));
     dense_kernel<ES><<<grid_size<dense_kernel<ES>>(dense_work(split)), kThreads, 0, stream>>>(
-        plan.data, plan.global_base, split, sum);
-  } else if (has_runs(plan)) {
+        plan.data, plan.global_base, split, sum, v2 ? 2U : 1U);
+    check(cudaGetLastError(), "shard hash kernel launch");
+    return;
+  }
+  if constexpr (ES != 8) {
+    if (v2) {
+      if (plan.ndims > 1 && plan.dims[plan.ndims - 1].extent >= kMinRun) {
+        const auto rows = static_cast<std::uint64_t>(plan.total / plan.dims[plan.ndims - 1].extent);
+        rows_kernel_v2<ES><<<grid_size<rows_kernel_v2<ES>>(rows * 32), kThreads, 0, stream>>>(plan, sum);
+      } else {
+        const auto total = static_cast<std::uint64_t>(plan.total);
+        strided_kernel_v2<ES><<<grid_size<strided_kernel_v2<ES>>(total), kThreads, 0, stream>>>(plan, sum);
+      }
+      check(cudaGetLastError(), "shard hash kernel launch");
+      return;
+    }
+  }
+  if (has_runs(plan)) {
     const auto runs = static_cast<std::uint64_t>(plan.total / plan.dims[plan.ndims - 1].extent);
     runs_kernel<ES><<<grid_size<runs_kernel<ES>>(runs * 32), kThreads, 0, stream>>>(plan, sum);
   } else {
@@ -338,7 +495,8 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
     const std::uint64_t needed = (dense_work(split) + kThreads - 1) / kThreads;
     const auto mine = static_cast<std::uint32_t>(needed < full ? (needed > 0 ? needed : 1) : full);
     if (batch->n == kSegmentsPerLaunch || ctas + mine > 0x7FFFFFFFU) launch();
-    batch->segs[batch->n++] = {plan.data, plan.global_base, split, sums[i], ctas, mine, plan.elem_size};
+    batch->segs[batch->n++] = {plan.data,      plan.global_base,        split, sums[i], ctas, mine,
+                               plan.elem_size, plan.spec == 2 ? 2U : 1U};
     ctas += mine;
   }
   launch();

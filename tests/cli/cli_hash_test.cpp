@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,45 @@ TEST(CliHash, JsonMatchesIndependentExpectations) {
     EXPECT_EQ(tensors[i]["xxh3"], expected[i]["xxh3"]);
     EXPECT_EQ(tensors[i]["shard_hash"], expected[i]["shard_hash"]);
   }
+}
+
+// --spec v2 against the independent Python reference (scripts/shard_hash_v2_ref.py), which reads
+// the safetensors file itself here; v1 stays the default and says so.
+TEST(CliHash, SpecV2MatchesThePythonReferenceAndIsNamed) {
+  if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  gparity::testing::TempDir tmp;
+  tmp.write("ref.py", R"(import json, struct, sys
+sys.path.insert(0, sys.argv[1] + "/scripts")
+import shard_hash_v2_ref as ref
+raw = open(sys.argv[2], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+size = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "BF16": 2, "F16": 2, "I16": 2, "U8": 1, "I8": 1, "BOOL": 1,
+        "F8_E4M3": 1, "F8_E5M2": 1}
+out = {}
+for name, t in header.items():
+    if name == "__metadata__":
+        continue
+    begin, end = t["data_offsets"]
+    out[name] = "%016x" % ref.shard_hash(raw[8 + n + begin:8 + n + end], size[t["dtype"]])
+print(json.dumps(out))
+)");
+  const auto py =
+      run_command("/usr/bin/python3", {(tmp.path() / "ref.py").string(), GPARITY_SOURCE_DIR, kSample});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const auto want = nlohmann::json::parse(py.out);
+  const auto r = run_command(GPARITY_EXE, {"hash", "--spec", "v2", "--json", kSample});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out[0]["shard_spec"], "v2");
+  ASSERT_EQ(out[0]["tensors"].size(), want.size());
+  for (const auto& t : out[0]["tensors"])
+    EXPECT_EQ(t["shard_hash"], want.at(t["name"].get<std::string>())) << t["name"];
+  const auto v1 = nlohmann::json::parse(run_command(GPARITY_EXE, {"hash", "--json", kSample}).out);
+  EXPECT_EQ(v1[0]["shard_spec"], "v1");
+  EXPECT_NE(v1[0]["tensors"][0]["shard_hash"], out[0]["tensors"][0]["shard_hash"]);
+  const auto bad = run_command(GPARITY_EXE, {"hash", "--spec", "v3", kSample});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
 }
 
 TEST(CliHash, TextTableListsEveryTensor) {

@@ -60,6 +60,25 @@ TEST(CudaPlan, DeviceMixerIsTheSpecMixer) {
   EXPECT_EQ(cuda_detail::mix_at(12345, 0x3f800000), 0x4e342170f698bbf6ULL);
 }
 
+TEST(CudaPlan, DeviceMixerIsTheSpecV2Mixer) {
+  static_assert(cuda_detail::kV2Seed == kV2KeySeed && cuda_detail::kV2Step == kV2KeyStep);
+  std::mt19937_64 rng(4);
+  for (int i = 0; i < 100000; ++i) {
+    const std::uint64_t idx = rng();
+    const std::uint32_t es = 1U << (i % 4);
+    const std::uint64_t bits = es == 8 ? rng() : rng() & ((1ULL << (8 * es)) - 1);
+    ASSERT_EQ(cuda_detail::mix_v2_at(idx, bits, es), mix_v2(idx, bits, es)) << idx << " " << bits;
+  }
+  // Known answer from scripts/shard_hash_v2_ref.py (also in shard_hash_v2_test.cpp).
+  EXPECT_EQ(cuda_detail::mix_v2_at(12345, 0x3f800000, 4), 0xefdf3ce035457041ULL);
+  // The plan carries the spec asked for.
+  const std::int64_t shape[1] = {4};
+  const std::uint32_t data[4] = {};
+  const BlockView view{reinterpret_cast<const std::byte*>(data), 4, shape, {}};
+  EXPECT_EQ(cuda_detail::make_launch_plan(view, {}).spec, 1U);
+  EXPECT_EQ(cuda_detail::make_launch_plan(view, {}, ShardSpec::V2).spec, 2U);
+}
+
 TEST(CudaPlan, KernelWalksMatchTheCpuHash) {
   for (const auto& c : testing::standard_cases()) {
     const BlockView view = c.view(c.storage.data());

@@ -216,5 +216,105 @@ TEST_F(ShardHashCuda, LargeTensorsMatchTheCpu) {
                        threads));
 }
 
+// Spec v2 (docs/hashing.md): every standard case, one by one and as one batch, against the CPU
+// (which tests/hash/shard_hash_v2_test.cpp pins to scripts/shard_hash_v2_ref.py), plus blocks that
+// take each v2 kernel: dense, rows (column shards, transposed layouts, odd starts), strided.
+ShardHashOptions v2_cpu() {
+  ShardHashOptions o;
+  o.spec = ShardSpec::V2;
+  return o;
+}
+
+TEST_F(ShardHashCuda, SpecV2MatchesCpuOnEveryStandardCaseAndInABatch) {
+  const auto cases = testing::standard_cases();
+  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<BlockView> views;
+  std::vector<GlobalPlacement> placements;
+  int checked = 0;
+  for (const auto& c : cases) {
+    dev.push_back(std::make_unique<DeviceBytes>(c.storage));
+    views.push_back(c.view(dev.back()->data()));
+    placements.push_back(c.placement());
+    const std::uint64_t cpu = shard_hash(c.view(c.storage.data()), c.placement(), v2_cpu());
+    EXPECT_EQ(shard_hash_cuda(views.back(), c.placement(), nullptr, ShardSpec::V2), cpu) << c.name;
+    if (c.elem_size != 8 && testing::numel(c.shape) > 1) {
+      EXPECT_NE(cpu, shard_hash(c.view(c.storage.data()), c.placement())) << "v2 equals v1: " << c.name;
+    }
+    ++checked;
+  }
+  std::uint64_t* out = nullptr;
+  cuda_ok(cudaMalloc(&out, cases.size() * sizeof(std::uint64_t)));
+  cuda_ok(cudaMemset(out, 0, cases.size() * sizeof(std::uint64_t)));
+  shard_hash_cuda_batch(views, placements, out, 1, nullptr, true, ShardSpec::V2);
+  std::vector<std::uint64_t> host(cases.size());
+  cuda_ok(cudaMemcpy(host.data(), out, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  cudaFree(out);
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    EXPECT_EQ(host[i], shard_hash(cases[i].view(cases[i].storage.data()), cases[i].placement(), v2_cpu()))
+        << "batch: " << cases[i].name;
+  std::printf("[ cuda ] spec v2: %d standard cases agree with the CPU\n", checked);
+}
+
+TEST_F(ShardHashCuda, SpecV2RowsKernelMatchesCpu) {
+  // Column shards of [rows, cols] tensors (rows start at any alignment), transposed blocks, and
+  // blocks whose inner dim is strided: every element size, the key wrap inside a row included.
+  const auto storage = testing::random_storage(3 << 20, 77);
+  const DeviceBytes dev(storage);
+  int checked = 0;
+  for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
+    for (const std::int64_t cols : {64L, 515L, 8192L}) {
+      const std::int64_t rows =
+          std::min<std::int64_t>(40, static_cast<std::int64_t>((1 << 20) / (cols * 8)) + 1);
+      for (const std::int64_t c0 : {0L, 1L, 3L, cols / 2}) {
+        const testing::Shape global = {rows + 3, cols};
+        const testing::Shape off = {3, c0};
+        const testing::Shape blk = {rows, cols - c0};
+        const testing::Shape strides = {cols, 1};
+        const std::size_t first = static_cast<std::size_t>(c0) * es + 7 * es;  // odd element starts
+        const BlockView cpu{storage.data() + first, es, blk, strides};
+        const BlockView gpu{dev.data() + first, es, blk, strides};
+        EXPECT_EQ(shard_hash_cuda(gpu, GlobalPlacement{off, global}, nullptr, ShardSpec::V2),
+                  shard_hash(cpu, GlobalPlacement{off, global}, v2_cpu()))
+            << "es " << es << " cols " << cols << " c0 " << c0;
+        ++checked;
+      }
+    }
+    // Transposed storage and an inner stride of 3; global offsets near a 2^32 key wrap.
+    const testing::Shape global = {70000, 65537};
+    const testing::Shape off = {65536, 100};
+    const testing::Shape blk = {50, 77};
+    for (const testing::Shape& strides : {testing::Shape{1, 50}, testing::Shape{3 * 77, 3}}) {
+      const BlockView cpu{storage.data() + es, es, blk, strides};
+      const BlockView gpu{dev.data() + es, es, blk, strides};
+      EXPECT_EQ(shard_hash_cuda(gpu, GlobalPlacement{off, global}, nullptr, ShardSpec::V2),
+                shard_hash(cpu, GlobalPlacement{off, global}, v2_cpu()))
+          << "es " << es << " strides " << strides[0] << "," << strides[1];
+      ++checked;
+    }
+  }
+  std::printf("[ cuda ] spec v2: %d row / strided blocks agree with the CPU\n", checked);
+}
+
+TEST_F(ShardHashCuda, SpecV2LargeTensorsMatchTheCpu) {
+  // 256 MiB + 6 bytes: u8 and bf16 dense from unaligned starts, a bf16 column shard.
+  const std::size_t bytes = (std::size_t{256} << 20) + 6;
+  const auto host = testing::random_storage(bytes, 98);
+  const DeviceBytes dev(host);
+  const testing::Shape s8 = {static_cast<std::int64_t>(bytes - 3)};
+  EXPECT_EQ(shard_hash_cuda(BlockView{dev.data() + 3, 1, s8, {}}, GlobalPlacement{}, nullptr, ShardSpec::V2),
+            shard_hash(BlockView{host.data() + 3, 1, s8, {}}, GlobalPlacement{}, v2_cpu()));
+  const testing::Shape s16 = {static_cast<std::int64_t>((bytes - 2) / 2)};
+  EXPECT_EQ(shard_hash_cuda(BlockView{dev.data() + 2, 2, s16, {}}, GlobalPlacement{}, nullptr, ShardSpec::V2),
+            shard_hash(BlockView{host.data() + 2, 2, s16, {}}, GlobalPlacement{}, v2_cpu()));
+  const testing::Shape global = {16384, 8192};  // bf16: 256 MiB, columns 4096..8191
+  const testing::Shape off = {0, 4096};
+  const testing::Shape blk = {16384, 4096};
+  const testing::Shape strides = testing::row_major(global);
+  EXPECT_EQ(
+      shard_hash_cuda(BlockView{dev.data() + 4096 * 2, 2, blk, strides}, GlobalPlacement{off, global},
+                      nullptr, ShardSpec::V2),
+      shard_hash(BlockView{host.data() + 4096 * 2, 2, blk, strides}, GlobalPlacement{off, global}, v2_cpu()));
+}
+
 }  // namespace
 }  // namespace gparity::hash

@@ -282,6 +282,49 @@ TEST(Trace, HashArraysMustMatchTheParamsTable) {
   EXPECT_NE(t.issues[0].problem.find("has 3 values but the params table has 2"), std::string::npos);
 }
 
+TEST(Trace, ShardSpecIsWrittenOnlyForV2AndReadBack) {
+  // docs/trace-format.md: "shard_spec" on step and node records, absent = 1; others are bad input.
+  TempDir tmp;
+  {
+    TraceWriter w(tmp.path(), 0);
+    w.write_params(two_params());
+    w.write_step(step(1, 1.0F));
+    auto s = step(2, 2.0F);
+    s.shard_spec = 2;
+    w.write_step(s);
+  }
+  const auto path = rank_trace_path(tmp.path(), 0).string();
+  const std::string text = slurp(path);
+  EXPECT_EQ(text.find("shard_spec"), text.rfind("shard_spec")) << "only the v2 step names its spec";
+  const auto t = read_rank_trace(path, 0);
+  ASSERT_EQ(t.steps.size(), 2U);
+  EXPECT_EQ(t.steps[0].shard_spec, 1);
+  EXPECT_EQ(t.steps[1].shard_spec, 2);
+  EXPECT_FALSE(t.steps[1].extra.contains("shard_spec"));
+
+  NodeRecord n;
+  n.graph = "a";
+  n.node = "mm";
+  n.shape = {2, 2};
+  n.shard = 42;
+  n.shard_spec = 2;
+  const auto j = to_json(n);
+  EXPECT_EQ(j.at("shard_spec"), 2);
+  EXPECT_EQ(node_from_json(j, "x.jsonl", 1).shard_spec, 2);
+  n.shard_spec = 1;
+  EXPECT_FALSE(to_json(n).contains("shard_spec"));
+  EXPECT_EQ(node_from_json(to_json(n), "x.jsonl", 1).shard_spec, 1);
+
+  for (const char* bad : {"3", "0", "\"v2\"", "2.0"}) {
+    tmp.write("rank-0.jsonl", std::string("{\"type\":\"step\",\"step\":1,\"shard_spec\":") + bad + "}\n");
+    const auto t2 = read_rank_trace(path, 0);
+    EXPECT_TRUE(t2.steps.empty()) << bad;
+    ASSERT_EQ(t2.issues.size(), 1U) << bad;
+    EXPECT_EQ(t2.issues[0].line, 1);
+    EXPECT_NE(t2.issues[0].problem.find("shard_spec"), std::string::npos) << t2.issues[0].problem;
+  }
+}
+
 TEST(Trace, UnknownFieldsAndRecordTypesAreKept) {
   TempDir tmp;
   const auto path = tmp.write("rank-0.jsonl",

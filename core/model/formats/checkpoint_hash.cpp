@@ -109,7 +109,7 @@ void check_crc(const DcpChunkView& v) {
 // storage's CRC-32, the tensor's XXH3 stream and the shard hash, so each byte leaves memory
 // once. The CRC also covers the storage bytes outside the view. Returns the chunk's partial
 // shard hash.
-std::uint64_t one_pass(hash::Xxh3Stream& xs, const DcpEntry& e, const Loaded& l) {
+std::uint64_t one_pass(hash::Xxh3Stream& xs, const DcpEntry& e, const Loaded& l, hash::ShardSpec spec) {
   constexpr std::size_t kBlock = std::size_t{128} << 10;
   const DcpChunkView& v = l.view;
   const std::size_t bytes = static_cast<std::size_t>(numel(l.chunk->sizes)) * v.elem_size;
@@ -123,8 +123,8 @@ std::uint64_t one_pass(hash::Xxh3Stream& xs, const DcpEntry& e, const Loaded& l)
     const std::span<const std::byte> block(v.data + at, std::min(kBlock, bytes - at));
     crc = zip_crc32(crc, block);
     xs.update(block);
-    sh +=
-        hash::shard_hash_run(block.data(), v.elem_size, block.size() / v.elem_size, first + at / v.elem_size);
+    sh += hash::shard_hash_run(spec, block.data(), v.elem_size, block.size() / v.elem_size,
+                               first + at / v.elem_size);
   }
   crc = zip_crc32(crc, v.storage.subspan(head + bytes));
   check_storage_crc32(crc, *v.unchecked_crc32, v.crc_where);
@@ -225,7 +225,7 @@ struct Scratch {
   std::vector<DcpChunkBuffer> chunks;
 };
 
-TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e, Scratch& mem) {
+TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e, Scratch& mem, hash::ShardSpec spec) {
   TensorDigest out{e.fqn, e.dtype, e.size, 0, 0, layout_of(e)};
   std::vector<const DcpChunk*> chunks;
   for (const auto& c : e.chunks) chunks.push_back(&c);
@@ -256,13 +256,14 @@ TensorDigest hash_dcp_tensor(const DcpCheckpoint& ck, const DcpEntry& e, Scratch
   std::vector<DcpChunkBuffer>& buffers = mem.chunks;
   hash::ShardHashOptions sh;
   sh.max_threads = 1;  // parallelism is across tensors
+  sh.spec = spec;
   for (const auto& b : bands) {
     std::vector<Loaded> loaded;
     if (buffers.size() < b.size()) buffers.resize(b.size());
     for (std::size_t i = 0; i < b.size(); ++i)
       loaded.push_back({b[i], ck.load(e, *b[i], buffers[i], CrcCheck::by_caller)});
     if (one_pass_fits(e, loaded)) {
-      out.shard_hash += one_pass(xs, e, loaded[0]);
+      out.shard_hash += one_pass(xs, e, loaded[0], spec);
       continue;
     }
     for (const auto& l : loaded) {
@@ -384,7 +385,7 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   const auto openers =
       static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(paths.size(), 1)));
-  const CheckpointHashOptions each{std::max(1u, threads / openers)};
+  const CheckpointHashOptions each{std::max(1u, threads / openers), options.spec};
   std::vector<FileDigest> out(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());
   std::vector<DcpJob> jobs(paths.size());
@@ -484,7 +485,7 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
     DcpJob& j = jobs[it.path];
     std::exception_ptr error;
     try {
-      out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor], scratch);
+      out[it.path].tensors[it.tensor] = hash_dcp_tensor(*j.ck, *j.tensors[it.tensor], scratch, options.spec);
     } catch (...) {
       error = std::current_exception();
     }
@@ -542,6 +543,7 @@ std::vector<FileDigest> hash_paths(std::span<const std::string> paths, const Che
   pool.clear();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
+  for (auto& d : out) d.shard_spec = options.spec;
   return out;
 }
 
@@ -558,7 +560,9 @@ std::vector<FileDigest> hash_files(std::span<const std::string> paths, const Che
 
 FileDigest hash_file(const std::string& path, const CheckpointHashOptions& options) {
   if (is_dcp_checkpoint(path)) return hash_dcp_checkpoint(path, options);
-  FileDigest out{path, "raw", {}, {}};
+  FileDigest out{path, "raw", {}, {}, options.spec};
+  hash::ShardHashOptions sh;
+  sh.spec = options.spec;
   bool is_st = path.ends_with(".safetensors");
   if (!is_st) {
     const MappedFile probe(path);
@@ -569,7 +573,7 @@ FileDigest hash_file(const std::string& path, const CheckpointHashOptions& optio
                              std::nullopt,
                              {static_cast<std::int64_t>(bytes.size())},
                              hash::xxh3_64(bytes),
-                             hash::shard_hash_contiguous(bytes, 1),
+                             hash::shard_hash_contiguous(bytes, 1, sh),
                              "whole"});
       return out;
     }
@@ -580,7 +584,7 @@ FileDigest hash_file(const std::string& path, const CheckpointHashOptions& optio
     const auto bytes = st.bytes(t);
     const hash::BlockView view{bytes.data(), dtype_size(t.dtype), t.shape, {}};
     out.tensors.push_back({t.name, t.dtype, t.shape, hash::xxh3_64(bytes),
-                           hash::shard_hash(view, hash::GlobalPlacement{}), "whole"});
+                           hash::shard_hash(view, hash::GlobalPlacement{}, sh), "whole"});
   }
   return out;
 }

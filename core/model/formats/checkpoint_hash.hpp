@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/model/base/dtype.hpp"
+#include "hash/shard_hash.hpp"
 
 namespace gparity::model {
 
@@ -32,11 +33,13 @@ struct FileDigest {
   std::string path;
   std::string format;  // "safetensors", "dcp" or "raw"
   std::vector<TensorDigest> tensors;
-  std::vector<std::string> other_entries;  // DCP non-tensor (bytes) entries, by FQN
+  std::vector<std::string> other_entries;            // DCP non-tensor (bytes) entries, by FQN
+  hash::ShardSpec shard_spec = hash::ShardSpec::V1;  // the spec of every tensor's shard_hash
 };
 
 struct CheckpointHashOptions {
-  unsigned threads = 0;  // 0 = hardware concurrency; the result never depends on it
+  unsigned threads = 0;                        // 0 = hardware concurrency; the result never depends on it
+  hash::ShardSpec spec = hash::ShardSpec::V1;  // the shard hash spec (docs/hashing.md)
 };
 
 /// Hashes a DCP checkpoint folder, a .safetensors file tensor by tensor, or any other file as

@@ -119,6 +119,8 @@ StepRecord step_from_json(const json& j, const std::string& source, std::int64_t
     } else if (key == "scalars" && m->is_object()) {
       for (auto s = m->begin(); s != m->end(); ++s)
         r.scalars.push_back({s.key(), scalar_from_json(*s, source, line)});
+    } else if (key == "shard_spec") {
+      r.shard_spec = shard_spec_field(j, source, line);
     } else if (key == "hashes" && m->is_object()) {
       for (auto h = m->begin(); h != m->end(); ++h) {
         if (!h->is_string()) bad(source, line, "hash array \"" + h.key() + "\" is not a string");

@@ -173,6 +173,15 @@ std::optional<Placement> parse_placement(std::string_view text) noexcept {
   return std::nullopt;
 }
 
+std::uint8_t shard_spec_field(const json& record, const std::string& source, std::int64_t line) {
+  const auto it = record.find("shard_spec");
+  if (it == record.end()) return 1;
+  if (it->is_number_integer() && (*it == 1 || *it == 2)) return it->get<std::uint8_t>();
+  throw InputError(
+      source, line,
+      "shard_spec " + it->dump() + " is not a shard hash spec this gparity knows (1 or 2; docs/hashing.md)");
+}
+
 bool is_shard_invariant(std::string_view name) noexcept {
   return name.ends_with(".shard");
 }
@@ -566,6 +575,7 @@ json to_json(const NodeRecord& r) {
                  {"offset", r.view->offset},
                  {"stride", r.view->stride},
                  {"base_stride", r.view->base_stride}};
+  if (r.shard_spec != 1) j["shard_spec"] = r.shard_spec;
   merge_extras(j, r.extra);
   return j;
 }
@@ -610,8 +620,9 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
   // A view carries no hash (older runs wrote a zero shard for it); anything else has the shard hash.
   r.has_shard = !r.view;
   if (r.has_shard) r.shard = hash_field("shard");
+  r.shard_spec = shard_spec_field(j, source, line);
   r.extra = extras(j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3",
-                       "shard", "view"});
+                       "shard", "shard_spec", "view"});
   return r;
 }
 
@@ -628,6 +639,7 @@ std::string step_to_line(const StepRecord& r) {
     for (const auto& s : r.scalars) scalars[s.name] = to_json(s.value);
     head["scalars"] = scalars;
   }
+  if (r.shard_spec != 1) head["shard_spec"] = r.shard_spec;
   for (auto it = r.extra.begin(); r.extra.is_object() && it != r.extra.end(); ++it) {
     if (!head.contains(it.key()) && it.key() != "hashes") head[it.key()] = it.value();
   }

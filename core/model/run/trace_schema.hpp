@@ -114,6 +114,10 @@ struct HashArray {
   friend bool operator==(const HashArray&, const HashArray&) = default;
 };
 
+/// The "shard_spec" field of a record: absent = 1; 1 or 2 (hash::ShardSpec); anything else is
+/// bad input (InputError naming source and line).
+std::uint8_t shard_spec_field(const nlohmann::json& record, const std::string& source, std::int64_t line);
+
 /// True for arrays whose values are shard-invariant partial hashes (summed across ranks).
 bool is_shard_invariant(std::string_view hash_array_name) noexcept;
 
@@ -130,6 +134,8 @@ struct StepRecord {
   std::optional<TraceScalar> grad_norm;
   std::vector<NamedScalar> scalars;  // lr, tokens/s, ...
   std::vector<HashArray> hashes;
+  /// Spec of the record's ".shard" arrays (docs/hashing.md): 1 or 2; "shard_spec", absent = 1.
+  std::uint8_t shard_spec = 1;
   nlohmann::json extra = nlohmann::json::object();
 
   [[nodiscard]] const HashArray* find_hashes(std::string_view name) const noexcept;
@@ -226,6 +232,7 @@ struct NodeRecord {
   bool has_xxh3 = true;          // false: hashed without XXH3 (replay --node-hash shard; no "xxh3" field)
   bool has_shard = true;         // false: a view, not hashed (no "shard" field; `view` says where it lies)
   std::optional<NodeView> view;  // set: the tensor aliases `view->base`'s ("view" field)
+  std::uint8_t shard_spec = 1;   // spec of `shard` (docs/hashing.md): "shard_spec", absent = 1
   nlohmann::json extra = nlohmann::json::object();
 };
 

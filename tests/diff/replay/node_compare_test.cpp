@@ -398,6 +398,53 @@ TEST(NodeCompare, CompareRunsReportsTheFirstDivergentNodePerRank) {
   EXPECT_NE(std::find(summary.begin(), summary.end(), "rank 0 identical"), summary.end());
 }
 
+// Issue 24: node records hashed with shard spec v1 against v2 (docs/hashing.md). The shard hashes
+// differ everywhere, yet that is no divergence: XXH3 compares them; without XXH3 on one side the
+// values are not compared, and the comparison says INCOMPLETE (exit 1), never divergent or equal.
+std::vector<NodeRecord> as_v2(std::vector<NodeRecord> rs, bool keep_xxh3) {
+  for (auto& r : rs) {
+    r.shard_spec = 2;
+    r.shard = ~r.shard;
+    r.has_xxh3 = keep_xxh3;
+  }
+  return rs;
+}
+
+TEST(NodeCompare, ShardSpecV1AgainstV2ComparesByXxh3AndIsNeverADivergence) {
+  gparity::testing::TempDir tmp;
+  const auto g = gparity::testing::fx_graph(kBody);
+  write_replay_run(tmp.path() / "a", g, {records(kNames)});
+  write_replay_run(tmp.path() / "b", g, {as_v2(records(kNames), true)});
+  write_replay_run(tmp.path() / "c", g, {as_v2(records(kNames, {"relu", "add"}), true)});
+  write_replay_run(tmp.path() / "d", g, {as_v2(records(kNames), false)});
+  const auto run = [&](const char* other, diff::CollectingConsumer& out) {
+    return diff::compare_runs(model::open_run((tmp.path() / "a").string()),
+                              model::open_run((tmp.path() / other).string()), {}, out);
+  };
+  const auto kinds = [](const diff::CollectingConsumer& out) {
+    std::vector<std::string> k;
+    for (const auto& f : out.findings) k.push_back(f.kind);
+    return k;
+  };
+  const auto has = [](const std::vector<std::string>& k, const char* kind) {
+    return std::find(k.begin(), k.end(), kind) != k.end();
+  };
+  diff::CollectingConsumer same;
+  EXPECT_EQ(run("b", same), 0);
+  EXPECT_TRUE(has(kinds(same), "node_shard_spec_differs"));
+  EXPECT_FALSE(has(kinds(same), "node_divergence"));
+  diff::CollectingConsumer changed;
+  EXPECT_EQ(run("c", changed), 1);
+  bool relu = false;
+  for (const auto& f : changed.findings)
+    relu = relu || (f.kind == "node_divergence" && f.where.node == "relu");
+  EXPECT_TRUE(relu) << "a real change is still found through XXH3";
+  diff::CollectingConsumer shard_only;
+  EXPECT_EQ(run("d", shard_only), 1);
+  EXPECT_TRUE(has(kinds(shard_only), "node_shard_spec_unverifiable"));
+  EXPECT_FALSE(has(kinds(shard_only), "node_divergence"));
+}
+
 TEST(NodeCompare, BackwardInputsPropagateAForwardDivergence) {
   gparity::testing::TempDir tmp;
   const auto g = gparity::testing::fx_graph(kBody);

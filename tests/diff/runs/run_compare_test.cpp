@@ -36,14 +36,16 @@ Tensors tensors_at(int step) {
 }
 
 std::uint64_t partial(const float* data, std::vector<std::int64_t> local, std::vector<std::int64_t> offsets,
-                      std::vector<std::int64_t> global) {
+                      std::vector<std::int64_t> global, hash::ShardSpec spec = hash::ShardSpec::V1) {
   const hash::BlockView block{reinterpret_cast<const std::byte*>(data), 4, local, {}};
-  return hash::shard_hash(block, {offsets, global});
+  hash::ShardHashOptions o;
+  o.spec = spec;
+  return hash::shard_hash(block, {offsets, global}, o);
 }
 
 /// Writes a run of `world` ranks, w split evenly on dim 0, b replicated (rank 0 counts it).
 void write_run(const std::filesystem::path& dir, int world, int steps,
-               std::optional<std::pair<int, int>> poke = {}) {
+               std::optional<std::pair<int, int>> poke = {}, hash::ShardSpec spec = hash::ShardSpec::V1) {
   model::RunManifest m;
   m.world_size = world;
   model::write_manifest(dir, m);
@@ -62,9 +64,10 @@ void write_run(const std::filesystem::path& dir, int world, int steps,
       model::StepRecord rec;
       rec.step = s;
       rec.loss = model::TraceScalar::from_f32(1.0F / static_cast<float>(s));
+      rec.shard_spec = static_cast<std::uint8_t>(spec);
       rec.hashes.push_back(
           {"param.shard",
-           {partial(wl, {rows, 6}, {rows * r, 0}, {8, 6}), partial(t.b.data(), {6}, {0}, {6})}});
+           {partial(wl, {rows, 6}, {rows * r, 0}, {8, 6}, spec), partial(t.b.data(), {6}, {0}, {6}, spec)}});
       rec.hashes.push_back({"param.xxh3",
                             {hash::xxh3_64(std::span(reinterpret_cast<const std::byte*>(wl),
                                                      static_cast<std::size_t>(rows * 24))),
@@ -95,6 +98,51 @@ TEST(RunCompare, OneRankAndFourRankRunsOfTheSameTensorsAreEqualOnFullTensors) {
     }
   }
   EXPECT_TRUE(full_check);
+}
+
+// Issue 24: hashes of two specs are two functions. A v1 run against a v2 run of the same tensors
+// is parity (XXH3 compared, the change of spec said), a changed element is still found through
+// XXH3, and two v2 runs of different layouts agree on full tensors.
+bool has_kind(const diff::CollectingConsumer& out, const std::string& kind) {
+  return std::any_of(out.findings.begin(), out.findings.end(), [&](const auto& f) { return f.kind == kind; });
+}
+
+TEST(RunCompare, ShardSpecV1AgainstV2IsNotADivergenceAndXxh3StillCompares) {
+  gparity::testing::TempDir tmp;
+  write_run(tmp.path() / "v1", 2, 3);
+  write_run(tmp.path() / "v2", 2, 3, std::nullopt, hash::ShardSpec::V2);
+  write_run(tmp.path() / "v2poked", 2, 3, std::pair{2, 5}, hash::ShardSpec::V2);
+  diff::CollectingConsumer same;
+  EXPECT_EQ(compare(tmp.path() / "v1", tmp.path() / "v2", same), 0);
+  EXPECT_TRUE(has_kind(same, "shard_spec_differs"));
+  EXPECT_FALSE(has_kind(same, "param_hash_mismatch"));
+  EXPECT_FALSE(has_kind(same, "full_tensor_mismatch"));
+  for (const auto& c : same.checks) {
+    if (c.name == "weights (full tensors)") {
+      EXPECT_EQ(c.outcome, diff::Check::Outcome::Skipped) << c.message;
+      EXPECT_NE(c.message.find("spec v1 in baseline and v2 in candidate"), std::string::npos) << c.message;
+    }
+  }
+  diff::CollectingConsumer poked;
+  EXPECT_EQ(compare(tmp.path() / "v1", tmp.path() / "v2poked", poked), 1);
+  bool by_xxh3 = false;
+  for (const auto& f : poked.findings) {
+    if (f.kind == "param_hash_mismatch") by_xxh3 = f.message.find("param.xxh3") != std::string::npos;
+  }
+  EXPECT_TRUE(by_xxh3);
+}
+
+TEST(RunCompare, ShardSpecV2RunsOfDifferentLayoutsAgreeOnFullTensors) {
+  gparity::testing::TempDir tmp;
+  write_run(tmp.path() / "one", 1, 3, std::nullopt, hash::ShardSpec::V2);
+  write_run(tmp.path() / "four", 4, 3, std::nullopt, hash::ShardSpec::V2);
+  write_run(tmp.path() / "four_poked", 4, 3, std::pair{3, 41}, hash::ShardSpec::V2);
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "one", tmp.path() / "four", out), 0);
+  EXPECT_EQ(out.verdict.data["full_tensors"]["compared"], 3);
+  diff::CollectingConsumer poked;
+  EXPECT_EQ(compare(tmp.path() / "one", tmp.path() / "four_poked", poked), 1);
+  EXPECT_EQ(poked.verdict.data["full_tensors"]["first_divergent_step"], 3);
 }
 
 TEST(RunCompare, ChangingOneElementOnOneShardIsFoundOnTheFullTensor) {
