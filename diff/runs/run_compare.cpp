@@ -17,6 +17,7 @@
 #include "diff/report/evidence.hpp"
 #include "diff/collectives/nccl_rings.hpp"
 #include "diff/replay/node_compare.hpp"
+#include "diff/runs/lost_nodes.hpp"
 #include "hash/xxh3.hpp"
 
 namespace gparity::diff {
@@ -736,6 +737,26 @@ struct RunEvidence {
   json data = json::object();
 };
 
+/// Across nodes (diff/runs/lost_nodes.hpp): a node whose every rank was lost is named with its
+/// ranks, ahead of the ranks' own findings.
+void add_lost_nodes(const RunSource& run, const std::string& which, const std::vector<RankEvidence>& ev,
+                    RunEvidence& out) {
+  std::vector<RankOutcome> outcomes(static_cast<std::size_t>(run.manifest.world_size));
+  for (std::size_t r = 0; r < outcomes.size() && r < ev.size(); ++r) {
+    outcomes[r] = {ev[r].present, out.incomplete_ranks.contains(static_cast<int>(r)), !ev[r].failures.empty(),
+                   ev[r].steps.empty() ? std::nullopt : std::optional(ev[r].steps.back())};
+  }
+  for (std::size_t r = ev.size(); r < outcomes.size(); ++r) outcomes[r].incomplete = true;
+  std::vector<Finding> lost;
+  for (const auto& n : lost_nodes(run.manifest.ranks, outcomes)) {
+    Finding f{Severity::Incomplete, "node_lost", {}, "", {{"run", which}, {"node", n.node}, {"host", n.host}, {"ranks", n.ranks}}};
+    f.where.rank = n.ranks.front();
+    f.message = lost_node_message(which, n);
+    lost.push_back(std::move(f));
+  }
+  out.findings.insert(out.findings.begin(), lost.begin(), lost.end());
+}
+
 RunEvidence assess_evidence(const RunSource& run, const std::string& which,
                             const std::vector<RankEvidence>& ev, const CompareOptions& o) {
   RunEvidence out;
@@ -802,6 +823,7 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
     if (tail && e.failures.empty()) f.message += "; no failure event of its own: killed or lost";
     out.findings.push_back(std::move(f));
   }
+  add_lost_nodes(run, which, ev, out);
   out.data = {
       {"world_size", world},
       {"declared_steps", step_ranges(declared)},
