@@ -128,8 +128,8 @@ void register_replay(CLI::App& app, Action& action) {
         const bool launching = o->nproc > 0 && std::getenv("GPARITY_LAUNCHED") == nullptr;
         o->nodes.apply(launching);
         if (launching) {
-          const auto l = runtime::launch_replay_ranks(o->nproc, o->nodes.layout, o->run.timeout_s, o->run.json,
-                                                      std::cout, std::cerr);
+          const auto l = runtime::launch_replay_ranks(o->nproc, o->nodes.layout, o->run.timeout_s,
+                                                      o->run.json, std::cout, std::cerr);
           if (l.exit_code == kExitBadInput)
             std::cerr << paint("gparity: error: replay failed: " + model::display_text(l.failure),
                                Colour::Red, colour_enabled(stderr))

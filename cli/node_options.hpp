@@ -21,10 +21,12 @@ struct NodeOptions {
     cmd->add_option("--nnodes", layout.nnodes, "Nodes of the run; each node runs this command with --nproc")
         ->check(CLI::Range(1, 1 << 20))
         ->group(group);
-    cmd->add_option("--node-rank", layout.node_rank, "This node (0 .. nnodes-1): its ranks are node-rank x nproc + 0 .. nproc-1")
+    cmd->add_option("--node-rank", layout.node_rank,
+                    "This node (0 .. nnodes-1): its ranks are node-rank x nproc + 0 .. nproc-1")
         ->check(CLI::NonNegativeNumber)
         ->group(group);
-    cmd->add_option("--master-addr", layout.master_addr, "Address of node 0, where rank 0 hosts the rendezvous store")
+    cmd->add_option("--master-addr", layout.master_addr,
+                    "Address of node 0, where rank 0 hosts the rendezvous store")
         ->group(group);
     cmd->add_option("--master-port", layout.master_port, "Free TCP port on node 0 for the rendezvous store")
         ->check(CLI::Range(1, 65535))

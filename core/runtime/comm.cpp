@@ -336,7 +336,8 @@ std::vector<std::string> Comm::all_gather_text(const std::string& key, const std
   std::vector<std::string> out;
   im.guarded(key.c_str(), [&] {
     im.store->set(prefix + std::to_string(im.env.rank), to_bytes(text));
-    for (int r = 0; r < im.env.world_size; ++r) out.push_back(to_string(im.store->get(prefix + std::to_string(r))));
+    for (int r = 0; r < im.env.world_size; ++r)
+      out.push_back(to_string(im.store->get(prefix + std::to_string(r))));
   });
   return out;
 }

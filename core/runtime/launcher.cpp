@@ -122,12 +122,14 @@ void validate(const NodeLayout& n) {
   if (n.nnodes < 1) throw std::invalid_argument("--nnodes must be at least 1");
   if (n.node_rank < 0 || n.node_rank >= n.nnodes)
     throw std::invalid_argument("--node-rank " + std::to_string(n.node_rank) + " is outside 0.." +
-                                std::to_string(n.nnodes - 1) + " (--nnodes " + std::to_string(n.nnodes) + ")");
+                                std::to_string(n.nnodes - 1) + " (--nnodes " + std::to_string(n.nnodes) +
+                                ")");
   if (n.master_port < 0 || n.master_port > 65535) throw std::invalid_argument("--master-port out of range");
   if (n.nnodes > 1 && (n.master_addr.empty() || n.master_port == 0))
-    throw std::invalid_argument("--nnodes " + std::to_string(n.nnodes) +
-                                " needs --master-addr and --master-port: the address and a free port of node 0, "
-                                "where rank 0 hosts the rendezvous store, the same on every node");
+    throw std::invalid_argument(
+        "--nnodes " + std::to_string(n.nnodes) +
+        " needs --master-addr and --master-port: the address and a free port of node 0, "
+        "where rank 0 hosts the rendezvous store, the same on every node");
 }
 
 std::vector<std::string> rank_arguments(const std::vector<std::string>& command_line) {
@@ -228,8 +230,9 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
       int status = 0;
       if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
       c.running = false;
-      RankExit e{first_rank + r, WIFEXITED(status) ? WEXITSTATUS(status) : 0, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                 WIFSIGNALED(status), killed[static_cast<std::size_t>(r)]};
+      RankExit e{first_rank + r, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                 WIFSIGNALED(status) ? WTERMSIG(status) : 0, WIFSIGNALED(status),
+                 killed[static_cast<std::size_t>(r)]};
       result.exits.push_back(e);
       const bool failed = e.signalled || e.exit_code != 0;
       if (failed && result.failure.empty()) {

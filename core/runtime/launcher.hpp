@@ -36,7 +36,7 @@ struct LaunchOptions {
 };
 
 struct RankExit {
-  int rank = 0;  // global
+  int rank = 0;       // global
   int exit_code = 0;  // when !signalled
   int signal = 0;     // when signalled
   bool signalled = false;

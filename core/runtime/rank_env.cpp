@@ -104,7 +104,8 @@ std::string first_slurm_host(std::string_view list) {
       if (depth++ > 0) throw std::invalid_argument("host list '" + std::string(list) + "' nests brackets");
       skipping = false;
     } else if (c == ']') {
-      if (--depth < 0) throw std::invalid_argument("host list '" + std::string(list) + "' has an unopened ']'");
+      if (--depth < 0)
+        throw std::invalid_argument("host list '" + std::string(list) + "' has an unopened ']'");
     } else if (depth == 0 && (c == ',' || c == ' ')) {
       break;
     } else if (depth > 0) {

@@ -188,7 +188,7 @@ struct ReplaySession::Impl {
   std::unique_ptr<GroupComm> comm;
   std::unique_ptr<model::TraceWriter> writer;
   std::vector<model::RankInfo> rank_infos;  // every rank's host, node and device (manifest)
-  CollectiveResults own_collectives;  // --coor: the own job's collective results, for run_alone()
+  CollectiveResults own_collectives;        // --coor: the own job's collective results, for run_alone()
   json summary;
 
   Impl(ReplayOptions options, std::ostream& o_, std::ostream& e_)

@@ -415,7 +415,8 @@ std::vector<model::RankInfo> gather_rank_infos(const RunOptions& o, const RankEn
   const std::string device = o.device == "cuda" ? "cuda:" + std::to_string(env.local_rank) : "cpu";
   const auto texts = comm.all_gather_text("rank_info", rank_info_text(own_rank_info(env, device)));
   std::vector<model::RankInfo> ranks;
-  for (std::size_t r = 0; r < texts.size(); ++r) ranks.push_back(rank_info_from_text(texts[r], static_cast<int>(r)));
+  for (std::size_t r = 0; r < texts.size(); ++r)
+    ranks.push_back(rank_info_from_text(texts[r], static_cast<int>(r)));
   return ranks;
 }
 

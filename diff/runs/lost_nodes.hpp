@@ -16,9 +16,9 @@ namespace gparity::diff {
 
 /// What one rank's trace shows, as the evidence check found it.
 struct RankOutcome {
-  bool present = false;     // a trace of this rank was read
-  bool incomplete = false;  // missing, failed or short of the declared steps
-  bool own_failure = false;  // it wrote a failure event itself (it saw the failure, so it lived)
+  bool present = false;                   // a trace of this rank was read
+  bool incomplete = false;                // missing, failed or short of the declared steps
+  bool own_failure = false;               // it wrote a failure event itself (it saw the failure, so it lived)
   std::optional<std::int64_t> last_step;  // the last step it recorded
 };
 

@@ -749,7 +749,11 @@ void add_lost_nodes(const RunSource& run, const std::string& which, const std::v
   for (std::size_t r = ev.size(); r < outcomes.size(); ++r) outcomes[r].incomplete = true;
   std::vector<Finding> lost;
   for (const auto& n : lost_nodes(run.manifest.ranks, outcomes)) {
-    Finding f{Severity::Incomplete, "node_lost", {}, "", {{"run", which}, {"node", n.node}, {"host", n.host}, {"ranks", n.ranks}}};
+    Finding f{Severity::Incomplete,
+              "node_lost",
+              {},
+              "",
+              {{"run", which}, {"node", n.node}, {"host", n.host}, {"ranks", n.ranks}}};
     f.where.rank = n.ranks.front();
     f.message = lost_node_message(which, n);
     lost.push_back(std::move(f));

@@ -36,7 +36,10 @@ class Node:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(node),
                "--nproc_per_node", "2", "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}",
                "--rdzv_id", "gparity-test", "--rdzv_conf", f"is_host={'true' if node == 0 else 'false'}",
-               "--max_restarts", "0", WORKER, run_dir, str(STEPS), *map(str, hang)]
+               "--max_restarts", "0",
+               # torch 1.13 on Python 3.11 cannot read its own default "0" here (enum.IntFlag no
+               # longer lists NONE): stdout to a log and to the console ("1"), stderr left alone.
+               "--redirects", "1", "--tee", "1", WORKER, run_dir, str(STEPS), *map(str, hang)]
         self.log = log
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -62,12 +65,12 @@ class Node:
             return None
 
 
-def run_two_nodes(test, run_dir, logs):
+def run_two_nodes(run_dir, logs):
     port = free_port()
     nodes = [Node(run_dir, n, port, os.path.join(logs, f"{os.path.basename(run_dir)}.node{n}.log")) for n in (0, 1)]
-    for n in nodes:
-        status = n.wait(90)
-        test.assertEqual(status, 0, n.output())
+    statuses = [n.wait(90) for n in nodes]
+    if statuses != [0, 0]:
+        raise AssertionError(f"torchrun launches ended {statuses}:\n" + "\n".join(n.output() for n in nodes))
 
 
 def steps_recorded(run_dir, rank):
@@ -83,7 +86,7 @@ class TwoTorchrunNodes(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.baseline = os.path.join(cls.tmp.name, "baseline")
-        run_two_nodes(cls, cls.baseline, cls.tmp.name)
+        run_two_nodes(cls.baseline, cls.tmp.name)
 
     @classmethod
     def tearDownClass(cls):
@@ -91,7 +94,7 @@ class TwoTorchrunNodes(unittest.TestCase):
 
     def test_two_runs_compare_in_parity_and_the_manifest_places_every_rank(self):
         again = os.path.join(self.tmp.name, "again")
-        run_two_nodes(self, again, self.tmp.name)
+        run_two_nodes(again, self.tmp.name)
         with open(os.path.join(self.baseline, "manifest.json"), encoding="utf-8") as f:
             m = json.load(f)
         self.assertEqual(m["world_size"], 4)
@@ -127,13 +130,20 @@ class TwoTorchrunNodes(unittest.TestCase):
             for n in nodes:
                 n.kill()
                 n.wait(10)
+        # Against the complete run: exit 1, the lost node named with its ranks as missing evidence
+        # (the steps it lacks are also reported missing against the baseline).
         out = subprocess.run([EXE, "compare", self.baseline, killed], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
-        self.assertIn("INCOMPLETE", out.stdout)
-        self.assertRegex(out.stdout, r"candidate node 1 \(host [^,]*, ranks 2-3\) was lost: its ranks stopped by step 2")
+        self.assertRegex(out.stdout, r"incomplete \[rank 2\]: candidate node 1 \(host [^,]*, ranks 2-3\) was lost: "
+                                     r"its ranks stopped by step 2")
         self.assertNotIn("node 0 (", out.stdout)
         # The survivors said what they saw.
         self.assertIn("candidate rank 0 failed at step 3", out.stdout)
+        # On its own (against itself) the run is INCOMPLETE: nothing differs, evidence is missing.
+        alone = subprocess.run([EXE, "compare", killed, killed], capture_output=True, text=True, timeout=60)
+        self.assertEqual(alone.returncode, 1, alone.stdout + alone.stderr)
+        self.assertIn("INCOMPLETE: evidence is missing", alone.stdout)
+        self.assertRegex(alone.stdout, r"baseline node 1 \(host [^,]*, ranks 2-3\) was lost")
 
 
 if __name__ == "__main__":

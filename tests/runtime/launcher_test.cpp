@@ -67,9 +67,10 @@ TEST(Launcher, RendezvousPortsAvoidTheEphemeralRange) {
 }
 
 TEST(Launcher, OneNodeOfSeveralStartsItsShareOfTheGlobalRanks) {
-  LaunchOptions o = shell("echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $GROUP_WORLD_SIZE "
-                          "$MASTER_ADDR $MASTER_PORT",
-                          std::chrono::seconds(5));
+  LaunchOptions o = shell(
+      "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $GROUP_WORLD_SIZE "
+      "$MASTER_ADDR $MASTER_PORT",
+      std::chrono::seconds(5));
   o.node = {3, 1, "10.1.2.3", 23456};
   std::map<int, std::string> lines;
   const auto r = launch_local(o, [&lines](int rank, bool, std::string_view line) { lines[rank] = line; });
@@ -93,7 +94,8 @@ TEST(Launcher, RanksGetTheCommandWithoutTheLaunchersOptions) {
                             "--master-addr", "h", "--master-port=5", "--steps", "3"}),
             (std::vector<std::string>{"run", "--out", "r", "--steps", "3"}));
   // An option that only starts like one of them stays.
-  EXPECT_EQ(rank_arguments({"gparity", "run", "--nprocs", "x"}), (std::vector<std::string>{"run", "--nprocs", "x"}));
+  EXPECT_EQ(rank_arguments({"gparity", "run", "--nprocs", "x"}),
+            (std::vector<std::string>{"run", "--nprocs", "x"}));
 }
 
 }  // namespace

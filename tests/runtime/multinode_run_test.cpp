@@ -4,14 +4,13 @@
 // whole (its launcher and with it its ranks) mid-run is INCOMPLETE, node 1 and its ranks named.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
@@ -120,12 +119,37 @@ class Node {
 
 std::vector<std::string> node_args(const std::filesystem::path& out, int node, int port,
                                    std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"run",         "--nproc",       "2",          "--nnodes",      "2",
-                                "--node-rank", std::to_string(node), "--master-addr", "127.0.0.1",
-                                "--master-port", std::to_string(port), "--out", out.string(),
-                                "--steps",     "4",   "--dim", "32", "--layers", "1", "--heads", "2",
-                                "--hidden",    "64",  "--vocab", "64", "--seq-len", "8", "--batch", "2",
-                                "--timeout",   "10"};
+  std::vector<std::string> args{"run",
+                                "--nproc",
+                                "2",
+                                "--nnodes",
+                                "2",
+                                "--node-rank",
+                                std::to_string(node),
+                                "--master-addr",
+                                "127.0.0.1",
+                                "--master-port",
+                                std::to_string(port),
+                                "--out",
+                                out.string(),
+                                "--steps",
+                                "4",
+                                "--dim",
+                                "32",
+                                "--layers",
+                                "1",
+                                "--heads",
+                                "2",
+                                "--hidden",
+                                "64",
+                                "--vocab",
+                                "64",
+                                "--seq-len",
+                                "8",
+                                "--batch",
+                                "2",
+                                "--timeout",
+                                "10"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -178,7 +202,7 @@ TEST_F(TwoNodeRun, TwoRunsOfTwoNodesCompareInParityAndTheManifestPlacesEveryRank
   for (int r = 0; r < 4; ++r) {
     const auto& info = m.ranks[static_cast<std::size_t>(r)];
     EXPECT_EQ(info.rank, r);
-    EXPECT_EQ(info.node, r / 2) << "rank " << r;         // node 0: ranks 0-1, node 1: ranks 2-3
+    EXPECT_EQ(info.node, r / 2) << "rank " << r;        // node 0: ranks 0-1, node 1: ranks 2-3
     EXPECT_EQ(info.local_rank, r % 2) << "rank " << r;  // each launcher numbers its own ranks
     EXPECT_EQ(info.host, host);
   }
@@ -208,13 +232,20 @@ TEST_F(TwoNodeRun, ANodeKilledMidRunIsIncompleteWithItsRanksNamed) {
   EXPECT_EQ(n0.wait(60s), 2) << n0.output();
   EXPECT_NE(n0.output().find("rank 2 is dead or not responding"), std::string::npos) << n0.output();
 
+  // Against the complete run: exit 1, the lost node named with its ranks as missing evidence
+  // (the steps it lacks are also reported missing against the baseline, as for one rank killed).
   const auto cmp = run_command(GPARITY_EXE, {"compare", baseline_.string(), killed.string()});
   EXPECT_EQ(cmp.exit_code, 1) << cmp.out << cmp.err;
-  EXPECT_NE(cmp.out.find("INCOMPLETE"), std::string::npos) << cmp.out;
-  EXPECT_NE(cmp.out.find("candidate node 1 (host "), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("incomplete [rank 2]: candidate node 1 (host "), std::string::npos) << cmp.out;
   EXPECT_NE(cmp.out.find(", ranks 2-3) was lost: its ranks stopped by step 2"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("missing evidence: candidate node 1 (host "), std::string::npos) << cmp.out;
   // Node 0 is not called lost: its ranks wrote the failure they saw.
   EXPECT_EQ(cmp.out.find("node 0 ("), std::string::npos) << cmp.out;
+  // On its own (against itself) the run is INCOMPLETE: nothing differs, evidence is missing.
+  const auto self = run_command(GPARITY_EXE, {"compare", killed.string(), killed.string()});
+  EXPECT_EQ(self.exit_code, 1) << self.out << self.err;
+  EXPECT_NE(self.out.find("INCOMPLETE: evidence is missing"), std::string::npos) << self.out;
+  EXPECT_NE(self.out.find("baseline node 1 (host "), std::string::npos) << self.out;
 
   const auto js = run_command(GPARITY_EXE, {"compare", baseline_.string(), killed.string(), "--json"});
   EXPECT_EQ(js.exit_code, 1);

@@ -19,8 +19,13 @@ RankEnv env_of(const std::map<std::string, std::string>& vars) {
 }
 
 TEST(RankEnv, TorchrunAcrossNodesGivesTheNodeFromGroupRank) {
-  const auto e = env_of({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-                         {"GROUP_RANK", "1"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29400"}});
+  const auto e = env_of({{"RANK", "5"},
+                         {"WORLD_SIZE", "8"},
+                         {"LOCAL_RANK", "1"},
+                         {"LOCAL_WORLD_SIZE", "4"},
+                         {"GROUP_RANK", "1"},
+                         {"MASTER_ADDR", "node0"},
+                         {"MASTER_PORT", "29400"}});
   EXPECT_EQ(e.rank, 5);
   EXPECT_EQ(e.world_size, 8);
   EXPECT_EQ(e.local_rank, 1);
@@ -46,12 +51,17 @@ TEST(RankEnv, SlurmGivesRanksNodeAndTheFirstHostOfTheStep) {
   EXPECT_EQ(e.master_addr, "gpu07");
   EXPECT_EQ(e.master_port, 29500);
   // The step's own list wins over the job's; MASTER_ADDR / MASTER_PORT win over both.
-  EXPECT_EQ(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "a[1-9]"},
+  EXPECT_EQ(env_of({{"SLURM_PROCID", "0"},
+                    {"SLURM_NTASKS", "2"},
+                    {"SLURM_JOB_NODELIST", "a[1-9]"},
                     {"SLURM_STEP_NODELIST", "a[3-4]"}})
                 .master_addr,
             "a3");
-  const auto given = env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "a1"},
-                             {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"}});
+  const auto given = env_of({{"SLURM_PROCID", "0"},
+                             {"SLURM_NTASKS", "2"},
+                             {"SLURM_JOB_NODELIST", "a1"},
+                             {"MASTER_ADDR", "10.0.0.1"},
+                             {"MASTER_PORT", "1234"}});
   EXPECT_EQ(given.master_addr, "10.0.0.1");
   EXPECT_EQ(given.master_port, 1234);
 }

@@ -9,7 +9,8 @@
 namespace gparity::diff {
 namespace {
 
-std::vector<model::RankInfo> two_nodes_of_two(bool numbered, const char* host0 = "h", const char* host1 = "h") {
+std::vector<model::RankInfo> two_nodes_of_two(bool numbered, const char* host0 = "h",
+                                              const char* host1 = "h") {
   std::vector<model::RankInfo> p;
   for (int r = 0; r < 4; ++r) {
     model::RankInfo info{r, r % 2, r < 2 ? host0 : host1, "cpu"};
@@ -36,13 +37,15 @@ TEST(LostNodes, ANodeWhoseRanksAllStoppedSilentlyIsLostAndNamed) {
   EXPECT_EQ(lost[0].node, 1);
   EXPECT_EQ(lost[0].ranks, (std::vector<int>{2, 3}));
   EXPECT_EQ(lost[0].last_step, 2);
-  EXPECT_EQ(lost_node_message("candidate", lost[0]),
-            "candidate node 1 (host h, ranks 2-3) was lost: its ranks stopped by step 2 with no failure event "
-            "of their own (the node was killed, crashed or cut off; or its folder is not the shared one)");
+  EXPECT_EQ(
+      lost_node_message("candidate", lost[0]),
+      "candidate node 1 (host h, ranks 2-3) was lost: its ranks stopped by step 2 with no failure event "
+      "of their own (the node was killed, crashed or cut off; or its folder is not the shared one)");
 }
 
 TEST(LostNodes, ANodeWithNoTraceRecordedNothing) {
-  const auto lost = lost_nodes(two_nodes_of_two(true), {complete(), complete(), {}, {false, true, false, {}}});
+  const auto lost =
+      lost_nodes(two_nodes_of_two(true), {complete(), complete(), {}, {false, true, false, {}}});
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_TRUE(lost[0].recorded_nothing);
   EXPECT_NE(lost_node_message("baseline", lost[0]).find("none of its ranks left a trace"), std::string::npos);
@@ -50,13 +53,14 @@ TEST(LostNodes, ANodeWithNoTraceRecordedNothing) {
 
 TEST(LostNodes, ANodeWithOneLiveRankOrARankThatSawTheFailureIsNotLost) {
   EXPECT_TRUE(lost_nodes(two_nodes_of_two(true), {complete(), complete(), stopped(2), complete()}).empty());
-  EXPECT_TRUE(lost_nodes(two_nodes_of_two(true), {complete(), complete(), stopped(2), saw_failure()}).empty());
+  EXPECT_TRUE(
+      lost_nodes(two_nodes_of_two(true), {complete(), complete(), stopped(2), saw_failure()}).empty());
   EXPECT_TRUE(lost_nodes(two_nodes_of_two(true), {complete(), complete(), complete(), complete()}).empty());
 }
 
 TEST(LostNodes, HostsTellNodesApartWhenNoNodeNumbersWereRecorded) {
-  const auto lost =
-      lost_nodes(two_nodes_of_two(false, "gpu1", "gpu2"), {stopped(3), stopped(3), complete(), saw_failure()});
+  const auto lost = lost_nodes(two_nodes_of_two(false, "gpu1", "gpu2"),
+                               {stopped(3), stopped(3), complete(), saw_failure()});
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(node_label(lost[0]), "node (host gpu1, ranks 0-1)");
 }
