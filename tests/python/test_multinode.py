@@ -36,7 +36,7 @@ class Node:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(node),
                "--nproc_per_node", "2", "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}",
                "--rdzv_id", "gparity-test", "--rdzv_conf", f"is_host={'true' if node == 0 else 'false'}",
-               "--max_restarts", "0",
+               "--max_restarts", "0", "--monitor_interval", "0.2",  # (default 5 s: polls its workers)
                # torch 1.13 on Python 3.11 cannot read its own default "0" here (enum.IntFlag no
                # longer lists NONE): stdout to a log and to the console ("1"), stderr left alone.
                "--redirects", "1", "--tee", "1", WORKER, run_dir, str(STEPS), *map(str, hang)]

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -250,6 +251,34 @@ TEST_F(TwoNodeRun, ANodeKilledMidRunIsIncompleteWithItsRanksNamed) {
   const auto js = run_command(GPARITY_EXE, {"compare", baseline_.string(), killed.string(), "--json"});
   EXPECT_EQ(js.exit_code, 1);
   EXPECT_NE(js.out.find("\"node_lost\""), std::string::npos) << js.out;
+}
+
+TEST(TwoNodeReplay, CoorAcrossTwoNodesGivesTheVerdictOfOneLaunch) {
+  // `gparity replay --coor` of the 4-rank causal trace (tests/runtime/replay_causality_test.cpp),
+  // as two nodes of two ranks: rank 1 is still the origin, and the manifest places every rank.
+  TempDir dir;
+  const auto out = dir.path() / "replay";
+  const std::string trace = std::string(GPARITY_SOURCE_DIR) + "/tests/data/replay/causal_trace";
+  const int port = free_port();
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (int node = 0; node < 2; ++node) {
+    nodes.push_back(std::make_unique<Node>(
+        std::vector<std::string>{"replay", trace, "--compile-id", "1/0", "--coor", "--nproc", "2", "--nnodes",
+                                 "2", "--node-rank", std::to_string(node), "--master-addr", "127.0.0.1",
+                                 "--master-port", std::to_string(port), "--timeout", "30", "--out",
+                                 out.string()},
+        dir.path() / ("node" + std::to_string(node) + ".log")));
+  }
+  EXPECT_EQ(nodes[0]->wait(60s), 1) << nodes[0]->output();  // 1: a divergence was found
+  EXPECT_EQ(nodes[1]->wait(60s), 1) << nodes[1]->output();
+  EXPECT_NE(nodes[0]->output().find("all ranks: unsafe: origin on rank 1"), std::string::npos)
+      << nodes[0]->output();
+  EXPECT_NE(nodes[1]->output().find("[rank 3] rank 3: safe"), std::string::npos) << nodes[1]->output();
+  std::ifstream manifest_file(model::manifest_path(out));
+  const auto m = model::manifest_from_json(nlohmann::json::parse(manifest_file), "manifest.json");
+  ASSERT_EQ(m.ranks.size(), 4u);
+  EXPECT_EQ(m.ranks[3].node, 1);
+  EXPECT_EQ(m.ranks[3].local_rank, 1);
 }
 
 }  // namespace

@@ -44,8 +44,8 @@ TEST(LostNodes, ANodeWhoseRanksAllStoppedSilentlyIsLostAndNamed) {
 }
 
 TEST(LostNodes, ANodeWithNoTraceRecordedNothing) {
-  const auto lost =
-      lost_nodes(two_nodes_of_two(true), {complete(), complete(), {}, {false, true, false, {}}});
+  const RankOutcome absent{false, true, false, {}};  // no trace: incomplete, as the evidence check has it
+  const auto lost = lost_nodes(two_nodes_of_two(true), {complete(), complete(), absent, absent});
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_TRUE(lost[0].recorded_nothing);
   EXPECT_NE(lost_node_message("baseline", lost[0]).find("none of its ranks left a trace"), std::string::npos);
