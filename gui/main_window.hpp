@@ -8,14 +8,20 @@
 // specs, the Flight Recorder pg_config or the manifest, else inferred; the process groups; the
 // record facts); the shown graph is classified across ranks with that layout, and the findings
 // list holds the trace facts first, then the graph's findings.
+// The verdict page (gui/verdict_page.hpp) is the first tab: open_inputs computes, off the GUI
+// thread, the verdict the CLI prints for one or two paths and opens the window on it; its
+// findings and grid cells are followed through the window's CauseRegistry to the view that shows
+// the cause (run heatmap, graph canvas, rank findings, and views registered later). The window
+// sizes itself to the available screen the first time and remembers its geometry (QSettings).
 
 #include <QMainWindow>
 #include <QStringList>
 #include <memory>
 
-#include "diff/report/finding.hpp"
 #include "diff/graphs/rank_classify.hpp"
+#include "diff/report/finding.hpp"
 #include "gui/document.hpp"
+#include "gui/verdict_page.hpp"
 
 class QComboBox;
 class QLineEdit;
@@ -24,6 +30,7 @@ class QTableView;
 class QPlainTextEdit;
 class QMenu;
 class QSortFilterProxyModel;
+class QTabWidget;
 
 namespace gparity::gui {
 
@@ -43,6 +50,16 @@ class MainWindow final : public QMainWindow {
 
   /// Starts loading `path` in the background (progress dialog unless `quiet`).
   void open_path(const QString& path, bool quiet = false);
+  /// `gparity-view PATH [PATH]`: computes the verdict of the paths in the background and opens
+  /// the window on it (gui/verdict.hpp), then the views of what they hold: run views for runs,
+  /// graphs for graph inputs. Paths that have no verdict open as graphs (open_path, open_diff).
+  void open_inputs(const QStringList& paths);
+  [[nodiscard]] VerdictPage* verdict_page() const { return verdict_page_; }
+  /// Views that select causes: each is offered every followed cause (gui/cause_ref.hpp).
+  void register_cause_view(CauseRegistry::Handler handler) { causes_.add(std::move(handler)); }
+  /// Offers `cause` to every registered view; true when one selected it.
+  bool follow_cause(const CauseRef& cause);
+  [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
   /// The device mesh for rank facts and rank diffs of documents opened from now on, instead of
   /// the one read from the trace (`gparity-view --mesh`, as `gparity graph ranks --mesh`).
   void set_mesh_override(const diff::RankLayout& layout) { layout_ = layout; }
@@ -90,6 +107,7 @@ class MainWindow final : public QMainWindow {
   void jump_to_node_finding(int row);
 
  protected:
+  void closeEvent(QCloseEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -102,6 +120,10 @@ class MainWindow final : public QMainWindow {
   void on_node_selected(model::NodeId id);
   void classify_current();
   void report_rank_facts();
+  void adopt_verdict(std::shared_ptr<const JobVerdict> verdict);
+  void show_run_views(RunPair runs);
+  bool select_graph_cause(const CauseRef& cause);
+  void save_geometry() const;
 
   std::shared_ptr<const Document> doc_;
   std::shared_ptr<const diff::TraceRanksReport> ranks_;  // trace-level rank facts of doc_
@@ -121,7 +143,10 @@ class MainWindow final : public QMainWindow {
   std::unique_ptr<NodeInspectorModel> inspector_model_;
   std::unique_ptr<FindingsModel> findings_model_;
   QTableView* findings_view_ = nullptr;
-  std::unique_ptr<RunViewsWidget> run_views_;
+  std::unique_ptr<RunViewsWidget> run_views_;  // a tab of tabs_ while open
+  QTabWidget* tabs_ = nullptr;
+  VerdictPage* verdict_page_ = nullptr;
+  CauseRegistry causes_;
   DiffView* diff_view_ = nullptr;  // a child window, made on first use
   std::unique_ptr<NodeFindingsModel> node_findings_model_;
   QTableView* node_findings_view_ = nullptr;
