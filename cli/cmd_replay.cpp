@@ -13,6 +13,7 @@
 
 #include "cli/command.hpp"
 #include "cli/group_options.hpp"
+#include "cli/node_options.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
@@ -29,6 +30,7 @@ struct ReplayCliOptions {
   runtime::ReplayOptions run;
   GroupOptions groups;  // --group, --flight-recorder, --no-flight-recorder
   int nproc = 0;
+  NodeOptions nodes;
 };
 
 /// One rank: run the graphs, judge (exchanging with the other ranks), finish.
@@ -82,6 +84,7 @@ void register_replay(CLI::App& app, Action& action) {
       "--coor", r.coor,
       "Compile-on-one-rank check: rank 0's graph, hoisted to each rank, beside the rank's own graph");
   cmd->add_option("--nproc", o->nproc, "Start this many local ranks")->check(CLI::Range(1, 1024));
+  o->nodes.add_to(cmd);
   cmd->add_option("--device", r.device, "cpu (Gloo) or cuda (NCCL, one GPU per local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -125,9 +128,11 @@ void register_replay(CLI::App& app, Action& action) {
     action = [o] {
       try {
         runtime::check_replay_options(o->run);
-        if (o->nproc > 0 && std::getenv("GPARITY_LAUNCHED") == nullptr) {
-          const auto l =
-              runtime::launch_replay_ranks(o->nproc, o->run.timeout_s, o->run.json, std::cout, std::cerr);
+        const bool launching = o->nproc > 0 && std::getenv("GPARITY_LAUNCHED") == nullptr;
+        o->nodes.apply(launching);
+        if (launching) {
+          const auto l = runtime::launch_replay_ranks(o->nproc, o->nodes.layout, o->run.timeout_s,
+                                                      o->run.json, std::cout, std::cerr);
           if (l.exit_code == kExitBadInput)
             std::cerr << paint("gparity: error: replay failed: " + model::display_text(l.failure),
                                Colour::Red, colour_enabled(stderr))

@@ -1,7 +1,8 @@
 // `gparity run`: trains the built-in debug model on N ranks over c10d and records a trace v1 run
-// directory. With --nproc N it starts the N local ranks itself (like torchrun --standalone) and
-// prefixes their output with the rank; without it, it is one rank of a run launched elsewhere
-// (torchrun --no-python, srun, mpirun) and reads RANK / WORLD_SIZE / MASTER_ADDR / ... .
+// directory. With --nproc N it starts the N local ranks itself (like torchrun --standalone, or
+// one node's share with --nnodes/--node-rank/--master-addr/--master-port) and prefixes their
+// output with the rank; without it, it is one rank of a run launched elsewhere (torchrun
+// --no-python, srun, mpirun) and reads RANK / WORLD_SIZE / MASTER_ADDR / ... or Slurm's SLURM_*.
 
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/node_options.hpp"
 #include "cli/terminal.hpp"
 #include "core/model/base/display_text.hpp"
 #include "core/runtime/launcher.hpp"
@@ -29,6 +31,7 @@ namespace {
 struct RunCliOptions {
   runtime::RunOptions run;
   int nproc = 0;
+  NodeOptions nodes;
   double timeout_s = 60;
   std::string bucket_order = "registration";
   std::string fault;
@@ -47,20 +50,6 @@ std::string own_executable() {
   std::vector<char> buf(4096);
   const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
   return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string("gparity");
-}
-
-/// The child ranks' arguments: ours without --nproc.
-std::vector<std::string> child_args(const std::vector<std::string>& cmdline) {
-  std::vector<std::string> out;
-  for (std::size_t i = 1; i < cmdline.size(); ++i) {
-    if (cmdline[i] == "--nproc") {
-      ++i;
-      continue;
-    }
-    if (cmdline[i].starts_with("--nproc=")) continue;
-    out.push_back(cmdline[i]);
-  }
-  return out;
 }
 
 runtime::FaultSpec parse_fault(const std::string& text) {
@@ -145,8 +134,9 @@ int run_one_rank(const RunCliOptions& o) {
 int launch(const RunCliOptions& o) {
   runtime::LaunchOptions lo;
   lo.nproc = o.nproc;
+  lo.node = o.nodes.layout;
   lo.exe = own_executable();
-  lo.args = child_args(own_command_line());
+  lo.args = runtime::rank_arguments(own_command_line());
   lo.grace = o.run.timeout + std::chrono::seconds(3);
   const bool tty = colour_enabled(stderr) && !o.json;
   ProgressBar progress("training", static_cast<std::uint64_t>(o.run.steps));
@@ -187,6 +177,7 @@ void register_run(CLI::App& app, Action& action) {
   auto& r = o->run;
   cmd->add_option("--out", r.out_dir, "Run directory to write (manifest.json, rank-<r>.jsonl)")->required();
   cmd->add_option("--nproc", o->nproc, "Start this many local ranks")->check(CLI::Range(1, 1024));
+  o->nodes.add_to(cmd);
   cmd->add_option("--steps", r.steps, "Training steps")->capture_default_str();
   cmd->add_option("--seed", r.seed, "Seed of weights and synthetic data")->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Parameter and compute dtype")
@@ -257,6 +248,7 @@ void register_run(CLI::App& app, Action& action) {
         o->run.fault = parse_fault(o->fault);
         o->run.command_line = own_command_line();
         runtime::validate(o->run);
+        o->nodes.apply(o->nproc > 0 && std::getenv("GPARITY_LAUNCHED") == nullptr);
       } catch (const std::invalid_argument& e) {
         std::cerr << "gparity: error: " << e.what() << '\n';
         return kExitBadInput;

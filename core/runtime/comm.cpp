@@ -21,17 +21,6 @@
 namespace gparity::runtime {
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < 0 || x > 1'000'000)
-    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v +
-                                "' is not a valid number");
-  return static_cast<int>(x);
-}
-
 std::string to_string(const std::vector<std::uint8_t>& v) {
   return {v.begin(), v.end()};
 }
@@ -42,21 +31,6 @@ std::vector<std::uint8_t> to_bytes(std::string_view s) {
 constexpr auto kBeatPeriod = std::chrono::milliseconds(300);
 
 }  // namespace
-
-RankEnv rank_env_from_environment() {
-  RankEnv e;
-  e.rank = env_int("RANK", 0);
-  e.world_size = env_int("WORLD_SIZE", 1);
-  e.local_rank = env_int("LOCAL_RANK", e.rank);
-  e.local_world_size = env_int("LOCAL_WORLD_SIZE", e.world_size);
-  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
-  e.master_port = env_int("MASTER_PORT", 29500);
-  if (e.world_size < 1 || e.rank >= e.world_size)
-    throw std::invalid_argument("RANK=" + std::to_string(e.rank) +
-                                " is outside WORLD_SIZE=" + std::to_string(e.world_size));
-  if (e.master_port < 1 || e.master_port > 65535) throw std::invalid_argument("MASTER_PORT out of range");
-  return e;
-}
 
 bool comm_backend_available(CommBackend backend) noexcept {
   if (backend == CommBackend::Gloo) return GPARITY_HAVE_GLOO != 0;
@@ -354,6 +328,18 @@ void Comm::store_barrier(const char* what) {
     if (im.store->add(key, 1) == im.env.world_size) im.store->set(key + "/all", to_bytes("1"));
     im.store->wait({key + "/all"}, im.timeout);
   });
+}
+
+std::vector<std::string> Comm::all_gather_text(const std::string& key, const std::string& text) {
+  auto& im = *impl_;
+  const std::string prefix = "gparity/gather/" + key + "/";
+  std::vector<std::string> out;
+  im.guarded(key.c_str(), [&] {
+    im.store->set(prefix + std::to_string(im.env.rank), to_bytes(text));
+    for (int r = 0; r < im.env.world_size; ++r)
+      out.push_back(to_string(im.store->get(prefix + std::to_string(r))));
+  });
+  return out;
 }
 
 void Comm::set_graph_capture(bool capturing) noexcept {

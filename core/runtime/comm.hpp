@@ -11,26 +11,15 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "core/runtime/rank_env.hpp"
 
 namespace at {
 class Tensor;
 }
 
 namespace gparity::runtime {
-
-/// Where this process sits, from RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT.
-struct RankEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;        // the GPU this rank uses (--device cuda)
-  int local_world_size = 1;  // ranks on this node; WORLD_SIZE when LOCAL_WORLD_SIZE is unset
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-};
-
-/// Reads the variables; a missing one takes the single-process default above, a malformed one
-/// throws std::invalid_argument naming it.
-RankEnv rank_env_from_environment();
 
 /// A collective (or the rendezvous) failed: another rank died, hung or disagreed.
 class RankFailure : public std::runtime_error {
@@ -78,6 +67,9 @@ class Comm {
   /// Every rank waits here, through the rendezvous store rather than a collective: no
   /// communicator over all ranks is made for it (ranks sharing a GPU could not form one).
   void store_barrier(const char* what);
+  /// Every rank's `text`, in rank order, through the rendezvous store under `key` (one key per
+  /// exchange): how rank 0 learns where every rank runs, for the manifest.
+  std::vector<std::string> all_gather_text(const std::string& key, const std::string& text);
 
   /// NCCL only, before the first collective: one all-reduce on a throwaway communicator (so NCCL
   /// initialises once, e.g. to dump its graph), then `between` on every rank, then a second

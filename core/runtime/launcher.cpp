@@ -34,16 +34,19 @@ void make_pipe(int p[2]) {
   if (pipe2(p, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
 }
 
-[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, int out_fd, int err_fd) {
+[[noreturn]] void exec_child(const LaunchOptions& o, int local, const std::string& addr, int port, int out_fd,
+                             int err_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // ranks never outlive the launcher
   setpgid(0, 0);                     // a group of its own: a kill reaches whatever the rank started too
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
-  setenv("RANK", std::to_string(rank).c_str(), 1);
-  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
+  setenv("RANK", std::to_string(o.node.node_rank * o.nproc + local).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(o.node.nnodes * o.nproc).c_str(), 1);
   setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
-  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("GROUP_RANK", std::to_string(o.node.node_rank).c_str(), 1);
+  setenv("GROUP_WORLD_SIZE", std::to_string(o.node.nnodes).c_str(), 1);
+  setenv("MASTER_ADDR", addr.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
   setenv("GPARITY_LAUNCHED", "1", 1);
   std::vector<char*> argv;
@@ -115,6 +118,38 @@ int pick_free_port() {
   return p;
 }
 
+void validate(const NodeLayout& n) {
+  if (n.nnodes < 1) throw std::invalid_argument("--nnodes must be at least 1");
+  if (n.node_rank < 0 || n.node_rank >= n.nnodes)
+    throw std::invalid_argument("--node-rank " + std::to_string(n.node_rank) + " is outside 0.." +
+                                std::to_string(n.nnodes - 1) + " (--nnodes " + std::to_string(n.nnodes) +
+                                ")");
+  if (n.master_port < 0 || n.master_port > 65535) throw std::invalid_argument("--master-port out of range");
+  if (n.nnodes > 1 && (n.master_addr.empty() || n.master_port == 0))
+    throw std::invalid_argument(
+        "--nnodes " + std::to_string(n.nnodes) +
+        " needs --master-addr and --master-port: the address and a free port of node 0, "
+        "where rank 0 hosts the rendezvous store, the same on every node");
+}
+
+std::vector<std::string> rank_arguments(const std::vector<std::string>& command_line) {
+  static constexpr std::string_view kOwn[] = {"--nproc", "--nnodes", "--node-rank", "--master-addr",
+                                              "--master-port"};
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < command_line.size(); ++i) {
+    const std::string& a = command_line[i];
+    const auto own = std::find_if(std::begin(kOwn), std::end(kOwn), [&a](std::string_view opt) {
+      return a == opt || (a.starts_with(opt) && a.size() > opt.size() && a[opt.size()] == '=');
+    });
+    if (own == std::end(kOwn)) {
+      out.push_back(a);
+    } else if (a == *own) {
+      ++i;  // its value
+    }
+  }
+  return out;
+}
+
 std::string describe_exit(const RankExit& e) {
   if (!e.signalled) return "exited with status " + std::to_string(e.exit_code);
   const char* name = sigabbrev_np(e.signal);
@@ -126,7 +161,10 @@ std::string describe_exit(const RankExit& e) {
 
 LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
   if (o.nproc < 1) throw std::invalid_argument("--nproc must be at least 1");
-  const int port = pick_free_port();
+  validate(o.node);
+  const std::string addr = o.node.master_addr.empty() ? "127.0.0.1" : o.node.master_addr;
+  const int port = o.node.master_port > 0 ? o.node.master_port : pick_free_port();
+  const int first_rank = o.node.node_rank * o.nproc;  // global rank of local rank 0
   std::vector<Child> children(static_cast<std::size_t>(o.nproc));
   for (int r = 0; r < o.nproc; ++r) {
     int out[2], err[2];
@@ -134,7 +172,7 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
     make_pipe(err);
     const pid_t pid = fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
-    if (pid == 0) exec_child(o, r, port, out[1], err[1]);
+    if (pid == 0) exec_child(o, r, addr, port, out[1], err[1]);
     setpgid(pid, pid);  // as the child does: whichever runs first, the group exists before a kill
     close(out[1]);
     close(err[1]);
@@ -179,9 +217,9 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
       const ssize_t n = read(pfds[i].fd, buf, sizeof buf);
       if (n > 0) {
         c.pending[who[i].second].append(buf, static_cast<std::size_t>(n));
-        drain(c, who[i].second, who[i].first, sink, false);
+        drain(c, who[i].second, first_rank + who[i].first, sink, false);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        drain(c, who[i].second, who[i].first, sink, true);
+        drain(c, who[i].second, first_rank + who[i].first, sink, true);
         close(c.fds[who[i].second]);
         c.fds[who[i].second] = -1;
       }
@@ -192,19 +230,21 @@ LaunchResult launch_local(const LaunchOptions& o, const LineSink& sink) {
       int status = 0;
       if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
       c.running = false;
-      RankExit e{r, WIFEXITED(status) ? WEXITSTATUS(status) : 0, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                 WIFSIGNALED(status), killed[static_cast<std::size_t>(r)]};
+      RankExit e{first_rank + r, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                 WIFSIGNALED(status) ? WTERMSIG(status) : 0, WIFSIGNALED(status),
+                 killed[static_cast<std::size_t>(r)]};
       result.exits.push_back(e);
       const bool failed = e.signalled || e.exit_code != 0;
       if (failed && result.failure.empty()) {
-        result.failure = "rank " + std::to_string(r) + " " + describe_exit(e);
+        result.failure = "rank " + std::to_string(e.rank) + " " + describe_exit(e);
         deadline = std::chrono::steady_clock::now() + o.grace;
         deadline_set = true;
       }
-      if (r == 0) store_gone = std::chrono::steady_clock::now();
+      if (e.rank == 0) store_gone = std::chrono::steady_clock::now();
     }
     // Rank 0 hosts the rendezvous store: once it is gone after a failure, the others can only
-    // wait for their store calls to time out, so they get a short grace, not `grace`.
+    // wait for their store calls to time out, so they get a short grace, not `grace`. (On the
+    // other nodes the ranks find out through their own timeouts.)
     if (deadline_set && store_gone) deadline = std::min(deadline, *store_gone + kStoreGoneGrace);
     if (deadline_set && std::chrono::steady_clock::now() > deadline) {
       for (std::size_t r = 0; r < children.size(); ++r) {

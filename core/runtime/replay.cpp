@@ -187,7 +187,8 @@ struct ReplaySession::Impl {
   std::vector<ReplayJob> jobs;
   std::unique_ptr<GroupComm> comm;
   std::unique_ptr<model::TraceWriter> writer;
-  CollectiveResults own_collectives;  // --coor: the own job's collective results, for run_alone()
+  std::vector<model::RankInfo> rank_infos;  // every rank's host, node and device (manifest)
+  CollectiveResults own_collectives;        // --coor: the own job's collective results, for run_alone()
   json summary;
 
   Impl(ReplayOptions options, std::ostream& o_, std::ostream& e_)
@@ -250,12 +251,24 @@ struct ReplaySession::Impl {
             << ", " << model::shown(u.field) << ") as it is: " << model::shown(u.message) << std::endl;
   }
 
+  /// Where every rank runs (host, node, device), for the manifest: across nodes only each rank
+  /// knows its own host. Every rank takes part.
+  void gather_rank_infos() {
+    const auto own = own_rank_info(env, device);
+    if (!comm) {
+      rank_infos = {own};
+      return;
+    }
+    const auto texts = comm->all_gather_text("rank_info", rank_info_text(own));
+    for (std::size_t r = 0; r < texts.size(); ++r)
+      rank_infos.push_back(rank_info_from_text(texts[r], static_cast<int>(r)));
+  }
+
   void write_manifest() const {
     model::RunManifest m;
     m.run_id = "gparity-replay-" + std::to_string(getpid());
     m.world_size = env.world_size;
-    for (int r = 0; r < env.world_size; ++r)
-      m.ranks.push_back({r, r, "", o.device == "cuda" ? "cuda:" + std::to_string(r) : "cpu"});
+    m.ranks = rank_infos;
     m.framework_versions = {{"torch", torch_version()}, {"gparity", "0.1.0"}};
     m.command_line = o.command_line;
     // The group table: comparisons of replay runs match collectives across ranks by it.
@@ -443,6 +456,7 @@ ReplaySession::ReplaySession(ReplayOptions options, std::ostream& out, std::ostr
     const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
     m.comm = std::make_unique<GroupComm>(m.env, backend, m.groups, timeout, m.gpu_of_rank);
   }
+  m.gather_rank_infos();
   if (m.env.rank == 0) m.write_manifest();
   m.writer = std::make_unique<model::TraceWriter>(o.out, m.env.rank);
   for (const auto& j : m.jobs) m.write_graph_records(j);
@@ -517,19 +531,13 @@ int ReplaySession::finish(const std::string& text, const std::string& overall, c
   return code;
 }
 
-ReplayLaunch launch_replay_ranks(int nproc, double timeout_s, bool json_lines, std::ostream& out,
-                                 std::ostream& err) {
+ReplayLaunch launch_replay_ranks(int nproc, const NodeLayout& node, double timeout_s, bool json_lines,
+                                 std::ostream& out, std::ostream& err) {
   LaunchOptions lo;
   lo.nproc = nproc;
+  lo.node = node;
   lo.exe = own_executable();
-  const auto cmdline = own_command_line();
-  for (std::size_t i = 1; i < cmdline.size(); ++i) {
-    if (cmdline[i] == "--nproc") {
-      ++i;
-      continue;
-    }
-    if (!cmdline[i].starts_with("--nproc=")) lo.args.push_back(cmdline[i]);
-  }
+  lo.args = rank_arguments(own_command_line());
   lo.grace = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000) + 3000);
   const auto result = launch_local(lo, [&](int rank, bool is_stderr, std::string_view line) {
     auto& stream = is_stderr ? err : out;

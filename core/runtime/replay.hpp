@@ -27,6 +27,7 @@
 #include "core/model/graph/hoist.hpp"
 #include "core/model/graph/process_groups.hpp"
 #include "core/model/run/trace_schema.hpp"
+#include "core/runtime/launcher.hpp"
 
 namespace gparity::runtime {
 
@@ -114,10 +115,10 @@ struct ReplayLaunch {
   std::string failure;  // which rank failed and how, when exit_code is 2
 };
 /// `--nproc N`: starts N local ranks of this very command (this executable, its arguments
-/// without --nproc); their lines go to `out` / `err` tagged "[rank r]" (stdout lines as they are
-/// with --json).
-ReplayLaunch launch_replay_ranks(int nproc, double timeout_s, bool json, std::ostream& out,
-                                 std::ostream& err);
+/// without the launcher's options), this node's share of `node`'s layout; their lines go to `out` / `err`
+/// tagged "[rank r]" (stdout lines as they are with --json).
+ReplayLaunch launch_replay_ranks(int nproc, const NodeLayout& node, double timeout_s, bool json,
+                                 std::ostream& out, std::ostream& err);
 
 /// This process's command line, as /proc/self/cmdline has it.
 std::vector<std::string> own_command_line();

@@ -40,12 +40,6 @@ std::string iso_now() {
   return buf;
 }
 
-std::string hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 /// Everything that decides the numbers of a run except the bucket order, which is the change
 /// people compare.
 std::string config_fingerprint(const RunOptions& o, int world) {
@@ -415,19 +409,26 @@ class Trainer {
   std::int64_t capture_step_ = 0;
 };
 
-void write_manifest_rank0(const RunOptions& o, const RankEnv& env, const Comm& comm) {
+/// Where every rank runs (host, node, device), gathered through the rendezvous store: across
+/// nodes only each rank knows its own host.
+std::vector<model::RankInfo> gather_rank_infos(const RunOptions& o, const RankEnv& env, Comm& comm) {
+  const std::string device = o.device == "cuda" ? "cuda:" + std::to_string(env.local_rank) : "cpu";
+  const auto texts = comm.all_gather_text("rank_info", rank_info_text(own_rank_info(env, device)));
+  std::vector<model::RankInfo> ranks;
+  for (std::size_t r = 0; r < texts.size(); ++r)
+    ranks.push_back(rank_info_from_text(texts[r], static_cast<int>(r)));
+  return ranks;
+}
+
+void write_manifest_rank0(const RunOptions& o, const RankEnv& env, const Comm& comm,
+                          std::vector<model::RankInfo> ranks) {
   model::RunManifest m;
   m.run_id = "gparity-run-" + iso_now() + "-" + std::to_string(getpid());
   m.world_size = env.world_size;
   m.steps = o.steps;
   m.mesh_shape = {env.world_size};
   m.mesh_dim_names = {"dp"};
-  for (int r = 0; r < env.world_size; ++r) {
-    // Local ranks are r modulo the ranks of this host only for --nproc launches; torchrun-style
-    // launches on one host give the same numbers.
-    m.ranks.push_back({r, r == env.rank ? env.local_rank : r, hostname(),
-                       o.device == "cuda" ? "cuda:" + std::to_string(r) : "cpu"});
-  }
+  m.ranks = std::move(ranks);
   m.framework_versions = {{"torch", TORCH_VERSION}, {"gparity", "0.1.0"}, {"backend", comm.backend_name()}};
   m.command_line = o.command_line;
   m.config_fingerprint = config_fingerprint(o, env.world_size);
@@ -509,7 +510,8 @@ RunSummary run_rank(const RunOptions& o, const RankEnv& env,
   Comm comm(env, backend, o.timeout);
   setup_ring_orders(o, env, comm);  // before the first collective makes NCCL's communicator
   Recorder rec(o.out_dir, env.rank);
-  if (env.rank == 0) write_manifest_rank0(o, env, comm);
+  auto rank_infos = gather_rank_infos(o, env, comm);
+  if (env.rank == 0) write_manifest_rank0(o, env, comm, std::move(rank_infos));
   const bool cuda = o.device == "cuda";
   // --cuda-graph: the whole run (weights' initialisation, warm-up, capture, replays, optimizer,
   // recorder) on one side stream, as a capture needs a stream other than the default one.

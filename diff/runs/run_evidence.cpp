@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "diff/runs/lost_nodes.hpp"
 #include "diff/runs/run_values.hpp"
 
 namespace gparity::diff::runs {
@@ -43,6 +44,30 @@ std::vector<std::int64_t> declared_steps(const RunSource& run, const std::vector
   std::sort(d.begin(), d.end());
   d.erase(std::unique(d.begin(), d.end()), d.end());
   return d;
+}
+
+/// Across nodes (diff/runs/lost_nodes.hpp): a node whose every rank was lost is named with its
+/// ranks, ahead of the ranks' own findings.
+void add_lost_nodes(const RunSource& run, const std::string& which, const std::vector<RankEvidence>& ev,
+                    RunEvidence& out) {
+  std::vector<RankOutcome> outcomes(static_cast<std::size_t>(run.manifest.world_size));
+  for (std::size_t r = 0; r < outcomes.size() && r < ev.size(); ++r) {
+    outcomes[r] = {ev[r].present, out.incomplete_ranks.contains(static_cast<int>(r)), !ev[r].failures.empty(),
+                   ev[r].steps.empty() ? std::nullopt : std::optional(ev[r].steps.back())};
+  }
+  for (std::size_t r = ev.size(); r < outcomes.size(); ++r) outcomes[r].incomplete = true;
+  std::vector<Finding> lost;
+  for (const auto& n : lost_nodes(run.manifest.ranks, outcomes)) {
+    Finding f{Severity::Incomplete,
+              "node_lost",
+              {},
+              "",
+              {{"run", which}, {"node", n.node}, {"host", n.host}, {"ranks", n.ranks}}};
+    f.where.rank = n.ranks.front();
+    f.message = lost_node_message(which, n);
+    lost.push_back(std::move(f));
+  }
+  out.findings.insert(out.findings.begin(), lost.begin(), lost.end());
 }
 
 }  // namespace
@@ -113,6 +138,7 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
     if (tail && e.failures.empty()) f.message += "; no failure event of its own: killed or lost";
     out.findings.push_back(std::move(f));
   }
+  add_lost_nodes(run, which, ev, out);
   out.data = {
       {"world_size", world},
       {"declared_steps", step_ranges(declared)},

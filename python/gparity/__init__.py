@@ -26,7 +26,7 @@ import time
 
 import torch
 
-__all__ = ["Recorder", "load_ops", "hash_tensor", "OpRecorder", "record_ops"]
+__all__ = ["Recorder", "load_ops", "hash_tensor", "distributed_env", "OpRecorder", "record_ops"]
 
 _DTYPES = {
     torch.float32: ("float32", 4), torch.bfloat16: ("bfloat16", 2), torch.float16: ("float16", 2),
@@ -90,6 +90,87 @@ def _dist():
     return d if d.is_available() and d.is_initialized() else None
 
 
+def _first_slurm_host(nodelist):
+    """The first host of a Slurm host list: "gpu[07-09,12],login1" -> "gpu07"."""
+    host, depth, skipping = "", 0, False
+    for c in nodelist.strip():
+        if c == "[":
+            depth, skipping = depth + 1, False
+        elif c == "]":
+            depth -= 1
+        elif depth == 0 and c in ", ":
+            break
+        elif depth > 0:
+            skipping = skipping or c in ",-"
+            host += "" if skipping else c
+        else:
+            host += c
+    if depth != 0 or not host:
+        raise ValueError(f"gparity: cannot read the Slurm host list {nodelist!r}")
+    return host
+
+
+def distributed_env():
+    """Under Slurm's srun (SLURM_PROCID set, RANK not), sets RANK / WORLD_SIZE / LOCAL_RANK /
+    GROUP_RANK / MASTER_ADDR (first host of the step's node list) / MASTER_PORT (29500) as torchrun
+    would, so that torch.distributed.init_process_group("env://") and the Recorder work as under
+    torchrun; variables already set win. Returns the five values as a dict."""
+    env = os.environ
+    if "RANK" not in env and "SLURM_PROCID" in env:
+        env["RANK"] = env["SLURM_PROCID"]
+        env.setdefault("WORLD_SIZE", env.get("SLURM_NTASKS", "1"))
+        env.setdefault("LOCAL_RANK", env.get("SLURM_LOCALID", "0"))
+        if "SLURM_NODEID" in env:
+            env.setdefault("GROUP_RANK", env["SLURM_NODEID"])
+        if "MASTER_ADDR" not in env:
+            nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
+            if nodes:
+                env["MASTER_ADDR"] = _first_slurm_host(nodes)
+        env.setdefault("MASTER_PORT", "29500")
+    return {k: env.get(k) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+
+
+def _node_rank():
+    """The node this process runs on, as the launcher says (torchrun's GROUP_RANK, Slurm's
+    SLURM_NODEID); -1 when it does not."""
+    for name in ("GROUP_RANK", "SLURM_NODEID"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return -1
+
+
+_RANK_INFO_BYTES = 1024
+
+
+def _gather_rank_infos(own, world_size):
+    """Every rank's manifest entry, in rank order, through one all_gather of fixed-size byte
+    tensors (JSON text, never pickles): across nodes only each rank knows its own host."""
+    d = _dist()
+    if d is None or world_size == 1:
+        return None
+    data = json.dumps(own, sort_keys=True).encode("utf-8")[:_RANK_INFO_BYTES]
+    device = torch.device("cuda", torch.cuda.current_device()) if d.get_backend() == "nccl" else torch.device("cpu")
+    mine = torch.zeros(_RANK_INFO_BYTES + 2, dtype=torch.uint8, device=device)
+    mine[:2] = torch.tensor([len(data) >> 8, len(data) & 0xFF], dtype=torch.uint8)
+    mine[2:2 + len(data)] = torch.tensor(list(data), dtype=torch.uint8)
+    everyone = [torch.empty_like(mine) for _ in range(world_size)]
+    d.all_gather(everyone, mine)
+    infos = []
+    for r, t in enumerate(everyone):
+        raw = bytes(t.cpu().tolist())
+        n = min((raw[0] << 8) | raw[1], _RANK_INFO_BYTES)
+        try:
+            entry = json.loads(raw[2:2 + n].decode("utf-8"))
+        except ValueError:
+            entry = None
+        if not isinstance(entry, dict):
+            entry = {"rank": r, "local_rank": r, "host": "", "device": ""}
+        entry["rank"] = r
+        infos.append(entry)
+    return infos
+
+
 def _local_block(p):
     """(local tensor, offsets, global shape, placements, counts) of a parameter or DTensor."""
     if hasattr(p, "to_local") and hasattr(p, "placements") and hasattr(p, "device_mesh"):
@@ -144,13 +225,29 @@ def nccl_graph_info():
 
 
 class Recorder:
-    def __init__(self, run_dir, rank=None, world_size=None, local_rank=None):
+    def __init__(self, run_dir, rank=None, world_size=None, local_rank=None, steps=None):
+        """Opens rank-<rank>.jsonl in run_dir (a folder every node can write: a shared file
+        system across nodes). Every rank constructs one: with torch.distributed initialized,
+        the ranks exchange where they run (one all_gather) and rank 0 writes the manifest with
+        every rank's host and node. `steps`: the steps the run will record (1..steps), declared
+        in the manifest so that a comparison can tell a run that stopped early (INCOMPLETE)."""
         d = _dist()
         self.rank = rank if rank is not None else (d.get_rank() if d else int(os.environ.get("RANK", 0)))
         self.world_size = world_size if world_size is not None else (
             d.get_world_size() if d else int(os.environ.get("WORLD_SIZE", 1)))
         self.local_rank = local_rank if local_rank is not None else int(os.environ.get("LOCAL_RANK", self.rank))
         self.run_dir = run_dir
+        self.steps = steps
+        own = {"rank": self.rank, "local_rank": self.local_rank, "host": socket.gethostname(),
+               "device": f"cuda:{self.local_rank}" if torch.cuda.is_available() else "cpu"}
+        if _node_rank() >= 0:
+            own["node"] = _node_rank()
+        self._rank_infos = _gather_rank_infos(own, self.world_size)
+        if self._rank_infos is None:  # no torch.distributed: this rank's entry, the others guessed alike
+            self._rank_infos = [own if r == self.rank else
+                                {"rank": r, "local_rank": r, "host": own["host"],
+                                 "device": f"cuda:{r}" if torch.cuda.is_available() else "cpu"}
+                                for r in range(self.world_size)]
         os.makedirs(run_dir, exist_ok=True)
         self._file = open(os.path.join(run_dir, f"rank-{self.rank}.jsonl"), "w", encoding="utf-8")
         self._table = None
@@ -164,12 +261,13 @@ class Recorder:
             "schema_version": 1, "format": "gparity-trace",
             "run_id": f"gparity-py-{int(time.time())}-{os.getpid()}",
             "world_size": self.world_size, "mesh_shape": [self.world_size], "mesh_dim_names": ["dp"],
-            "ranks": [{"rank": r, "local_rank": r, "host": socket.gethostname(),
-                       "device": f"cuda:{r}" if torch.cuda.is_available() else "cpu"} for r in range(self.world_size)],
+            "ranks": self._rank_infos,
             "framework_versions": {"torch": torch.__version__, "gparity": "0.1.0"},
             "command_line": list(sys.argv), "config_fingerprint": "",
             "start_time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
+        if self.steps is not None:
+            m["steps"] = int(self.steps)
         nccl = nccl_graph_info()
         if nccl is not None:
             m["nccl"] = nccl

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace gparity::runtime {
 namespace {
@@ -61,6 +64,38 @@ TEST(Launcher, RendezvousPortsAvoidTheEphemeralRange) {
       EXPECT_LT(p, lo);
     }
   }
+}
+
+TEST(Launcher, OneNodeOfSeveralStartsItsShareOfTheGlobalRanks) {
+  LaunchOptions o = shell(
+      "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $GROUP_WORLD_SIZE "
+      "$MASTER_ADDR $MASTER_PORT",
+      std::chrono::seconds(5));
+  o.node = {3, 1, "10.1.2.3", 23456};
+  std::map<int, std::string> lines;
+  const auto r = launch_local(o, [&lines](int rank, bool, std::string_view line) { lines[rank] = line; });
+  EXPECT_TRUE(r.ok()) << r.failure;
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[2], "2 0 6 2 1 3 10.1.2.3 23456");  // node 1 of 3, 2 ranks each: ranks 2 and 3
+  EXPECT_EQ(lines[3], "3 1 6 2 1 3 10.1.2.3 23456");
+  ASSERT_NE(exit_of(r, 3), nullptr);
+}
+
+TEST(Launcher, NodesOfARunNeedTheRendezvousAddressAndPort) {
+  EXPECT_THROW(validate(NodeLayout{2, 0, "", 0}), std::invalid_argument);
+  EXPECT_THROW(validate(NodeLayout{2, 0, "node0", 0}), std::invalid_argument);
+  EXPECT_THROW(validate(NodeLayout{2, 2, "node0", 29400}), std::invalid_argument);
+  EXPECT_NO_THROW(validate(NodeLayout{2, 1, "node0", 29400}));
+  EXPECT_NO_THROW(validate(NodeLayout{}));  // one node: a free local port
+}
+
+TEST(Launcher, RanksGetTheCommandWithoutTheLaunchersOptions) {
+  EXPECT_EQ(rank_arguments({"gparity", "run", "--nproc", "2", "--nnodes=2", "--node-rank", "1", "--out", "r",
+                            "--master-addr", "h", "--master-port=5", "--steps", "3"}),
+            (std::vector<std::string>{"run", "--out", "r", "--steps", "3"}));
+  // An option that only starts like one of them stays.
+  EXPECT_EQ(rank_arguments({"gparity", "run", "--nprocs", "x"}),
+            (std::vector<std::string>{"run", "--nprocs", "x"}));
 }
 
 }  // namespace

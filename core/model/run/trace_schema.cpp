@@ -293,7 +293,9 @@ TraceScalar scalar_from_json(const json& j, const std::string& source, std::int6
 json to_json(const RunManifest& m) {
   json ranks = json::array();
   for (const auto& r : m.ranks) {
-    ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"host", r.host}, {"device", r.device}});
+    json entry = {{"rank", r.rank}, {"local_rank", r.local_rank}, {"host", r.host}, {"device", r.device}};
+    if (r.node >= 0) entry["node"] = r.node;
+    ranks.push_back(std::move(entry));
   }
   json versions = json::object();
   for (const auto& [k, v] : m.framework_versions) versions[k] = v;
@@ -344,6 +346,8 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
                          optional_or<int>(r, "local_rank", 0, source, line),
                          optional_or<std::string>(r, "host", "", source, line),
                          optional_or<std::string>(r, "device", "", source, line)});
+      m.ranks.back().node = optional_or<int>(r, "node", -1, source, line);
+      if (m.ranks.back().node < -1) bad(source, line, "ranks entry: node must be 0 or more");
     }
   }
   if (const auto it = j.find("framework_versions"); it != j.end() && it->is_object()) {

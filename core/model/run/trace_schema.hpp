@@ -38,6 +38,9 @@ struct RankInfo {
   int local_rank = 0;
   std::string host;
   std::string device;  // "cuda:0", "cpu"
+  /// The node the rank ran on (0 .. nodes-1: torchrun's GROUP_RANK, SLURM_NODEID); -1 not
+  /// recorded. Tells nodes apart where their hosts' names do not (two launches on one host).
+  int node = -1;
   friend bool operator==(const RankInfo&, const RankInfo&) = default;
 };
 
