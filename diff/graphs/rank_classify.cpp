@@ -1122,7 +1122,7 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
         continue;
       }
       const std::int32_t occ = seen[{r.compile, r.name}]++;
-      set_for({r.compile, r.name, occ})->add(rt.rank, std::move(*p.graph));
+      set_for({r.compile, r.name, occ})->add(rt.rank, *p.graph);
     }
     std::stable_sort(rt.problems.begin(), rt.problems.end(),
                      [](const model::TraceProblem& a, const model::TraceProblem& b) { return a.line < b.line; });

@@ -262,7 +262,7 @@ std::optional<std::vector<NodeId>> patched_positions(const RankGraphSet::Base& b
 
 }  // namespace
 
-void RankGraphSet::add(std::int32_t rank, Graph graph) {
+void RankGraphSet::add(std::int32_t rank, const Graph& graph) {
   const auto local = local_of(rank);
   const auto fn = fingerprint_norm(norm_, local);
   std::vector<const Base*> tried;
@@ -311,7 +311,7 @@ void RankGraphSet::add(std::int32_t rank, Graph graph) {
   }
   // Not a delta of any base tried: a base of its own.
   m.fingerprint = model::fingerprint(graph, fn);
-  auto base = make_base(std::move(graph), local);
+  auto base = make_base(graph, local);
   m.base = base.get();
   m.is_base = true;
   std::lock_guard lock(mutex_);

@@ -45,8 +45,10 @@ class RankGraphSet {
   RankGraphSet& operator=(RankGraphSet&&) = delete;
   ~RankGraphSet();
 
-  /// Adds `rank`'s graph (each rank once). Thread-safe.
-  void add(std::int32_t rank, model::Graph graph);
+  /// Adds `rank`'s graph (each rank once): its patched nodes, or a copy when it becomes a base.
+  /// Thread-safe. The caller drops the graph (freeing a 100,000-node graph costs about what
+  /// comparing it does: it belongs to reading it).
+  void add(std::int32_t rank, const model::Graph& graph);
 
   struct Base {
     model::Graph graph;
