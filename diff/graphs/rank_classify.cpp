@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "core/model/base/input_error.hpp"
+#include "core/model/base/path_kind.hpp"
 #include "core/model/graph/fx_text.hpp"
 
 #include "diff/graphs/graph_align.hpp"
@@ -1088,13 +1092,45 @@ TraceRanksReport classify_trace(const RanksInput& input, const RankLayout& given
   });
 }
 
+namespace {
+
+/// The logs read_torch_trace_dir reads: a directory's files that look like TORCH_TRACE logs (by
+/// content), or the one file, sorted by name.
+std::vector<std::string> trace_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (model::path_kind(path) == model::PathKind::Directory) {
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      if (model::path_kind(e.path()) != model::PathKind::Regular) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string head(4096, '\0');
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<std::size_t>(in.gcount()));
+      if (model::looks_like_torch_trace(head)) files.push_back(e.path().string());
+    }
+    if (ec) throw model::InputError(path, "cannot list the directory: " + ec.message());
+    if (files.empty()) throw model::InputError(path, "no TORCH_TRACE log in the directory");
+  } else {
+    files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
 RanksInput read_ranks_input(const std::string& path, const GraphNormalization& norm, std::int32_t ranks_per_node,
                             unsigned threads) {
   RanksInput in;
   in.norm = norm;
   model::TraceOptions options;
   options.parse_graphs = false;  // graphs go into the sets one at a time, below
-  in.trace = model::read_torch_trace_dir(path, options, threads);
+  // As read_torch_trace_dir reads, but a log's pages go as soon as it is read, before the next
+  // logs are: memory holds the logs in flight, not all of them.
+  const auto files = trace_files(path);
+  in.trace.path = path;
+  in.trace.ranks.resize(files.size());
   using Key = std::tuple<model::CompileId, std::string, std::int32_t>;
   std::map<Key, std::unique_ptr<RankGraphSet>> sets;
   std::mutex sets_mutex;
@@ -1109,6 +1145,7 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
   // As read_torch_trace parses graphs, but each graph goes into its set and is dropped.
   const auto read_graphs = [&](std::size_t i) {
     auto& rt = in.trace.ranks[i];
+    rt = model::read_torch_trace(files[i], options);
     std::map<std::pair<model::CompileId, std::string>, std::int32_t> seen;
     for (std::size_t ri = 0; ri < rt.records.size(); ++ri) {
       const auto& r = rt.records[ri];
@@ -1152,7 +1189,27 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  in.mesh_specs = merge_mesh_specs(specs);
+  // By rank, as read_torch_trace_dir sorts them; a rank in two logs is refused as it refuses it.
+  std::vector<std::size_t> order(in.trace.ranks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return in.trace.ranks[a].rank < in.trace.ranks[b].rank; });
+  std::vector<model::TorchTraceRank> ranks;
+  std::vector<std::vector<MeshSpec>> sorted_specs;
+  for (const std::size_t i : order) {
+    ranks.push_back(std::move(in.trace.ranks[i]));
+    sorted_specs.push_back(std::move(specs[i]));
+  }
+  in.trace.ranks = std::move(ranks);
+  for (std::size_t i = 1; i < in.trace.ranks.size(); ++i) {
+    const auto& a = in.trace.ranks[i - 1];
+    const auto& b = in.trace.ranks[i];
+    if (b.rank >= 0 && b.rank == a.rank) {
+      throw model::InputError(path, "rank " + std::to_string(b.rank) + " is in two logs: " + a.path + " and " +
+                                        b.path + " (a restarted job writes a second log: keep the one to read)");
+    }
+  }
+  in.mesh_specs = merge_mesh_specs(sorted_specs);
   for (auto& [key, set] : sets) {
     TraceGraphSet ts;
     ts.compile = std::get<0>(key);
