@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
-#include <optional>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,22 +66,23 @@ int planted_rank(int ranks) {
 }
 
 Graph rank_graph(const gparity::testing::RankGraphMaker& maker, int rank, int ranks) {
-  return maker.rank_graph(rank, rank, true,
-                          rank == planted_rank(ranks) ? std::optional<std::int64_t>(1000 + 32 * rank) : std::nullopt);
+  return maker.rank_graph(
+      rank, rank, true,
+      rank == planted_rank(ranks) ? std::optional<std::int64_t>(1000 + 32 * rank) : std::nullopt);
 }
 
 void summary(const char* label, int ranks, const gparity::diff::GraphClassification& c, double t_build,
-             double t_ingest, double t_classify, double cpu_ingest, double cpu_classify, const std::string& extra) {
+             double t_ingest, double t_classify, double cpu_ingest, double cpu_classify,
+             const std::string& extra) {
   std::size_t by_class[4] = {0, 0, 0, 0};
   for (const auto& f : c.findings) ++by_class[static_cast<int>(f.cls)];
   std::printf(
       "%s %3d ranks: build+drop %.1f s (not counted), ingest %.3f s, classify %.3f s, total %.3f s wall, "
       "%.3f s CPU (ingest %.3f + classify %.3f); %zu groups, "
       "verdict %s, %zu findings (%zu device-, %zu rank-parametric, %zu divergent)%s\n",
-      label, ranks, t_build, t_ingest, t_classify, t_ingest + t_classify, cpu_ingest + cpu_classify, cpu_ingest,
-      cpu_classify, c.groups.size(),
-      std::string(gparity::diff::verdict_name(c.verdict)).c_str(), c.findings.size(), by_class[0], by_class[1],
-      by_class[3], extra.c_str());
+      label, ranks, t_build, t_ingest, t_classify, t_ingest + t_classify, cpu_ingest + cpu_classify,
+      cpu_ingest, cpu_classify, c.groups.size(), std::string(gparity::diff::verdict_name(c.verdict)).c_str(),
+      c.findings.size(), by_class[0], by_class[1], by_class[3], extra.c_str());
   std::fflush(stdout);
 }
 
@@ -153,14 +154,16 @@ int main(int argc, char** argv) {
   const gparity::testing::RankGraphMaker maker(sample, nodes, kRankParams);
   double load[3] = {0, 0, 0};
   if (::getloadavg(load, 3) < 0) load[0] = -1;
-  std::printf("%zu-node graph (sample aot_joint_graph x %zu), %zu rank parameters; load average %.2f %.2f %.2f\n",
-              maker.base().nodes.size(), maker.base().nodes.size() / (sample.nodes.size() - 1),
-              maker.rank_params(), load[0], load[1], load[2]);
+  std::printf(
+      "%zu-node graph (sample aot_joint_graph x %zu), %zu rank parameters; load average %.2f %.2f %.2f\n",
+      maker.base().nodes.size(), maker.base().nodes.size() / (sample.nodes.size() - 1), maker.rank_params(),
+      load[0], load[1], load[2]);
   std::fflush(stdout);
   for (const int ranks : rank_counts) {
     in_child("new", ranks, [&] { new_case(maker, ranks); });
     if (ranks <= old_up_to) in_child("old", ranks, [&] { old_case(maker, ranks); });
   }
-  if (::getloadavg(load, 3) >= 0) std::printf("load average at the end %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+  if (::getloadavg(load, 3) >= 0)
+    std::printf("load average at the end %.2f %.2f %.2f\n", load[0], load[1], load[2]);
   return 0;
 }

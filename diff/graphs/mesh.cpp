@@ -167,7 +167,8 @@ void specs_of_rank(const model::TorchTraceRank& rt, std::set<std::string>& seen,
   for (const auto& r : rt.records) {
     if (r.payload_bytes == 0 || r.payload_offset + r.payload_bytes > rt.text.size()) continue;
     const auto body = rt.text.substr(r.payload_offset, r.payload_bytes);
-    for (auto at = body.find("DeviceMesh(("); at != std::string_view::npos; at = body.find("DeviceMesh((", at + 12)) {
+    for (auto at = body.find("DeviceMesh(("); at != std::string_view::npos;
+         at = body.find("DeviceMesh((", at + 12)) {
       const auto text = body.substr(at, 200);
       auto m = parse_device_mesh(text);
       if (!m) continue;

@@ -18,7 +18,6 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/path_kind.hpp"
 #include "core/model/graph/fx_text.hpp"
-
 #include "diff/graphs/graph_align.hpp"
 #include "diff/graphs/mesh.hpp"
 #include "diff/graphs/trace_facts.hpp"
@@ -293,8 +292,8 @@ GraphVerdict verdict_of(FindingClass c) {
 
 /// A rank that uses a group name whose Flight Recorder rank list does not hold it; "" when
 /// every name the pg_config knows holds its ranks.
-std::string group_contradiction(const std::vector<std::int32_t>& ranks,
-                                const std::vector<std::string>& names, const RankLayout& layout) {
+std::string group_contradiction(const std::vector<std::int32_t>& ranks, const std::vector<std::string>& names,
+                                const RankLayout& layout) {
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     std::string name = names[i];
     if (name.size() >= 2 && (name.front() == '\'' || name.front() == '"'))
@@ -492,7 +491,9 @@ class Classifier {
     out_.findings.push_back(std::move(f));
   }
 
-  bool is_group_slot(const SlotKey& key) const { return group_slot(reps_[0]->graph(), key.first, key.second); }
+  bool is_group_slot(const SlotKey& key) const {
+    return group_slot(reps_[0]->graph(), key.first, key.second);
+  }
 
   RankFinding finding_for(NodeId x, std::string field, std::size_t group = 0) const {
     const auto& g = reps_[group]->graph();
@@ -869,7 +870,8 @@ class SetClassifier {
       const OwnedValue& sv = s.per_group[g].set ? s.per_group[g] : s.per_group[0];
       for (const std::int32_t r : out_.groups[g]) values.push_back(owned_rank_value(sv, r, layout_));
     }
-    std::sort(values.begin(), values.end(), [](const PerRank& p, const PerRank& q) { return p.rank < q.rank; });
+    std::sort(values.begin(), values.end(),
+              [](const PerRank& p, const PerRank& q) { return p.rank < q.rank; });
     if (std::all_of(values.begin(), values.end(), [&](const PerRank& p) { return p.text == values[0].text; }))
       return;
     RankFinding f = finding_of(*a_, key.first, key.second);
@@ -1077,19 +1079,20 @@ TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphN
 }
 
 TraceRanksReport classify_trace(const RanksInput& input, const RankLayout& given) {
-  return classify_trace_with(input.trace, input.norm, given, &input.mesh_specs, [&](const RankLayout& layout) {
-    std::vector<TraceGraphReport> out;
-    for (const auto& ts : input.graphs) {
-      TraceGraphReport g;
-      g.compile = ts.compile;
-      g.kind = ts.kind;
-      g.occurrence = ts.occurrence;
-      for (const auto* m : ts.set->members()) g.ranks.push_back(m->rank);
-      g.classification = classify_rank_set(*ts.set, layout);
-      out.push_back(std::move(g));
-    }
-    return out;
-  });
+  return classify_trace_with(input.trace, input.norm, given, &input.mesh_specs,
+                             [&](const RankLayout& layout) {
+                               std::vector<TraceGraphReport> out;
+                               for (const auto& ts : input.graphs) {
+                                 TraceGraphReport g;
+                                 g.compile = ts.compile;
+                                 g.kind = ts.kind;
+                                 g.occurrence = ts.occurrence;
+                                 for (const auto* m : ts.set->members()) g.ranks.push_back(m->rank);
+                                 g.classification = classify_rank_set(*ts.set, layout);
+                                 out.push_back(std::move(g));
+                               }
+                               return out;
+                             });
 }
 
 namespace {
@@ -1120,8 +1123,8 @@ std::vector<std::string> trace_files(const std::string& path) {
 
 }  // namespace
 
-RanksInput read_ranks_input(const std::string& path, const GraphNormalization& norm, std::int32_t ranks_per_node,
-                            unsigned threads) {
+RanksInput read_ranks_input(const std::string& path, const GraphNormalization& norm,
+                            std::int32_t ranks_per_node, unsigned threads) {
   RanksInput in;
   in.norm = norm;
   model::TraceOptions options;
@@ -1153,7 +1156,8 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
       const std::string text = rt.payload(r);
       if (!model::looks_like_fx_text(text) && (r.kind == "artifact" || r.kind == "graph_dump")) continue;
       model::FxParse p = model::read_fx_text(text, rt.path, r.line + 1);
-      for (auto& pr : p.problems) rt.problems.push_back({rt.path, pr.line, r.name + " payload: " + pr.problem});
+      for (auto& pr : p.problems)
+        rt.problems.push_back({rt.path, pr.line, r.name + " payload: " + pr.problem});
       if (!p.graph) {
         rt.unparsed.push_back(ri);
         continue;
@@ -1161,8 +1165,9 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
       const std::int32_t occ = seen[{r.compile, r.name}]++;
       set_for({r.compile, r.name, occ})->add(rt.rank, *p.graph);
     }
-    std::stable_sort(rt.problems.begin(), rt.problems.end(),
-                     [](const model::TraceProblem& a, const model::TraceProblem& b) { return a.line < b.line; });
+    std::stable_sort(
+        rt.problems.begin(), rt.problems.end(),
+        [](const model::TraceProblem& a, const model::TraceProblem& b) { return a.line < b.line; });
     specs[i] = mesh_specs_in_rank(rt);
     // read_torch_trace maps each log read-only and private (MappedFile): the pages read so far
     // may go, and what is read later (records' small payloads) comes back from the file.
@@ -1192,8 +1197,9 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
   // By rank, as read_torch_trace_dir sorts them; a rank in two logs is refused as it refuses it.
   std::vector<std::size_t> order(in.trace.ranks.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return in.trace.ranks[a].rank < in.trace.ranks[b].rank; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return in.trace.ranks[a].rank < in.trace.ranks[b].rank;
+  });
   std::vector<model::TorchTraceRank> ranks;
   std::vector<std::vector<MeshSpec>> sorted_specs;
   for (const std::size_t i : order) {
@@ -1205,8 +1211,9 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
     const auto& a = in.trace.ranks[i - 1];
     const auto& b = in.trace.ranks[i];
     if (b.rank >= 0 && b.rank == a.rank) {
-      throw model::InputError(path, "rank " + std::to_string(b.rank) + " is in two logs: " + a.path + " and " +
-                                        b.path + " (a restarted job writes a second log: keep the one to read)");
+      throw model::InputError(path, "rank " + std::to_string(b.rank) + " is in two logs: " + a.path +
+                                        " and " + b.path +
+                                        " (a restarted job writes a second log: keep the one to read)");
     }
   }
   in.mesh_specs = merge_mesh_specs(sorted_specs);

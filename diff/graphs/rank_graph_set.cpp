@@ -195,7 +195,8 @@ Node copy_node(const Graph& from, const Node& n, Graph& to, std::optional<std::i
   o.args.reserve(n.args.size());
   for (const auto& a : n.args) o.args.push_back(copy_value(from, a, to, l, ref));
   o.kwargs.reserve(n.kwargs.size());
-  for (const auto& k : n.kwargs) o.kwargs.push_back({to.intern(from.str(k.name)), copy_value(from, k.value, to, l, ref)});
+  for (const auto& k : n.kwargs)
+    o.kwargs.push_back({to.intern(from.str(k.name)), copy_value(from, k.value, to, l, ref)});
   o.meta = copy_meta(from, n.meta, to, l);
   o.source.file = to.intern(from.str(n.source.file));
   o.source.line = n.source.line;
@@ -217,7 +218,8 @@ std::optional<std::int32_t> RankGraphSet::local_of(std::int32_t rank) const noex
   return ranks_per_node_ > 0 ? rank % ranks_per_node_ : rank;
 }
 
-std::unique_ptr<RankGraphSet::Base> RankGraphSet::make_base(Graph graph, std::optional<std::int32_t> local) const {
+std::unique_ptr<RankGraphSet::Base> RankGraphSet::make_base(Graph graph,
+                                                            std::optional<std::int32_t> local) const {
   auto b = std::make_unique<Base>();
   b->graph = std::move(graph);
   b->local = local;
@@ -302,8 +304,8 @@ void RankGraphSet::add(std::int32_t rank, const Graph& graph) {
     m.patches.name = m.patches.intern(graph.str(graph.name));
     m.patches.nodes.reserve(m.patched.size());
     for (const NodeId p : m.patched) {
-      m.patches.nodes.push_back(
-          copy_node(graph, graph.nodes[p], m.patches, std::nullopt, std::nullopt, [](NodeId r) { return r; }));
+      m.patches.nodes.push_back(copy_node(graph, graph.nodes[p], m.patches, std::nullopt, std::nullopt,
+                                          [](NodeId r) { return r; }));
     }
     std::lock_guard lock(mutex_);
     members_.push_back(std::move(m));

@@ -64,9 +64,9 @@ class RankGraphSet {
     std::optional<std::int32_t> local;
     std::uint64_t fingerprint = 0;
     const Base* base = nullptr;
-    bool is_base = false;                 // the graph is base->graph itself
-    std::vector<model::NodeId> patched;   // positions whose node differs from the base's, ascending
-    model::Graph patches;                 // those nodes, in that order; references by position
+    bool is_base = false;                // the graph is base->graph itself
+    std::vector<model::NodeId> patched;  // positions whose node differs from the base's, ascending
+    model::Graph patches;                // those nodes, in that order; references by position
   };
 
   /// Members sorted by rank (call after every add()).

@@ -26,7 +26,8 @@ class RankGraphMaker {
     for (std::size_t c = 0; c < copies; ++c) {
       const auto base = static_cast<model::NodeId>(template_.nodes.size());
       const std::string suffix = "_c" + std::to_string(c);
-      for (std::size_t i = 0; i < body; ++i) template_.nodes.push_back(copy(sample, sample.nodes[i], base, suffix));
+      for (std::size_t i = 0; i < body; ++i)
+        template_.nodes.push_back(copy(sample, sample.nodes[i], base, suffix));
       if (c + 1 == copies) template_.nodes.push_back(copy(sample, sample.nodes.back(), base, suffix));
     }
     const std::size_t n = template_.nodes.size();
@@ -83,7 +84,8 @@ class RankGraphMaker {
         const auto& v = n.args[a];
         if (v.kind == model::ValueKind::Int && v.i > 1) return IntAt{i, a, -1};
         for (std::size_t j = 0; j < v.items.size(); ++j) {
-          if (v.items[j].kind == model::ValueKind::Int && v.items[j].i > 1) return IntAt{i, a, static_cast<int>(j)};
+          if (v.items[j].kind == model::ValueKind::Int && v.items[j].i > 1)
+            return IntAt{i, a, static_cast<int>(j)};
         }
       }
     }
@@ -105,7 +107,8 @@ class RankGraphMaker {
     return o;
   }
 
-  model::Node copy(const model::Graph& src, const model::Node& n, model::NodeId base, const std::string& suffix) {
+  model::Node copy(const model::Graph& src, const model::Node& n, model::NodeId base,
+                   const std::string& suffix) {
     model::Node o = n;
     o.name = template_.intern(std::string(src.str(n.name)) + suffix);
     o.target = n.kind == model::NodeKind::Placeholder ? o.name : template_.intern(src.str(n.target));

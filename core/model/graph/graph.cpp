@@ -1,13 +1,13 @@
 #include "core/model/graph/graph.hpp"
 
-#include "core/model/graph/fingerprint_parts.hpp"
-
 #include <xxhash.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
+
+#include "core/model/graph/fingerprint_parts.hpp"
 
 namespace gparity::model {
 

@@ -7,6 +7,8 @@
 // constants, added, removed, moved and renamed nodes, and the bundled TORCH_TRACE directories
 // read both ways.
 
+#include "diff/graphs/rank_graph_set.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,7 +18,6 @@
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/graphs/graph_report.hpp"
 #include "diff/graphs/rank_classify.hpp"
-#include "diff/graphs/rank_graph_set.hpp"
 #include "tests/support/graph_test_support.hpp"
 #include "tests/support/rank_graph_maker.hpp"
 #include "tests/support/shared_data.hpp"
@@ -31,8 +32,8 @@ using gparity::testing::RankGraphMaker;
 using gparity::testing::replace_all;
 
 std::string finding_text(const RankFinding& f) {
-  std::string s = std::string(finding_class_name(f.cls)) + "|" + f.node + "|" + f.target + "|" + f.field + "|" +
-                  f.source + "|" + std::to_string(f.graph_line) + "|" + f.compile + "|" + f.note + "|";
+  std::string s = std::string(finding_class_name(f.cls)) + "|" + f.node + "|" + f.target + "|" + f.field +
+                  "|" + f.source + "|" + std::to_string(f.graph_line) + "|" + f.compile + "|" + f.note + "|";
   if (f.function) s += f.function->text() + "/" + f.function->inferred_mesh;
   for (const auto& v : f.values) s += "|r" + std::to_string(v.rank) + "=" + v.text;
   return s;
@@ -40,7 +41,7 @@ std::string finding_text(const RankFinding& f) {
 
 /// Both paths on the same graphs: the same answer, and the set gives each graph back.
 GraphClassification expect_same(const std::vector<Graph>& graphs, const GraphNormalization& norm = {},
-                                 const RankLayout& layout = {}, bool parallel = false) {
+                                const RankLayout& layout = {}, bool parallel = false) {
   std::vector<RankGraph> rg;
   for (std::size_t r = 0; r < graphs.size(); ++r) rg.push_back({static_cast<std::int32_t>(r), &graphs[r]});
   const auto want = classify_ranks(rg, norm, layout);
@@ -51,7 +52,8 @@ GraphClassification expect_same(const std::vector<Graph>& graphs, const GraphNor
     std::vector<std::thread> pool;
     for (int t = 0; t < 2; ++t) {
       pool.emplace_back([&, t] {
-        for (std::size_t r = graphs.size() - 1 - static_cast<std::size_t>(t); r >= 1 && r < graphs.size(); r -= 2)
+        for (std::size_t r = graphs.size() - 1 - static_cast<std::size_t>(t); r >= 1 && r < graphs.size();
+             r -= 2)
           set.add(static_cast<std::int32_t>(r), graphs[r]);
       });
     }
@@ -173,7 +175,7 @@ TEST_F(RepeatedSample, RankParametersDevicesAndAPlantedConstant) {
   EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   std::size_t rank_parametric = 0;
   for (const auto& f : c.findings) rank_parametric += f.cls == FindingClass::RankParametric;
-  EXPECT_GE(rank_parametric, 4U);  // 6 parameters, a few of which may share a node or the plant
+  EXPECT_GE(rank_parametric, 4U);     // 6 parameters, a few of which may share a node or the plant
   expect_same(graphs, {}, {}, true);  // added from two threads
   // Devices only: one group, device-parametric, and the set holds one graph.
   std::vector<Graph> devices;
