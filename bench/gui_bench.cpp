@@ -2,6 +2,10 @@
 // rank 0) with renamed nodes. Measures layout alone, time to first paint (layout on the worker
 // thread + first frame), and the frame time while panning, at 1:1 and zoomed out, with groups
 // collapsed (the default above 3,000 nodes) and expanded. Goals: first paint < 2 s, frame < 16 ms.
+// The verdict page (issue 27): a run pair of R ranks x S steps (8 parameters; rank 5 diverges
+// from step S/2 on), from the loaded pair to the first frame of the page (grid built, page
+// laid out, painted), and the grid's frame time while panning, at the opening zoom and at
+// fit-all. Goals: 64 x 1,000 first paint <= 0.3 s, 256 x 1,000 <= 0.5 s; frames <= 16 ms.
 // Run with QT_QPA_PLATFORM=offscreen.
 #include <benchmark/benchmark.h>
 
@@ -12,6 +16,8 @@
 
 #include "core/model/formats/torch_trace.hpp"
 #include "gui/graph_canvas.hpp"
+#include "gui/verdict.hpp"
+#include "gui/verdict_page.hpp"
 
 namespace {
 
@@ -154,6 +160,98 @@ BENCHMARK(BM_PanFrame100k)
     ->Args({20, 0})
     ->Args({2, 0})
     ->ArgNames({"scale%", "collapsed"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(200);
+
+// A loaded run pair as load_run_pair gives it, made in memory: the page's input.
+std::shared_ptr<gui::RunPair> synthetic_runs(int ranks, int steps) {
+  auto runs = std::make_shared<gui::RunPair>();
+  runs->baseline_path = "/data/jobs/baseline";
+  runs->candidate_path = "/data/jobs/candidate";
+  constexpr int kParams = 8;
+  for (int p = 0; p < kParams; ++p) runs->params.push_back("layers." + std::to_string(p) + ".weight");
+  auto report = std::make_shared<diff::CollectingConsumer>();
+  for (int r = 0; r < ranks; ++r) {
+    gui::RankPair rp;
+    rp.rank = r;
+    for (int s = 1; s <= steps; ++s) {
+      const bool differs = r == 5 && s >= steps / 2;
+      rp.steps.push_back(s);
+      rp.differs.emplace_back(kParams, differs);
+      rp.missing.emplace_back(kParams, false);
+      rp.hashes.emplace_back(
+          kParams, std::pair<std::uint64_t, std::uint64_t>{0x1234U + s, differs ? 0x99U : 0x1234U + s});
+      if (differs && !rp.first_divergence) rp.first_divergence = std::pair{s - 1, 0};
+      if (differs) {
+        diff::Finding f;
+        f.severity = diff::Severity::Divergence;
+        f.kind = "param_hash_mismatch";
+        f.where.rank = r;
+        f.where.step = s;
+        f.where.parameter = runs->params[0];
+        f.message = "8 of 8 parameters differ";
+        report->findings.push_back(std::move(f));
+      }
+    }
+    runs->ranks.push_back(std::move(rp));
+  }
+  report->verdict.exit_code = 1;
+  report->verdict.headline = "DIVERGENCE: the runs are not identical";
+  report->verdict.summary = {"rank 5 diverges at step " + std::to_string(steps / 2)};
+  runs->report = report;
+  runs->exit_code = 1;
+  return runs;
+}
+
+// From the loaded pair to the first frame: the grid (run_verdict), the page, its first paint.
+void BM_VerdictFirstPaint(benchmark::State& state) {
+  app();
+  const auto runs = synthetic_runs(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    gui::VerdictPage page;
+    page.resize(1400, 900);
+    page.show();
+    page.set_verdict(std::make_shared<const gui::JobVerdict>(gui::run_verdict(runs)));
+    QPixmap frame = page.grab();
+    benchmark::DoNotOptimize(frame);
+  }
+  state.counters["cells"] = static_cast<double>(state.range(0) * state.range(1));
+}
+BENCHMARK(BM_VerdictFirstPaint)
+    ->Args({64, 1000})
+    ->Args({256, 1000})
+    ->ArgNames({"ranks", "steps"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+// One grid frame per iteration while panning (or zooming, arg 2 = 2): cell size in px (0: fit-all).
+void BM_VerdictPanFrame(benchmark::State& state) {
+  app();
+  const auto runs = synthetic_runs(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  gui::VerdictPage page;
+  page.resize(1400, 900);
+  page.show();
+  page.set_verdict(std::make_shared<const gui::JobVerdict>(gui::run_verdict(runs)));
+  auto* grid = page.grid();
+  if (state.range(2) == 0)
+    grid->fit_all();
+  else
+    grid->set_cell_size(static_cast<double>(state.range(2)));
+  int step = 0;
+  for (auto _ : state) {
+    const int dir = (step++ / 50) % 2 ? -1 : 1;
+    grid->pan_by(dir * 23, dir * 7);
+    if (state.range(2) == 0) grid->zoom_by(dir > 0 ? 1.02 : 1 / 1.02);  // fit-all: zoom as well
+    QPixmap frame = grid->viewport()->grab();
+    benchmark::DoNotOptimize(frame);
+  }
+}
+BENCHMARK(BM_VerdictPanFrame)
+    ->Args({64, 1000, 16})
+    ->Args({256, 1000, 16})
+    ->Args({256, 1000, 4})
+    ->Args({256, 1000, 0})
+    ->ArgNames({"ranks", "steps", "cell_px"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(200);
 

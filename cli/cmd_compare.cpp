@@ -85,9 +85,9 @@ void register_compare(CLI::App& app, Action& action) {
                  ops_b = model::ops::is_op_log_path(a->candidate);
       if (ops_a || ops_b) {
         if (!ops_a || !ops_b)
-          throw model::InputError(
-              ops_a ? a->candidate : a->baseline,
-              "not DebugMode op logs, but the other side is: compare op logs with op logs");
+          throw model::InputError(ops_a ? a->candidate : a->baseline,
+                                  "not op logs (DebugMode logs or gparity op records), but the other side "
+                                  "is: compare op logs with op logs");
         const auto eager = model::ops::open_op_run(a->baseline);
         const auto compiled = model::ops::open_op_run(a->candidate);
         ReportSinks sinks(a->report, "gparity.compare");

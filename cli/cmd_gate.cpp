@@ -2,6 +2,7 @@
 // policy (docs/gate.md) and always writes JUnit XML, Markdown and JSON reports.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -12,12 +13,37 @@
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/output_error.hpp"
+#include "core/model/ops/op_run.hpp"
 #include "core/model/run/run_source.hpp"
 #include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/gate/gate_policy.hpp"
+#include "diff/ops/op_compare.hpp"
 
 namespace gparity::cli {
 namespace {
+
+/// Op-level comparison (docs/ops.md) under the gate's title.
+int gate_ops(const std::string& baseline, const std::string& candidate, bool allow_incomplete,
+             const ReportOptions& r) {
+  for (const auto& [side, other] : {std::pair{&baseline, &candidate}, std::pair{&candidate, &baseline}}) {
+    if (!model::ops::is_op_log_path(*side))
+      throw model::InputError(*side,
+                              "not op logs (gparity op records or DebugMode logs): the gate's \"ops\" "
+                              "compares op runs (docs/ops.md)");
+  }
+  const auto eager = model::ops::open_op_run(baseline);
+  const auto compiled = model::ops::open_op_run(candidate);
+  ReportSinks sinks(r, "gparity.gate.ops");
+  diff::ops::OpCompareOptions oo;
+  oo.title = "gparity gate (op-level parity)";
+  oo.allow_incomplete = allow_incomplete;
+  return diff::ops::compare_op_runs(eager, compiled, oo, sinks.consumer());
+}
+
+/// The worse of two exit codes: 2 (nothing usable) over 1 (divergence) over 0.
+int worse(int a, int b) {
+  return std::max(a, b);
+}
 
 struct GateArgs {
   std::string policy;
@@ -91,7 +117,9 @@ void register_gate(CLI::App& app, Action& action) {
         diff::run_gate_command(*argv, p.command_dir, a->policy + ": " + which);
       }
       int rc = 0;
-      if (diff::is_checkpoint_path(p.baseline) && diff::is_checkpoint_path(p.candidate)) {
+      if (model::ops::is_op_log_path(p.baseline) && model::ops::is_op_log_path(p.candidate)) {
+        rc = gate_ops(p.baseline, p.candidate, p.options.allow_incomplete, r);  // op runs: op-level parity
+      } else if (diff::is_checkpoint_path(p.baseline) && diff::is_checkpoint_path(p.candidate)) {
         ReportSinks sinks(r, "gparity.gate");  // checkpoints: per-parameter bitwise comparison
         rc = diff::compare_checkpoints(p.baseline, p.candidate, {p.options.threads, p.options.title},
                                        sinks.consumer());
@@ -104,6 +132,25 @@ void register_gate(CLI::App& app, Action& action) {
       if (!r.json)
         std::cout << "reports: " << model::shown(r.junit) << ", " << model::shown(r.markdown) << ", "
                   << model::shown(r.json_file) << ", " << model::shown(r.html) << '\n';
+      if (p.requires_ops()) {
+        // Op-level parity required too: its own reports beside the others, the worse exit wins.
+        ReportOptions ro = r;
+        const auto beside = [](const std::string& f, const char* name) {
+          return (std::filesystem::path(f).parent_path() / name).string();
+        };
+        ro.junit = beside(r.junit, "ops-junit.xml");
+        ro.markdown = beside(r.markdown, "ops-report.md");
+        ro.json_file = beside(r.json_file, "ops-report.json");
+        ro.html = beside(r.html, "ops-report.html");
+        if (r.json) {
+          ro.json = false;
+          ro.terminal = &std::cerr;
+        }
+        rc = worse(rc, gate_ops(p.ops_baseline, p.ops_candidate, p.options.allow_incomplete, ro));
+        if (!r.json)
+          std::cout << "op-level reports: " << model::shown(ro.junit) << ", " << model::shown(ro.markdown)
+                    << ", " << model::shown(ro.json_file) << ", " << model::shown(ro.html) << '\n';
+      }
       return rc;
     };
   });

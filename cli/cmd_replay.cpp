@@ -94,13 +94,16 @@ void register_replay(CLI::App& app, Action& action) {
   o->groups.add_to(cmd);
   cmd->add_flag("--no-hash", r.no_hash, "Run without hashing (timing)");
   cmd->add_option("--node-hash", r.node_hash,
-                  "both: XXH3-64 and the shard-invariant hash of every node's tensors; shard: the "
-                  "shard-invariant hash only (on a GPU, XXH3 is a sequential chain per tensor)")
+                  "shard: the shard-invariant hash of every node's tensors; both: XXH3-64 too (on a "
+                  "GPU, XXH3 is a sequential chain per tensor)")
       ->check(CLI::IsMember({"both", "shard"}))
       ->capture_default_str();
-  cmd->add_flag("--no-view-hashes", r.no_view_hashes,
-                "Record view ops' results (t, view, permute, ...) by dtype and shape only: their bytes "
-                "are their base's, hashed where the base was made");
+  cmd->add_flag("--hash-views", r.hash_views,
+                "Hash view ops' results too (t, view, permute, ...: the schema says they alias an "
+                "argument); by default they are recorded by their base and where they lie in it");
+  // The default since issue 24; still accepted so that older command lines run.
+  bool no_view_hashes = false;
+  cmd->add_flag("--no-view-hashes", no_view_hashes, "Views are not hashed (the default)")->group("");
   cmd->add_option("--repeat", r.repeat,
                   "Run each graph N more times on the same inputs, timed (median in the summary)")
       ->check(CLI::Range(0, 100000));

@@ -44,8 +44,10 @@ struct ReportSinks::Impl final : diff::FindingConsumer {
 ReportSinks::ReportSinks(const ReportOptions& o, const std::string& junit_suite)
     : impl_(std::make_unique<Impl>()) {
   auto& i = *impl_;
-  i.terminal = o.json ? diff::make_json_reporter(std::cout)
-                      : diff::make_text_reporter(std::cout, {colour_enabled(stdout), o.verbose});
+  std::ostream& term = o.terminal != nullptr ? *o.terminal : std::cout;
+  i.terminal =
+      o.json ? diff::make_json_reporter(term)
+             : diff::make_text_reporter(term, {o.terminal == nullptr && colour_enabled(stdout), o.verbose});
   if (!o.json_file.empty()) i.file_reporters.push_back(diff::make_json_reporter(i.open(o.json_file)));
   if (!o.junit.empty()) i.file_reporters.push_back(diff::make_junit_reporter(i.open(o.junit), junit_suite));
   if (!o.markdown.empty()) i.file_reporters.push_back(diff::make_markdown_reporter(i.open(o.markdown)));

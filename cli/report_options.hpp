@@ -2,6 +2,7 @@
 // Report options shared by `gparity compare`, `gparity gate` and the other commands that report
 // through diff::FindingConsumer: where each consumer writes.
 
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct ReportOptions {
   std::string markdown;  // file
   std::string json_file;
   std::string html;  // file
+  /// Where the terminal report goes (nullptr: std::cout). `gparity gate --json` sends its second,
+  /// op-level report to std::cerr as text, so that stdout stays one JSON document.
+  std::ostream* terminal = nullptr;
 };
 
 /// --allow-incomplete (cmd_compare.cpp): missing evidence is reported but does not fail.

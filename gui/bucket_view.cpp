@@ -9,6 +9,7 @@
 
 #include "diff/report/finding.hpp"
 #include "gui/display_text.hpp"
+#include "gui/legend.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -18,6 +19,7 @@ constexpr int kBoxW = 330;
 constexpr int kGap = 160;
 constexpr int kRowH = 24;
 constexpr int kTitleH = 28;
+constexpr int kLegendW = 200;  // the legend, right of the candidate column
 
 const diff::BucketPlan* plan_of(const diff::BucketPlans* plans, int rank) {
   if (plans == nullptr || plans->plans.empty()) return nullptr;
@@ -199,7 +201,7 @@ QSize BucketView::sizeHint() const {
       for (const auto& b : plan->buckets) n += b.members.size() + 2;
       lines = std::max(lines, n);
     }
-  return {2 * kBoxW + kGap + 2 * kMargin, kMargin * 2 + kTitleH + static_cast<int>(lines) * kRowH};
+  return {2 * kBoxW + kGap + 2 * kMargin + kLegendW, kMargin * 2 + kTitleH + static_cast<int>(lines) * kRowH};
 }
 
 void BucketView::paintEvent(QPaintEvent* /*event*/) {
@@ -250,6 +252,12 @@ void BucketView::paintEvent(QPaintEvent* /*event*/) {
     if (left[i]) box(lx, *left[i], rows[i], rows[i].base_offset);
     if (right[i]) box(rx, *right[i], rows[i], rows[i].cand_offset);
   }
+  p.setRenderHint(QPainter::Antialiasing, false);
+  paint_legend(p, QPoint(rx + kBoxW + 16, kMargin),
+               {{QColor(222, 235, 247), tr("same place")},
+                {QColor(253, 174, 97), tr("moved"), QString(), QPen(QColor(202, 0, 32), 2)},
+                {QColor(160, 160, 160), tr("same parameter, both sides")}},
+               kLegendW - 24);
 }
 
 }  // namespace gparity::gui

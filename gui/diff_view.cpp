@@ -196,6 +196,13 @@ void DiffView::colour_nodes() {
   }
   left_->set_node_colors(std::move(left));
   right_->set_node_colors(std::move(right));
+  const std::vector<LegendEntry> legend{{QColor(0x9c, 0xdc, 0x9c), QStringLiteral("added")},
+                                        {QColor(0xf2, 0x9c, 0x9c), QStringLiteral("removed")},
+                                        {QColor(0xf7, 0xcf, 0x6a), QStringLiteral("changed")},
+                                        {QColor(0xa4, 0xc4, 0xf4), QStringLiteral("moved")},
+                                        {QColor(0xcf, 0xa8, 0xf0), QStringLiteral("moved, changed")}};
+  left_->set_legend(legend);
+  right_->set_legend(legend);
 }
 
 bool DiffView::wait_for_layout(int timeout_ms) {

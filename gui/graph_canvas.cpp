@@ -40,6 +40,17 @@ QColor kind_color(const model::Graph& g, const model::Node& n) {
 
 const QColor kGroupColor(226, 216, 246);
 
+// What the node fills mean (kind_color), first in every canvas legend.
+std::vector<LegendEntry> kind_legend() {
+  return {{QColor(214, 240, 214), QStringLiteral("input")},
+          {QColor(255, 247, 214), QStringLiteral("op")},
+          {QColor(255, 205, 160), QStringLiteral("collective")},
+          {QColor(232, 232, 232), QStringLiteral("get_attr")},
+          {QColor(209, 224, 255), QStringLiteral("output")},
+          {QColor(255, 190, 190), QStringLiteral("unparsed")},
+          {kGroupColor, QStringLiteral("group (collapsed)")}};
+}
+
 void render_overview(CanvasLayout& c) {
   const auto& r = c.result;
   const float cw = r.max_x - r.min_x + 2 * kMargin;
@@ -280,6 +291,23 @@ void GraphCanvas::paintEvent(QPaintEvent*) {
   }
   const QRectF visible(to_layout(QPointF(0, 0)),
                        to_layout(QPointF(viewport()->width(), viewport()->height())));
+  lod_rects_.clear();
+  lod_text_.clear();
+  lod_is_group_.clear();
+  lod_candidates_.clear();
+  if (kOptions.node_height * scale_ < 10) {
+    // Group frames large enough on screen get their label (the layer or module they hold).
+    const auto& c = *layout_;
+    for (std::size_t gi = 0; gi < c.group_boxes.size(); ++gi) {
+      const auto& box = c.group_boxes[gi];
+      if (box[2] < box[0]) continue;
+      const QRectF rect(QPointF(box[0] - 6, box[1] - 6), QPointF(box[2] + 6, box[3] + 6));
+      if (!rect.intersects(visible)) continue;
+      const QRectF on_screen(to_view(rect.topLeft()), to_view(rect.bottomRight()));
+      if (on_screen.height() < 8) continue;
+      lod_candidates_.push_back({on_screen, shown_text(c.grouping->groups[gi].label), true});
+    }
+  }
   p.save();
   p.translate(-origin());
   p.scale(scale_, scale_);
@@ -291,6 +319,52 @@ void GraphCanvas::paintEvent(QPaintEvent*) {
     paint_graph(p, visible);
   }
   p.restore();
+  // Level of detail: where boxes are too small for their text at this scale, their names in a
+  // smaller font and the group frames' labels, drawn at screen size so they stay readable.
+  if (!lod_candidates_.empty()) {
+    // Greedy placement: group labels first (a tab above the frame), then node names centred on
+    // their box, each kept only where it overlaps no label already placed; so what is drawn is
+    // readable at any zoom.
+    QFont small = font();
+    small.setPixelSize(10);
+    p.setFont(small);
+    const QFontMetrics fm = p.fontMetrics();
+    const QRectF view(viewport()->rect());
+    std::stable_partition(lod_candidates_.begin(), lod_candidates_.end(),
+                          [](const LodCandidate& l) { return l.group; });
+    for (const auto& l : lod_candidates_) {
+      const double w = std::min(fm.horizontalAdvance(l.text) + 6, 240);
+      const QRectF r = l.group ? QRectF(l.anchor.left(), l.anchor.top() - 13, w, 13)
+                               : QRectF(l.anchor.center().x() - w / 2, l.anchor.center().y() - 6.5, w, 13);
+      if (!view.intersects(r)) continue;
+      if (std::any_of(lod_rects_.begin(), lod_rects_.end(),
+                      [&](const QRectF& o) { return o.adjusted(-2, -1, 2, 1).intersects(r); }))
+        continue;
+      lod_rects_.push_back(r);
+      lod_text_.push_back(l.text);
+      lod_is_group_.push_back(l.group ? 1 : 0);
+      if (lod_rects_.size() >= 400) break;
+    }
+    for (std::size_t i = 0; i < lod_rects_.size(); ++i) {
+      const QRectF& r = lod_rects_[i];
+      const bool group = lod_is_group_[i] != 0;
+      p.fillRect(r, QColor(255, 255, 255, 215));
+      p.setPen(group ? QColor(90, 60, 160) : Qt::black);
+      p.drawText(r.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft,
+                 fm.elidedText(lod_text_[i], Qt::ElideRight, static_cast<int>(r.width() - 6)));
+    }
+    p.setFont(font());
+  }
+  {
+    // The kinds' fills only while some node still shows one: a view that colours every node
+    // (the replay records view, by status) brings its own legend, and the kinds would mislead.
+    const bool all_coloured =
+        !legend_.empty() && !node_colors_.empty() &&
+        std::all_of(node_colors_.begin(), node_colors_.end(), [](const QColor& c) { return c.isValid(); });
+    std::vector<LegendEntry> entries = all_coloured ? std::vector<LegendEntry>{} : kind_legend();
+    entries.insert(entries.end(), legend_.begin(), legend_.end());
+    paint_legend(p, QPoint(6, 6), entries, viewport()->width() - 12);
+  }
 
   // Minimap with the visible area.
   const QRect mm = minimap_rect();
@@ -370,7 +444,15 @@ void GraphCanvas::paint_graph(QPainter& p, const QRectF& visible) {
                : (!vi.is_group && node < is_match_.size() && is_match_[node]) ? match_pen
                                                                               : border);
       p.drawRect(rect);
-      if (!text) continue;
+      if (!text) {
+        // Too small for the 9 pt name and target: the name alone, at screen size, when it fits.
+        if (lod_candidates_.size() < 3000)
+          lod_candidates_.push_back({QRectF(to_view(rect.topLeft()), to_view(rect.bottomRight())),
+                                     vi.is_group ? shown_text(c.grouping->groups[vi.index].label)
+                                                 : shown_text(graph_->str(graph_->node(node).name)),
+                                     false});
+        continue;
+      }
       p.setPen(Qt::black);
       const QRectF inner = rect.adjusted(4, 1, -4, -1);
       if (vi.is_group) {
@@ -494,6 +576,11 @@ void GraphCanvas::select_node(model::NodeId id, bool center) {
   if (center && pending_) center_on_adopt_ = true;
   viewport()->update();
   if (changed) emit node_selected(id);
+}
+
+void GraphCanvas::set_legend(std::vector<LegendEntry> entries) {
+  legend_ = std::move(entries);
+  viewport()->update();
 }
 
 void GraphCanvas::set_node_colors(std::vector<QColor> colors) {

@@ -20,6 +20,7 @@
 
 #include "gui/document.hpp"
 #include "gui/layout/view_graph.hpp"
+#include "gui/legend.hpp"
 
 template <typename T>
 class QFutureWatcher;
@@ -64,6 +65,13 @@ class GraphCanvas final : public QAbstractScrollArea {
   [[nodiscard]] model::NodeId selected() const { return selected_; }
   /// Per-node fill colours (diff mode); an invalid QColor keeps the default.
   void set_node_colors(std::vector<QColor> colors);
+  /// What those colours mean, listed in the legend after the node kinds (empty: kinds only).
+  void set_legend(std::vector<LegendEntry> entries);
+  [[nodiscard]] const std::vector<LegendEntry>& legend() const { return legend_; }
+  /// Labels drawn at the last paint where boxes were too small for their text: group frames'
+  /// labels and node names at screen size, where they overlap no other label (level of detail;
+  /// tests check fit-all is readable).
+  [[nodiscard]] const std::vector<QString>& lod_labels() const { return lod_text_; }
 
   /// Case-insensitive substring search in names and targets; selects the first match.
   int search(const QString& text);
@@ -129,6 +137,16 @@ class GraphCanvas final : public QAbstractScrollArea {
   model::NodeId selected_ = model::kNoNode;
   bool center_on_adopt_ = false;
   std::vector<QColor> node_colors_;
+  std::vector<LegendEntry> legend_;
+  struct LodCandidate {
+    QRectF anchor;  // the box or group frame, view coordinates
+    QString text;
+    bool group = false;
+  };
+  std::vector<LodCandidate> lod_candidates_;
+  std::vector<QRectF> lod_rects_;  // the labels placed at the last paint, view coordinates
+  std::vector<QString> lod_text_;
+  std::vector<char> lod_is_group_;
   std::vector<model::NodeId> matches_;
   std::vector<char> is_match_;
   int match_pos_ = -1;

@@ -1,6 +1,7 @@
-// gparity-view PATH [PATH]: opens each path (TORCH_TRACE directory or log, FX text, .pt2, graph
-// JSON); two run directories open the run views (baseline, candidate), two graph inputs the
-// side-by-side diff.
+// gparity-view PATH [PATH]: opens on the verdict the CLI gives for the paths (two runs,
+// checkpoints or op logs: `gparity compare`; Flight Recorder dumps: `gparity collectives`), with
+// the run views for runs; graph inputs (TORCH_TRACE directory or log, FX text, .pt2, graph JSON)
+// open in the graph views, two of them side by side.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QStringList>
@@ -17,10 +18,13 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      QStringLiteral("Desktop viewer for gparity: graphs of TORCH_TRACE logs, FX print_readable text, .pt2 "
-                     "archives and graph JSON, with per-rank findings; two graph inputs open side by side in "
-                     "diff mode; two run directories (baseline, candidate) open the run views."));
+  parser.setApplicationDescription(QStringLiteral(
+      "Desktop viewer for gparity: graphs of TORCH_TRACE logs, FX print_readable text, .pt2 "
+      "archives and graph JSON, with per-rank findings; two graph inputs open side by side in "
+      "diff mode. The window opens on the verdict `gparity compare` gives for two runs, "
+      "checkpoints or DebugMode op logs (baseline, candidate), or `gparity collectives` for "
+      "Flight Recorder dumps or pickles, or `gparity replay` for a replay --against / --coor run "
+      "directory, with a grid of the whole job and the view that shows each cause as a tab."));
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("PATH"), QStringLiteral("Inputs to open (zero, one or two)."),
@@ -43,13 +47,9 @@ int main(int argc, char** argv) {
     }
   }
   window.show();
+  // The window opens on the verdict of what is opened (runs, checkpoints, op logs, Flight
+  // Recorder dumps); inputs without one (graphs) open in the graph views.
   const QStringList args = parser.positionalArguments();
-  if (args.size() == 2 && gparity::gui::MainWindow::is_run(args[0]) &&
-      gparity::gui::MainWindow::is_run(args[1]))
-    window.open_runs(args[0], args[1]);
-  else if (args.size() == 2)
-    window.open_diff(args[0], args[1]);
-  else
-    for (const QString& path : args) window.open_path(path);
+  if (!args.isEmpty()) window.open_inputs(args);
   return QApplication::exec();
 }

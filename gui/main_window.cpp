@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -21,15 +22,19 @@
 #include <QPlainTextEdit>
 #include <QProgressDialog>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -39,9 +44,56 @@
 #include "gui/models.hpp"
 #include "gui/node_findings.hpp"
 #include "gui/run_views.hpp"
+#include "gui/verdict.hpp"
+#include "gui/views/checkpoints_view.hpp"
+#include "gui/views/collectives_view.hpp"
+#include "gui/views/op_alignment_view.hpp"
+#include "gui/views/replay_view.hpp"
 
 namespace gparity::gui {
+
+/// The data of the evidence view of what was opened, loaded off the GUI thread (at most one set).
+struct EvidenceData {
+  std::shared_ptr<const views::ReplayRecords> replay;
+  std::shared_ptr<views::CollectiveSequences> collectives;
+  std::shared_ptr<views::CheckpointLayouts> checkpoints;
+  std::shared_ptr<views::OpAlignment> ops;
+  QString problem;  // the view's loader refused the input (the verdict still stands)
+};
+
 namespace {
+
+/// The evidence view's data for `verdict` of `paths` (absolute), on a worker thread.
+EvidenceData load_evidence(const JobVerdict& verdict, const std::vector<std::string>& paths) {
+  EvidenceData d;
+  try {
+    switch (verdict.kind) {
+      case JobVerdict::Kind::Replay: d.replay = verdict.replay; break;
+      case JobVerdict::Kind::Runs:
+        // A pair of replay runs: the candidate's records (else the baseline's).
+        for (auto it = paths.rbegin(); it != paths.rend() && !d.replay; ++it)
+          if (is_replay_run_path(*it))
+            d.replay = std::make_shared<const views::ReplayRecords>(views::load_replay_records(*it));
+        break;
+      case JobVerdict::Kind::Collectives:
+        d.collectives = std::make_shared<views::CollectiveSequences>(views::load_collective_sequences(
+            {paths.back()},
+            paths.size() == 2 ? std::vector<std::string>{paths.front()} : std::vector<std::string>{}));
+        break;
+      case JobVerdict::Kind::Checkpoints:
+        d.checkpoints =
+            std::make_shared<views::CheckpointLayouts>(views::load_checkpoint_layouts(paths[0], paths[1]));
+        break;
+      case JobVerdict::Kind::Ops:
+        d.ops = std::make_shared<views::OpAlignment>(views::load_op_alignment(paths[0], paths[1]));
+        break;
+    }
+  } catch (const std::exception& e) {
+    d = EvidenceData{};
+    d.problem = shown_text(e.what());
+  }
+  return d;
+}
 
 constexpr int kMaxRecent = 8;
 
@@ -86,10 +138,27 @@ MainWindow::MainWindow(QWidget* parent)
       node_findings_model_(std::make_unique<NodeFindingsModel>()) {
   setWindowTitle(QStringLiteral("gparity-view"));
   setAcceptDrops(true);
-  resize(1400, 860);
 
-  canvas_ = new GraphCanvas(this);
-  setCentralWidget(canvas_);
+  // The verdict first, the graph beside it; run views join as a tab when runs are open.
+  tabs_ = new QTabWidget(this);
+  verdict_page_ = new VerdictPage(tabs_);
+  canvas_ = new GraphCanvas(tabs_);
+  tabs_->addTab(verdict_page_, tr("Verdict"));
+  tabs_->addTab(canvas_, tr("Graph"));
+  setCentralWidget(tabs_);
+  verdict_page_->on_cause = [this](const CauseRef& c) { return follow_cause(c); };
+  register_cause_view([this](const CauseRef& c) {
+    if (!run_views_ || !run_views_->select_cause(c)) return false;
+    tabs_->setCurrentWidget(run_views_.get());
+    return true;
+  });
+  register_cause_view([this](const CauseRef& c) { return select_graph_cause(c); });
+  // The evidence view of what was opened (replay records, collectives, ...), once it is loaded.
+  register_cause_view([this](const CauseRef& c) {
+    if (!evidence_view_ || !select_in_evidence_ || !select_in_evidence_(c)) return false;
+    tabs_->setCurrentWidget(evidence_view_);
+    return true;
+  });
 
   // Left: graph selector, search, node table.
   auto* left = new QWidget(this);
@@ -118,6 +187,8 @@ MainWindow::MainWindow(QWidget* parent)
   table_proxy_->setFilterKeyColumn(-1);
   table_->setModel(table_proxy_.get());
   table_->setSortingEnabled(true);
+  table_->setObjectName(QStringLiteral("node_table"));
+  table_->verticalHeader()->hide();  // the "#" column is the node's index, filtered or sorted
   table_->sortByColumn(NodeTableModel::Index, Qt::AscendingOrder);
   lv->addWidget(table_);
   auto* left_dock = new QDockWidget(tr("Graph"), this);
@@ -191,9 +262,60 @@ MainWindow::MainWindow(QWidget* parent)
   build_menus();
   statusBar()->showMessage(
       tr("Open a TORCH_TRACE directory or an FX text file (File > Open, or drop it here)"));
+  // The geometry of the last window, else most of the available screen, centred.
+  const QSettings settings;
+  if (!restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray())) {
+    const QRect avail = screen() ? screen()->availableGeometry() : QRect(0, 0, 1400, 860);
+    const QSize size(avail.width() * 9 / 10, avail.height() * 9 / 10);
+    setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, size, avail));
+  }
+  restoreState(settings.value(QStringLiteral("window_state")).toByteArray());
+  // The graph docks stay out of the way until a graph is open (adopt shows them).
+  for (auto* dock : findChildren<QDockWidget*>())
+    if (dock->objectName() != QStringLiteral("messages_dock")) dock->hide();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  save_geometry();
+}
+
+void MainWindow::save_geometry() const {
+  QSettings settings;
+  settings.setValue(QStringLiteral("geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("window_state"), saveState());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  save_geometry();
+  QMainWindow::closeEvent(event);
+}
+
+bool MainWindow::follow_cause(const CauseRef& cause) {
+  return causes_.follow(cause);
+}
+
+bool MainWindow::select_graph_cause(const CauseRef& c) {
+  // Graph nodes, replayed nodes, and collectives read from a graph (their stream is named
+  // "<compile id> <kind>"): show that graph of that rank with the node selected.
+  if (!doc_ || c.node.empty()) return false;
+  const bool graph_kind = c.kind == CauseRef::Kind::GraphNode || c.kind == CauseRef::Kind::ReplayNode;
+  if (!graph_kind && c.kind != CauseRef::Kind::CollectiveEntry) return false;
+  const std::string& label = graph_kind ? c.graph : c.group;
+  for (std::size_t i = 0; i < doc_->graphs.size(); ++i) {
+    const auto& g = doc_->graphs[i];
+    if (c.rank >= 0 && g.rank != c.rank) continue;
+    const bool named = label.empty() || label == g.label || label == g.compile + " " + g.kind ||
+                       label == g.kind || label == g.compile;
+    if (!named) continue;
+    const auto id = g.graph->find_node(c.node);
+    if (id == model::kNoNode) continue;
+    show_graph(static_cast<int>(i));
+    canvas_->select_node(id);
+    tabs_->setCurrentWidget(canvas_);
+    return true;
+  }
+  return false;
+}
 
 void MainWindow::build_menus() {
   auto* file = menuBar()->addMenu(tr("&File"));
@@ -203,14 +325,15 @@ void MainWindow::build_menus() {
   });
   open_file->setShortcut(QKeySequence::Open);
   file->addAction(tr("Open &directory…"), this, [this] {
-    const QString p = QFileDialog::getExistingDirectory(this, tr("Open a TORCH_TRACE directory"));
-    if (!p.isEmpty()) open_path(p);
+    const QString p = QFileDialog::getExistingDirectory(
+        this, tr("Open a TORCH_TRACE directory, a run with Flight Recorder dumps"));
+    if (!p.isEmpty()) open_inputs({p});
   });
   file->addAction(tr("Open r&uns (baseline, candidate)…"), this, [this] {
     const QString b = QFileDialog::getExistingDirectory(this, tr("Baseline run"));
     if (b.isEmpty()) return;
     const QString c = QFileDialog::getExistingDirectory(this, tr("Candidate run"));
-    if (!c.isEmpty()) open_runs(b, c);
+    if (!c.isEmpty()) open_inputs({b, c});
   });
   file->addAction(tr("&Diff with graph…"), this, [this] {
     if (!doc_ || current_ < 0) return;
@@ -254,9 +377,12 @@ void MainWindow::add_recent(const QString& path) {
 
 void MainWindow::open_path(const QString& path, bool quiet) {
   const QString abs = QFileInfo(path).absoluteFilePath();
+  // What the user opened (not a graph source the window opens for itself, quietly): paths are
+  // shown relative to it.
+  if ((!quiet || opened_.isEmpty()) && !opened_.contains(abs)) opened_ = QStringList{abs};
   const int generation = ++load_generation_;
   ++loads_running_;
-  statusBar()->showMessage(tr("Loading %1…").arg(abs));
+  statusBar()->showMessage(tr("Loading %1…").arg(shown_input(abs)));
   auto* watcher = new QFutureWatcher<LoadOutcome>(this);
   QProgressDialog* progress = nullptr;
   if (!quiet) {
@@ -282,7 +408,7 @@ void MainWindow::open_path(const QString& path, bool quiet) {
     if (generation != load_generation_) return;  // cancelled or superseded
     if (!out.doc) {
       report(tr("Cannot open %1: %2").arg(abs, out.error));
-      statusBar()->showMessage(tr("Failed to open %1").arg(abs));
+      statusBar()->showMessage(tr("Failed to open %1").arg(shown_input(abs)));
       return;
     }
     add_recent(abs);
@@ -317,10 +443,8 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
     }
     for (const auto& p : out.runs->problems) report(shown_text(p));
     if (!out.nodes.empty()) set_node_findings(out.nodes);
-    run_views_ = std::make_unique<RunViewsWidget>(std::move(*out.runs));
-    run_views_->resize(1200, 760);
-    run_views_->show();
-    statusBar()->showMessage(run_views_->summary());
+    adopt_verdict(std::make_shared<const JobVerdict>(run_verdict(out.runs)));
+    show_run_views(*out.runs);
   });
   watcher->setFuture(QtConcurrent::run([b = baseline.toStdString(), c = candidate.toStdString()] {
     try {
@@ -330,6 +454,98 @@ void MainWindow::open_runs(const QString& baseline, const QString& candidate) {
     } catch (const std::exception& e) {
       return Outcome{nullptr, shown_text(e.what())};
     }
+  }));
+}
+
+void MainWindow::show_run_views(RunPair runs) {
+  run_views_ = std::make_unique<RunViewsWidget>(std::move(runs));
+  tabs_->addTab(run_views_.get(), tr("Runs"));
+  statusBar()->showMessage(run_views_->summary());
+}
+
+void MainWindow::adopt_verdict(std::shared_ptr<const JobVerdict> verdict) {
+  verdict_page_->set_verdict(std::move(verdict));
+  tabs_->setCurrentWidget(verdict_page_);
+  const auto& v = *verdict_page_->verdict();
+  QStringList shown;
+  for (const auto& p : v.paths) shown << shown_input(shown_text(p));
+  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown.join(QStringLiteral(" vs "))));
+  report(tr("%1: %2").arg(shown_text(v.command), shown_text(v.verdict.headline)));
+  statusBar()->showMessage(shown_text(v.verdict.headline));
+}
+
+void MainWindow::open_inputs(const QStringList& paths) {
+  struct Outcome {
+    std::shared_ptr<const JobVerdict> verdict;
+    QString error;
+    std::vector<diff::Finding> nodes;
+    EvidenceData evidence;
+  };
+  if (paths.isEmpty() || paths.size() > 2) {
+    for (const QString& p : paths) open_path(p);
+    return;
+  }
+  opened_.clear();
+  for (const QString& p : paths) opened_ << QFileInfo(p).absoluteFilePath();
+  messages_->setToolTip(opened_.join(QLatin1Char('\n')));
+  ++loads_running_;
+  QStringList shown;
+  for (const QString& p : opened_) shown << shown_input(p);
+  statusBar()->showMessage(tr("Computing the verdict of %1…").arg(shown.join(QStringLiteral(", "))));
+  auto* watcher = new QFutureWatcher<Outcome>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, paths] {
+    --loads_running_;
+    const Outcome out = watcher->result();
+    watcher->deleteLater();
+    if (!out.verdict) {
+      // Not a kind with a verdict (a graph, two graphs): the graph views, as before. The page
+      // names the inputs by file name (no absolute path on screen), the messages keep it all.
+      report(tr("No verdict: %1").arg(out.error));
+      QString why = out.error;
+      for (const QString& p : paths) {
+        const QFileInfo info(p);
+        why.replace(info.absoluteFilePath(), info.fileName());
+      }
+      verdict_page_->clear(tr("No verdict for this input: %1").arg(why));
+      show_evidence_view({});  // the last input's view would answer causes it no longer holds
+      if (paths.size() == 2)
+        open_diff(paths[0], paths[1]);
+      else
+        open_path(paths[0]);
+      return;
+    }
+    if (!out.nodes.empty()) set_node_findings(out.nodes);
+    adopt_verdict(out.verdict);
+    const auto& v = *out.verdict;
+    if (v.runs) {
+      for (const auto& p : v.runs->problems) report(shown_text(p));
+      show_run_views(*v.runs);
+    }
+    show_evidence_view(out.evidence);
+    // Collectives read from graphs (TORCH_TRACE): open the graphs too, so their nodes can be
+    // shown; two traces side by side, as before.
+    if (v.kind == JobVerdict::Kind::Collectives &&
+        std::any_of(v.grid.columns.begin(), v.grid.columns.end(),
+                    [](const std::string& s) { return !s.starts_with("pg "); })) {
+      if (paths.size() == 2)
+        open_diff(paths[0], paths[1]);
+      else
+        open_path(paths.back(), true);
+    }
+  });
+  std::vector<std::string> args;
+  for (const QString& p : paths) args.push_back(QFileInfo(p).absoluteFilePath().toStdString());
+  watcher->setFuture(QtConcurrent::run([args] {
+    Outcome o;
+    try {
+      o.verdict = std::make_shared<const JobVerdict>(compute_verdict(args));
+      if (o.verdict->runs) o.nodes = compute_node_findings(args[0], args[1]);
+      o.evidence = load_evidence(*o.verdict, args);
+    } catch (const std::exception& e) {
+      o.verdict.reset();
+      o.error = shown_text(e.what());
+    }
+    return o;
   }));
 }
 
@@ -346,9 +562,11 @@ void MainWindow::adopt(std::shared_ptr<const Document> doc,
   doc_ = std::move(doc);
   ranks_ = std::move(ranks);
   current_ = -1;
-  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown_text(doc_->path)));
+  const QString shown = shown_input(shown_text(doc_->path));
+  setWindowTitle(QStringLiteral("gparity-view — %1").arg(shown));
+  setWindowFilePath(QString::fromStdString(doc_->path));
   report(tr("Opened %1 (%2, %n graph(s))", nullptr, static_cast<int>(doc_->graphs.size()))
-             .arg(shown_text(doc_->path), shown_text(doc_->format)));
+             .arg(shown, shown_text(doc_->format)));
   for (const auto& p : doc_->problems) report(tr("Problem: %1").arg(shown_text(p)));
   report_rank_facts();
   graphs_model_->set_document(doc_);
@@ -361,6 +579,8 @@ void MainWindow::adopt(std::shared_ptr<const Document> doc,
     }
   selector_->setCurrentIndex(first);
   show_graph(first);
+  if (!verdict_page_->verdict()) tabs_->setCurrentWidget(canvas_);
+  for (auto* dock : findChildren<QDockWidget*>()) dock->show();
   statusBar()->showMessage(tr("%1 graphs").arg(doc_->graphs.size()));
   if (const int row = std::exchange(pending_node_finding_, -1); row >= 0) jump_to_node_finding(row);
 }
@@ -402,7 +622,70 @@ QString MainWindow::messages() const {
 }
 
 void MainWindow::report(const QString& text) {
-  messages_->appendPlainText(text);
+  messages_->appendPlainText(relative_text(text));
+}
+
+QString MainWindow::shown_input(const QString& path) const {
+  if (opened_.isEmpty()) return QFileInfo(path).fileName().isEmpty() ? path : QFileInfo(path).fileName();
+  std::vector<std::string> bases;
+  for (const QString& p : opened_) bases.push_back(p.toStdString());
+  return QString::fromStdString(shown_path(QFileInfo(path).absoluteFilePath().toStdString(), bases));
+}
+
+QString MainWindow::relative_text(QString text) const {
+  // The parent folder of each opened input, longest first, out of every path the text holds.
+  QStringList parents;
+  for (const QString& p : opened_) {
+    const QString parent = QFileInfo(p).absolutePath();
+    if (parent != QStringLiteral("/") && !parents.contains(parent)) parents << parent;
+  }
+  std::sort(parents.begin(), parents.end(),
+            [](const QString& a, const QString& b) { return a.size() > b.size(); });
+  for (const QString& parent : parents) text.replace(parent + QLatin1Char('/'), QString());
+  return text;
+}
+
+views::ReplayRecordsView* MainWindow::replay_view() const {
+  return dynamic_cast<views::ReplayRecordsView*>(evidence_view_);
+}
+
+void MainWindow::show_evidence_view(const EvidenceData& data) {
+  if (evidence_view_) {
+    tabs_->removeTab(tabs_->indexOf(evidence_view_));
+    delete evidence_view_;
+    evidence_view_ = nullptr;
+    select_in_evidence_ = nullptr;
+  }
+  if (!data.problem.isEmpty()) report(tr("No evidence view: %1").arg(data.problem));
+  QString title;
+  if (data.replay) {
+    auto* view = new views::ReplayRecordsView(*data.replay, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Replay records");
+  } else if (data.collectives) {
+    auto* view = new views::CollectivesView(*data.collectives, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Collectives");
+  } else if (data.checkpoints) {
+    auto* view = new views::CheckpointsView(*data.checkpoints, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Checkpoints");
+  } else if (data.ops) {
+    auto* view = new views::OpAlignmentView(*data.ops, tabs_);
+    select_in_evidence_ = [view](const CauseRef& c) { return view->select_cause(c); };
+    evidence_view_ = view;
+    title = tr("Op alignment");
+  } else {
+    return;
+  }
+  evidence_view_->setObjectName(QStringLiteral("evidence_view"));
+  tabs_->addTab(evidence_view_, title);
+  // The view opens where the page does: on the first cause, without leaving the page.
+  if (const auto v = verdict_page_->verdict(); v && v->first_cause)
+    select_in_evidence_(v->cause_of(v->findings[*v->first_cause]));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
@@ -410,8 +693,13 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
+  QStringList paths;
   for (const QUrl& url : event->mimeData()->urls())
-    if (url.isLocalFile()) open_path(url.toLocalFile());
+    if (url.isLocalFile()) paths << url.toLocalFile();
+  if (paths.size() <= 2)
+    open_inputs(paths);
+  else
+    for (const QString& p : paths) open_path(p);
 }
 
 void MainWindow::report_rank_facts() {
@@ -445,6 +733,7 @@ void MainWindow::classify_current() {
   const auto same = doc_->same_graph_on_ranks(e);
   if (same.size() < 2) {
     findings_model_->set_classification({});
+    canvas_->set_legend({});
     return;
   }
   std::vector<diff::RankGraph> ranks;
@@ -457,6 +746,13 @@ void MainWindow::classify_current() {
     if (const auto id = e.graph->find_node(f.node); id != model::kNoNode && !colors[id].isValid())
       colors[id] = finding_color(f.cls);
   canvas_->set_node_colors(std::move(colors));
+  std::vector<LegendEntry> legend;
+  for (const auto cls : {diff::FindingClass::DeviceParametric, diff::FindingClass::RankParametric,
+                         diff::FindingClass::ProcessGroupParametric, diff::FindingClass::Divergent})
+    legend.push_back({finding_color(cls),
+                      QString::fromUtf8(diff::finding_class_name(cls).data(),
+                                        static_cast<qsizetype>(diff::finding_class_name(cls).size()))});
+  canvas_->set_legend(std::move(legend));
   findings_view_->resizeColumnsToContents();
   report(tr("%1 across %2 ranks: %3, %n finding(s)", nullptr, static_cast<int>(c.findings.size()))
              .arg(shown_text(e.kind))

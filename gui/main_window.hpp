@@ -8,14 +8,24 @@
 // specs, the Flight Recorder pg_config or the manifest, else inferred; the process groups; the
 // record facts); the shown graph is classified across ranks with that layout, and the findings
 // list holds the trace facts first, then the graph's findings.
+// The verdict page (gui/verdict_page.hpp) is the first tab: open_inputs computes, off the GUI
+// thread, the verdict the CLI prints for one or two paths and opens the window on it; its
+// findings and grid cells are followed through the window's CauseRegistry to the view that shows
+// the cause (run heatmap, graph canvas, rank findings, and views registered later). The window
+// sizes itself to the available screen the first time and remembers its geometry (QSettings).
+// The evidence view of what was opened (gui/views: replay records, collectives, checkpoints, op
+// alignment) is loaded on the same worker thread and joins as a tab; it is registered with the
+// CauseRegistry, so following a finding selects its cause there. Paths in the title, the status
+// bar and the Messages pane are shown relative to what was opened (full paths as tool tips).
 
 #include <QMainWindow>
 #include <QStringList>
 #include <memory>
 
-#include "diff/report/finding.hpp"
 #include "diff/graphs/rank_classify.hpp"
+#include "diff/report/finding.hpp"
 #include "gui/document.hpp"
+#include "gui/verdict_page.hpp"
 
 class QComboBox;
 class QLineEdit;
@@ -24,6 +34,7 @@ class QTableView;
 class QPlainTextEdit;
 class QMenu;
 class QSortFilterProxyModel;
+class QTabWidget;
 
 namespace gparity::gui {
 
@@ -35,6 +46,10 @@ class FindingsModel;
 class RunViewsWidget;
 class DiffView;
 class NodeFindingsModel;
+namespace views {
+class ReplayRecordsView;
+}
+struct EvidenceData;  // main_window.cpp
 
 class MainWindow final : public QMainWindow {
  public:
@@ -43,6 +58,16 @@ class MainWindow final : public QMainWindow {
 
   /// Starts loading `path` in the background (progress dialog unless `quiet`).
   void open_path(const QString& path, bool quiet = false);
+  /// `gparity-view PATH [PATH]`: computes the verdict of the paths in the background and opens
+  /// the window on it (gui/verdict.hpp), then the views of what they hold: run views for runs,
+  /// graphs for graph inputs. Paths that have no verdict open as graphs (open_path, open_diff).
+  void open_inputs(const QStringList& paths);
+  [[nodiscard]] VerdictPage* verdict_page() const { return verdict_page_; }
+  /// Views that select causes: each is offered every followed cause (gui/cause_ref.hpp).
+  void register_cause_view(CauseRegistry::Handler handler) { causes_.add(std::move(handler)); }
+  /// Offers `cause` to every registered view; true when one selected it.
+  bool follow_cause(const CauseRef& cause);
+  [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
   /// The device mesh for rank facts and rank diffs of documents opened from now on, instead of
   /// the one read from the trace (`gparity-view --mesh`, as `gparity graph ranks --mesh`).
   void set_mesh_override(const diff::RankLayout& layout) { layout_ = layout; }
@@ -57,6 +82,13 @@ class MainWindow final : public QMainWindow {
   /// True when `path` opens as a run (gparity-view BASELINE CANDIDATE opens the run views).
   [[nodiscard]] static bool is_run(const QString& path);
   [[nodiscard]] RunViewsWidget* run_views() const { return run_views_.get(); }
+  /// The tab of the evidence view of what was opened (gui/views), null when it has none.
+  [[nodiscard]] QWidget* evidence_view() const { return evidence_view_; }
+  /// The evidence view when it is the replay records view, else null.
+  [[nodiscard]] views::ReplayRecordsView* replay_view() const;
+  /// `path` as the window shows it: relative to the parent of what was opened when it lies
+  /// under it (gui/verdict.hpp shown_path), else as it is.
+  [[nodiscard]] QString shown_input(const QString& path) const;
 
   [[nodiscard]] std::shared_ptr<const Document> document() const { return doc_; }
   [[nodiscard]] GraphCanvas* canvas() const { return canvas_; }
@@ -90,6 +122,7 @@ class MainWindow final : public QMainWindow {
   void jump_to_node_finding(int row);
 
  protected:
+  void closeEvent(QCloseEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -102,6 +135,13 @@ class MainWindow final : public QMainWindow {
   void on_node_selected(model::NodeId id);
   void classify_current();
   void report_rank_facts();
+  void adopt_verdict(std::shared_ptr<const JobVerdict> verdict);
+  void show_run_views(RunPair runs);
+  bool select_graph_cause(const CauseRef& cause);
+  void save_geometry() const;
+  void show_evidence_view(const EvidenceData& data);
+  /// `text` with the opened inputs' parent folders taken out of every path in it.
+  [[nodiscard]] QString relative_text(QString text) const;
 
   std::shared_ptr<const Document> doc_;
   std::shared_ptr<const diff::TraceRanksReport> ranks_;  // trace-level rank facts of doc_
@@ -121,7 +161,13 @@ class MainWindow final : public QMainWindow {
   std::unique_ptr<NodeInspectorModel> inspector_model_;
   std::unique_ptr<FindingsModel> findings_model_;
   QTableView* findings_view_ = nullptr;
-  std::unique_ptr<RunViewsWidget> run_views_;
+  std::unique_ptr<RunViewsWidget> run_views_;  // a tab of tabs_ while open
+  QTabWidget* tabs_ = nullptr;
+  VerdictPage* verdict_page_ = nullptr;
+  CauseRegistry causes_;
+  QWidget* evidence_view_ = nullptr;  // a tab of tabs_ while open
+  std::function<bool(const CauseRef&)> select_in_evidence_;
+  QStringList opened_;             // absolute paths of what was opened last
   DiffView* diff_view_ = nullptr;  // a child window, made on first use
   std::unique_ptr<NodeFindingsModel> node_findings_model_;
   QTableView* node_findings_view_ = nullptr;

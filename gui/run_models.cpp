@@ -30,11 +30,14 @@ const model::HashArray* find_array(const model::StepRecord& s, const std::string
   return nullptr;
 }
 
-// Per parameter: 0 equal, 1 differs, 2 no common array holds it.
+// Per parameter: 0 equal, 1 differs, 2 no common array holds it; `hashes` gets both values of
+// the first common array that holds it.
 std::vector<int> compare_step(const model::StepRecord& b, const NameIndex& b_index,
                               const model::StepRecord& c, const NameIndex& c_index,
-                              const std::vector<std::string>& params) {
+                              const std::vector<std::string>& params,
+                              std::vector<std::pair<std::uint64_t, std::uint64_t>>& hashes) {
   std::vector<int> state(params.size(), 2);
+  hashes.assign(params.size(), {0, 0});
   for (const auto& hb : b.hashes) {
     const model::HashArray* hc = find_array(c, hb.name);
     if (hc == nullptr) continue;
@@ -44,6 +47,7 @@ std::vector<int> compare_step(const model::StepRecord& b, const NameIndex& b_ind
       if (bi == b_index.end() || ci == c_index.end()) continue;
       if (bi->second >= hb.values.size() || ci->second >= hc->values.size()) continue;
       const bool equal = hb.values[bi->second] == hc->values[ci->second];
+      if (state[p] == 2) hashes[p] = {hb.values[bi->second], hc->values[ci->second]};
       if (!equal)
         state[p] = 1;
       else if (state[p] == 2)
@@ -68,8 +72,10 @@ RankPair align_rank(int rank, const model::RankTrace& b, const model::RankTrace&
   for (const auto& [step, idx] : common) {
     const auto& bs = b.steps[idx.first];
     const auto& cs = c.steps[idx.second];
-    const auto state =
-        compare_step(bs, index_of(b.table_of(idx.first)), cs, index_of(c.table_of(idx.second)), params);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> hashes;
+    const auto state = compare_step(bs, index_of(b.table_of(idx.first)), cs, index_of(c.table_of(idx.second)),
+                                    params, hashes);
+    out.hashes.push_back(std::move(hashes));
     std::vector<bool> differs(params.size()), missing(params.size());
     for (std::size_t p = 0; p < params.size(); ++p) {
       differs[p] = state[p] == 1;
@@ -138,8 +144,10 @@ RunPair load_run_pair(const std::string& baseline, const std::string& candidate)
     out.ranks.push_back(align_rank(be.rank, b, c, out.params));
   }
   if (out.ranks.empty()) throw model::InputError(candidate, "no rank is present in both runs");
-  diff::CollectingConsumer verdict;
+  auto report = std::make_shared<diff::CollectingConsumer>();
+  diff::CollectingConsumer& verdict = *report;
   out.exit_code = diff::compare_runs(base, cand, {}, verdict);
+  out.report = report;
   out.verdict = verdict.verdict.headline;
   for (const auto& f : verdict.findings) {
     if (f.severity == diff::Severity::Incomplete)
@@ -196,14 +204,21 @@ QVariant RunHeatmapModel::data(const QModelIndex& index, int role) const {
   const bool first = r->first_divergence == std::pair{index.row(), index.column()};
   switch (role) {
     case Qt::DisplayRole: return missing ? QStringLiteral("?") : differs ? QStringLiteral("≠") : QString();
-    case Qt::ToolTipRole:
-      return QStringLiteral("step %1 · %2: %3%4")
-          .arg(r->steps[s])
-          .arg(shown_text(runs_->params[p]),
-               missing   ? QStringLiteral("no common hash")
-               : differs ? QStringLiteral("differs")
-                         : QStringLiteral("equal"),
-               first ? QStringLiteral(" (first divergence)") : QString());
+    case Qt::ToolTipRole: {
+      QString text = QStringLiteral("step %1 · rank %2 · %3: %4%5")
+                         .arg(r->steps[s])
+                         .arg(r->rank)
+                         .arg(shown_text(runs_->params[p]),
+                              missing   ? QStringLiteral("no common hash")
+                              : differs ? QStringLiteral("differs")
+                                        : QStringLiteral("equal"),
+                              first ? QStringLiteral(" (first divergence)") : QString());
+      if (!missing && s < r->hashes.size() && p < r->hashes[s].size())
+        text += QStringLiteral("\nbaseline 0x%1\ncandidate 0x%2")
+                    .arg(r->hashes[s][p].first, 16, 16, QLatin1Char('0'))
+                    .arg(r->hashes[s][p].second, 16, 16, QLatin1Char('0'));
+      return text;
+    }
     case Qt::BackgroundRole:
       return QBrush(missing ? QColor(200, 200, 200) : differs ? QColor(214, 69, 65) : QColor(76, 175, 80));
     case kDiffersRole: return differs;

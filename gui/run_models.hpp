@@ -9,11 +9,13 @@
 
 #include <QAbstractTableModel>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/model/run/trace_schema.hpp"
+#include "diff/report/finding.hpp"
 
 namespace gparity::gui {
 
@@ -25,6 +27,9 @@ struct RankPair {
   std::vector<std::vector<bool>> differs;
   /// missing[s][p]: no common hash array holds parameter p at steps[s] (not comparable).
   std::vector<std::vector<bool>> missing;
+  /// hashes[s][p]: parameter p's value in the first hash array both runs hold at steps[s]
+  /// (baseline, candidate), for tooltips; 0 when none holds it.
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> hashes;
   std::vector<std::optional<model::TraceScalar>> base_loss, cand_loss, base_grad, cand_grad;
   /// First (step row, parameter column) that differs, in step then registration order.
   std::optional<std::pair<int, int>> first_divergence;
@@ -44,6 +49,8 @@ struct RunPair {
   std::string verdict;
   int exit_code = 0;
   std::vector<std::pair<int, std::string>> missing_evidence;
+  /// Everything compare_runs reported (header, findings, checks, verdict): the verdict page.
+  std::shared_ptr<const diff::CollectingConsumer> report;
 };
 
 /// True when model::open_run accepts `path`.

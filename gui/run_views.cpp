@@ -4,12 +4,15 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QHelpEvent>
 #include <QLabel>
 #include <QLineSeries>
+#include <QMouseEvent>
 #include <QPainter>
 #include <QPen>
 #include <QScrollArea>
 #include <QTabWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 #include <algorithm>
@@ -21,6 +24,8 @@
 #include "diff/runs/buckets.hpp"
 #include "gui/bucket_view.hpp"
 #include "gui/display_text.hpp"
+#include "gui/legend.hpp"
+#include "gui/verdict.hpp"
 
 namespace gparity::gui {
 namespace {
@@ -28,7 +33,7 @@ namespace {
 constexpr int kCellW = 26;
 constexpr int kCellH = 20;
 constexpr int kLeft = 80;
-constexpr int kTop = 190;
+constexpr int kTop = 210;
 
 // One chart of `columns` against the step column; empty cells leave gaps out of the series.
 // `counts` charts (ULP distances) get an integer axis from 0.
@@ -97,6 +102,7 @@ void RunHeatmapView::set_model(const RunHeatmapModel* model) {
   model_ = model;
   if (model_ != nullptr)
     connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+      selected_ = {-1, -1};
       updateGeometry();
       update();
     });
@@ -109,10 +115,56 @@ QSize RunHeatmapView::sizeHint() const {
   return {kLeft + model_->columnCount() * kCellW + 20, kTop + model_->rowCount() * kCellH + 20};
 }
 
+QRect RunHeatmapView::cell_rect(int row, int column) const {
+  return {kLeft + column * kCellW, kTop + row * kCellH, kCellW - 1, kCellH - 1};
+}
+
+std::pair<int, int> RunHeatmapView::cell_at(QPoint pt) const {
+  if (model_ == nullptr || pt.x() < kLeft || pt.y() < kTop) return {-1, -1};
+  const int c = (pt.x() - kLeft) / kCellW;
+  const int r = (pt.y() - kTop) / kCellH;
+  if (r >= model_->rowCount() || c >= model_->columnCount()) return {-1, -1};
+  return {r, c};
+}
+
+void RunHeatmapView::select_cell(int row, int column) {
+  selected_ = {row, column};
+  update();
+}
+
+bool RunHeatmapView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip && model_ != nullptr) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const auto [r, c] = cell_at(help->pos());
+    if (r >= 0)
+      QToolTip::showText(help->globalPos(), model_->data(model_->index(r, c), Qt::ToolTipRole).toString(),
+                         this, cell_rect(r, c));
+    else
+      QToolTip::hideText();
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+void RunHeatmapView::mousePressEvent(QMouseEvent* e) {
+  const auto [r, c] = cell_at(e->position().toPoint());
+  if (r >= 0) select_cell(r, c);
+}
+
 void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   if (model_ == nullptr) return;
+  // The legend: what each colour and frame means, so no one needs docs/gui.md to read it.
+  paint_legend(
+      p, QPoint(2, 2),
+      {{QColor(76, 175, 80), tr("equal"), tr("both runs hash this parameter the same"), QPen(Qt::NoPen)},
+       {QColor(214, 69, 65), tr("differs"), tr("the hashes differ"), QPen(Qt::NoPen)},
+       {QColor(200, 200, 200), tr("no common hash"), tr("no hash recorded by both runs"), QPen(Qt::NoPen)},
+       {QColor(214, 69, 65), tr("first divergence"), tr("where the rank first left parity"),
+        QPen(Qt::black, 3)},
+       {palette().base().color(), tr("selected"), QString(), QPen(QColor(30, 100, 230), 3)}},
+      width() - 4);
   p.setPen(palette().text().color());
   for (int c = 0; c < model_->columnCount(); ++c) {
     // Parameter names stand rotated above their column so 21+ columns stay narrow.
@@ -139,6 +191,12 @@ void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
     p.setPen(QPen(Qt::black, 3));
     p.setBrush(Qt::NoBrush);
     p.drawRect(first->adjusted(1, 1, -1, -1));
+  }
+  if (selected_.first >= 0 && selected_.first < model_->rowCount() &&
+      selected_.second < model_->columnCount()) {
+    p.setPen(QPen(QColor(30, 100, 230), 3));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(cell_rect(selected_.first, selected_.second).adjusted(-1, -1, 1, 1));
   }
 }
 
@@ -201,10 +259,10 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
   tabs_ = new QTabWidget(this);
   heatmap_ = new RunHeatmapView;
   heatmap_->set_model(heatmap_model_.get());
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(heatmap_);
-  scroll->setWidgetResizable(true);
-  tabs_->addTab(scroll, tr("Hash heatmap"));
+  heatmap_scroll_ = new QScrollArea;
+  heatmap_scroll_->setWidget(heatmap_);
+  heatmap_scroll_->setWidgetResizable(true);
+  tabs_->addTab(heatmap_scroll_, tr("Hash heatmap"));
   curves_ = new RunCurvesView;
   curves_->set_model(curves_model_.get());
   tabs_->addTab(curves_, tr("Loss and grad norm"));
@@ -224,6 +282,31 @@ void RunViewsWidget::set_rank_index(int index) {
     bucket_model_->set_rank(runs_->ranks[static_cast<std::size_t>(index)].rank);
   if (rank_->currentIndex() != index) rank_->setCurrentIndex(index);
   update_summary();
+}
+
+bool RunViewsWidget::select_cause(const CauseRef& cause) {
+  if (cause.kind != CauseRef::Kind::RunCell) return false;
+  for (std::size_t i = 0; i < runs_->ranks.size(); ++i) {
+    const RankPair& r = runs_->ranks[i];
+    if (r.rank != cause.rank) continue;
+    const auto step = std::find(r.steps.begin(), r.steps.end(), cause.step);
+    if (step == r.steps.end()) return false;
+    const auto row = static_cast<std::size_t>(step - r.steps.begin());
+    auto column = static_cast<std::size_t>(
+        std::find(runs_->params.begin(), runs_->params.end(), cause.param) - runs_->params.begin());
+    if (column == runs_->params.size()) {
+      const auto& d = r.differs[row];
+      column = static_cast<std::size_t>(std::find(d.begin(), d.end(), true) - d.begin());
+      if (column == d.size()) column = 0;
+    }
+    set_rank_index(static_cast<int>(i));
+    show_heatmap();
+    heatmap_->select_cell(static_cast<int>(row), static_cast<int>(column));
+    const QRect cell = heatmap_->cell_rect(static_cast<int>(row), static_cast<int>(column));
+    heatmap_scroll_->ensureVisible(cell.center().x(), cell.center().y(), 120, 80);
+    return true;
+  }
+  return false;
 }
 
 void RunViewsWidget::show_heatmap() {
@@ -267,8 +350,13 @@ QString RunViewsWidget::summary() const {
 
 void RunViewsWidget::update_summary() {
   const RankPair* r = heatmap_model_->current();
+  // Paths relative to what was opened (their common parent); the full paths on hover.
+  const std::vector<std::string> opened{runs_->baseline_path, runs_->candidate_path};
   QString text = tr("baseline %1 · candidate %2 · ")
-                     .arg(shown_text(runs_->baseline_path), shown_text(runs_->candidate_path));
+                     .arg(shown_text(shown_path(runs_->baseline_path, opened)),
+                          shown_text(shown_path(runs_->candidate_path, opened)));
+  summary_->setToolTip(tr("baseline: %1\ncandidate: %2")
+                           .arg(shown_text(runs_->baseline_path), shown_text(runs_->candidate_path)));
   if (r == nullptr) {
     summary_->setText(text + tr("no rank in common"));
     return;

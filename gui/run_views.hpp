@@ -8,12 +8,14 @@
 #include <QWidget>
 #include <memory>
 
+#include "gui/cause_ref.hpp"
 #include "gui/run_models.hpp"
 
 class QAbstractItemModel;
 class QChartView;
 class QComboBox;
 class QLabel;
+class QScrollArea;
 class QTabWidget;
 
 namespace gparity::diff {
@@ -26,18 +28,29 @@ class BucketModel;
 class BucketView;
 
 /// Paints a RunHeatmapModel: one cell per (step, parameter), red = differs, green = equal,
-/// grey = not comparable; the first divergence gets a thick black frame.
+/// grey = not comparable, with a legend above; the first divergence gets a thick black frame and
+/// the selected cell (select_cell, a click) a blue one. Each cell has a tooltip (step, rank,
+/// parameter, both hashes).
 class RunHeatmapView final : public QWidget {
  public:
   explicit RunHeatmapView(QWidget* parent = nullptr);
   void set_model(const RunHeatmapModel* model);
   [[nodiscard]] QSize sizeHint() const override;
+  /// Selects (row, column) of the model; (-1, -1) clears.
+  void select_cell(int row, int column);
+  [[nodiscard]] std::pair<int, int> selected_cell() const noexcept { return selected_; }
+  /// The cell's rectangle in widget coordinates.
+  [[nodiscard]] QRect cell_rect(int row, int column) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  bool event(QEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
 
  private:
+  [[nodiscard]] std::pair<int, int> cell_at(QPoint p) const;
   const RunHeatmapModel* model_ = nullptr;
+  std::pair<int, int> selected_{-1, -1};
 };
 
 /// Loss, grad norm and their ULP distance per step, rebuilt whenever the model resets.
@@ -60,6 +73,11 @@ class RunViewsWidget final : public QWidget {
   ~RunViewsWidget() override;
 
   void set_rank_index(int index);
+  /// A RunCell cause (gui/cause_ref.hpp): shows the heatmap of its rank with its step and
+  /// parameter selected (the step's first differing parameter when it names none). False when
+  /// the runs hold no such rank or step.
+  bool select_cause(const CauseRef& cause);
+  [[nodiscard]] const RunHeatmapView* heatmap() const noexcept { return heatmap_; }
   void show_heatmap();
   void show_curves();
   /// False when either run holds no bucket plan (no Buckets tab then).
@@ -85,6 +103,7 @@ class RunViewsWidget final : public QWidget {
   QLabel* summary_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   RunHeatmapView* heatmap_ = nullptr;
+  QScrollArea* heatmap_scroll_ = nullptr;
   RunCurvesView* curves_ = nullptr;
   BucketView* buckets_ = nullptr;
   int buckets_tab_ = -1;

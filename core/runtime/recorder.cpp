@@ -242,6 +242,41 @@ std::vector<BlockHashes> DeferredHashes::collect() {
   return out;
 }
 
+void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first,
+                      bool xxh3) {
+  if (words.scalar_type() != at::kLong || !words.is_contiguous() || first < 0 ||
+      2 * (first + static_cast<std::int64_t>(tensors.size())) > words.numel())
+    throw std::invalid_argument(
+        "hash_blocks_into: words must be a contiguous int64 tensor with room for 2 words a tensor");
+  for (const auto& t : tensors)
+    if (t.device() != words.device())
+      throw std::invalid_argument("hash_blocks_into: a tensor is not on the device of the hash words");
+  if (tensors.empty()) return;
+  if (words.is_cuda()) {
+#if GPARITY_WITH_CUDA_HASH
+    std::vector<Placed> placements;
+    placements.reserve(tensors.size());
+    for (const auto& t : tensors) placements.push_back(placed(t, {}, {}));
+    // As DeferredHashes: contiguous copies for XXH3 are freed after the enqueue; the caching
+    // allocator hands their blocks out only to work ordered after the kernels on this stream.
+    std::vector<at::Tensor> keep;
+    enqueue_cuda(tensors, placements, words_of(words) + 2 * first, current_stream(words.device()), keep,
+                 xxh3);
+    return;
+#else
+    throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");
+#endif
+  }
+  if (!words.device().is_cpu())
+    throw std::invalid_argument("hash_blocks_into: words are neither on CPU nor CUDA");
+  auto* w = words.data_ptr<std::int64_t>() + 2 * first;
+  for (const auto& t : tensors) {
+    const auto h = hash_cpu(t, placed(t, {}, {}));
+    *w++ = xxh3 ? std::bit_cast<std::int64_t>(h.xxh3) : 0;
+    *w++ = std::bit_cast<std::int64_t>(h.shard);
+  }
+}
+
 BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> offsets,
                        std::span<const std::int64_t> global_shape) {
   const std::span<const std::int64_t> o[1] = {offsets};

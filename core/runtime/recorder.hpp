@@ -48,6 +48,15 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
                                      std::span<const std::span<const std::int64_t>> offsets = {},
                                      std::span<const std::span<const std::int64_t>> global_shapes = {});
 
+/// Both hashes of every tensor (each whole) written into `words` (int64, on the tensors' device,
+/// zeroed): tensor i's XXH3 at words[2 * (first + i)], its shard-invariant hash at the next word.
+/// CUDA tensors are hashed on the device's current stream and nothing waits: the caller reads
+/// `words` back when it chooses (the op recorder: once a step). CPU tensors are hashed here.
+/// With `xxh3` false only the shard-invariant hash is computed (fully parallel on the GPU; XXH3's
+/// chain is sequential per tensor and the current stream waits for it) and the XXH3 words stay 0.
+void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first,
+                      bool xxh3 = true);
+
 /// Hashes of CUDA tensors enqueued on the device's current stream into device memory and read
 /// back all at once: hashing every tensor of a stream of work (each node of a replayed graph)
 /// without a wait per tensor. Each tensor is hashed whole; with xxh3 off only the shard-invariant

@@ -263,6 +263,8 @@ struct ReplaySession::Impl {
     for (const auto& g : o.groups.groups()) table[g.name] = {{"ranks", g.ranks}, {"desc", g.desc}};
     m.extra["replay"] = {{"source", o.source}, {"against", o.against}, {"coor", o.coor},
                          {"seed", o.seed},     {"groups", table},      {"flight_recorder", o.group_dumps}};
+    // What the node records carry (each record says it too: its "xxh3", "shard" and "view" fields).
+    if (!o.no_hash) m.extra["replay"]["node_hash"] = {{"hashes", o.node_hash}, {"views", o.hash_views}};
     model::write_manifest(o.out, m);
   }
 
@@ -299,7 +301,7 @@ struct ReplaySession::Impl {
     io.device = device;
     io.hash = !o.no_hash;
     io.node_xxh3 = o.node_hash == "both";
-    io.view_hashes = !o.no_view_hashes;
+    io.view_hashes = o.hash_views;
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state

@@ -50,9 +50,19 @@ at::Tensor hash_tensors(at::TensorList tensors, at::IntArrayRef offsets, at::Int
   return out;
 }
 
+/// Both hashes of every tensor into `words` from slot `first` (2 int64 words a slot, zeroed, on the
+/// tensors' device), without waiting for the device: the op recorder (python/gparity,
+/// record_ops) hashes every op's outputs this way and reads the words back once a step. `xxh3`
+/// false: the shard-invariant hash alone (its XXH3 words stay 0).
+void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tensors, bool xxh3) {
+  gparity::runtime::hash_blocks_into(std::span<const at::Tensor>(tensors.data(), tensors.size()), words,
+                                     first, xxh3);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(gparity, m) {
   m.def("hash_tensor(Tensor t, int[] offsets, int[] global_shape) -> Tensor", &hash_tensor);
   m.def("hash_tensors(Tensor[] tensors, int[] offsets, int[] global_shapes) -> Tensor", &hash_tensors);
+  m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True) -> ()", &hash_into);
 }

@@ -116,7 +116,7 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
   if (!j.is_object()) throw InputError(source, "policy is not a JSON object");
   check_keys(j,
              {"baseline", "candidate", "checks", "steps", "tolerance", "reports", "description", "require",
-              "allow_incomplete"},
+              "allow_incomplete", "ops"},
              source, "the policy");
   GatePolicy p;
   run_field(j, "baseline", source, p.baseline, p.baseline_command);
@@ -185,6 +185,17 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
       *slot = v->get<std::size_t>();
     }
   }
+  if (const auto it = j.find("ops"); it != j.end()) {
+    if (!it->is_object())
+      throw InputError(source,
+                       "\"ops\" must be an object {\"baseline\": \"eager op run\", \"candidate\": \"...\"}");
+    check_keys(*it, {"baseline", "candidate"}, source, "\"ops\"");
+    p.ops_baseline = string_field(*it, "baseline", source);
+    p.ops_candidate = string_field(*it, "candidate", source);
+    if (p.ops_baseline.empty() || p.ops_candidate.empty())
+      throw InputError(source,
+                       "\"ops\" needs both \"baseline\" and \"candidate\" (op-record or DebugMode runs)");
+  }
   if (const auto it = j.find("allow_incomplete"); it != j.end()) {
     if (!it->is_boolean()) throw InputError(source, "\"allow_incomplete\" must be true or false");
     p.options.allow_incomplete = it->get<bool>();
@@ -205,7 +216,8 @@ GatePolicy load_gate_policy(const std::string& path) {
   GatePolicy p = parse_gate_policy(file.text(), path);
   const auto dir = std::filesystem::path(path).parent_path();
   p.command_dir = dir.string();
-  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json, &p.html}) {
+  for (auto* s : {&p.baseline, &p.candidate, &p.junit, &p.markdown, &p.json, &p.html, &p.ops_baseline,
+                  &p.ops_candidate}) {
     if (!s->empty() && std::filesystem::path(*s).is_relative()) *s = (dir / *s).lexically_normal().string();
   }
   return p;

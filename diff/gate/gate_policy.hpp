@@ -26,6 +26,13 @@ struct GatePolicy {
   std::string markdown;  // "" = none
   std::string json;      // "" = none
   std::string html;      // "" = none
+  /// Op-level parity required (policy "ops": {"baseline": ..., "candidate": ...}): the op-record
+  /// or DebugMode runs of the same training (docs/ops.md), compared op by op with their own
+  /// reports (ops-junit.xml, ops-report.md, ops-report.json, ops-report.html beside the others).
+  /// Both empty: not required.
+  std::string ops_baseline;
+  std::string ops_candidate;
+  [[nodiscard]] bool requires_ops() const noexcept { return !ops_baseline.empty(); }
 };
 
 /// Parses a policy document. Throws InputError naming `source` and the problem.

@@ -74,7 +74,9 @@ HashChoice choose_hashes(const OpLog& eager, const OpLog& compiled) {
   HashChoice c;
   const auto& a = eager.hash_spec;
   const auto& b = compiled.hash_spec;
-  for (const char* fn : {"hash_tensor", "norm"}) {
+  // gparity's own hashes (op records) first: identities; then DebugMode's.
+  for (const char* fn : {"xxh3", "shard", "hash_tensor", "norm"}) {
+    if (c.names.size() == 2) break;
     const int pa = a.index_of(fn), pb = b.index_of(fn);
     if (pa >= 0 && pb >= 0) {
       c.names.emplace_back(fn);
@@ -94,7 +96,9 @@ HashChoice choose_hashes(const OpLog& eager, const OpLog& compiled) {
     if (c.names.front() == "hash_tensor") c.weak_rule = HashChoice::WeakRule::ZeroHash;
     if (c.names.front() == "norm") c.weak_rule = HashChoice::WeakRule::ZeroNorm;
   }
-  const auto has_meta = [](const OpLog& l) { return l.format.rfind("debug_string", 0) == 0; };
+  const auto has_meta = [](const OpLog& l) {
+    return l.format.rfind("debug_string", 0) == 0 || l.format == "gparity op records";
+  };
   c.use_meta = has_meta(eager) && has_meta(compiled);
   return c;
 }

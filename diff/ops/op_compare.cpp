@@ -6,6 +6,7 @@
 
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
+#include "diff/causality/causality.hpp"
 #include "diff/report/evidence.hpp"
 
 namespace gparity::diff::ops {
@@ -21,6 +22,7 @@ std::string_view op_cause_name(OpCause c) noexcept {
     case OpCause::Received: return "received";
     case OpCause::FollowsStep: return "follows step";
     case OpCause::Input: return "input";
+    case OpCause::Unknown: return "unknown";
   }
   return "origin";
 }
@@ -145,9 +147,12 @@ OpDivergence classify(const StepVerdict& sv, std::uint32_t e, int rank, std::int
       d.cause = OpCause::Input;
     }
   } else if (const std::string_view top = sv.eager.log->op_name(sv.eager.at(target)); is_collective(top)) {
+    // Provisional (the k-th collective of this name on every rank); judge_op_logs judges it in
+    // diff/causality's causal order over the step of every rank.
     d.from_ranks =
         table.ranks_with_differing_inputs(sv.step, top, collective_sequence(sv.eager, target), rank);
     d.cause = d.from_ranks.empty() ? OpCause::Origin : OpCause::Received;
+    d.collective = static_cast<std::int32_t>(target);
   } else {
     d.cause = OpCause::Origin;
   }
@@ -182,6 +187,119 @@ void spread(const StepVerdict& sv, OpDivergence& d, std::size_t max_listed) {
     if (any_differs(input_checks(sv, o))) continue;
     ++d.other_origin_total;
     if (d.other_origins.size() < max_listed) d.other_origins.push_back(o);
+  }
+}
+
+/// The eager position of the op a divergence was judged at (a wait's collective, a collective).
+std::uint32_t judged_at(const OpDivergence& d) {
+  return d.collective >= 0 ? static_cast<std::uint32_t>(d.collective) : d.record;
+}
+
+/// One step of every rank in diff/causality's records: each eager op a record reading the
+/// records that made its arguments in the step; an argument from before the step whose own hash
+/// is missing in the compiled run is a graph input record that differs. A collective whose own
+/// output has no hash (hashed before it completed) differs when its wait does.
+struct CausalStep {
+  std::vector<causality::RankRecords> ranks;
+  std::vector<std::vector<std::size_t>> index;  // per rank (as `ranks`), per eager position: its record
+  causality::Result result;
+};
+
+CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t step,
+                       const std::vector<int>& world) {
+  CausalStep cs;
+  for (const auto& rv : verdicts) {
+    const auto it =
+        std::find_if(rv.steps.begin(), rv.steps.end(), [&](const StepVerdict& s) { return s.step == step; });
+    if (it == rv.steps.end()) continue;
+    const StepVerdict& sv = *it;
+    const SliceAlignment& a = sv.alignment;
+    const OpLog& log = *sv.eager.log;
+    causality::RankRecords rr;
+    rr.rank = rv.rank;
+    std::vector<std::size_t> index(sv.eager.size(), 0);
+    const std::string graph = "step " + std::to_string(step);
+    for (std::uint32_t e = 0; e < sv.eager.size(); ++e) {
+      const OpRecord& r = sv.eager.at(e);
+      causality::Record rec;
+      rec.graph = graph;
+      for (std::uint32_t j = 0; j < r.arg_count; ++j) {
+        const std::uint32_t at = a.arg_first[e] + j;
+        const std::int32_t p = a.arg_producer[at];
+        if (p >= 0 && static_cast<std::uint32_t>(p) < e) {
+          rec.inputs.push_back(index[static_cast<std::uint32_t>(p)]);
+        } else if (p < 0 && a.arg_value[at] == 2) {
+          causality::Record in;
+          in.graph = graph;
+          in.node = "input of " + std::string(log.op_name(r)) + " #" + std::to_string(r.index);
+          in.graph_input = true;
+          in.differs = true;
+          rec.inputs.push_back(rr.records.size());
+          rr.records.push_back(std::move(in));
+        }
+      }
+      const std::string_view op = log.op_name(r);
+      const ValueStatus status = a.eager[e].status;
+      rec.compared = status != ValueStatus::Unhashed;
+      rec.differs = status == ValueStatus::Divergent;
+      if (is_collective(op)) {
+        rec.comm = causality::Comm{causality::Comm::Kind::Collective, "default", -1};
+        if (status == ValueStatus::Unhashed) {
+          for (const std::uint32_t c : a.consumers_of(e)) {
+            if (log.op_name(sv.eager.at(c)).find("wait_tensor") == std::string_view::npos) continue;
+            if (a.eager[c].status == ValueStatus::Divergent) rec.compared = rec.differs = true;
+          }
+        }
+      }
+      if (rec.differs || rec.comm) {
+        rec.op = std::string(op);
+        rec.node = rec.op + " #" + std::to_string(r.index);
+        rec.source = log.source_text(r);
+      }
+      std::sort(rec.inputs.begin(), rec.inputs.end());
+      rec.inputs.erase(std::unique(rec.inputs.begin(), rec.inputs.end()), rec.inputs.end());
+      index[e] = rr.records.size();
+      rr.records.push_back(std::move(rec));
+    }
+    cs.ranks.push_back(std::move(rr));
+    cs.index.push_back(std::move(index));
+  }
+  // "default" is the world: every rank either side has logs of (a rank that did not record the
+  // step, or has no logs on one side, makes the collective unknown, never an origin).
+  causality::GroupTable groups;
+  groups["default"] = {world, "default_pg"};
+  cs.result = causality::classify(cs.ranks, groups);
+  return cs;
+}
+
+/// A collective's divergence as the causal order judges it.
+void apply_causality(const CausalStep& cs, std::size_t pos, OpDivergence& d) {
+  const int rank = cs.ranks[pos].rank;
+  const std::size_t rec = cs.index[pos][judged_at(d)];
+  const causality::Classification* c = cs.result.find(rank, rec);
+  if (c == nullptr) return;
+  d.causal = c->to_json();
+  d.causal_text = c->text(cs.ranks[pos].records[rec].node, rank);
+  d.from_ranks = c->from_ranks;
+  switch (c->cause) {
+    case causality::Cause::Origin: d.cause = OpCause::Origin; break;
+    case causality::Cause::Received: d.cause = OpCause::Received; break;
+    case causality::Cause::Propagated: d.cause = OpCause::Propagated; break;
+    case causality::Cause::Input: d.cause = OpCause::Input; break;
+    case causality::Cause::Unknown: d.cause = OpCause::Unknown; break;
+  }
+  if (c->origin.rank >= 0 && !(c->origin.rank == rank && c->origin.record == rec)) {
+    d.origin_rank = c->origin.rank;
+    d.origin_op = c->origin.op;
+    d.origin_source = c->origin.source;
+    const auto node = c->origin.node;
+    if (const auto hash = node.rfind(" #"); hash != std::string::npos) {
+      try {
+        d.origin_index = std::stoll(node.substr(hash + 2));
+      } catch (const std::exception&) {
+        d.origin_index = -1;
+      }
+    }
   }
 }
 
@@ -240,6 +358,31 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
         break;
       }
       if (sv.first && diverged == 0) diverged = sv.step;
+    }
+  }
+  // Collectives across ranks, in the causal order of the step on every rank.
+  std::set<std::int64_t> cross_rank_steps;
+  for (const auto& rv : out) {
+    for (const auto& sv : rv.steps) {
+      if (sv.first && sv.first->collective >= 0 && !any_differs(sv.first->inputs))
+        cross_rank_steps.insert(sv.step);
+    }
+  }
+  std::set<int> world_set;
+  for (const auto* side : {&eager, &compiled})
+    for (const auto& r : *side) world_set.insert(r.rank);
+  const std::vector<int> world(world_set.begin(), world_set.end());
+  for (const std::int64_t step : cross_rank_steps) {
+    const CausalStep cs = causal_step(out, step, world);
+    for (std::size_t pos = 0; pos < cs.ranks.size(); ++pos) {
+      for (auto& rv : out) {
+        if (rv.rank != cs.ranks[pos].rank) continue;
+        for (auto& sv : rv.steps) {
+          if (sv.step != step || !sv.first || sv.first->collective < 0 || any_differs(sv.first->inputs))
+            continue;
+          apply_causality(cs, pos, *sv.first);
+        }
+      }
     }
   }
   return out;
@@ -365,19 +508,28 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
       break;
     }
     case OpCause::Propagated:
-      msg += "propagated: its input " + differing.front() + " already differed";
+      msg += differing.empty() ? printable(d.causal_text)
+                               : "propagated: its input " + differing.front() + " already differed";
       break;
     case OpCause::Received:
       msg += "received through " + printable(el.op_name(judged)) + " from " + ranks_text(d.from_ranks) +
              " (its local inputs are equal, theirs differ)";
+      if (d.origin_rank >= 0)
+        msg += ", origin " + printable(d.origin_op) +
+               (d.origin_source.empty() ? "" : " at " + printable(d.origin_source)) + " on rank " +
+               std::to_string(d.origin_rank);
+      break;
+    case OpCause::Unknown:
+      msg += printable(d.causal_text.empty() ? std::string("cause unknown") : d.causal_text);
       break;
     case OpCause::FollowsStep:
       msg += "follows from step " + std::to_string(d.follows_step) + " (its input " + differing.front() +
              " was made before this step and differs)";
       break;
     case OpCause::Input:
-      msg +=
-          "input: " + differing.front() + ", made before this step, differs with no earlier divergence seen";
+      msg += differing.empty() ? printable(d.causal_text)
+                               : "input: " + differing.front() +
+                                     ", made before this step, differs with no earlier divergence seen";
       break;
   }
   const auto cps = a.counterparts_of(d.record);
@@ -421,6 +573,13 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
               {"from_ranks", d.from_ranks},
               {"decided_by", choice.text()}};
   if (d.collective >= 0) f.values["collective"] = record_json(el, judged);
+  if (!d.causal.is_null()) f.values["causality"] = d.causal;
+  if (d.origin_rank >= 0)
+    f.values["origin"] = {{"rank", d.origin_rank},
+                          {"op", d.origin_op},
+                          {"source", d.origin_source},
+                          {"index", d.origin_index},
+                          {"step", sv.step}};
   if (d.follows_step > 0) f.values["follows_step"] = d.follows_step;
   return f;
 }
@@ -621,7 +780,8 @@ Evidence op_evidence(const std::vector<RankLogs>& eager, const std::vector<RankL
     s.detail = std::to_string(s.items) + " op values (strong hashes) of " + std::to_string(records) +
                " ops on " + std::to_string(logs.size()) + (logs.size() == 1 ? " rank" : " ranks");
     if (!hashed) s.nothing = "holds DebugMode logs without tensor hashes";
-    s.tried = {"PyTorch DebugMode debug_string text", "DebugMode dump_tensor_hashes"};
+    s.tried = {"PyTorch DebugMode debug_string text", "DebugMode dump_tensor_hashes",
+               "gparity op records (trace v1)"};
     return s;
   };
   e.sides.push_back(side("baseline", o.eager_name, eager, ev));
@@ -664,11 +824,20 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     }
   }
   if (e0 && c0) choice = choose_hashes(*e0, *c0);
+  const auto records_of = [](const OpLog* l) {
+    return l && l->format == "gparity op records" ? "gparity op records" : "PyTorch DebugMode logs";
+  };
+  const std::string e_kind = records_of(e0), c_kind = records_of(c0);
   h.mode = "op values by " + (choice && choice->usable() ? choice->text() : std::string("no common hash")) +
-           " (PyTorch DebugMode logs)";
-  h.notes.push_back(
-      "hash_tensor is order-blind (an XOR-style reduction) and 0 for any constant tensor: hash 0 is never "
-      "evidence");
+           " (" + (e_kind == c_kind ? e_kind : e_kind + " vs " + c_kind) + ")";
+  if (!choice || !choice->usable() || choice->text().find("hash_tensor") != std::string::npos)
+    h.notes.push_back(
+        "hash_tensor is order-blind (an XOR-style reduction) and 0 for any constant tensor: hash 0 is never "
+        "evidence");
+  if (choice && choice->usable() && choice->names.front() != "hash_tensor" && choice->names.front() != "norm")
+    h.notes.push_back(
+        "xxh3 is XXH3-64 of a tensor's bytes, shard its shard-invariant hash (docs/hashing.md): identities, "
+        "a value is found only where the same bits are");
   if (choice && choice->usable() && !choice->identity())
     h.notes.push_back(
         "only norm decides: an L1 norm is closeness, not identity; equal norms cannot prove bitwise parity");
@@ -738,6 +907,11 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                                 {"cause", op_cause_name(first->first->cause)},
                                 {"eager", record_json(*first->eager.log, r)},
                                 {"from_ranks", first->first->from_ranks}};
+      if (first->first->origin_rank >= 0)
+        rj["first_divergence"]["origin"] = {{"rank", first->first->origin_rank},
+                                            {"op", first->first->origin_op},
+                                            {"source", first->first->origin_source},
+                                            {"index", first->first->origin_index}};
       summary.push_back(
           "rank " + std::to_string(rv.rank) + ": first divergent op at step " + std::to_string(first->step) +
           ": " + op_text(*first->eager.log, r) + ", " + std::string(op_cause_name(first->first->cause)) +

@@ -17,10 +17,12 @@
 //    that do not follow from it;
 //  - later steps of a diverged rank are reported as following from the first when their first
 //    divergent op's differing inputs were made before the step.
-// The cross-rank part (received) is deliberately small: the k-th collective of one op name in
-// a step on one rank meets the k-th of that name on every other rank (c10d::* lines do not name
-// their process group). diff/causality holds the general causal order; this hook is where it
-// plugs in.
+// The cross-rank part (received) is judged in diff/causality's causal order over the step of
+// every rank: each eager op a record reading the records that made its arguments, each
+// collective a member of its group's k-th instance (records without a group, c10d::* lines of
+// DebugMode, are in one group "default": every rank either side has logs of). A collective whose local
+// inputs are equal while other members' differ is received from them, and the origin on the
+// rank where the damage started is named; a collective not seen on every member is unknown.
 // Reports name the deciding hash functions; DebugMode's hash_tensor is order-blind and 0 for
 // any constant tensor (weak: never evidence), norm is closeness, not identity (a warning).
 // Exit: 0 parity, 1 divergence or incomplete evidence (damaged lines, a rank or step on one side
@@ -35,13 +37,13 @@
 
 #include "core/model/ops/op_log.hpp"
 #include "core/model/ops/op_run.hpp"
-#include "diff/report/finding.hpp"
 #include "diff/ops/op_align.hpp"
+#include "diff/report/finding.hpp"
 
 namespace gparity::diff::ops {
 
-enum class OpCause : std::uint8_t { Origin, Propagated, Received, FollowsStep, Input };
-/// "origin", "propagated", "received", "follows step", "input".
+enum class OpCause : std::uint8_t { Origin, Propagated, Received, FollowsStep, Input, Unknown };
+/// "origin", "propagated", "received", "follows step", "input", "unknown".
 std::string_view op_cause_name(OpCause c) noexcept;
 
 enum class InputState : std::uint8_t { Equal, Differs, Unknown };
@@ -76,6 +78,14 @@ struct OpDivergence {
   std::int32_t collective = -1;    // a wait's collective (eager position), when the cause was judged there
   std::vector<int> from_ranks;     // received: members whose inputs differed
   std::int64_t follows_step = 0;   // follows step: the earlier divergent step of the rank
+  /// A collective judged across ranks (diff/causality): its clause ("received at ... from rank
+  /// 1, origin aten::gelu #12 at train.py:37 on rank 1"), the classification as JSON, and the
+  /// origin whose damage it carries (rank -1: none named).
+  std::string causal_text;
+  nlohmann::json causal;
+  int origin_rank = -1;
+  std::string origin_op, origin_source;
+  std::int64_t origin_index = -1;
   std::vector<std::uint32_t> carriers;  // divergent consumers, transitively, first few by position
   std::size_t carried_total = 0;
   std::vector<std::uint32_t> other_origins;  // divergent ops not downstream of it whose inputs agree

@@ -68,14 +68,62 @@ std::unordered_map<std::string_view, Outputs> by_node(std::span<const model::Nod
   return out;
 }
 
-/// The fields in which two records of one output differ ("xxh3", "shard", "dtype", "shape").
+/// Strides where they matter: a dimension of size 1 may have any stride.
+std::vector<std::int64_t> effective_strides(const std::vector<std::int64_t>& stride,
+                                            const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s = stride;
+  for (std::size_t d = 0; d < s.size() && d < shape.size(); ++d)
+    if (shape[d] == 1) s[d] = 0;
+  return s;
+}
+
+/// Two views of the same shape that lie at different places of bases laid out alike (equal
+/// strides): they read different elements of their bases, so they differ even when the bases
+/// do not. Views of bases laid out differently cannot be told apart this way (false).
+bool placed_differently(const model::NodeRecord& a, const model::NodeRecord& b) {
+  if (!a.view || !b.view || a.view->base.empty() || b.view->base.empty()) return false;
+  if (a.shape != b.shape || a.view->base_stride != b.view->base_stride) return false;
+  if (std::any_of(a.shape.begin(), a.shape.end(), [](std::int64_t n) { return n == 0; })) return false;
+  return a.view->offset != b.view->offset ||
+         effective_strides(a.view->stride, a.shape) != effective_strides(b.view->stride, b.shape);
+}
+
+/// The fields in which two records of one output differ ("xxh3", "shard", "dtype", "shape",
+/// "view"), of what both carry.
 std::vector<std::string> record_diff(const model::NodeRecord& a, const model::NodeRecord& b) {
   std::vector<std::string> f;
   if (a.has_xxh3 && b.has_xxh3 && a.xxh3 != b.xxh3) f.emplace_back("xxh3");
-  if (a.shard != b.shard) f.emplace_back("shard");
+  if (a.has_shard && b.has_shard && a.shard != b.shard) f.emplace_back("shard");
   if (a.dtype != b.dtype) f.emplace_back("dtype");
   if (a.shape != b.shape) f.emplace_back("shape");
+  if (placed_differently(a, b)) f.emplace_back("view");
   return f;
+}
+
+/// A node's outputs whose records on one side or the other are views (no hash to compare): the
+/// node's verdict follows their bases'. Also counts the outputs whose XXH3 one side lacks.
+struct ViewPairs {
+  std::vector<std::string> bases_a, bases_b;  // the views' bases, by each side's node names
+  bool any = false;
+  std::size_t hashed = 0;  // output pairs with a hash on both sides
+  std::size_t xxh3_one_side = 0;
+};
+ViewPairs view_pairs(const Outputs& a, const Outputs& b) {
+  ViewPairs v;
+  for (const auto& [k, ra] : a) {
+    const auto it = b.find(k);
+    if (it == b.end()) continue;
+    const auto& rb = *it->second;
+    if (ra->view || rb.view) {
+      v.any = true;
+      if (ra->view && !ra->view->base.empty()) v.bases_a.push_back(ra->view->base);
+      if (rb.view && !rb.view->base.empty()) v.bases_b.push_back(rb.view->base);
+    } else {
+      ++v.hashed;
+      if (ra->has_xxh3 != rb.has_xxh3) ++v.xxh3_one_side;
+    }
+  }
+  return v;
 }
 
 /// The first output in which two nodes differ; nullopt when every output is equal.
@@ -172,6 +220,13 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
       }
     }
   }
+  // Where each node is in the walk, by its name in A and by its partner's name in B (a view
+  // names its base by its own side's name).
+  std::unordered_map<std::string_view, std::size_t> pos_a, pos_b;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    pos_a.emplace(order[i], i);
+    if (!partner[i].empty()) pos_b.emplace(partner[i], i);
+  }
   std::unordered_map<std::string_view, bool> b_used;
   std::vector<bool> tainted(order.size(), false);        // differed, or fed by something that did
   std::vector<bool> recorded(order.size(), false);       // compared on both sides
@@ -211,10 +266,40 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
       tainted[i] = input_tainted;
       continue;
     }
+    auto d = outputs_diff(ia->second, ib->second);
+    const auto views = view_pairs(ia->second, ib->second);
+    r.xxh3_one_side += views.xxh3_one_side;
+    if (!d && views.any) {
+      // A view: no hash to compare; it differs where its base does (also when no graph says
+      // what it reads: the records name the base). A node with hashed outputs besides (the
+      // graph's output node) was compared on those.
+      bool base_tainted = false;
+      const auto follow = [&](const std::vector<std::string>& bases,
+                              const std::unordered_map<std::string_view, std::size_t>& pos) {
+        for (const auto& base : bases) {
+          const auto it = pos.find(base);
+          if (it == pos.end() || it->second >= i) continue;
+          base_tainted = base_tainted || tainted[it->second];
+          if (std::find(cr.inputs.begin(), cr.inputs.end(), it->second) == cr.inputs.end())
+            cr.inputs.push_back(it->second);
+        }
+      };
+      follow(views.bases_a, pos_a);
+      follow(views.bases_b, pos_b);
+      if (views.hashed == 0) {
+        ++r.views;
+        tainted[i] = input_tainted || base_tainted;
+        continue;
+      }
+      ++r.compared;
+      recorded[i] = true;
+      cr.compared = true;
+      tainted[i] = base_tainted;
+      continue;
+    }
     ++r.compared;
     recorded[i] = true;
     cr.compared = true;
-    auto d = outputs_diff(ia->second, ib->second);
     if (!d) continue;
     cr.differs = true;
     tainted[i] = true;
@@ -417,11 +502,16 @@ namespace {
 
 json record_json(const std::optional<model::NodeRecord>& r) {
   if (!r) return nullptr;
-  return {{"node", r->node},
-          {"dtype", model::dtype_name(r->dtype)},
-          {"shape", r->shape},
-          {"xxh3", hash::to_hex(r->xxh3)},
-          {"shard", hash::to_hex(r->shard)}};
+  json j = {{"node", r->node}, {"dtype", model::dtype_name(r->dtype)}, {"shape", r->shape}};
+  // Only the hashes the record carries (a shard-only run has no xxh3, a view neither).
+  if (r->has_xxh3) j["xxh3"] = hash::to_hex(r->xxh3);
+  if (r->has_shard) j["shard"] = hash::to_hex(r->shard);
+  if (r->view)
+    j["view"] = {{"base", r->view->base},
+                 {"offset", r->view->offset},
+                 {"stride", r->view->stride},
+                 {"base_stride", r->view->base_stride}};
+  return j;
 }
 
 json divergence_json(const NodeDivergence& d) {
@@ -474,6 +564,10 @@ std::string describe(const NodeDivergence& d, int rank) {
       s += f + " " +
            (f == "xxh3"    ? hash::to_hex(x.xxh3) + " vs " + hash::to_hex(y.xxh3)
             : f == "shard" ? hash::to_hex(x.shard) + " vs " + hash::to_hex(y.shard)
+            : f == "view" && x.view && y.view
+                ? "of " + x.view->base + " at offset " + std::to_string(x.view->offset) + " strides " +
+                      shape(x.view->stride) + " vs of " + y.view->base + " at offset " +
+                      std::to_string(y.view->offset) + " strides " + shape(y.view->stride)
             : f == "dtype"
                 ? std::string(model::dtype_name(x.dtype)) + " vs " + std::string(model::dtype_name(y.dtype))
                 : shape(x.shape) + " vs " + shape(y.shape));
@@ -509,6 +603,16 @@ void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std:
       f.message = std::to_string(g.origins) + " origins in all; the rest are not listed";
       findings.push_back(std::move(f));
     }
+    if (g.xxh3_one_side > 0) {
+      // A `--node-hash shard` run against a `both` run: what both carry is compared.
+      Finding f{Severity::Info, "node_hashes_partial", {}, "", {{"outputs", g.xxh3_one_side}}};
+      f.where.rank = r.rank;
+      f.where.graph = g.graph;
+      f.message = std::to_string(g.xxh3_one_side) +
+                  " outputs carry XXH3-64 on one side only (replay --node-hash both vs shard): "
+                  "compared by the shard hash, dtype and shape";
+      findings.push_back(std::move(f));
+    }
     if (g.unmatched_a + g.unmatched_b > 0) {
       Finding f{Severity::Info,
                 "node_unmatched",
@@ -526,6 +630,10 @@ void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std:
     c.rank = r.rank;
     c.outcome = g.divergent > 0 ? Check::Outcome::Fail : Check::Outcome::Pass;
     c.message = std::to_string(g.compared) + " nodes compared, " + std::to_string(g.divergent) + " divergent";
+    if (g.views > 0) c.message += ", " + std::to_string(g.views) + " views followed their base";
+    if (g.xxh3_one_side > 0)
+      c.message +=
+          ", " + std::to_string(g.xxh3_one_side) + " outputs by the shard hash only (one side has no xxh3)";
     if (g.first)
       c.message +=
           ", first " + g.first->node_a + " (" + std::string(divergence_cause_name(g.first->cause)) + ")";
@@ -546,6 +654,8 @@ json node_summary(const NodeRankResult& r) {
                {"origins", g.origins},
                {"unmatched_baseline", g.unmatched_a},
                {"unmatched_candidate", g.unmatched_b},
+               {"views", g.views},
+               {"xxh3_one_side", g.xxh3_one_side},
                {"aligned_by_graph", g.aligned_by_graph}};
     gj["first"] = g.first ? divergence_json(*g.first) : json(nullptr);
     if (g.first && first.is_null()) {

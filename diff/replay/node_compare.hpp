@@ -14,6 +14,13 @@
 //    listed;
 //  - every other origin (independent divergences), up to a limit;
 //  - counts of compared, divergent and unmatched nodes.
+// What both records of an output carry is compared: XXH3-64 only when both have it (a run
+// recorded with `--node-hash shard` against one with `both` compares the shard hash, and says
+// so), the shard hash when both have it, dtype and shape always. A view (issue 24: a record with
+// no hash that names its base, the hashed tensor it lies in) follows its base: it differs when
+// an input (its base) differs, and otherwise only when both sides place it differently in bases
+// of the same layout (offset or strides: a slice at another offset reads other elements of an
+// equal base, so it is the origin there).
 // Findings go to the FindingConsumer interface (finding.hpp), so every reporter shows them.
 // The records are the trace reader's (model::NodeRecord in RankTrace::nodes); a damaged node
 // record is one of the reader's issues (a corrupt line, reported by compare_runs) and costs only
@@ -67,7 +74,8 @@ struct NodeDivergence {
   std::string op, source;                 // A's record
   std::size_t position = 0;               // in the topological order of A
   std::int64_t output = 0;                // the first differing output
-  std::vector<std::string> fields;        // what differs there: "xxh3", "shard", "dtype", "shape", "missing"
+  std::vector<std::string> fields;        // what differs there: "xxh3", "shard", "dtype", "shape",
+                                          // "view" (where a view lies in its base), "missing"
   std::optional<model::NodeRecord> a, b;  // that output's records (absent when missing on a side)
   DivergenceCause cause = DivergenceCause::Unknown;
   std::vector<std::string> differing_inputs;   // A names of inputs that already differed
@@ -87,6 +95,10 @@ struct NodeGraphResult {
   std::size_t divergent = 0;
   std::size_t origins = 0;
   std::size_t unmatched_a = 0, unmatched_b = 0;  // nodes with records on one side only
+  /// Views (no hash on a side) whose verdict followed their base's: not counted in `compared`.
+  std::size_t views = 0;
+  /// Outputs compared whose XXH3-64 only one side carries: compared by the shard hash.
+  std::size_t xxh3_one_side = 0;
   std::optional<NodeDivergence> first;
   std::vector<NodeDivergence> other_origins;  // origins after `first`, up to the limit
   /// Every node visited, in walk order (a divergence's `position`), as the cross-rank causal

@@ -16,11 +16,14 @@ using json = nlohmann::json;
 
 namespace {
 
+/// The graph outputs, by what both records carry (a view output has no hash: its base is a node
+/// of the graph, compared with the nodes).
 bool same_outputs(std::span<const model::NodeRecord> a, std::span<const model::NodeRecord> b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if ((a[i].has_xxh3 && b[i].has_xxh3 && a[i].xxh3 != b[i].xxh3) || a[i].shard != b[i].shard ||
-        a[i].dtype != b[i].dtype || a[i].shape != b[i].shape || a[i].output != b[i].output)
+    if ((a[i].has_xxh3 && b[i].has_xxh3 && a[i].xxh3 != b[i].xxh3) ||
+        (a[i].has_shard && b[i].has_shard && a[i].shard != b[i].shard) || a[i].dtype != b[i].dtype ||
+        a[i].shape != b[i].shape || a[i].output != b[i].output)
       return false;
   return true;
 }

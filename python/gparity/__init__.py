@@ -9,6 +9,8 @@ script, in exactly the format of the C++ recorder (core/runtime/recorder.hpp).
         rec.step(step, loss, grad_norm, model, optimizer)
     rec.buckets([[fqn, ...], ...])              # FSDP2 parameter groups, in issue order
 
+`gparity.record_ops(run_dir, step=N)` records every op of a step instead (op_recorder.py).
+
 Hashes are computed by libgparity_torchops (torch.ops.gparity.*) where the tensors live: no copy
 of the weights to the host. Set GPARITY_TORCHOPS to the library's path, or pass it to load_ops().
 """
@@ -24,7 +26,7 @@ import time
 
 import torch
 
-__all__ = ["Recorder", "load_ops", "hash_tensor"]
+__all__ = ["Recorder", "load_ops", "hash_tensor", "OpRecorder", "record_ops"]
 
 _DTYPES = {
     torch.float32: ("float32", 4), torch.bfloat16: ("bfloat16", 2), torch.float16: ("float16", 2),
@@ -171,6 +173,8 @@ class Recorder:
         nccl = nccl_graph_info()
         if nccl is not None:
             m["nccl"] = nccl
+        if getattr(self, "op_records", False):
+            m["op_records"] = True  # rank files hold op records (record_ops, docs/ops.md)
         tmp = os.path.join(self.run_dir, "manifest.json.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(m, f, indent=2, sort_keys=True)
@@ -279,3 +283,6 @@ class Recorder:
 
     def close(self):
         self._file.close()
+
+
+from .op_recorder import OpRecorder, record_ops  # noqa: E402

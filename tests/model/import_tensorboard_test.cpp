@@ -274,6 +274,26 @@ TEST(ImportTensorBoard, RepeatedStepAndTagKeepsTheFirstValueAndSaysSo) {
       << t.issues[0].problem;
 }
 
+TEST(ImportTensorBoard, TagsThatAreNotUtf8AreReadAsBytesWithNothingPrinted) {
+  // TensorBoard writers do not check tags; proto3 `string` fields would make protobuf refuse
+  // the whole event and print its own error line on stderr. Tags are read as bytes instead:
+  // the value is used and the reports escape the name (display_text).
+  TempDir tmp;
+  EventFileWriter w;
+  w.scalar(1, "loss", 1.0F);
+  w.scalar(1, "bad\xff\xfe\x1b[2Jtag", 2.0F);
+  w.scalar(2, "loss", 3.0F);
+  ::testing::internal::CaptureStderr();
+  const auto t = load_rank0(tmp.write("events.out.tfevents.1", w.bytes()));
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(printed, "");
+  ASSERT_EQ(t.steps.size(), 2U);
+  EXPECT_EQ(t.steps[1].loss->bits, bits32(3.0F));
+  ASSERT_EQ(t.steps[0].scalars.size(), 1U);
+  EXPECT_EQ(t.steps[0].scalars[0].name, "bad\xff\xfe\x1b[2Jtag");
+  for (const auto& issue : t.issues) EXPECT_NE(issue.kind, TraceIssue::Kind::CorruptLine) << issue.problem;
+}
+
 TEST(ImportTensorBoard, FolderWithoutEventFilesIsNotARun) {
   TempDir tmp;
   tmp.write("rank_0/notes.txt", "hello");

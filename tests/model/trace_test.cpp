@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <variant>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
@@ -141,6 +143,50 @@ TEST(Trace, IntegerFieldsRejectFloatsAndOutOfRangeNumbers) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("\"shape\" is not an integer in range"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST(Trace, NodeRecordsSayWhichHashesTheyCarryAndWhereAViewLies) {
+  // Issue 24: a shard-only record, a record with both hashes, and a view (no hash, its base).
+  NodeRecord shard_only;
+  shard_only.graph = "g";
+  shard_only.node = "mm";
+  shard_only.shape = {4, 6};
+  shard_only.shard = 0x0123456789abcdefULL;
+  shard_only.has_xxh3 = false;
+  NodeRecord both = shard_only;
+  both.has_xxh3 = true;
+  both.xxh3 = 42;
+  NodeRecord view = shard_only;
+  view.node = "t";
+  view.has_shard = false;
+  view.shard = 0;
+  view.view = NodeView{"mm", 0, 6, {1, 6}, {6, 1}};
+  for (const auto& r : {shard_only, both, view}) {
+    const auto line = to_json(r).dump();
+    EXPECT_EQ(line.find("\"xxh3\"") != std::string::npos, r.has_xxh3) << line;
+    EXPECT_EQ(line.find("\"shard\"") != std::string::npos, r.has_shard) << line;
+    const auto back = std::get<NodeRecord>(parse_trace_line(line, "rank0.jsonl", 1));
+    EXPECT_EQ(back.has_xxh3, r.has_xxh3) << line;
+    EXPECT_EQ(back.has_shard, r.has_shard) << line;
+    EXPECT_EQ(back.xxh3, r.xxh3) << line;
+    EXPECT_EQ(back.shard, r.shard) << line;
+    EXPECT_EQ(back.view, r.view) << line;
+    EXPECT_TRUE(back.extra.empty()) << line;
+  }
+  // Older runs wrote `"view": true` and a zero shard: a view naming no base.
+  const auto old = std::get<NodeRecord>(parse_trace_line(
+      R"({"type":"node","graph":"g","node":"t","dtype":"float32","shape":[6,4],"shard":"0000000000000000","view":true})",
+      "rank0.jsonl", 1));
+  ASSERT_TRUE(old.view);
+  EXPECT_TRUE(old.view->base.empty());
+  EXPECT_FALSE(old.has_shard);
+  // A record with neither a hash nor a view, or a view that is not an object, is bad input.
+  for (const char* bad :
+       {R"({"type":"node","graph":"g","node":"n","dtype":"float32","shape":[2]})",
+        R"({"type":"node","graph":"g","node":"n","dtype":"float32","shape":[2],"view":"mm"})",
+        R"({"type":"node","graph":"g","node":"n","dtype":"float32","shape":[2],"view":{"offset":1}})"}) {
+    EXPECT_THROW((void)parse_trace_line(bad, "rank0.jsonl", 7), InputError) << bad;
   }
 }
 

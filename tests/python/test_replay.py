@@ -117,7 +117,8 @@ class ReplayMatchesFx(unittest.TestCase):
         graph = os.path.join(out, name + ".txt")
         with open(graph, "w") as f:
             f.write(self.graphs[name][1])
-        cmd = [EXE, "replay", graph, "--out", os.path.join(out, "run"), *extra]
+        # Every tensor with both hashes (views too), to compare XXH3 with Python's bit for bit.
+        cmd = [EXE, "replay", graph, "--out", os.path.join(out, "run"), "--node-hash", "both", "--hash-views", *extra]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return os.path.join(out, "run")

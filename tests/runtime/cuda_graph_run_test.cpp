@@ -214,7 +214,7 @@ TEST(CudaGraphReplay, CapturedGraphIsBitwiseEqualToTheUncapturedRun) {
     EXPECT_EQ(v->data["outputs_equal"], true) << g << ": " << v->message;
     // Both executions' records are there, one per tensor each, with equal hashes.
     std::vector<std::uint64_t> plain, captured;
-    for (const auto& n : t.nodes) (n.graph == "cuda-graph" ? captured : plain).push_back(n.xxh3);
+    for (const auto& n : t.nodes) (n.graph == "cuda-graph" ? captured : plain).push_back(n.shard);
     ASSERT_FALSE(plain.empty()) << g;
     EXPECT_EQ(plain, captured) << g;
   }

@@ -14,6 +14,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model/run/trace_reader.hpp"
@@ -128,9 +129,17 @@ TEST(Replay, WritesNodeRecordsForEveryTensor) {
   ASSERT_EQ(replay(dir3, {(kSamples / "mlp_aot_forward.txt").string(), "--seed", "7"}).exit_code, 0);
   const auto t2 = read_rank(dir2, 0), t3 = read_rank(dir3, 0);
   ASSERT_EQ(t2.nodes.size(), t.nodes.size());
-  for (std::size_t i = 0; i < t.nodes.size(); ++i)
-    EXPECT_EQ(t.nodes[i].xxh3, t2.nodes[i].xxh3) << t.nodes[i].node;
-  EXPECT_NE(t.nodes.back().xxh3, t3.nodes.back().xxh3);
+  std::size_t hashed = 0, other = 0;
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    // The defaults (issue 24): the shard hash only; a view carries no hash and names its base.
+    EXPECT_FALSE(t.nodes[i].has_xxh3) << t.nodes[i].node;
+    EXPECT_NE(t.nodes[i].has_shard, t.nodes[i].view.has_value()) << t.nodes[i].node;
+    EXPECT_EQ(t.nodes[i].shard, t2.nodes[i].shard) << t.nodes[i].node;
+    hashed += t.nodes[i].has_shard;
+    other += t.nodes[i].has_shard && t.nodes[i].shard != t3.nodes[i].shard;
+  }
+  EXPECT_GT(hashed, 0u);
+  EXPECT_EQ(other, hashed);  // every hashed tensor depends on the inputs here
 }
 
 // empty / new_empty_strided return uninitialized memory: replay fills it as PyTorch's
@@ -139,7 +148,7 @@ TEST(Replay, WritesNodeRecordsForEveryTensor) {
 TEST(Replay, UninitializedResultsAreFilledLikeDeterministicMode) {
   TempDir dir;
   const auto graph = (kData / "uninitialized.txt").string();
-  const auto r = replay(dir, {graph});
+  const auto r = replay(dir, {graph, "--node-hash", "both"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto t = read_rank(dir, 0);
   std::map<std::string, std::uint64_t> xxh3;
@@ -156,7 +165,7 @@ TEST(Replay, UninitializedResultsAreFilledLikeDeterministicMode) {
 TEST(Replay, PythonOnlyPrimsRunAsTorchPrimsImplementsThem) {
   // prims.convert_element_type and prims.iota are registered by torch._prims in Python only.
   TempDir dir;
-  const auto r = replay(dir, {(kData / "python_prims.txt").string()});
+  const auto r = replay(dir, {(kData / "python_prims.txt").string(), "--node-hash", "both"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, std::uint64_t> xxh3;
   for (const auto& n : read_rank(dir, 0).nodes) xxh3[n.node] = n.xxh3;
@@ -170,7 +179,8 @@ TEST(Replay, ResultsWithTheirArgumentsBytesTakeTheirHashes) {
   // the same bytes, hashed once. t (strided), clone (new memory) and slice_1 (fewer elements)
   // are hashed.
   TempDir dir;
-  const auto r = replay(dir, {(kData / "same_bytes.txt").string(), "--repeat", "1", "--json"});
+  const auto r = replay(dir, {(kData / "same_bytes.txt").string(), "--repeat", "1", "--json", "--node-hash",
+                              "both", "--hash-views"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto summary = summaries(r.out)[0];
   EXPECT_EQ(summary["graphs"][0]["repeat"]["last_run_hashing"]["same_bytes"], 2) << r.out;
@@ -221,7 +231,7 @@ TEST(Replay, FunctionalCollectivesOnTwoRanks) {
   // Identical inputs on both ranks; what each collective must leave on each rank:
   const auto hash_of = [](const model::RankTrace& t, const std::string& node) {
     for (const auto& n : t.nodes)
-      if (n.node == node) return n.xxh3;
+      if (n.node == node) return n.shard;
     ADD_FAILURE() << "no record of " << node;
     return std::uint64_t{0};
   };
@@ -370,7 +380,7 @@ TEST(Replay, RepeatTimesMoreRunsOnTheSameInputsAndRecordsOnlyTheFirst) {
   const auto a = read_rank(once, 0), b = read_rank(repeated, 0);
   ASSERT_EQ(a.nodes.size(), b.nodes.size());
   for (std::size_t i = 0; i < a.nodes.size(); ++i)
-    EXPECT_EQ(a.nodes[i].xxh3, b.nodes[i].xxh3) << a.nodes[i].node;
+    EXPECT_EQ(a.nodes[i].shard, b.nodes[i].shard) << a.nodes[i].node;
 }
 
 TEST(Replay, CudaGraphOptionsAreChecked) {
@@ -383,35 +393,50 @@ TEST(Replay, CudaGraphOptionsAreChecked) {
              {"--cuda-graph runs one graph"});
 }
 
-TEST(Replay, NoViewHashesRecordsViewsByShapeAndKeepsEveryOtherHash) {
+TEST(Replay, ViewsAreRecordedByTheirBaseAndHashViewsHashesThem) {
+  // The defaults record a view (the schema says its result aliases an argument, and it shares
+  // that argument's storage) with no hash, naming the hashed tensor it lies in; --hash-views
+  // hashes it like any other result. Every other record carries the same shard hash either way.
   TempDir full, lean;
   const auto graph = (kSamples / "attention_aot_forward.txt").string();
-  ASSERT_EQ(replay(full, {graph}).exit_code, 0);
-  const auto r = replay(lean, {graph, "--no-view-hashes"});
+  ASSERT_EQ(replay(full, {graph, "--hash-views"}).exit_code, 0);
+  const auto r = replay(lean, {graph});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto a = read_rank(full, 0), b = read_rank(lean, 0);
   ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  std::map<std::string, const model::NodeRecord*> by_name;
+  for (const auto& y : b.nodes) by_name[y.node] = &y;
   std::size_t views = 0, named = 0;
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     const auto& x = a.nodes[i];
     const auto& y = b.nodes[i];
     ASSERT_EQ(x.node, y.node);
     EXPECT_EQ(x.shape, y.shape) << x.node;
+    EXPECT_FALSE(x.view) << x.node;
     const bool view = x.op == "aten.t.default" || x.op == "aten.transpose.int" ||
                       x.op == "aten.expand.default" || x.op == "aten.view.default" ||
-                      x.op == "aten._reshape_alias.default" || x.op == "aten.split.Tensor";
+                      x.op == "aten._reshape_alias.default" || x.op == "aten.split.Tensor" ||
+                      x.op == "aten._unsafe_view.default";  // aliases without its schema saying so
     // An output or getitem element that names a view is recorded as that view.
     const bool names_view = y.op == "output" || y.op == "operator.getitem";
-    if (view) {
-      ++views;
-      EXPECT_TRUE(y.extra.value("view", false)) << y.node << " " << y.op;
+    if (view || (names_view && y.view)) {
+      ++(view ? views : named);
+      ASSERT_TRUE(y.view) << y.node << " " << y.op;
+      EXPECT_FALSE(y.has_shard) << y.node;
       EXPECT_FALSE(y.has_xxh3) << y.node;
-    } else if (names_view && y.extra.value("view", false)) {
-      ++named;
-      EXPECT_FALSE(y.has_xxh3) << y.node;
+      // Its base is an earlier, hashed record, and the view lies inside the base's elements.
+      ASSERT_TRUE(by_name.contains(y.view->base)) << y.node << " names " << y.view->base;
+      const auto& base = *by_name[y.view->base];
+      EXPECT_TRUE(base.has_shard) << base.node;
+      EXPECT_FALSE(base.view) << base.node;
+      EXPECT_LT(base.index, y.index) << y.node;
+      std::int64_t base_numel = 1;
+      for (const auto n : base.shape) base_numel *= n;
+      EXPECT_GE(y.view->offset, 0) << y.node;
+      EXPECT_LT(y.view->offset, base_numel) << y.node;
+      EXPECT_EQ(y.view->stride.size(), y.shape.size()) << y.node;
     } else {
-      EXPECT_FALSE(y.extra.contains("view")) << y.node << " " << y.op;
-      EXPECT_EQ(x.xxh3, y.xxh3) << x.node;
+      EXPECT_FALSE(y.view) << y.node << " " << y.op;
       EXPECT_EQ(x.shard, y.shard) << x.node;
     }
   }
@@ -419,23 +444,65 @@ TEST(Replay, NoViewHashesRecordsViewsByShapeAndKeepsEveryOtherHash) {
   EXPECT_GE(named, 1u);  // the forward returns views it saves for the backward
 }
 
-TEST(Replay, NodeHashShardLeavesOutXxh3AndKeepsTheShardHash) {
-  TempDir full, shard;
-  const auto graph = (kSamples / "mlp_aot_forward.txt").string();
-  ASSERT_EQ(replay(full, {graph}).exit_code, 0);
-  const auto r = replay(shard, {graph, "--node-hash", "shard"});
+TEST(Replay, ViewsNameTheirBaseAndWhereTheyLie) {
+  // same_bytes.txt: add; view(add) and _unsafe_view(view) lie at its start; t(_unsafe_view) is
+  // its transpose; slice_1(add, 0, 0, 2) its first two rows; clone copies (hashed).
+  TempDir dir;
+  const auto r = replay(dir, {(kData / "same_bytes.txt").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto a = read_rank(full, 0), b = read_rank(shard, 0);
+  std::map<std::string, model::NodeRecord> rec;
+  for (const auto& n : read_rank(dir, 0).nodes) rec[n.node] = n;
+  for (const char* name : {"view", "_unsafe_view", "t", "slice_1"}) {
+    ASSERT_TRUE(rec[name].view) << name;
+    EXPECT_EQ(rec[name].view->base, "add") << name;
+    EXPECT_EQ(rec[name].view->offset, 0) << name;
+    EXPECT_EQ(rec[name].view->base_stride, (std::vector<std::int64_t>{6, 1})) << name;
+  }
+  EXPECT_EQ(rec["t"].view->stride, (std::vector<std::int64_t>{1, 4}));
+  EXPECT_EQ(rec["slice_1"].view->stride, (std::vector<std::int64_t>{6, 1}));
+  EXPECT_FALSE(rec["clone"].view);
+  EXPECT_TRUE(rec["clone"].has_shard);
+  // The graph's outputs: clone's hash, and slice_1 as the view it is.
+  std::vector<std::pair<bool, std::string>> outputs;
+  for (const auto& n : read_rank(dir, 0).nodes)
+    if (n.node == "output") outputs.emplace_back(n.has_shard, n.view ? n.view->base : "");
+  EXPECT_EQ(outputs, (std::vector<std::pair<bool, std::string>>{{true, ""}, {false, "add"}}));
+  // --hash-views: the same graph with every view hashed as its own elements.
+  TempDir hashed;
+  ASSERT_EQ(replay(hashed, {(kData / "same_bytes.txt").string(), "--hash-views"}).exit_code, 0);
+  std::map<std::string, model::NodeRecord> h;
+  for (const auto& n : read_rank(hashed, 0).nodes) h[n.node] = n;
+  for (const char* name : {"view", "_unsafe_view", "t", "slice_1"}) {
+    EXPECT_FALSE(h[name].view) << name;
+    EXPECT_TRUE(h[name].has_shard) << name;
+  }
+  EXPECT_EQ(h["clone"].shard, rec["clone"].shard);
+  EXPECT_NE(h["slice_1"].shard, h["add"].shard);
+}
+
+TEST(Replay, NodeHashBothAddsXxh3AndCompareOfShardAgainstBothSaysSo) {
+  TempDir both, shard;
+  const auto graph = (kSamples / "mlp_aot_forward.txt").string();
+  ASSERT_EQ(replay(both, {graph, "--node-hash", "both"}).exit_code, 0);
+  const auto r = replay(shard, {graph});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = read_rank(both, 0), b = read_rank(shard, 0);
   ASSERT_EQ(a.nodes.size(), b.nodes.size());
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
-    EXPECT_TRUE(a.nodes[i].has_xxh3) << a.nodes[i].node;
+    EXPECT_EQ(a.nodes[i].has_xxh3, a.nodes[i].has_shard) << a.nodes[i].node;  // views: neither
     EXPECT_FALSE(b.nodes[i].has_xxh3) << b.nodes[i].node;
     EXPECT_EQ(a.nodes[i].shard, b.nodes[i].shard) << a.nodes[i].node;
   }
+  // A shard-only run against a both run: compared by what both carry, and the report says so.
+  const auto cmp = run_command(
+      GPARITY_EXE, {"compare", (both.path() / "run").string(), (shard.path() / "run").string(), "--json"});
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
+  EXPECT_NE(cmp.out.find("node_hashes_partial"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("by the shard hash only"), std::string::npos) << cmp.out;
   // Two shard-only runs compare on the shard hash: equal seeds agree, another seed diverges.
   TempDir same, other;
-  ASSERT_EQ(replay(same, {graph, "--node-hash", "shard"}).exit_code, 0);
-  ASSERT_EQ(replay(other, {graph, "--node-hash", "shard", "--seed", "7"}).exit_code, 0);
+  ASSERT_EQ(replay(same, {graph}).exit_code, 0);
+  ASSERT_EQ(replay(other, {graph, "--seed", "7"}).exit_code, 0);
   EXPECT_EQ(
       run_command(GPARITY_EXE, {"compare", (shard.path() / "run").string(), (same.path() / "run").string()})
           .exit_code,

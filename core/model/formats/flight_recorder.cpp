@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_input.hpp"
@@ -181,6 +182,282 @@ class Reader {
   std::string where_;
 };
 
+// ---- Fast path for well-formed JSON dumps ----------------------------------------------------
+// A dump of a large run is thousands of entries per rank, each with its stack frames; building a
+// JSON DOM for all of it costs more than everything `gparity collectives` does with it. This
+// reader walks the text once and fills the entries directly. It accepts only what it fully
+// understands and validates every value it skips; on anything else (an escape it cannot take
+// as is, a wrong type, a number that is not a plain integer where one is due, NaN, deep nesting,
+// a duplicate "entries") it gives up and the DOM reader above reads the dump, so every message
+// about a malformed dump stays exactly the DOM reader's.
+class FastReader {
+ public:
+  FastReader(std::string_view text, const std::string& source) : t_(text), source_(source) {}
+
+  std::optional<FlightRecorderDump> dump() {
+    FlightRecorderDump d;
+    d.source = source_;
+    if (!expect('{')) return std::nullopt;
+    std::string head = "{";  // every top-level member but "entries", read by the DOM reader
+    bool entries = false;
+    if (!members([&](std::string_view key) {
+          if (key == "entries") {
+            if (entries) return false;
+            entries = true;
+            return entry_list(d.entries);
+          }
+          const std::size_t start = i_;
+          if (!skip_value(0)) return false;
+          if (head.size() > 1) head += ',';
+          head += '"';
+          head += key;
+          head += "\":";
+          head += t_.substr(start, i_ - start);
+          return true;
+        }))
+      return std::nullopt;
+    if (skip_ws() != t_.size() || !entries) return std::nullopt;
+    head += R"(,"entries":[]})";
+    try {
+      FlightRecorderDump h = Reader(source_).dump(parse_json(head, source_));
+      d.version = std::move(h.version);
+      d.comm_lib_version = std::move(h.comm_lib_version);
+      d.groups = std::move(h.groups);
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+    return d;
+  }
+
+ private:
+  static constexpr int kMaxSkipDepth = 64;
+
+  std::size_t skip_ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) ++i_;
+    return i_;
+  }
+  bool expect(char c) {
+    if (skip_ws() >= t_.size() || t_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool peek(char c) { return skip_ws() < t_.size() && t_[i_] == c; }
+
+  /// `{ "key": value, ... }` after the '{': calls on_member(key) with the cursor at the value.
+  template <typename F>
+  bool members(F&& on_member) {
+    if (peek('}')) return ++i_, true;
+    std::string key;
+    for (;;) {
+      if (!string(key) || !expect(':') || !on_member(std::string_view(key))) return false;
+      if (peek(',')) {
+        ++i_;
+        continue;
+      }
+      return expect('}');
+    }
+  }
+  /// `[ value, ... ]` after the '[': calls on_element(index) with the cursor at the element.
+  template <typename F>
+  bool elements(F&& on_element) {
+    if (peek(']')) return ++i_, true;
+    for (std::size_t k = 0;; ++k) {
+      if (!on_element(k)) return false;
+      if (peek(',')) {
+        ++i_;
+        continue;
+      }
+      return expect(']');
+    }
+  }
+
+  bool string(std::string& out) {
+    if (skip_ws() >= t_.size() || t_[i_] != '"') return false;
+    const std::size_t start = ++i_;
+    while (i_ < t_.size()) {
+      const auto c = static_cast<unsigned char>(t_[i_]);
+      if (c == '"') {
+        out.assign(t_.substr(start, i_ - start));
+        ++i_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) break;  // escapes, control bytes, UTF-8: exactly
+      ++i_;
+    }
+    // The whole string token through nlohmann, which unescapes and validates it.
+    std::size_t end = i_;
+    while (end < t_.size() && t_[end] != '"') end += t_[end] == '\\' ? 2 : 1;
+    if (end >= t_.size()) return false;
+    try {
+      out = nlohmann::json::parse(t_.substr(start - 1, end + 1 - (start - 1))).get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+      return false;
+    }
+    i_ = end + 1;
+    return true;
+  }
+  /// A JSON number token's extent (strict grammar); false when there is none.
+  bool number_token(std::size_t& end, bool& integral) {
+    std::size_t j = skip_ws();
+    const auto digit = [&](std::size_t k) { return k < t_.size() && t_[k] >= '0' && t_[k] <= '9'; };
+    if (j < t_.size() && t_[j] == '-') ++j;
+    if (!digit(j)) return false;
+    if (t_[j] == '0') {
+      ++j;
+    } else {
+      while (digit(j)) ++j;
+    }
+    integral = true;
+    if (j < t_.size() && t_[j] == '.') {
+      integral = false;
+      if (!digit(++j)) return false;
+      while (digit(j)) ++j;
+    }
+    if (j < t_.size() && (t_[j] == 'e' || t_[j] == 'E')) {
+      integral = false;
+      ++j;
+      if (j < t_.size() && (t_[j] == '+' || t_[j] == '-')) ++j;
+      if (!digit(j)) return false;
+      while (digit(j)) ++j;
+    }
+    end = j;
+    return true;
+  }
+  bool integer(std::int64_t& out) {
+    std::size_t end = 0;
+    bool integral = false;
+    if (!number_token(end, integral) || !integral) return false;
+    const auto r = std::from_chars(t_.data() + i_, t_.data() + end, out);
+    if (r.ec != std::errc() || r.ptr != t_.data() + end) return false;
+    i_ = end;
+    return true;
+  }
+  bool literal(std::string_view word) {
+    if (t_.substr(skip_ws(), word.size()) != word) return false;
+    i_ += word.size();
+    return true;
+  }
+  bool null() { return peek('n') && literal("null"); }
+  bool boolean(bool& out) {
+    if (peek('t') && literal("true")) return out = true, true;
+    if (peek('f') && literal("false")) return out = false, true;
+    return false;
+  }
+  /// An integer, or null for `fallback` (the DOM reader's optional integers).
+  bool optional_integer(std::int64_t& out, std::int64_t fallback) {
+    if (null()) return out = fallback, true;
+    return integer(out);
+  }
+  /// Any JSON value, validated and skipped.
+  bool skip_value(int depth) {
+    if (depth > kMaxSkipDepth || skip_ws() >= t_.size()) return false;
+    const char c = t_[i_];
+    if (c == '"') {
+      std::string s;
+      return string(s);
+    }
+    if (c == '{') {
+      ++i_;
+      return members([&](std::string_view) { return skip_value(depth + 1); });
+    }
+    if (c == '[') {
+      ++i_;
+      return elements([&](std::size_t) { return skip_value(depth + 1); });
+    }
+    if (c == 't' || c == 'f') {
+      bool b = false;
+      return boolean(b);
+    }
+    if (c == 'n') return null();
+    std::size_t end = 0;
+    bool integral = false;
+    if (!number_token(end, integral)) return false;
+    i_ = end;
+    return true;
+  }
+
+  bool shapes(std::vector<std::vector<std::int64_t>>& out) {
+    out.clear();
+    if (!expect('[')) return false;
+    return elements([&](std::size_t) {
+      auto& dims = out.emplace_back();
+      if (!expect('[')) return false;
+      return elements([&](std::size_t) { return integer(dims.emplace_back()); });
+    });
+  }
+  bool strings(std::vector<std::string>& out) {
+    out.clear();
+    if (!expect('[')) return false;
+    return elements([&](std::size_t) { return string(out.emplace_back()); });
+  }
+  bool frames(std::vector<FlightRecorderFrame>& out) {
+    out.clear();
+    if (!expect('[')) return false;
+    return elements([&](std::size_t) {
+      auto& f = out.emplace_back();
+      if (!expect('{')) return false;
+      return members([&](std::string_view key) {
+        if (key == "name") return string(f.name);
+        if (key == "filename") return string(f.filename);
+        if (key == "line") return optional_integer(f.line, 0);
+        return skip_value(1);
+      });
+    });
+  }
+
+  bool entry(FlightRecorderEntry& e) {
+    if (!expect('{')) return false;
+    bool has_record = false;
+    bool has_name = false;
+    const bool ok = members([&](std::string_view key) {
+      if (key == "record_id") return has_record = true, integer(e.record_id);
+      if (key == "pg_id") return optional_integer(e.pg_id, -1);
+      if (key == "collective_seq_id") return optional_integer(e.collective_seq_id, 0);
+      if (key == "p2p_seq_id") return optional_integer(e.p2p_seq_id, 0);
+      if (key == "op_id") return optional_integer(e.op_id, -1);
+      if (key == "time_created_ns") return optional_integer(e.time_created_ns, 0);
+      if (key == "is_p2p") return boolean(e.is_p2p);
+      if (key == "profiling_name") return has_name = true, string(e.profiling_name);
+      if (key == "state") return string(e.state);
+      if (key == "input_sizes") return shapes(e.input_sizes);
+      if (key == "output_sizes") return shapes(e.output_sizes);
+      if (key == "input_dtypes") return strings(e.input_dtypes);
+      if (key == "output_dtypes") return strings(e.output_dtypes);
+      if (key == "frames") return frames(e.frames);
+      if (key == "retired") {
+        bool b = false;
+        e.retired = false;                                   // the DOM reader keeps the last value
+        if (!peek('t') && !peek('f')) return skip_value(1);  // and ignores one that is no boolean
+        return boolean(b) && (e.retired = b, true);
+      }
+      if (key == "process_group") {
+        e.pg_name.clear();
+        e.pg_desc.clear();
+        if (!expect('[')) return false;
+        std::size_t n = 0;
+        const bool read = elements([&](std::size_t k) {
+          ++n;
+          if (k == 0) return string(e.pg_name);
+          if (k == 1) return string(e.pg_desc);
+          return skip_value(1);
+        });
+        return read && n > 0;
+      }
+      return skip_value(1);
+    });
+    return ok && has_record && has_name;
+  }
+  bool entry_list(std::vector<FlightRecorderEntry>& out) {
+    out.clear();
+    if (!expect('[')) return false;
+    return elements([&](std::size_t) { return entry(out.emplace_back()); });
+  }
+
+  std::string_view t_;
+  const std::string& source_;
+  std::size_t i_ = 0;
+};
+
 std::int32_t rank_of(const std::string& path) {
   const auto name = std::filesystem::path(path).filename().string();
   if (!name.starts_with("rank")) return -1;
@@ -192,9 +469,8 @@ std::int32_t rank_of(const std::string& path) {
 }  // namespace
 
 FlightRecorderDump parse_flight_recorder(std::string_view text, const std::string& source) {
-  const Json j = parse_json(text, source);
-  Reader r(source);
-  FlightRecorderDump d = r.dump(j);
+  auto fast = FastReader(text, source).dump();
+  FlightRecorderDump d = fast ? std::move(*fast) : Reader(source).dump(parse_json(text, source));
   d.rank = rank_of(source);
   return d;
 }

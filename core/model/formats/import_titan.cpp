@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "core/model/base/mapped_file.hpp"
 
@@ -57,6 +59,9 @@ std::string strip_ansi(std::string_view text) {
 
 std::vector<RankTrace> import_titan_text(std::string_view text, const std::string& source) {
   std::map<int, RankTrace> ranks;
+  // (rank, step) pairs already read: a log repeats steps on restarts, and a linear scan per line
+  // made a long log quadratic.
+  std::set<std::pair<int, std::int64_t>> seen;
   std::int64_t line_no = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -94,9 +99,7 @@ std::vector<RankTrace> import_titan_text(std::string_view text, const std::strin
                               "step line without a readable step number and loss: " + std::string(line)});
       continue;
     }
-    bool duplicate = false;
-    for (const auto& s : trace.steps) duplicate = duplicate || s.step == step;
-    if (duplicate) {
+    if (!seen.emplace(rank, step).second) {
       trace.issues.push_back({TraceIssue::Kind::Note, source, line_no,
                               "step " + std::to_string(step) + " printed again for rank " +
                                   std::to_string(rank) + "; the first line is used"});

@@ -9,6 +9,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "core/model/ops/debugmode.hpp"
+#include "core/model/ops/op_records.hpp"
 
 namespace gparity::model::ops {
 
@@ -44,6 +45,28 @@ std::string head_of(const std::string& path) {
   return buf;
 }
 
+/// A trace directory of op records (python/gparity record_ops): one rank-<r>.jsonl per rank,
+/// every step in it.
+OpRun open_op_record_run(const std::string& path) {
+  OpRun run;
+  run.path = path;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file(ec) || name.rfind("rank-", 0) != 0 || !name.ends_with(".jsonl")) continue;
+    const std::string digits = name.substr(5, name.size() - 5 - 6);
+    if (digits.empty() || digits.size() > 6 ||
+        !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+      continue;
+    run.files.push_back({std::stoi(digits), 0, e.path().string()});
+  }
+  if (ec) throw InputError(path, "cannot list the folder: " + ec.message());
+  if (run.files.empty()) throw InputError(path, "a trace directory without rank-<r>.jsonl files");
+  std::sort(run.files.begin(), run.files.end(),
+            [](const OpRunFile& a, const OpRunFile& b) { return a.rank < b.rank; });
+  return run;
+}
+
 }  // namespace
 
 std::vector<int> OpRun::ranks() const {
@@ -76,6 +99,7 @@ bool is_op_log_path(const std::string& path) {
   const auto st = fs::status(path, ec);
   if (ec) return false;
   if (fs::is_directory(st)) {
+    if (is_op_record_run(path)) return true;
     for (const auto& e : fs::directory_iterator(path, ec)) {
       if (e.is_regular_file(ec) && has_suffix(e.path().filename().string())) return true;
     }
@@ -104,6 +128,7 @@ OpRun open_op_run(const std::string& path) {
     return run;
   }
   if (!fs::is_directory(st)) throw InputError(path, "neither a file nor a folder");
+  if (is_op_record_run(path)) return open_op_record_run(path);
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(path, ec)) {
     const std::string name = e.path().filename().string();
@@ -142,6 +167,7 @@ OpRun open_op_run(const std::string& path) {
 }
 
 OpLog read_op_run_file(const OpRunFile& file) {
+  if (file.path.ends_with(".jsonl")) return read_op_records(file.path, file.rank);
   return read_debugmode_log(file.path, file.rank, file.step);
 }
 

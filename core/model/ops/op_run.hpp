@@ -2,8 +2,9 @@
 // An op-log run: the DebugMode logs of one training run, one file per rank and step
 // (`rank<r>_step<s>.debug.txt`) or one per rank (`rank<r>.debug.txt`, steps inferred from the
 // text), in one folder; or a single log file (rank and step from its name when it has them,
-// else rank 0 and inferred steps). Other files in the folder (rank<r>_meta.json, ...) are not
-// part of it. Files are listed first and read on demand, one rank at a time.
+// else rank 0 and inferred steps); or a trace directory of gparity's own op records
+// (manifest.json + rank-<r>.jsonl with "type":"op" lines, op_records.hpp). Other files in the folder
+// (rank<r>_meta.json, ...) are not part of it. Files are listed first and read on demand, one rank at a time.
 
 #include <cstdint>
 #include <string>
@@ -29,7 +30,8 @@ struct OpRun {
 };
 
 /// Whether `path` names an op-log run: a `*.debug.txt` file, another file whose start looks
-/// like a DebugMode log, or a folder with at least one `*.debug.txt` file in it.
+/// like a DebugMode log, a folder with at least one `*.debug.txt` file in it, or a trace
+/// directory of op records.
 bool is_op_log_path(const std::string& path);
 
 /// Lists the run at `path`. Throws InputError naming the path or file when it has no log, when

@@ -557,11 +557,35 @@ json to_json(const NodeRecord& r) {
             {"node", r.node},     {"index", r.index},
             {"op", r.op},         {"source", r.source},
             {"output", r.output}, {"dtype", std::string(dtype_name(r.dtype))},
-            {"shape", r.shape},   {"shard", hash::to_hex(r.shard)}};
+            {"shape", r.shape}};
+  if (r.has_shard) j["shard"] = hash::to_hex(r.shard);
   if (r.has_xxh3) j["xxh3"] = hash::to_hex(r.xxh3);
+  if (r.view)
+    j["view"] = {{"base", r.view->base},
+                 {"base_output", r.view->base_output},
+                 {"offset", r.view->offset},
+                 {"stride", r.view->stride},
+                 {"base_stride", r.view->base_stride}};
   merge_extras(j, r.extra);
   return j;
 }
+
+namespace {
+
+/// A node record's "view" field: an object (issue 24), or `true` (older runs: no base named).
+NodeView node_view_from_json(const json& j, const std::string& source, std::int64_t line) {
+  if (j.is_boolean()) return {};
+  if (!j.is_object()) bad(source, line, "node \"view\" is neither an object nor true");
+  NodeView v;
+  v.base = required<std::string>(j, "base", source, line);
+  v.base_output = optional_or<std::int64_t>(j, "base_output", 0, source, line);
+  v.offset = optional_or<std::int64_t>(j, "offset", 0, source, line);
+  v.stride = optional_or<std::vector<std::int64_t>>(j, "stride", {}, source, line);
+  v.base_stride = optional_or<std::vector<std::int64_t>>(j, "base_stride", {}, source, line);
+  return v;
+}
+
+}  // namespace
 
 NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t line) {
   NodeRecord r;
@@ -579,11 +603,15 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
     if (!v) bad(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
     return *v;
   };
+  if (const auto v = j.find("view"); v != j.end() && !(v->is_boolean() && !v->get<bool>()))
+    r.view = node_view_from_json(*v, source, line);
   r.has_xxh3 = j.contains("xxh3");
   if (r.has_xxh3) r.xxh3 = hash_field("xxh3");
-  r.shard = hash_field("shard");
-  r.extra = extras(
-      j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3", "shard"});
+  // A view carries no hash (older runs wrote a zero shard for it); anything else has the shard hash.
+  r.has_shard = !r.view;
+  if (r.has_shard) r.shard = hash_field("shard");
+  r.extra = extras(j, {"type", "graph", "node", "index", "op", "source", "output", "dtype", "shape", "xxh3",
+                       "shard", "view"});
   return r;
 }
 

@@ -200,6 +200,18 @@ struct DeviceMemoryPeaks {
 std::optional<DeviceMemoryPeaks> device_memory_peaks(std::span<const EventRecord> events);
 /// "node" record: one tensor a replayed graph node produced (`gparity replay`, docs/replay.md).
 /// A node with several tensor results writes one record per result (`output` 0, 1, ...).
+/// A node record's tensor that aliases an earlier node's (a view: replay does not hash it, its
+/// bytes are the base's): the base is the node whose hashed tensor holds its elements (a view of a
+/// view names the first one's base), and where the view lies in it, in elements.
+struct NodeView {
+  std::string base;                       // node name; empty: unknown (a record before issue 24)
+  std::int64_t base_output = 0;           // which tensor of the base's result
+  std::int64_t offset = 0;                // view's storage offset minus the base's
+  std::vector<std::int64_t> stride;       // the view's strides
+  std::vector<std::int64_t> base_stride;  // the base's strides
+  bool operator==(const NodeView&) const = default;
+};
+
 struct NodeRecord {
   std::string graph;        // the graph's label in this run ("a", "b", "own", "coor", ...)
   std::string node;         // node name in the graph
@@ -209,9 +221,11 @@ struct NodeRecord {
   std::int64_t output = 0;  // which tensor of the node's result
   DType dtype = DType::F32;
   std::vector<std::int64_t> shape;
-  std::uint64_t xxh3 = 0;   // XXH3-64 of the tensor's bytes in row-major order
-  std::uint64_t shard = 0;  // shard-invariant hash of the whole tensor
-  bool has_xxh3 = true;     // false: hashed without XXH3 (replay --node-hash shard; no "xxh3" field)
+  std::uint64_t xxh3 = 0;        // XXH3-64 of the tensor's bytes in row-major order
+  std::uint64_t shard = 0;       // shard-invariant hash of the whole tensor
+  bool has_xxh3 = true;          // false: hashed without XXH3 (replay --node-hash shard; no "xxh3" field)
+  bool has_shard = true;         // false: a view, not hashed (no "shard" field; `view` says where it lies)
+  std::optional<NodeView> view;  // set: the tensor aliases `view->base`'s ("view" field)
   nlohmann::json extra = nlohmann::json::object();
 };
 

@@ -122,7 +122,8 @@ struct Interpreter::Impl {
     std::unique_ptr<Impl> body;             // higher-order op
     std::vector<model::NodeId> free_after;  // env entries no longer needed after this step
     bool writes = false;                    // writes an argument in place (schema alias info)
-    bool view = false;                      // its result aliases an argument: a view, no new bytes
+    bool view = false;                      // its result may alias an argument: a view, no new bytes
+    std::optional<std::size_t> alias_arg;   // a view's aliased argument (schema position)
     // Attention ops without dropout return their RNG-state outputs (philox_seed, philox_offset;
     // rng_state, unused) as uninitialized tensors: replay defines them as zero, or every execution would
     // hash different garbage. `dropout_arg` is the schema position of dropout_p.
@@ -151,9 +152,16 @@ struct Interpreter::Impl {
   /// Where each node's tensors' hashes are (this run, until an op writes in place): getitem and
   /// the output take them from the node that made the tensor instead of hashing it again.
   struct HashRef {
-    std::optional<std::size_t> slot;  // on the device, in the pending batch
-    BlockHashes known;                // on the CPU
-    bool view = false;                // not hashed: a view's result (--no-view-hashes)
+    std::optional<std::size_t> slot;      // on the device, in the pending batch
+    BlockHashes known;                    // on the CPU
+    std::optional<model::NodeView> view;  // not hashed: a view's result, lying in view->base's tensor
+    // The hashed tensor it lies in (itself when hashed): a later result that shares its storage
+    // is a view of that tensor, recorded by where it lies in it.
+    const void* storage = nullptr;
+    std::int64_t base_offset = 0;
+    std::vector<std::int64_t> base_stride;
+    model::NodeId base_node = model::kNoNode;
+    std::int64_t base_output = 0;
   };
   std::vector<std::map<std::int64_t, HashRef>> node_hashes;
   std::unique_ptr<PendingRecords> own_pending;
@@ -304,14 +312,52 @@ struct Interpreter::Impl {
     for (const auto& a : schema.arguments())
       s.writes = s.writes || (a.alias_info() != nullptr && a.alias_info()->isWrite());
     s.view = !s.writes && !schema.returns().empty();
-    for (const auto& r : schema.returns())
-      s.view = s.view && r.alias_info() != nullptr && !r.alias_info()->isWrite();
+    for (const auto& r : schema.returns()) s.view = s.view && returns_alias(r);
+    // _unsafe_view's schema declares no alias, but its result is its argument's memory.
+    if (schema.name() == "aten::_unsafe_view") s.view = true;
+    if (s.view) s.alias_arg = aliased_argument(schema);
     s.returns = schema.returns().size();
     note_rng_state_outputs(schema, s);
     static const std::set<std::string> kEmpty = {
         "aten::empty",     "aten::empty_like",        "aten::empty_strided",
         "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
     s.uninitialized_result = s.returns == 1 && kEmpty.contains(schema.name());
+  }
+
+  /// A return annotated as an alias of an argument: `Tensor(a)`, or a list of them (`Tensor(a)[]`).
+  static bool returns_alias(const c10::Argument& r) {
+    const auto* alias = r.alias_info();
+    if (alias == nullptr) return false;
+    if (alias->isWrite()) return false;
+    if (!alias->beforeSets().empty()) return true;
+    for (const auto& c : alias->containedTypes())
+      if (!c.isWrite() && !c.beforeSets().empty()) return true;
+    return false;
+  }
+
+  /// The argument whose alias set a view's returns share (`Tensor(a) self` for `-> Tensor(a)`);
+  /// the first annotated argument, else the first one, when the sets do not say.
+  static std::optional<std::size_t> aliased_argument(const c10::FunctionSchema& schema) {
+    std::set<std::string> sets;
+    const auto add = [&](const c10::AliasInfo& a) {
+      for (const auto& sym : a.beforeSets()) sets.insert(sym.toQualString());
+    };
+    for (const auto& r : schema.returns()) {
+      if (r.alias_info() == nullptr) continue;
+      add(*r.alias_info());
+      for (const auto& c : r.alias_info()->containedTypes()) add(c);
+    }
+    const auto& args = schema.arguments();
+    std::optional<std::size_t> annotated;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const auto* a = args[i].alias_info();
+      if (a == nullptr || a->isWrite()) continue;
+      if (!annotated) annotated = i;
+      for (const auto& sym : a->beforeSets())
+        if (sets.contains(sym.toQualString())) return i;
+    }
+    if (annotated) return annotated;
+    return args.empty() ? std::nullopt : std::optional<std::size_t>(0);
   }
 
   static void note_rng_state_outputs(const c10::FunctionSchema& schema, Step& s) {
@@ -543,15 +589,35 @@ struct Interpreter::Impl {
   }
 
   void record(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
-              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr, bool hashes = true,
-              const HashRef* same_bytes = nullptr) {
+              const NodeSink& sink, std::vector<model::NodeRecord>* keep = nullptr,
+              const HashRef* alias_of = nullptr, const HashRef* same_bytes = nullptr) {
     const auto t0 = std::chrono::steady_clock::now();
-    record_tensors(n, id, op, v, sink, keep, hashes, same_bytes);
+    record_tensors(n, id, op, v, sink, keep, alias_of, same_bytes);
     pending->profile.record_ms += ms_since(t0);
   }
 
+  static const void* storage_of(const at::Tensor& t) {
+    return t.has_storage() ? static_cast<const void*>(t.storage().unsafeGetStorageImpl()) : nullptr;
+  }
+
+  /// `t` as a view lying in the hashed tensor `in` lies in (the aliased argument's, which is
+  /// alive: it is read by this very node), when it shares that tensor's storage; nullopt when the
+  /// op copied after all (a reshape that could not alias).
+  static std::optional<HashRef> view_in(const at::Tensor& t, const HashRef& in) {
+    if (in.storage == nullptr || storage_of(t) != in.storage) return std::nullopt;
+    HashRef ref = in;
+    ref.slot.reset();
+    ref.known = {};
+    model::NodeView& v = ref.view.emplace();
+    v.base_output = in.base_output;
+    v.offset = t.storage_offset() - in.base_offset;
+    v.stride = t.strides().vec();
+    v.base_stride = in.base_stride;
+    return ref;
+  }
+
   void record_tensors(const model::Node& n, model::NodeId id, const std::string& op, const c10::IValue& v,
-                      const NodeSink& sink, std::vector<model::NodeRecord>* keep, bool hashes,
+                      const NodeSink& sink, std::vector<model::NodeRecord>* keep, const HashRef* alias_of,
                       const HashRef* same_bytes) {
     std::vector<at::Tensor> ts;
     std::vector<std::int64_t> index;
@@ -560,14 +626,15 @@ struct Interpreter::Impl {
     if (ts.empty()) return;
     if (node_hashes.size() < g.nodes.size()) node_hashes.resize(g.nodes.size());
     std::vector<at::Tensor> cpu;
-    std::vector<const HashRef*> known(ts.size(), nullptr);
+    std::vector<std::optional<HashRef>> known(ts.size());
     for (std::size_t i = 0; i < ts.size(); ++i) {
-      known[i] = known_hash(n, id, index[i]);
-      if (!known[i] && hashes && same_bytes && ts.size() == 1) {
-        known[i] = same_bytes;
+      if (const auto* ref = known_hash(n, id, index[i])) known[i] = *ref;
+      if (!known[i] && alias_of) known[i] = view_in(ts[i], *alias_of);
+      if (!known[i] && same_bytes && ts.size() == 1) {
+        known[i] = *same_bytes;
         ++pending->profile.same_bytes;
       }
-      if (!known[i] && hashes && !ts[i].is_cuda()) cpu.push_back(ts[i]);
+      if (!known[i] && !ts[i].is_cuda()) cpu.push_back(ts[i]);
     }
     const auto cpu_hashes = hash_blocks(cpu);
     std::size_t next_cpu = 0;
@@ -582,25 +649,34 @@ struct Interpreter::Impl {
       r.source = src;
       r.output = index[i];
       HashRef ref;
-      if (!hashes || (known[i] && known[i]->view)) {
-        // Its bytes are its base's, hashed where the base was made (an output or getitem that
-        // names a view is recorded as that view).
-        ref.view = true;
-        r.extra["view"] = true;
-      } else if (known[i]) {
-        ref = *known[i];
-      } else if (ts[i].is_cuda()) {
-        ref.slot = pending->queue(ts[i]);
+      if (known[i]) {
+        // A getitem or output element takes the hashes of the node that made its tensor (or is
+        // recorded as the view that node was); a view lies in its base, hashed where that was made.
+        ref = std::move(*known[i]);
       } else {
-        ref.known = cpu_hashes[next_cpu++];
+        if (ts[i].is_cuda()) {
+          ref.slot = pending->queue(ts[i]);
+        } else {
+          ref.known = cpu_hashes[next_cpu++];
+        }
+        ref.storage = storage_of(ts[i]);
+        ref.base_offset = ref.storage ? ts[i].storage_offset() : 0;
+        ref.base_stride = ts[i].strides().vec();
+        ref.base_node = id;
+        ref.base_output = index[i];
       }
+      if (ref.view) {
+        r.view = ref.view;
+        if (ref.base_node < g.nodes.size()) r.view->base = std::string(g.str(g.nodes[ref.base_node].name));
+      }
+      r.has_shard = !ref.view;
       r.has_xxh3 = o.node_xxh3 && !ref.view;
       e.slot = ref.slot;
       if (!ref.slot) {
-        r.xxh3 = o.node_xxh3 ? ref.known.xxh3 : 0;
+        r.xxh3 = r.has_xxh3 ? ref.known.xxh3 : 0;
         r.shard = ref.known.shard;
       }
-      node_hashes[id][index[i]] = ref;
+      node_hashes[id][index[i]] = std::move(ref);
       try {
         r.dtype = trace_dtype(ts[i]);
       } catch (const std::exception&) {
@@ -620,7 +696,7 @@ struct Interpreter::Impl {
     const auto hashes = pending->waiting() ? pending->collect() : std::vector<BlockHashes>{};
     for (auto& e : pending->entries) {
       if (e.slot) {
-        e.rec.xxh3 = o.node_xxh3 ? hashes.at(*e.slot).xxh3 : 0;
+        e.rec.xxh3 = e.rec.has_xxh3 ? hashes.at(*e.slot).xxh3 : 0;
         e.rec.shard = hashes.at(*e.slot).shard;
       }
       if (sink) sink(e.rec);
@@ -707,8 +783,19 @@ struct Interpreter::Impl {
       record(n, s.node, "output", result, sink, outputs);
     } else if (s.kind != StepKind::Subgraph) {
       record(n, s.node, n.kind == NodeKind::Placeholder ? "placeholder" : strip_ops(g.str(n.target)),
-             env[s.node], sink, nullptr, !(s.view && !o.view_hashes), same_bytes_as_input(s));
+             env[s.node], sink, nullptr, o.view_hashes ? nullptr : aliased_input(s), same_bytes_as_input(s));
     }
+  }
+
+  /// A view op's aliased argument, as hashed (or recorded as a view) this run: its result lies in
+  /// the same base tensor. nullptr: not a view op, or the argument's hashes are gone (an op wrote
+  /// in place since; then the view is hashed).
+  const HashRef* aliased_input(const Step& s) const {
+    if (!s.view || !s.alias_arg || *s.alias_arg >= s.args.size()) return nullptr;
+    const auto* v = s.args[*s.alias_arg].value;
+    if (v == nullptr || v->kind != ValueKind::Node || v->node >= node_hashes.size()) return nullptr;
+    const auto it = node_hashes[v->node].find(0);
+    return it == node_hashes[v->node].end() ? nullptr : &it->second;
   }
 
   /// The hashes of the first argument when an op's single result is exactly its bytes: both

@@ -46,12 +46,14 @@ struct InterpretOptions {
   std::string source;          // file the graph came from (for "file:line" positions)
   std::string device = "cpu";  // "cpu" or "cuda:N": where inputs are placed
   bool hash = true;            // hash every node's tensors (on_node gets the records)
-  /// XXH3-64 of every node's tensors besides the shard-invariant hash. On a GPU XXH3's scramble
-  /// chain is sequential per tensor (~30 GB/s on one buffer), so --node-hash shard leaves it out.
-  bool node_xxh3 = true;
-  /// Hash the results of view ops too (their bytes are their base's): off records them with
-  /// dtype and shape only ("view": true), which a GPU replay needs to stay near its own speed.
-  bool view_hashes = true;
+  /// XXH3-64 of every node's tensors besides the shard-invariant hash (--node-hash both). Off by
+  /// default (issue 24): on a GPU XXH3's scramble chain is sequential per tensor (~16 ns a KiB),
+  /// so one large tensor's chain can take longer than the whole graph.
+  bool node_xxh3 = false;
+  /// Hash the results of view ops too (--hash-views). Off by default: a result that shares its
+  /// aliased argument's storage (the schema says it aliases; `_unsafe_view`) is recorded with no
+  /// hash, naming its base (the hashed tensor it lies in) and where it lies in it (model::NodeView).
+  bool view_hashes = false;
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups

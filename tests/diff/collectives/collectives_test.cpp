@@ -471,3 +471,44 @@ TEST(CollectivesInput, SymbolicLinkLoopInTheFolderIsNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+// A folder's dumps are read on every core and added in file order: the run and the first error
+// are those of a one-by-one read.
+TEST(CollectivesFolder, ManyDumpsReadInParallelKeepRankOrderAndTheFirstError) {
+  TempDir dir;
+  auto r0 = read_json(kGraphs + "eager/rank0_flight_recorder.json");
+  auto r1 = read_json(kGraphs + "eager/rank1_flight_recorder.json");
+  for (int r = 0; r < 12; ++r) {
+    auto dump = r % 2 == 0 ? r0 : r1;
+    if (r == 9) entry(dump, 40)["input_sizes"] = nlohmann::json::array({nlohmann::json::array({7})});
+    write_json(dir, "rank" + std::to_string(r) + "_flight_recorder.json", dump);
+  }
+  const std::vector<std::string> folder{dir.path().string()};
+  const auto run = load_collectives(folder);
+  ASSERT_EQ(run.ranks.size(), 12u);
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    EXPECT_EQ(run.ranks[r].rank, static_cast<std::int32_t>(r));
+    ASSERT_EQ(run.ranks[r].sources.size(), 1u);
+    EXPECT_NE(run.ranks[r].sources[0].find("rank" + std::to_string(r) + "_"), std::string::npos);
+  }
+  CollectingConsumer c;
+  EXPECT_EQ(report_collectives(run, nullptr, c), 1);
+  ASSERT_EQ(count_kind(c, "collective_rank_mismatch"), 1u);
+  for (const auto& f : c.findings)
+    if (f.kind == "collective_rank_mismatch") EXPECT_EQ(f.where.rank, 9);
+
+  // Two damaged dumps: the error names the first in file order, whichever worker read it first.
+  dir.write("rank3_flight_recorder.json", R"({"entries": [{"record_id": 1.5, "profiling_name": "x"}]})");
+  dir.write("rank7_flight_recorder.json", R"({"entries": [{"record_id": 1}]})");
+  try {
+    load_collectives(folder);
+    ADD_FAILURE() << "no error";
+  } catch (const gparity::model::InputError& e) {
+    EXPECT_NE(e.source().find("rank3_flight_recorder.json"), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find("\"record_id\" is not an integer"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/model/ops/debugmode.hpp"
+#include "core/model/ops/op_records.hpp"
 #include "core/model/ops/op_run.hpp"
 
 namespace gparity::diff::ops {
@@ -333,6 +334,100 @@ TEST(OpAlign, ReceivedThroughAFunctionalCollectiveNamesTheRanksWhoseInputsDiffer
       judge(logs_of({rank(100, 300), rank(200, 300)}, "e"), logs_of({rank(100, 301), rank(200, 301)}, "c"));
   EXPECT_EQ(same[0].steps[0].first->cause, OpCause::Origin);
   EXPECT_TRUE(same[0].steps[0].first->from_ranks.empty());
+}
+
+// ---- gparity op records (python/gparity/op_recorder.py) ---------------------------------------------
+
+/// One op record line: tensors as {id, hashes or none}; "async" marks a collective.
+std::string rec(std::int64_t step, const std::string& op, const std::string& args, const std::string& outs,
+                bool async = false) {
+  return R"({"type":"op","step":)" + std::to_string(step) + R"(,"op":")" + op +
+         R"(","phase":"forward","args":[)" + args + R"(],"outs":[)" + outs + "]" +
+         (async ? R"(,"collective":true,"group":"default","async":true)" : "") + "}\n";
+}
+std::string t(int id, std::uint64_t h = 0) {
+  std::string s = R"({"id":)" + std::to_string(id) + R"(,"dtype":"float32","shape":[4])";
+  if (h != 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, R"(,"xxh3":"%016llx","shard":"%016llx")",
+                  static_cast<unsigned long long>(h), static_cast<unsigned long long>(h * 3));
+    s += buf;
+  }
+  return s + "}";
+}
+
+std::vector<RankLogs> records_of(const std::vector<std::string>& per_rank) {
+  std::vector<RankLogs> out;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    RankLogs rl{static_cast<int>(r), {}};
+    rl.logs.push_back(model::ops::parse_op_records(per_rank[r], "rank-" + std::to_string(r) + ".jsonl",
+                                                   static_cast<int>(r)));
+    out.push_back(std::move(rl));
+  }
+  return out;
+}
+
+TEST(OpRecordsCompare, ReceivedThroughAnAsyncAllReduceNamesTheOriginOnTheOtherRank) {
+  // Rank 1's gelu differs; both ranks all-reduce what they computed (c10d::allreduce_ returns
+  // before the data is reduced: the reader hashes it) and rank 0's reduced value differs.
+  auto rank = [](std::uint64_t gelu, std::uint64_t reduced) {
+    return rec(1, "aten::mm", t(0, 11), t(1, 21)) + rec(1, "aten::gelu", t(1), t(2, gelu)) +
+           rec(1, "c10d::allreduce_", t(2), t(2), true) +
+           rec(1, "aten::div_.Tensor", t(2, reduced), t(2, reduced + 5));
+  };
+  const auto e = records_of({rank(31, 41), rank(32, 41)});
+  const auto c = records_of({rank(31, 51), rank(33, 51)});
+  for (const auto* side : {&e, &c})
+    for (const auto& rl : *side) ASSERT_TRUE(rl.logs.front().issues.empty());
+  const auto v = judge(e, c);
+  ASSERT_EQ(v.size(), 2u);
+  const OpDivergence& d0 = *v[0].steps[0].first;
+  EXPECT_EQ(op_of(v[0].steps[0].eager, d0.record), "c10d::allreduce_");
+  EXPECT_EQ(d0.cause, OpCause::Received);
+  EXPECT_EQ(d0.from_ranks, std::vector<int>{1});
+  EXPECT_EQ(d0.origin_rank, 1);
+  EXPECT_EQ(d0.origin_op, "aten::gelu");
+  EXPECT_EQ(d0.causal["group"], "default");
+  const OpDivergence& d1 = *v[1].steps[0].first;
+  EXPECT_EQ(op_of(v[1].steps[0].eager, d1.record), "aten::gelu");
+  EXPECT_EQ(d1.cause, OpCause::Origin);
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.report.verdict.data["decided_by"], "xxh3+shard");
+  const auto divs = r.of_kind("op_divergence");
+  ASSERT_EQ(divs.size(), 2u);
+  EXPECT_NE(divs[0]->message.find("origin aten::gelu"), std::string::npos) << divs[0]->message;
+  EXPECT_EQ(divs[0]->values["origin"]["rank"], 1);
+}
+
+TEST(OpRecordsCompare, ACollectiveAMemberDidNotRecordIsUnknownNeverAnOrigin) {
+  // Rank 1 has the step but no all-reduce in it: rank 0's divergent all-reduce cannot be judged.
+  const std::string r0 = rec(1, "aten::mm", t(0, 11), t(1, 21)) +
+                         rec(1, "c10d::allreduce_", t(1), t(1), true) +
+                         rec(1, "aten::div_.Tensor", t(1, 41), t(1, 46));
+  const std::string r0c = rec(1, "aten::mm", t(0, 11), t(1, 21)) +
+                          rec(1, "c10d::allreduce_", t(1), t(1), true) +
+                          rec(1, "aten::div_.Tensor", t(1, 42), t(1, 47));
+  const std::string r1 = rec(1, "aten::mm", t(0, 11), t(1, 21));
+  const auto e = records_of({r0, r1});
+  const auto c = records_of({r0c, r1});
+  for (const auto* side : {&e, &c})
+    for (const auto& rl : *side) ASSERT_TRUE(rl.logs.front().issues.empty());
+  const auto v = judge(e, c);
+  const OpDivergence& d0 = *v[0].steps[0].first;
+  EXPECT_EQ(op_of(v[0].steps[0].eager, d0.record), "c10d::allreduce_");
+  EXPECT_EQ(d0.cause, OpCause::Unknown);
+  EXPECT_NE(d0.causal_text.find("rank 1"), std::string::npos) << d0.causal_text;
+}
+
+TEST(OpRecordsCompare, OpRecordsAgainstADebugModeLogShareNoHashFunction) {
+  const auto e = records_of({rec(1, "aten::mm", t(0, 11), t(1, 21))});
+  auto c = load(kData + "debugmode/compile");
+  c.resize(1);  // rank 0
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 2);
+  ASSERT_EQ(r.of_kind("op_hash_functions_differ").size(), 1u);
+  EXPECT_NE(r.of_kind("op_hash_functions_differ")[0]->message.find("xxh3+shard"), std::string::npos);
 }
 
 // ---- bad input -------------------------------------------------------------------------------------

@@ -214,6 +214,126 @@ TEST(NodeCompare, RecordsAreTheReadersNodeRecordsGroupedPerGraph) {
   EXPECT_TRUE(diff::node_records_of(model::RankTrace{}).empty());
 }
 
+// ---- views and partial hashes (issue 24) ---------------------------------------------------------
+
+// t = x transposed (a view of the input), mm, sl = mm's first 4 rows (a view of mm), relu(sl).
+const char* kViewBody = R"(t: "f32[64, 8][1, 64]cuda:{d}" = torch.ops.aten.t.default(x)
+mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
+sl: "f32[4, 64][64, 1]cuda:{d}" = torch.ops.aten.slice.Tensor(mm, 0, 0, 4)
+relu: "f32[4, 64][64, 1]cuda:{d}" = torch.ops.aten.relu.default(sl)
+return (relu, sl))";
+
+/// A view record as replay writes it: no hash, the base named, where it lies in it.
+NodeRecord view_rec(const std::string& node, const std::string& op, const std::string& base,
+                    std::int64_t offset, std::vector<std::int64_t> stride, std::vector<std::int64_t> shape,
+                    std::vector<std::int64_t> base_stride = {64, 1}) {
+  NodeRecord r = rec(node, op, 0);
+  r.has_xxh3 = r.has_shard = false;
+  r.shard = r.xxh3 = 0;
+  r.shape = std::move(shape);
+  r.view = model::NodeView{base, 0, offset, std::move(stride), std::move(base_stride)};
+  return r;
+}
+
+NodeRecord output_view(NodeRecord r) {
+  r.output = 1;
+  return r;
+}
+
+/// x, w, t (view of x), mm, sl (view of mm at `offset` rows), relu; mm's and relu's hashes given.
+std::vector<NodeRecord> view_records(std::uint64_t mm, std::uint64_t relu, std::int64_t sl_offset = 0,
+                                     std::vector<std::int64_t> mm_stride = {64, 1}) {
+  return {rec("x", "placeholder", kH1),
+          rec("w", "placeholder", kH1),
+          view_rec("t", "aten.t.default", "x", 0, {1, 64}, {64, 8}),
+          rec("mm", "aten.mm.default", mm),
+          view_rec("sl", "aten.slice.Tensor", "mm", sl_offset, {64, 1}, {4, 64}, std::move(mm_stride)),
+          rec("relu", "aten.relu.default", relu),
+          rec("output", "output", relu),
+          output_view(view_rec("output", "output", "mm", sl_offset, {64, 1}, {4, 64}))};
+}
+
+TEST(NodeCompare, AViewFollowsItsBaseAndIsNeverComparedByHash) {
+  const auto g = gparity::testing::fx_graph(kViewBody);
+  // Equal: the views are not counted as compared, they followed their bases.
+  auto r = diff::compare_node_graph(kGraphLabel, {view_records(kH1, kH1), &g}, {view_records(kH1, kH1), &g});
+  EXPECT_FALSE(r.first);
+  EXPECT_EQ(r.views, 2U);
+  EXPECT_EQ(r.compared, 5U);  // x, w, mm, relu, output (its relu element; sl's follows mm)
+  // mm differs: sl lies in mm, so relu (reading only sl) propagates mm's divergence.
+  r = diff::compare_node_graph(kGraphLabel, {view_records(kH1, kH1), &g}, {view_records(kH2, kH2), &g});
+  ASSERT_TRUE(r.first);
+  EXPECT_EQ(r.first->node_a, "mm");
+  EXPECT_EQ(r.first->cause, DivergenceCause::Origin);
+  EXPECT_EQ(r.origins, 1U) << "relu reads the view of the divergent mm";
+  EXPECT_EQ(r.divergent, 3U);  // mm, relu, output
+  // The same without graphs: the records name the view's base, so relu still sees it.
+  const auto a = view_records(kH1, kH1), b = view_records(kH2, kH2);
+  const auto by_name = diff::compare_node_graph(kGraphLabel, {a, nullptr}, {b, nullptr});
+  ASSERT_GE(by_name.causal.size(), 5U);
+  EXPECT_EQ(by_name.causal[4].node, "sl");
+  EXPECT_FALSE(by_name.causal[4].compared);
+  EXPECT_EQ(by_name.causal[4].inputs, (std::vector<std::size_t>{3}));  // mm, its base
+}
+
+TEST(NodeCompare, AViewPlacedElsewhereInAnEqualBaseIsTheOrigin) {
+  const auto g = gparity::testing::fx_graph(kViewBody);
+  // The candidate slices rows 4..7 of an equal mm: sl reads other elements (a rank-dependent
+  // slice bound), so it is where the divergence starts, not relu.
+  const auto r = diff::compare_node_graph(kGraphLabel, {view_records(kH1, kH1), &g},
+                                          {view_records(kH1, kH2, 4 * 64), &g});
+  ASSERT_TRUE(r.first);
+  EXPECT_EQ(r.first->node_a, "sl");
+  EXPECT_EQ(r.first->fields, (std::vector<std::string>{"view"}));
+  EXPECT_EQ(r.first->cause, DivergenceCause::Origin);
+  EXPECT_EQ(r.origins, 1U);
+  std::vector<diff::Finding> findings;
+  std::vector<diff::Check> checks;
+  diff::NodeRankResult rank;
+  rank.graphs.push_back(r);
+  diff::node_findings(rank, findings, checks);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_NE(findings[0].message.find("view of mm at offset 0 strides [64, 1] vs of mm at offset 256"),
+            std::string::npos)
+      << findings[0].message;
+  // Bases laid out differently (other strides): the offsets cannot be compared, the view follows
+  // its (equal) base, and relu is where the difference shows.
+  const auto other_layout = diff::compare_node_graph(kGraphLabel, {view_records(kH1, kH1), &g},
+                                                     {view_records(kH1, kH2, 4, {1, 8}), &g});
+  ASSERT_TRUE(other_layout.first);
+  EXPECT_EQ(other_layout.first->node_a, "relu");
+}
+
+TEST(NodeCompare, AShardOnlyRunAgainstABothRunComparesTheShardHashAndSaysSo) {
+  const auto g = gparity::testing::fx_graph(kBody);
+  const auto a = records(kNames);  // XXH3 and shard
+  auto b = records(kNames);
+  for (auto& x : b) {
+    x.has_xxh3 = false;
+    x.xxh3 = 0;
+  }
+  auto r = diff::compare_node_graph(kGraphLabel, {a, &g}, {b, &g});
+  EXPECT_FALSE(r.first) << "XXH3 on one side only is not a difference";
+  EXPECT_EQ(r.xxh3_one_side, kNames.size());
+  diff::NodeRankResult rank;
+  rank.graphs.push_back(r);
+  std::vector<diff::Finding> findings;
+  std::vector<diff::Check> checks;
+  diff::node_findings(rank, findings, checks);
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings[0].kind, "node_hashes_partial");
+  ASSERT_EQ(checks.size(), 1U);
+  EXPECT_NE(checks[0].message.find("7 outputs by the shard hash only"), std::string::npos)
+      << checks[0].message;
+  EXPECT_EQ(diff::node_summary(rank)["graphs"][0]["xxh3_one_side"], 7);
+  // The shard hash still tells a divergence.
+  b[3].shard = kH2;  // relu
+  r = diff::compare_node_graph(kGraphLabel, {a, &g}, {b, &g});
+  ASSERT_TRUE(r.first);
+  EXPECT_EQ(r.first->node_a, "relu");
+  EXPECT_EQ(r.first->fields, (std::vector<std::string>{"shard"}));
+}
+
 // ---- end to end: run directories ------------------------------------------------------------------
 
 /// A replay run: per rank a "graph" record (our graph JSON beside the trace) and node records.

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""GPU benchmark of gparity's op recorder (issue 23; docs/ops.md, "Performance").
+
+One training step, forward + backward of a 2-layer pre-norm transformer (RMSNorm, causal SDPA
+attention, GELU MLP; bf16; loss = mean of the squared output), on one GPU with the machine's
+PyTorch, side by side in this one process, in rounds (each mode's steps interleaved with the
+others', so clock and thermal drift hit every mode alike):
+
+  plain           the step
+  record_ops      the step under gparity.record_ops (every op recorded, outputs and fresh inputs
+                  hashed on the GPU with XXH3-64 + the shard-invariant hash, deferred: read back
+                  once when the step ends, then the step's records written)
+  record_ops_shard  the same with hashes="shard" (the shard-invariant hash alone)
+  record_ops_nohash the recorder without hashing (its dispatch and bookkeeping cost alone)
+  debugmode       torch.utils._debug_mode.DebugMode() around the step
+  debugmode_hash  DebugMode with log_tensor_hashes(hash_fn="hash_tensor")
+  debugmode_norm  DebugMode with log_tensor_hashes(hash_fn="norm")
+
+Every timed step is synchronized before and after (torch.cuda.synchronize). Prints and writes
+(--out JSON) the median milliseconds and each mode's ratio to plain; the goal is record_ops <= 2x.
+
+  GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
+    python3 bench/ops_recorder_gpu_bench.py --config 2048,2048,4 --config 4096,512,2 --out OUT.json
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+import gparity  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.RMSNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.norm2 = nn.RMSNorm(dim)
+        self.w1 = nn.Linear(dim, 4 * dim, bias=False)
+        self.w2 = nn.Linear(4 * dim, dim, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.w2(F.gelu(self.w1(self.norm2(x))))
+
+
+class Net(nn.Module):
+    def __init__(self, dim, heads, layers=2):
+        super().__init__()
+        self.layers = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def step(model, x):
+    model(x).float().square().mean().backward()
+    for p in model.parameters():
+        p.grad = None
+
+
+class Modes:
+    def __init__(self, model, x, tmp):
+        self.model, self.x, self.tmp = model, x, tmp
+        self.counter = 0
+        self.recorders = {}
+
+    def plain(self):
+        step(self.model, self.x)
+
+    def _record(self, hashes):
+        rec = self.recorders.get(hashes)
+        if rec is None:
+            rec = gparity.OpRecorder(os.path.join(self.tmp, "ops_" + hashes.replace("+", "_")), model=self.model,
+                                     rank=0, world_size=1, hashes=hashes)
+            self.recorders[hashes] = rec
+        self.counter += 1
+        with rec.record(self.counter):
+            step(self.model, self.x)
+
+    def record_ops(self):
+        self._record("xxh3+shard")
+
+    def record_ops_shard(self):
+        self._record("shard")
+
+    def _debugmode(self, hash_fn):
+        from torch.utils._debug_mode import DebugMode
+        if hash_fn is None:
+            with DebugMode():
+                step(self.model, self.x)
+            return
+        with DebugMode(), DebugMode.log_tensor_hashes(hash_fn=hash_fn):
+            step(self.model, self.x)
+
+    def debugmode(self):
+        self._debugmode(None)
+
+    def record_ops_nohash(self):
+        self._record("none")
+
+    def debugmode_hash(self):
+        self._debugmode("hash_tensor")
+
+    def debugmode_norm(self):
+        self._debugmode("norm")
+
+
+def timed(fn):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def bench_config(dim, seq, batch, modes, rounds, warmup):
+    torch.manual_seed(0)
+    model = Net(dim, dim // 128).to(device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(batch, seq, dim, device="cuda", dtype=torch.bfloat16)
+    tmp = tempfile.mkdtemp(prefix="oprec-bench-")
+    m = Modes(model, x, tmp)
+    times = {name: [] for name in modes}
+    errors = {}
+    try:
+        for name in modes:
+            for _ in range(warmup):
+                try:
+                    timed(getattr(m, name))
+                except Exception as e:  # a DebugMode API this PyTorch lacks: reported, not fatal
+                    errors[name] = f"{type(e).__name__}: {e}"
+                    break
+        for _ in range(rounds):
+            for name in modes:
+                if name not in errors:
+                    times[name].append(timed(getattr(m, name)))
+        ops_file = os.path.join(tmp, "ops_xxh3_shard", "rank-0.jsonl")
+        ops_per_step = None
+        if os.path.exists(ops_file):
+            with open(ops_file, encoding="utf-8") as f:
+                steps = {}
+                for line in f:
+                    steps[json.loads(line)["step"]] = steps.get(json.loads(line)["step"], 0) + 1
+                ops_per_step = max(steps.values()) if steps else None
+    finally:
+        for rec in m.recorders.values():
+            rec.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {n: statistics.median(t) for n, t in times.items() if t}
+    base = med.get("plain")
+    result = {"dim": dim, "seq": seq, "batch": batch, "heads": dim // 128, "layers": 2, "dtype": "bfloat16",
+              "rounds": rounds, "median_ms": med, "all_ms": times, "errors": errors,
+              "ratio_to_plain": {n: v / base for n, v in med.items()} if base else {},
+              "recorded_ops_per_step": ops_per_step,
+              "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
+    torch.cuda.reset_peak_memory_stats()
+    del model, x
+    torch.cuda.empty_cache()
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", action="append", default=[],
+                    help="dim,seq,batch (repeatable; default 2048,2048,4 and 4096,512,2)")
+    ap.add_argument("--modes", default="plain,record_ops,record_ops_shard,record_ops_nohash,debugmode,"
+                    "debugmode_hash,debugmode_norm")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    gparity.load_ops()
+    configs = args.config or ["2048,2048,4", "4096,512,2"]
+    modes = args.modes.split(",")
+    results = []
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
+    for c in configs:
+        dim, seq, batch = (int(v) for v in c.split(","))
+        r = bench_config(dim, seq, batch, modes, args.rounds, args.warmup)
+        results.append(r)
+        print(f"dim {dim} seq {seq} batch {batch} ({r['recorded_ops_per_step']} ops a step recorded):", flush=True)
+        for n in modes:
+            if n in r["median_ms"]:
+                print(f"  {n:18s} {r['median_ms'][n]:9.2f} ms  {r['ratio_to_plain'].get(n, 0):6.2f}x", flush=True)
+            else:
+                print(f"  {n:18s} failed: {r['errors'].get(n)}", flush=True)
+    doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": results,
+           "goal": "record_ops <= 2x plain"}
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(tmp, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+#include "core/model/ops/op_records.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/model/base/mapped_file.hpp"
+
+namespace gparity::model::ops {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string head_of(const fs::path& path, std::size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string buf(bytes, '\0');
+  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  buf.resize(static_cast<std::size_t>(in.gcount()));
+  return buf;
+}
+
+/// 16 hex digits -> the 64-bit value.
+bool parse_hex64(const json& j, std::uint64_t& out) {
+  if (!j.is_string()) return false;
+  const auto& s = j.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 16) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+class Reader {
+ public:
+  Reader(std::string_view text, const std::string& source, int rank) : text_(text) {
+    log_.path = source;
+    log_.rank = rank;
+    log_.format = "gparity op records";
+    log_.sources.emplace_back();
+    log_.hash_spec.functions = {"xxh3", "shard"};
+  }
+
+  OpLog run() {
+    std::int64_t line_no = 0;
+    std::size_t pos = 0;
+    bool any_xxh3 = false;
+    while (pos < text_.size()) {
+      ++line_no;
+      const void* nl = std::memchr(text_.data() + pos, '\n', text_.size() - pos);
+      const bool complete = nl != nullptr;
+      const std::size_t end =
+          complete ? static_cast<std::size_t>(static_cast<const char*>(nl) - text_.data()) : text_.size();
+      std::string_view line = text_.substr(pos, end - pos);
+      pos = complete ? end + 1 : text_.size();
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+      json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object()) {
+        if (!complete) {
+          log_.truncated = true;
+          log_.issues.push_back({line_no, "truncated last line (no newline, does not parse)"});
+        } else {
+          log_.issues.push_back({line_no, "not a JSON object"});
+        }
+        continue;
+      }
+      const auto type = j.find("type");
+      if (type == j.end() || !type->is_string() || type->get_ref<const std::string&>() != "op") continue;
+      std::string problem;
+      if (!record(j, line_no, problem, any_xxh3)) log_.issues.push_back({line_no, "op record: " + problem});
+    }
+    if (!any_xxh3) {
+      // A run hashed with the shard-invariant hash alone (hashes="shard").
+      log_.hash_spec.functions = {"shard"};
+      for (auto& t : log_.tensors)
+        if (t.hash_count == 2) {
+          log_.hashes[t.first_hash] = log_.hashes[t.first_hash + 1];
+          t.hash_count = 1;
+        }
+    }
+    std::sort(log_.steps.begin(), log_.steps.end());
+    log_.steps.erase(std::unique(log_.steps.begin(), log_.steps.end()), log_.steps.end());
+    log_.bytes = text_.size();
+    return std::move(log_);
+  }
+
+ private:
+  bool tensor(const json& t, std::string& problem, bool& any_xxh3) {
+    if (!t.is_object()) return problem = "a tensor is not an object", false;
+    TensorRef r;
+    const auto id = t.find("id");
+    if (id == t.end() || !id->is_number_integer() || id->get<std::int64_t>() < 0)
+      return problem = "a tensor without a non-negative \"id\"", false;
+    r.id = id->get<std::int64_t>();
+    const auto dt = t.find("dtype");
+    if (dt == t.end() || !dt->is_string())
+      return problem = "tensor " + std::to_string(r.id) + " without \"dtype\"", false;
+    r.dtype = log_.strings.intern(dt->get_ref<const std::string&>());
+    const auto sh = t.find("shape");
+    if (sh == t.end() || !sh->is_array())
+      return problem = "tensor " + std::to_string(r.id) + " without \"shape\"", false;
+    std::string shape;
+    std::int64_t numel = 1;
+    for (const auto& d : *sh) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+        return problem = "tensor " + std::to_string(r.id) + ": a size is not a non-negative integer", false;
+      const auto n = d.get<std::int64_t>();
+      shape += (shape.empty() ? "" : ", ") + std::to_string(n);
+      numel = (numel > 0 && n > 0 && numel > (std::int64_t{1} << 62) / n) ? -1 : (numel < 0 ? -1 : numel * n);
+    }
+    r.shape = log_.strings.intern(shape);
+    r.numel = numel;
+    std::uint64_t xxh = 0, shard = 0;
+    const auto x = t.find("xxh3");
+    const auto s = t.find("shard");
+    const bool has_x = x != t.end(), has_s = s != t.end();
+    if ((has_x && !parse_hex64(*x, xxh)) || (has_s && !parse_hex64(*s, shard)))
+      return problem = "tensor " + std::to_string(r.id) + ": a hash is not 16 hex digits", false;
+    if (has_s) {
+      r.first_hash = static_cast<std::uint32_t>(log_.hashes.size());
+      // Both slots are always present so positions match the spec; a run without XXH3 is
+      // folded to {"shard"} at the end.
+      log_.hashes.push_back({HashValue::Kind::Int, has_x ? xxh : 0});
+      log_.hashes.push_back({HashValue::Kind::Int, shard});
+      r.hash_count = 2;
+      any_xxh3 = any_xxh3 || has_x;
+    } else if (has_x) {
+      return problem = "tensor " + std::to_string(r.id) + ": \"xxh3\" without \"shard\"", false;
+    }
+    pending_.push_back(r);
+    return true;
+  }
+
+  bool record(const json& j, std::int64_t line_no, std::string& problem, bool& any_xxh3) {
+    OpRecord r;
+    r.line = line_no;
+    const auto step = j.find("step");
+    if (step == j.end() || !step->is_number_integer() || step->get<std::int64_t>() < 0)
+      return problem = "no non-negative integer \"step\"", false;
+    r.step = step->get<std::int64_t>();
+    const auto op = j.find("op");
+    if (op == j.end() || !op->is_string() || op->get_ref<const std::string&>().empty())
+      return problem = "no \"op\"", false;
+    r.op = log_.strings.intern(op->get_ref<const std::string&>());
+    const auto phase = j.find("phase");
+    const std::string ph = phase != j.end() && phase->is_string() ? phase->get<std::string>() : "";
+    r.phase = ph == "forward"     ? Phase::Forward
+              : ph == "backward"  ? Phase::Backward
+              : ph == "optimizer" ? Phase::Optimizer
+                                  : Phase::Unknown;
+    if (const auto m = j.find("module"); m != j.end() && m->is_string())
+      r.module = log_.strings.intern(m->get_ref<const std::string&>());
+    if (const auto s = j.find("source"); s != j.end() && s->is_object()) r.source = source(*s);
+    pending_.clear();
+    std::uint32_t args = 0, outs = 0;
+    for (const char* key : {"args", "outs"}) {
+      const auto list = j.find(key);
+      if (list == j.end() || !list->is_array())
+        return problem = std::string("no \"") + key + "\" list", false;
+      for (const auto& t : *list)
+        if (!tensor(t, problem, any_xxh3)) return false;
+      (key[0] == 'a' ? args : outs) = static_cast<std::uint32_t>(list->size());
+    }
+    r.first_arg = static_cast<std::uint32_t>(log_.tensors.size());
+    r.arg_count = args;
+    r.first_out = r.first_arg + args;
+    r.out_count = outs;
+    log_.tensors.insert(log_.tensors.end(), pending_.begin(), pending_.end());
+    // Every input is accounted for: hashed where it was not an earlier output, else its
+    // producer's output hash is its value.
+    r.has_input_hashes = true;
+    if (const auto a = j.find("async"); a != j.end() && a->is_boolean() && a->get<bool>())
+      r.output_hash_unreliable = true;
+    r.kind = RecordKind::Op;
+    const auto index = j.find("index");
+    r.index =
+        index != j.end() && index->is_number_unsigned() ? index->get<std::uint32_t>() : next_index(r.step);
+    if (!log_.records.empty() && log_.records.back().step > r.step) {
+      log_.tensors.resize(r.first_arg);
+      problem = "step " + std::to_string(r.step) + " after step " + std::to_string(log_.records.back().step) +
+                " (records out of order)";
+      return false;
+    }
+    if (log_.steps.empty() || log_.steps.back() != r.step) log_.steps.push_back(r.step);
+    log_.records.push_back(r);
+    return true;
+  }
+
+  std::uint32_t next_index(std::int64_t step) {
+    std::uint32_t n = 0;
+    for (auto it = log_.records.rbegin(); it != log_.records.rend() && it->step == step; ++it) ++n;
+    return n;
+  }
+
+  std::uint32_t source(const json& s) {
+    const auto f = s.find("file");
+    const auto l = s.find("line");
+    if (f == s.end() || !f->is_string() || l == s.end() || !l->is_number_integer()) return 0;
+    const std::string fn =
+        s.contains("function") && s["function"].is_string() ? s["function"].get<std::string>() : "";
+    const std::string code = s.contains("code") && s["code"].is_string() ? s["code"].get<std::string>() : "";
+    const std::int64_t line = l->get<std::int64_t>();
+    const auto key = std::make_tuple(f->get<std::string>(), line, fn);
+    if (const auto it = source_ids_.find(key); it != source_ids_.end()) return it->second;
+    const auto id = static_cast<std::uint32_t>(log_.sources.size());
+    log_.sources.push_back(
+        {log_.strings.intern(std::get<0>(key)), line, log_.strings.intern(fn), log_.strings.intern(code)});
+    source_ids_.emplace(key, id);
+    return id;
+  }
+
+  std::string_view text_;
+  OpLog log_;
+  std::vector<TensorRef> pending_;
+  std::map<std::tuple<std::string, std::int64_t, std::string>, std::uint32_t> source_ids_;
+};
+
+}  // namespace
+
+bool looks_like_op_records(std::string_view head) {
+  std::size_t pos = 0;
+  while (pos < head.size()) {
+    const auto nl = head.find('\n', pos);
+    const std::string_view l =
+        head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    if (l.find("\"type\":\"op\"") != std::string_view::npos ||
+        l.find("\"type\": \"op\"") != std::string_view::npos)
+      return true;
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return false;
+}
+
+bool is_op_record_run(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec) || !fs::is_regular_file(fs::path(path) / "manifest.json", ec)) return false;
+  const std::string manifest = head_of(fs::path(path) / "manifest.json", 1 << 16);
+  if (manifest.find("\"op_records\": true") != std::string::npos ||
+      manifest.find("\"op_records\":true") != std::string::npos)
+    return true;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("rank-", 0) == 0 && name.size() > 6 && name.ends_with(".jsonl") && e.is_regular_file(ec))
+      return looks_like_op_records(head_of(e.path(), 1 << 16));
+  }
+  return false;
+}
+
+OpLog parse_op_records(std::string_view text, const std::string& source, int rank) {
+  return Reader(text, source, rank).run();
+}
+
+OpLog read_op_records(const std::string& path, int rank) {
+  const MappedFile file(path);
+  return parse_op_records(file.text(), path, rank);
+}
+
+}  // namespace gparity::model::ops

@@ -1,0 +1,672 @@
+#include "gui/verdict.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "core/model/base/input_error.hpp"
+#include "core/model/ops/op_run.hpp"
+#include "core/model/run/run_source.hpp"
+#include "diff/checkpoints/checkpoint_compare.hpp"
+#include "diff/collectives/collectives.hpp"
+#include "diff/ops/op_compare.hpp"
+#include "gui/views/replay_view.hpp"
+
+namespace gparity::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+void keep(JobVerdict& v, const diff::CollectingConsumer& c) {
+  v.header = c.header;
+  v.findings = c.findings;
+  v.checks = c.checks;
+  v.verdict = c.verdict;
+  for (std::size_t i = 0; i < v.findings.size() && !v.first_cause; ++i)
+    if (v.findings[i].severity == diff::Severity::Divergence) v.first_cause = i;
+  for (std::size_t i = 0; i < v.findings.size() && !v.first_cause; ++i)
+    if (v.findings[i].severity == diff::Severity::Incomplete) v.first_cause = i;
+}
+
+void size_grid(VerdictGrid& g, CellState fill) {
+  g.cells.assign(g.rows.size() * g.columns.size(), fill);
+  g.finding_of_cell.assign(g.cells.size(), -1);
+}
+
+std::size_t index_in(const std::vector<std::string>& v, const std::string& s) {
+  return static_cast<std::size_t>(std::find(v.begin(), v.end(), s) - v.begin());
+}
+
+bool is_divergence(const diff::Finding& f) {
+  return f.severity == diff::Severity::Divergence;
+}
+
+// Per row, the first divergent cell (in column order) is the first divergence; later ones stay
+// Diverged. Causal states (origin, ...) are kept as they are.
+void mark_first_per_row(VerdictGrid& g) {
+  for (std::size_t r = 0; r < g.rows.size(); ++r)
+    for (std::size_t c = 0; c < g.columns.size(); ++c) {
+      auto& s = g.cells[r * g.columns.size() + c];
+      if (s == CellState::Diverged) {
+        s = CellState::FirstDivergence;
+        break;
+      }
+      if (s == CellState::Origin || s == CellState::Propagated || s == CellState::Received) break;
+    }
+}
+
+std::string rank_label(std::int64_t r) {
+  return "rank " + std::to_string(r);
+}
+std::string step_label(std::int64_t s) {
+  return "step " + std::to_string(s);
+}
+
+std::int64_t number_after(std::string_view text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) return -1;
+  std::int64_t v = -1;
+  const auto rest = text.substr(prefix.size());
+  std::from_chars(rest.data(), rest.data() + rest.size(), v);
+  return v;
+}
+
+// ---- runs: rank x step ----
+
+void build_run_grid(JobVerdict& v) {
+  const RunPair& runs = *v.runs;
+  auto& g = v.grid;
+  g.row_title = "rank";
+  g.column_title = "step";
+  std::set<std::int64_t> steps;
+  std::set<int> ranks;
+  for (const auto& r : runs.ranks) {
+    ranks.insert(r.rank);
+    steps.insert(r.steps.begin(), r.steps.end());
+  }
+  for (const auto& f : v.findings) {
+    if (f.where.rank) ranks.insert(*f.where.rank);
+    if (f.where.step && f.severity >= diff::Severity::Incomplete) steps.insert(*f.where.step);
+  }
+  std::map<std::int64_t, std::size_t> column;
+  for (const auto s : steps) {
+    column.emplace(s, g.columns.size());
+    g.columns.push_back(step_label(s));
+  }
+  std::map<int, std::size_t> row;
+  for (const auto r : ranks) {
+    row.emplace(r, g.rows.size());
+    g.rows.push_back(rank_label(r));
+  }
+  size_grid(g, CellState::Missing);
+  const std::size_t width = g.columns.size();
+  for (const auto& r : runs.ranks) {
+    const std::size_t base = row.at(r.rank) * width;
+    for (std::size_t s = 0; s < r.steps.size(); ++s) {
+      const auto& d = r.differs[s];
+      const auto& m = r.missing[s];
+      const bool differs = std::find(d.begin(), d.end(), true) != d.end();
+      const bool all_missing = !m.empty() && std::find(m.begin(), m.end(), false) == m.end();
+      g.cells[base + column.at(r.steps[s])] = differs       ? CellState::Diverged
+                                              : all_missing ? CellState::NotCompared
+                                                            : CellState::Equal;
+    }
+  }
+  // The engine's findings decide too: a loss that differs at a step whose hashes are equal, and
+  // missing evidence, which no cell may hide.
+  for (std::size_t i = 0; i < v.findings.size(); ++i) {
+    const auto& f = v.findings[i];
+    if (!f.where.rank || f.severity < diff::Severity::Incomplete) continue;
+    const std::size_t r = row.at(*f.where.rank);
+    const auto mark = [&](std::size_t c) {
+      auto& cell = g.cells[r * width + c];
+      if (is_divergence(f) && cell != CellState::Missing) cell = CellState::Diverged;
+      if (f.severity == diff::Severity::Incomplete) cell = CellState::Missing;
+      if (g.finding_of_cell[r * width + c] < 0)
+        g.finding_of_cell[r * width + c] = static_cast<std::int32_t>(i);
+    };
+    if (f.where.step)
+      mark(column.at(*f.where.step));
+    else if (f.severity == diff::Severity::Incomplete)
+      for (std::size_t c = 0; c < width; ++c)
+        if (g.cells[r * width + c] == CellState::Missing) mark(c);
+  }
+  mark_first_per_row(g);
+}
+
+// ---- checkpoints: parameter x (step, side) ----
+
+void build_checkpoint_grid(JobVerdict& v) {
+  auto& g = v.grid;
+  g.row_title = "parameter";
+  g.column_title = "layout";
+  std::vector<std::int64_t> steps;
+  for (const auto& f : v.findings) {
+    if (!f.kind.starts_with("checkpoint_param_")) continue;
+    if (index_in(g.rows, f.where.parameter) == g.rows.size()) g.rows.push_back(f.where.parameter);
+    const std::int64_t s = f.where.step.value_or(-1);
+    if (std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
+  }
+  const std::array<std::string, 2> sides = {"baseline", "candidate"};
+  for (const auto s : steps)
+    for (std::size_t k = 0; k < 2; ++k)
+      g.columns.push_back((s >= 0 ? step_label(s) + " · " : std::string()) + sides[k] + ": " +
+                          shown_path(v.paths[k], v.paths));
+  size_grid(g, CellState::NotCompared);
+  for (std::size_t i = 0; i < v.findings.size(); ++i) {
+    const auto& f = v.findings[i];
+    if (!f.kind.starts_with("checkpoint_param_")) continue;
+    const std::size_t r = index_in(g.rows, f.where.parameter);
+    const std::size_t c0 =
+        2 * static_cast<std::size_t>(std::find(steps.begin(), steps.end(), f.where.step.value_or(-1)) -
+                                     steps.begin());
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::size_t at = r * g.columns.size() + c0 + k;
+      g.finding_of_cell[at] = static_cast<std::int32_t>(i);
+      if (f.kind == "checkpoint_param_equal")
+        g.cells[at] = CellState::Equal;
+      else if (f.kind == "checkpoint_param_missing")
+        g.cells[at] = f.values.contains(sides[k]) ? CellState::Diverged : CellState::Missing;
+      else
+        g.cells[at] = CellState::Diverged;
+    }
+  }
+  // The first differing parameter of each step (registration order) is its first divergence.
+  for (std::size_t c = 0; c < g.columns.size(); ++c)
+    for (std::size_t r = 0; r < g.rows.size(); ++r)
+      if (auto& s = g.cells[r * g.columns.size() + c]; s == CellState::Diverged) {
+        s = CellState::FirstDivergence;
+        break;
+      }
+}
+
+// ---- collectives: rank x stream ----
+
+void build_collective_grid(JobVerdict& v, const diff::CollectiveRun& run, const diff::CollectiveRun* base) {
+  auto& g = v.grid;
+  g.row_title = "rank";
+  g.column_title = "stream";
+  std::set<std::int32_t> ranks;
+  for (const auto* r : {&run, base})
+    if (r)
+      for (const auto& rc : r->ranks) {
+        ranks.insert(rc.rank);
+        for (const auto& s : rc.streams)
+          if (index_in(g.columns, s.name) == g.columns.size()) g.columns.push_back(s.name);
+      }
+  for (const auto r : ranks) g.rows.push_back(rank_label(r));
+  size_grid(g, CellState::NotCompared);
+  const std::vector<std::int32_t> rank_of(ranks.begin(), ranks.end());
+  const auto row_of = [&](std::int64_t rank) {
+    return static_cast<std::size_t>(std::find(rank_of.begin(), rank_of.end(), rank) - rank_of.begin());
+  };
+  // A stream a rank records is compared; a member of its group that lacks it is missing evidence.
+  for (const auto& rc : run.ranks)
+    for (const auto& s : rc.streams) {
+      const std::size_t c = index_in(g.columns, s.name);
+      g.cells[row_of(rc.rank) * g.columns.size() + c] = CellState::Equal;
+    }
+  for (const auto& rc : run.ranks)
+    for (const auto& s : rc.streams)
+      for (const auto member : s.ranks)
+        if (const auto r = row_of(member); r < g.rows.size()) {
+          auto& cell = g.cells[r * g.columns.size() + index_in(g.columns, s.name)];
+          if (cell == CellState::NotCompared) cell = CellState::Missing;
+        }
+  for (std::size_t i = 0; i < v.findings.size(); ++i) {
+    const auto& f = v.findings[i];
+    if (!f.where.rank || f.severity < diff::Severity::Incomplete) continue;
+    const std::size_t r = row_of(*f.where.rank);
+    const std::size_t c = index_in(g.columns, f.where.graph);
+    if (r >= g.rows.size() || c >= g.columns.size()) continue;
+    const std::size_t at = r * g.columns.size() + c;
+    g.cells[at] = is_divergence(f) ? CellState::Diverged : CellState::Missing;
+    if (g.finding_of_cell[at] < 0) g.finding_of_cell[at] = static_cast<std::int32_t>(i);
+  }
+  mark_first_per_row(g);
+}
+
+// ---- op logs: rank x step, with the op comparison's causes ----
+
+CellState op_state(const diff::Finding& f) {
+  if (f.kind == "op_divergence_follows") return CellState::Propagated;
+  const auto cause = f.values.value("cause", std::string());
+  if (cause == "origin") return CellState::Origin;
+  if (cause == "received") return CellState::Received;
+  if (cause.empty()) return CellState::Diverged;
+  return CellState::Propagated;  // propagated, follows step N, input
+}
+
+void build_op_grid(JobVerdict& v) {
+  auto& g = v.grid;
+  g.row_title = "rank";
+  g.column_title = "step";
+  std::set<int> ranks;
+  std::set<std::int64_t> steps;
+  for (const auto& f : v.findings) {
+    if (f.where.rank) ranks.insert(*f.where.rank);
+    if (f.where.step) steps.insert(*f.where.step);
+  }
+  for (const auto r : ranks) g.rows.push_back(rank_label(r));
+  for (const auto s : steps) g.columns.push_back(step_label(s));
+  size_grid(g, CellState::NotCompared);
+  const auto at = [&](const diff::Finding& f) {
+    const auto r = static_cast<std::size_t>(std::distance(ranks.begin(), ranks.find(*f.where.rank)));
+    const auto c = static_cast<std::size_t>(std::distance(steps.begin(), steps.find(*f.where.step)));
+    return r * g.columns.size() + c;
+  };
+  for (std::size_t i = 0; i < v.findings.size(); ++i) {
+    const auto& f = v.findings[i];
+    if (!f.where.rank || !f.where.step) continue;
+    auto& cell = g.cells[at(f)];
+    if (f.kind == "op_step_compared") {
+      if (cell == CellState::NotCompared)
+        cell = f.values.value("divergent_ops", 0) > 0 ? CellState::Diverged : CellState::Equal;
+      continue;
+    }
+    if (f.severity == diff::Severity::Incomplete) {
+      cell = CellState::Missing;
+    } else if (is_divergence(f)) {
+      if (g.finding_of_cell[at(f)] >= 0) continue;  // the step's first divergent op decides
+      cell = op_state(f);
+    } else {
+      continue;
+    }
+    if (g.finding_of_cell[at(f)] < 0) g.finding_of_cell[at(f)] = static_cast<std::int32_t>(i);
+  }
+  mark_first_per_row(g);
+}
+
+// ---- replay runs: rank x node ----
+
+CellState replay_state(const std::string& status) {
+  if (status == "equal") return CellState::Equal;
+  if (status == "origin") return CellState::Origin;
+  if (status == "propagated") return CellState::Propagated;
+  if (status == "received") return CellState::Received;
+  if (status == "unmatched") return CellState::NotCompared;
+  return CellState::Diverged;  // input, unknown
+}
+
+const views::ReplayNodeRow* replay_row(const views::ReplayRecords& r, int rank, const std::string& node) {
+  if (const auto* nodes = r.rank(rank))
+    for (const auto& row : nodes->rows)
+      if (row.node == node) return &row;
+  return nullptr;
+}
+
+void build_replay_grid(JobVerdict& v) {
+  const auto& rec = *v.replay;
+  auto& g = v.grid;
+  g.row_title = "rank";
+  g.column_title = "node";
+  // Nodes in walk order; a rank's own graph (--coor) may hold nodes the others lack.
+  for (const auto& rank : rec.ranks) {
+    g.rows.push_back(rank_label(rank.rank));
+    for (const auto& row : rank.rows)
+      if (index_in(g.columns, row.node) == g.columns.size()) g.columns.push_back(row.node);
+  }
+  size_grid(g, CellState::NotCompared);
+  for (std::size_t r = 0; r < rec.ranks.size(); ++r)
+    for (const auto& row : rec.ranks[r].rows)
+      g.cells[r * g.columns.size() + index_in(g.columns, row.node)] = replay_state(row.status);
+  for (std::size_t i = 0; i < v.findings.size(); ++i) {
+    const auto& f = v.findings[i];
+    if (!f.where.rank || f.where.node.empty()) continue;
+    const auto r = index_in(g.rows, rank_label(*f.where.rank));
+    const auto c = index_in(g.columns, f.where.node);
+    if (r < g.rows.size() && c < g.columns.size())
+      g.finding_of_cell[r * g.columns.size() + c] = static_cast<std::int32_t>(i);
+  }
+}
+
+}  // namespace
+
+bool is_replay_run_path(const std::string& path) {
+  if (!fs::is_directory(path) || !is_run_path(path)) return false;
+  try {
+    const auto run = model::open_run(path);
+    const auto rep = run.manifest.extra.find("replay");
+    return rep != run.manifest.extra.end() && rep->is_object() &&
+           (rep->value("coor", false) || rep->contains("against"));
+  } catch (const model::InputError&) {
+    return false;
+  }
+}
+
+JobVerdict replay_verdict(std::shared_ptr<const views::ReplayRecords> records) {
+  JobVerdict v;
+  v.kind = JobVerdict::Kind::Replay;
+  const auto& rec = *records;
+  v.paths = {rec.run_dir};
+  v.command = "gparity replay --" + rec.mode;
+  v.header.title = v.command;
+  v.header.baseline = rec.label_a;
+  v.header.candidate = rec.label_b;
+  v.header.mode = "bitwise";
+  v.verdict.headline = rec.overall;
+  v.verdict.exit_code = rec.exit_code;
+  // One finding per rank, its verdict at its first divergent node: origin ranks first, as the
+  // overall verdict names them.
+  std::vector<const views::ReplayRankNodes*> order;
+  for (const auto& r : rec.ranks) order.push_back(&r);
+  const auto is_origin = [&](const views::ReplayRankNodes* r) {
+    const auto* row = replay_row(rec, r->rank, r->first_node);
+    return row != nullptr && row->status == "origin";
+  };
+  std::stable_partition(order.begin(), order.end(), is_origin);
+  for (const auto* r : order) {
+    diff::Finding f;
+    f.kind = "replay_rank_verdict";
+    f.severity = r->first_node.empty() ? diff::Severity::Info : diff::Severity::Divergence;
+    f.where.rank = r->rank;
+    f.where.graph = rec.label_a;
+    f.where.node = r->first_node;
+    f.message = r->verdict;
+    if (const auto* row = replay_row(rec, r->rank, r->first_node)) {
+      f.values = {{"cause", row->status}, {rec.label_a, row->xxh3_a}, {rec.label_b, row->xxh3_b}};
+      if (!row->cause.empty()) f.values["classification"] = row->cause;
+    }
+    v.verdict.summary.push_back(r->verdict);
+    v.findings.push_back(std::move(f));
+  }
+  for (std::size_t i = 0; i < v.findings.size() && !v.first_cause; ++i)
+    if (is_divergence(v.findings[i])) v.first_cause = i;
+  v.replay = std::move(records);
+  build_replay_grid(v);
+  return v;
+}
+
+const char* cell_state_name(CellState s) noexcept {
+  switch (s) {
+    case CellState::Equal: return "equal";
+    case CellState::FirstDivergence: return "first divergence";
+    case CellState::Diverged: return "diverged";
+    case CellState::Origin: return "origin";
+    case CellState::Propagated: return "propagated";
+    case CellState::Received: return "received";
+    case CellState::Missing: return "missing evidence";
+    case CellState::NotCompared: return "not compared";
+  }
+  return "?";
+}
+
+const char* kind_name(JobVerdict::Kind k) noexcept {
+  switch (k) {
+    case JobVerdict::Kind::Runs: return "runs";
+    case JobVerdict::Kind::Checkpoints: return "checkpoints";
+    case JobVerdict::Kind::Collectives: return "collectives";
+    case JobVerdict::Kind::Ops: return "op logs";
+    case JobVerdict::Kind::Replay: return "replay records";
+  }
+  return "?";
+}
+
+std::size_t VerdictGrid::count(CellState s) const {
+  return static_cast<std::size_t>(std::count(cells.begin(), cells.end(), s));
+}
+
+std::string shown_path(const std::string& path, std::span<const std::string> bases) {
+  const fs::path p = fs::path(path).lexically_normal();
+  fs::path common;
+  for (const auto& b : bases) {
+    const fs::path parent = fs::path(b).lexically_normal().parent_path();
+    if (common.empty()) {
+      common = parent;
+      continue;
+    }
+    fs::path shared;
+    for (auto a = common.begin(), c = parent.begin(); a != common.end() && c != parent.end() && *a == *c;
+         ++a, ++c)
+      shared /= *a;
+    common = shared;
+  }
+  if (common.empty()) return p.string();
+  const fs::path rel = p.lexically_relative(common);
+  if (rel.empty() || rel.begin()->string() == "..") return p.string();
+  return rel.string();
+}
+
+std::string JobVerdict::where_text(const diff::Finding& f) const {
+  diff::Location where = f.where;
+  if (!where.source.empty()) where.source = shown_path(where.source, paths);
+  return where.text();
+}
+
+CauseRef JobVerdict::cause_of(const diff::Finding& f) const {
+  CauseRef c;
+  c.rank = f.where.rank.value_or(-1);
+  c.step = f.where.step.value_or(-1);
+  switch (kind) {
+    case Kind::Runs:
+      c.kind = CauseRef::Kind::RunCell;
+      c.param = f.where.parameter;
+      break;
+    case Kind::Checkpoints:
+      c.kind = CauseRef::Kind::CheckpointParam;
+      c.param = f.where.parameter;
+      break;
+    case Kind::Collectives:
+      c.kind = CauseRef::Kind::CollectiveEntry;
+      c.group = f.where.graph;
+      c.node = f.where.node;
+      // The record is named by node (its place: "record N" of a dump, a graph's node); seq is the
+      // Flight Recorder collective_seq_id, which a finding does not carry, or the 1-based
+      // position in the stream that a rank-mismatch finding gives.
+      c.seq = f.values.is_object() ? f.values.value("position", std::int64_t{-1}) : -1;
+      break;
+    case Kind::Ops:
+      c.kind = CauseRef::Kind::Op;
+      c.node = f.where.node;
+      c.side = "eager";
+      if (const auto e = f.values.find("eager"); e != f.values.end() && e->is_object())
+        c.op_index = e->value("index", std::int64_t{-1});
+      break;
+    case Kind::Replay:
+      c.kind = CauseRef::Kind::ReplayNode;
+      c.graph = f.where.graph;
+      c.node = f.where.node;
+      break;
+  }
+  return c;
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> JobVerdict::cell_of(const CauseRef& c) const {
+  const auto found = [](const std::vector<std::string>& v,
+                        const std::string& s) -> std::optional<std::size_t> {
+    const auto i = index_in(v, s);
+    return i < v.size() ? std::optional(i) : std::nullopt;
+  };
+  std::optional<std::size_t> r, col;
+  switch (kind) {
+    case Kind::Runs:
+    case Kind::Ops:
+      r = found(grid.rows, rank_label(c.rank));
+      col = found(grid.columns, step_label(c.step));
+      break;
+    case Kind::Collectives:
+      r = found(grid.rows, rank_label(c.rank));
+      col = found(grid.columns, c.group);
+      break;
+    case Kind::Replay:
+      r = found(grid.rows, rank_label(c.rank));
+      col = found(grid.columns, c.node);
+      break;
+    case Kind::Checkpoints:
+      r = found(grid.rows, c.param);
+      col = 0;
+      for (std::size_t i = 0; i < grid.columns.size(); i += 2)
+        if (c.step < 0 || grid.columns[i].starts_with(step_label(c.step) + " ")) {
+          col = i + (c.side == "candidate" ? 1 : 0);
+          break;
+        }
+      break;
+  }
+  if (!r || !col || *col >= grid.columns.size()) return std::nullopt;
+  return std::pair{*r, *col};
+}
+
+CauseRef JobVerdict::cause_at(std::size_t row, std::size_t column) const {
+  const std::size_t at = row * grid.columns.size() + column;
+  CauseRef c;
+  if (const auto i = grid.finding_of_cell[at]; i >= 0) c = cause_of(findings[static_cast<std::size_t>(i)]);
+  switch (kind) {
+    case Kind::Runs:
+    case Kind::Ops:
+      c.kind = kind == Kind::Runs ? CauseRef::Kind::RunCell : CauseRef::Kind::Op;
+      c.rank = static_cast<std::int32_t>(number_after(grid.rows[row], "rank "));
+      c.step = number_after(grid.columns[column], "step ");
+      if (kind == Kind::Runs && c.param.empty() && runs) {
+        // The cell's first differing parameter, as the heatmap outlines it.
+        for (const auto& r : runs->ranks) {
+          if (r.rank != c.rank) continue;
+          const auto s = std::find(r.steps.begin(), r.steps.end(), c.step);
+          if (s == r.steps.end()) break;
+          const auto& d = r.differs[static_cast<std::size_t>(s - r.steps.begin())];
+          if (const auto p = std::find(d.begin(), d.end(), true); p != d.end())
+            c.param = runs->params[static_cast<std::size_t>(p - d.begin())];
+        }
+      }
+      break;
+    case Kind::Collectives:
+      c.kind = CauseRef::Kind::CollectiveEntry;
+      c.rank = static_cast<std::int32_t>(number_after(grid.rows[row], "rank "));
+      c.group = grid.columns[column];
+      break;
+    case Kind::Checkpoints:
+      c.kind = CauseRef::Kind::CheckpointParam;
+      c.param = grid.rows[row];
+      c.side = column % 2 ? "candidate" : "baseline";
+      break;
+    case Kind::Replay:
+      c.kind = CauseRef::Kind::ReplayNode;
+      c.rank = static_cast<std::int32_t>(number_after(grid.rows[row], "rank "));
+      c.node = grid.columns[column];
+      if (replay) c.graph = replay->label_a;
+      break;
+  }
+  return c;
+}
+
+std::string JobVerdict::tooltip(std::size_t row, std::size_t column) const {
+  const std::size_t at = row * grid.columns.size() + column;
+  const CellState state = grid.cells[at];
+  std::string text = grid.rows[row] + " · " + grid.columns[column] + ": " + cell_state_name(state);
+  if (kind == Kind::Runs && runs) {
+    const auto rank = number_after(grid.rows[row], "rank ");
+    const auto step = number_after(grid.columns[column], "step ");
+    for (const auto& r : runs->ranks) {
+      if (r.rank != rank) continue;
+      const auto s = std::find(r.steps.begin(), r.steps.end(), step);
+      if (s == r.steps.end()) break;
+      const auto si = static_cast<std::size_t>(s - r.steps.begin());
+      const auto& d = r.differs[si];
+      const auto n = std::count(d.begin(), d.end(), true);
+      // The first differing parameter, else the first compared one: its hashes on both sides.
+      std::size_t p = static_cast<std::size_t>(std::find(d.begin(), d.end(), true) - d.begin());
+      if (p == d.size())
+        p = static_cast<std::size_t>(std::find(r.missing[si].begin(), r.missing[si].end(), false) -
+                                     r.missing[si].begin());
+      if (p < runs->params.size() && si < r.hashes.size() && p < r.hashes[si].size())
+        text += "\n" + runs->params[p] + ": baseline " + hex(r.hashes[si][p].first) + " vs candidate " +
+                hex(r.hashes[si][p].second);
+      text += "\n" + std::to_string(n) + " of " + std::to_string(runs->params.size()) + " parameters differ";
+    }
+  }
+  if (kind == Kind::Replay && replay) {
+    const auto rank = static_cast<int>(number_after(grid.rows[row], "rank "));
+    if (const auto* r = replay_row(*replay, rank, grid.columns[column])) {
+      text += "\n" + r->op + (r->source.empty() ? "" : " at " + r->source);
+      if (!r->node_b.empty() && r->node_b != r->node) text += "\n" + replay->label_b + " node: " + r->node_b;
+      text += "\n" + replay->label_a + ": xxh3 " + r->xxh3_a + " · shard " + r->shard_a;
+      text += "\n" + replay->label_b + ": xxh3 " + r->xxh3_b + " · shard " + r->shard_b;
+      if (!r->cause.empty()) text += "\n" + r->cause;
+    }
+    return text;
+  }
+  if (kind == Kind::Checkpoints) {
+    if (const auto i = grid.finding_of_cell[at]; i >= 0) {
+      const auto& vals = findings[static_cast<std::size_t>(i)].values;
+      for (const char* side : {"baseline", "candidate"})
+        if (vals.contains(side))
+          text += std::string("\n") + side + ": layout " + vals[side].value("layout", "") + " · xxh3 " +
+                  vals[side].value("xxh3", "") + " · shard hash " + vals[side].value("shard_hash", "");
+    }
+  } else if (const auto i = grid.finding_of_cell[at]; i >= 0) {
+    text += "\n" + where_text(findings[static_cast<std::size_t>(i)]) + ": " +
+            findings[static_cast<std::size_t>(i)].message;
+  }
+  return text;
+}
+
+JobVerdict run_verdict(std::shared_ptr<RunPair> runs) {
+  JobVerdict v;
+  v.kind = JobVerdict::Kind::Runs;
+  v.paths = {runs->baseline_path, runs->candidate_path};
+  v.command = "gparity compare";
+  if (runs->report) keep(v, *runs->report);
+  v.runs = std::move(runs);
+  build_run_grid(v);
+  return v;
+}
+
+JobVerdict compute_verdict(std::span<const std::string> paths) {
+  if (paths.empty() || paths.size() > 2) throw model::InputError("", "open one or two paths");
+  JobVerdict v;
+  v.paths.assign(paths.begin(), paths.end());
+  diff::CollectingConsumer report;
+  if (paths.size() == 2) {
+    const std::string& a = paths[0];
+    const std::string& b = paths[1];
+    const bool ops_a = model::ops::is_op_log_path(a), ops_b = model::ops::is_op_log_path(b);
+    if (ops_a || ops_b) {
+      // As `gparity compare` does (cli/cmd_compare.cpp).
+      if (!ops_a || !ops_b)
+        throw model::InputError(ops_a ? b : a,
+                                "not DebugMode op logs, but the other side is: compare op logs with op logs");
+      v.kind = JobVerdict::Kind::Ops;
+      v.command = "gparity compare";
+      diff::ops::compare_op_runs(model::ops::open_op_run(a), model::ops::open_op_run(b), {}, report);
+      keep(v, report);
+      build_op_grid(v);
+      return v;
+    }
+    if (diff::is_checkpoint_path(a) && diff::is_checkpoint_path(b)) {
+      v.kind = JobVerdict::Kind::Checkpoints;
+      v.command = "gparity compare";
+      diff::compare_checkpoints(a, b, {}, report);
+      keep(v, report);
+      build_checkpoint_grid(v);
+      return v;
+    }
+    if (is_run_path(a) && is_run_path(b)) return run_verdict(std::make_shared<RunPair>(load_run_pair(a, b)));
+  }
+  if (paths.size() == 1 && is_replay_run_path(paths[0]))
+    return replay_verdict(std::make_shared<const views::ReplayRecords>(views::load_replay_records(paths[0])));
+  // Flight Recorder dumps and pickles, TORCH_TRACE collectives: `gparity collectives`.
+  v.kind = JobVerdict::Kind::Collectives;
+  const auto run = diff::load_collectives(paths.subspan(paths.size() - 1));
+  std::optional<diff::CollectiveRun> base;
+  if (paths.size() == 2) {
+    base = diff::load_collectives(paths.first(1));
+    v.command = "gparity collectives --baseline";
+  } else {
+    v.command = "gparity collectives";
+  }
+  diff::report_collectives(run, base ? &*base : nullptr, report);
+  keep(v, report);
+  build_collective_grid(v, run, base ? &*base : nullptr);
+  return v;
+}
+
+}  // namespace gparity::gui

@@ -1,0 +1,149 @@
+#pragma once
+// The verdict page gparity-view opens on (issue 27): the verdict the CLI prints for what was
+// opened (gui/verdict.hpp: headline, summary, checks, findings) and a grid of the whole job
+// (rank x step, parameter x layout, rank x stream). Clicking a finding or a cell selects its cell
+// and hands its CauseRef to the cause handler (MainWindow's registry of views, CauseRegistry),
+// which shows the cause in the view that holds it.
+// - VerdictGridModel / VerdictFindingsModel: QAbstractItemModel adapters over a JobVerdict
+//   (tooltips, colours, kCellStateRole), tested with QAbstractItemModelTester.
+// - VerdictGridView: paints the grid from the verdict directly (one image pixel a cell, scaled:
+//   256 x 1,000 cells pan at screen rate), a legend, row and column labels at a level of detail
+//   that keeps them readable (every k-th label when they would overlap), tooltips per cell.
+
+#include <QAbstractScrollArea>
+#include <QAbstractTableModel>
+#include <QImage>
+#include <QWidget>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "gui/cause_ref.hpp"
+#include "gui/verdict.hpp"
+
+class QLabel;
+class QTableView;
+
+namespace gparity::gui {
+
+/// Views that select causes, offered every cause in turn (views added later register here).
+class CauseRegistry {
+ public:
+  using Handler = std::function<bool(const CauseRef&)>;
+  void add(Handler h) { handlers_.push_back(std::move(h)); }
+  /// Offers `c` to every handler; true when any selected it.
+  bool follow(const CauseRef& c) const {
+    bool taken = false;
+    for (const auto& h : handlers_) taken = h(c) || taken;
+    return taken;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return handlers_.size(); }
+
+ private:
+  std::vector<Handler> handlers_;
+};
+
+QColor cell_state_color(CellState s);
+
+class VerdictGridModel final : public QAbstractTableModel {
+ public:
+  static constexpr int kCellStateRole = Qt::UserRole + 1;  // int(CellState)
+  void set_verdict(std::shared_ptr<const JobVerdict> v);
+  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  std::shared_ptr<const JobVerdict> v_;
+};
+
+/// The findings the CLI prints (severity warning and up), in its order.
+class VerdictFindingsModel final : public QAbstractTableModel {
+ public:
+  enum Column { Severity, Where, Message, ColumnCount };
+  static constexpr int kFindingIndexRole = Qt::UserRole + 1;  // index into JobVerdict::findings
+  void set_verdict(std::shared_ptr<const JobVerdict> v);
+  [[nodiscard]] std::size_t finding_index(int row) const { return rows_[static_cast<std::size_t>(row)]; }
+  [[nodiscard]] int row_of(std::size_t finding) const;
+  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  std::shared_ptr<const JobVerdict> v_;
+  std::vector<std::size_t> rows_;
+};
+
+class VerdictGridView final : public QAbstractScrollArea {
+ public:
+  explicit VerdictGridView(QWidget* parent = nullptr);
+  void set_verdict(std::shared_ptr<const JobVerdict> v);
+  void select_cell(std::size_t row, std::size_t column);
+  [[nodiscard]] std::optional<std::pair<std::size_t, std::size_t>> selected_cell() const { return selected_; }
+  /// Called with a clicked cell.
+  std::function<void(std::size_t, std::size_t)> on_cell_clicked;
+  void set_cell_size(double px);
+  [[nodiscard]] double cell_size() const noexcept { return cell_; }
+  void zoom_by(double factor);
+  /// The whole grid in the viewport (cells down to one pixel).
+  void fit_all();
+  void pan_by(int dx, int dy);
+  /// The cell under a viewport point.
+  [[nodiscard]] std::optional<std::pair<std::size_t, std::size_t>> cell_at(QPoint p) const;
+  [[nodiscard]] QRect cell_rect(std::size_t row, std::size_t column) const;  // viewport coordinates
+  [[nodiscard]] QSize sizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void scrollContentsBy(int dx, int dy) override;
+  bool viewportEvent(QEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+
+ private:
+  void update_scrollbars();
+  [[nodiscard]] int top_margin() const;
+  std::shared_ptr<const JobVerdict> v_;
+  QImage image_;  // one pixel a cell
+  double cell_ = 16;
+  int left_ = 110;
+  std::optional<std::pair<std::size_t, std::size_t>> selected_;
+};
+
+class VerdictPage final : public QWidget {
+ public:
+  explicit VerdictPage(QWidget* parent = nullptr);
+  void set_verdict(std::shared_ptr<const JobVerdict> v);
+  void clear(const QString& message);
+  [[nodiscard]] std::shared_ptr<const JobVerdict> verdict() const { return v_; }
+  /// Where a followed cause goes (MainWindow: its CauseRegistry).
+  std::function<bool(const CauseRef&)> on_cause;
+  /// Selects finding row `row` (of findings()): its cell in the grid, then on_cause.
+  bool follow_finding(int row);
+  bool follow_cell(std::size_t row, std::size_t column);
+  /// The first divergence as the page names it ("" when none): the first-cause finding's place
+  /// and message.
+  [[nodiscard]] QString first_divergence() const;
+  [[nodiscard]] QString headline() const;
+  [[nodiscard]] const VerdictFindingsModel* findings() const { return findings_model_.get(); }
+  [[nodiscard]] const VerdictGridModel* grid_model() const { return grid_model_.get(); }
+  [[nodiscard]] VerdictGridView* grid() const { return grid_; }
+  [[nodiscard]] QLabel* paths_label() const { return paths_; }
+
+ private:
+  std::shared_ptr<const JobVerdict> v_;
+  std::unique_ptr<VerdictGridModel> grid_model_;
+  std::unique_ptr<VerdictFindingsModel> findings_model_;
+  QLabel* headline_ = nullptr;
+  QLabel* paths_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QLabel* first_ = nullptr;
+  QTableView* findings_view_ = nullptr;
+  VerdictGridView* grid_ = nullptr;
+};
+
+}  // namespace gparity::gui

@@ -1,0 +1,134 @@
+#pragma once
+// Op alignment view (issues 23, 27): the eager and compiled op columns of a pair of PyTorch
+// DebugMode op-log runs, aligned as `gparity compare EAGER COMPILED` aligns them
+// (diff::ops::judge_op_logs over diff::ops::align_slices, the report from
+// diff::ops::compare_op_logs): per rank and step, one row per eager op with its first compiled
+// counterpart, further counterparts (a decomposition's ops) on the rows beneath it, and compiled
+// records without an eager partner in their place between. Each eager op shows its value status
+// (matched, weakly matched, divergent, unobserved, unhashed), module and source line, how it was
+// paired; the first divergent op of the step is marked with its cause and selected. A rank and a
+// step selector show every rank.
+//
+// load_op_alignment runs off the GUI thread (no Qt) and throws model::InputError for input the
+// CLI refuses. Rows hold their text, so the value type does not keep the logs alive.
+
+#include <QAbstractTableModel>
+#include <QWidget>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gui/cause_ref.hpp"
+#include "gui/legend.hpp"
+
+class QComboBox;
+class QLabel;
+class QTableView;
+
+namespace gparity::gui::views {
+
+
+struct OpAlignRow {
+  /// "matched", "weakly matched", "divergent", "unobserved", "unhashed" (the eager op's value
+  /// status), "first divergence" (the step's first divergent op), "counterpart" (a further
+  /// compiled counterpart of the eager op above), "compiled only".
+  std::string status;
+  std::int64_t eager_index = -1;  // OpRecord::index of the eager op, -1 on compiled-only rows
+  std::int64_t eager_line = 0;    // its line in the eager log
+  std::string eager_op, module, source, phase, paired_by;
+  std::int64_t compiled_index = -1;
+  std::int64_t compiled_line = 0;
+  std::string compiled_op, compiled_source;
+};
+
+struct OpAlignStep {
+  std::int64_t step = 0;
+  std::string eager_log, compiled_log;  // file names
+  std::vector<OpAlignRow> rows;
+  int first_row = -1;       // the first divergent op's row
+  std::string first_text;   // "aten::gelu: origin"
+  std::string first_cause;  // "origin", "received", ... (diff::ops::op_cause_name)
+};
+
+struct OpAlignRank {
+  int rank = 0;
+  std::vector<OpAlignStep> steps;
+  int first_step = -1;  // index into steps of the rank's first divergent step
+};
+
+struct OpAlignment {
+  std::string eager_path, compiled_path;
+  std::string headline;  // the verdict's headline, as the CLI prints it
+  int exit_code = 0;
+  std::string hashes;  // the deciding hash functions ("hash_tensor")
+  std::vector<OpAlignRank> ranks;
+};
+
+OpAlignment load_op_alignment(const std::string& eager, const std::string& compiled);
+
+QColor op_status_colour(const std::string& status);
+
+/// One rank-step. Columns: eager #, eager op, status, module, source, paired by, compiled #,
+/// compiled op, compiled source.
+class OpAlignmentModel final : public QAbstractTableModel {
+ public:
+  enum Column {
+    EagerIndex,
+    EagerOp,
+    Status,
+    Module,
+    Source,
+    PairedBy,
+    CompiledIndex,
+    CompiledOp,
+    CompiledSource,
+    ColumnCount
+  };
+  void set_step(const OpAlignStep* step);
+  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  const OpAlignStep* step_ = nullptr;
+};
+
+class OpAlignmentView final : public QWidget {
+ public:
+  explicit OpAlignmentView(OpAlignment data, QWidget* parent = nullptr);
+  ~OpAlignmentView() override;
+
+  /// Op: the rank, the step (when >= 0, else the rank's first divergent step, else its first),
+  /// and the eager op whose record index is op_index (when >= 0; else the step's first
+  /// divergence); false when absent.
+  bool select_cause(const CauseRef& cause);
+  void show_rank_step(int rank, std::int64_t step);
+
+  [[nodiscard]] int shown_rank() const;
+  [[nodiscard]] std::int64_t shown_step() const;
+  [[nodiscard]] const OpAlignRow* selected_row() const;
+  [[nodiscard]] const OpAlignment& data() const noexcept { return data_; }
+  [[nodiscard]] const OpAlignmentModel& model() const noexcept { return model_; }
+  [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+
+ protected:
+  /// Centres the selection once the table has its size.
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  void fill_steps();
+  void show_step_index(int index);
+  void select_row(int row);
+
+  OpAlignment data_;
+  OpAlignmentModel model_;
+  int rank_ = -1, step_ = -1;  // indices into data_.ranks and its steps
+  QComboBox* rank_box_ = nullptr;
+  QComboBox* step_box_ = nullptr;
+  QLabel* step_line_ = nullptr;
+  QTableView* table_ = nullptr;
+  Legend* legend_ = nullptr;
+};
+
+}  // namespace gparity::gui::views

@@ -1,0 +1,392 @@
+"""gparity's eager op recorder: every dispatched op of a training step as an op record in trace v1
+(docs/trace-format.md, "op"; docs/ops.md), hashed with gparity's bitwise XXH3-64 and
+shard-invariant hash where the tensors live.
+
+    with gparity.record_ops("runs/eager", step=1, model=model):
+        loss = model(x); loss.backward()
+        dist.all_reduce(grad); opt.step()
+
+A TorchDispatchMode sees every op below autograd: forward, backward, gradient collectives and the
+optimizer, eager or the runtime ops of a compiled region (aot_autograd). Per op it records the op,
+the tensors it reads and writes (an id per tensor object, dtype, shape), the innermost module
+(forward hooks), the innermost user source line, and the phase (forward until the first backward
+op, backward inside autograd, optimizer after). Outputs are hashed, and inputs that are not an
+earlier output of the step (parameters, optimizer state, a collective's result): their producer's
+hash already says what they hold.
+
+The hashes are deferred: torch.ops.gparity.hash_into enqueues both hashes of an op's tensors on
+the device's current stream into a device buffer, and the buffer is read back once, when the step
+ends; then the step's records are written. Nothing synchronizes per op.
+"""
+
+import os
+import sys
+import threading
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+try:
+    from torch.utils._pytree import tree_flatten
+except ImportError:  # pragma: no cover
+    tree_flatten = None
+
+__all__ = ["OpRecorder", "record_ops"]
+
+_DTYPE_NAMES = {
+    torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float64: "float64",
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
+    torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
+}
+_MASK64 = (1 << 64) - 1
+_SLOTS = 1 << 15  # hash slots per device buffer chunk (2 int64 words each)
+
+# Frames in these trees are library code: the user frame is the innermost one outside them.
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+    for m in [torch] + [sys.modules[n] for n in ("functorch",) if n in sys.modules]
+) + (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(os.__file__) + os.sep)
+
+
+def _is_library(filename, cache={}):
+    hit = cache.get(filename)
+    if hit is None:
+        hit = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<") or "/functorch/" in filename
+        cache[filename] = hit
+    return hit
+
+
+def _backward_codes():
+    codes = set()
+    for fn in (getattr(torch.autograd, "backward", None), getattr(torch.autograd, "grad", None)):
+        if fn is not None and hasattr(fn, "__code__"):
+            codes.add(fn.__code__)
+    return codes
+
+
+def _op_name(func):
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        name = schema.name
+        overload = schema.overload_name
+    else:  # pragma: no cover
+        name, overload = str(func), ""
+    return name if not overload or overload == "default" else f"{name}.{overload}"
+
+
+def _flat_tensors(obj):
+    if tree_flatten is not None:
+        leaves, _ = tree_flatten(obj)
+    else:  # pragma: no cover
+        leaves = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    return [x for x in leaves if isinstance(x, torch.Tensor)]
+
+
+def _hashable(t):
+    return t.layout == torch.strided and t.device.type in ("cpu", "cuda") and t.dtype in _DTYPE_NAMES
+
+
+class _Known:
+    """What the step has seen of a tensor object: its record id, the version its hash is of."""
+    __slots__ = ("ref", "id", "version", "fresh")
+
+    def __init__(self, ref, tid, version, fresh):
+        self.ref, self.id, self.version, self.fresh = ref, tid, version, fresh
+
+
+class _Mode(TorchDispatchMode):
+    def __init__(self, recorder):
+        super().__init__()
+        self._rec = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        return self._rec._on_op(func, args, kwargs)
+
+
+class OpRecorder:
+    """Op records of one rank of a run, step after step, into `run_dir`/rank-<r>.jsonl (trace v1).
+
+    model: names modules by their path in it ("layers.0.mlp"); modules outside it by class.
+    hashes: "xxh3+shard" (default) or "shard" (the shard-invariant hash alone: fully parallel on
+    the GPU, where XXH3's chain is sequential per tensor; both runs must use the same); "none"
+    records without hashes (the recorder's own cost, for benchmarks: nothing to compare)."""
+
+    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
+        from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
+
+        d = _dist()
+        self.rank = rank if rank is not None else (d.get_rank() if d else int(os.environ.get("RANK", 0)))
+        self.world_size = world_size if world_size is not None else (
+            d.get_world_size() if d else int(os.environ.get("WORLD_SIZE", 1)))
+        if hashes not in ("xxh3+shard", "shard", "none"):
+            raise ValueError(f"gparity.OpRecorder: hashes must be 'xxh3+shard', 'shard' or 'none', not {hashes!r}")
+        self.hashes = hashes
+        self._xxh3 = hashes == "xxh3+shard"
+        self.run_dir = run_dir
+        os.makedirs(run_dir, exist_ok=True)
+        load_ops()
+        if self.rank == 0:
+            # The manifest of a trace v1 run (one writer: Recorder's), marked as an op-record run.
+            Recorder._write_manifest(_ManifestOnly(run_dir, self.world_size))
+        self._file = open(os.path.join(run_dir, f"rank-{self.rank}.jsonl"), "w", encoding="utf-8")
+        self._names = {}
+        if model is not None:
+            for name, m in model.named_modules():
+                self._names[id(m)] = name or type(m).__name__
+        self._next_id = 0
+        self._backward_codes = _backward_codes()
+        self._active = False
+
+    # ---- one step ---------------------------------------------------------------------------
+    def record(self, step):
+        """Context manager recording one step."""
+        return _StepScope(self, int(step))
+
+    def _begin(self, step):
+        if self._active:
+            raise RuntimeError("gparity.record_ops: a step is already being recorded")
+        self._active = True
+        self._step = step
+        self._records = []      # (op, phase, module, source, args, outs, collective)
+        self._known = {}        # id(tensor) -> _Known
+        self._buffers = {}      # device -> [chunks], slots used in the last
+        self._used = {}
+        self._backward_seen = False
+        self._thread = threading.get_ident()
+        self._modules = []      # module path stack (forward hooks)
+        self._hooks = [
+            torch.nn.modules.module.register_module_forward_pre_hook(self._enter_module),
+            torch.nn.modules.module.register_module_forward_hook(self._leave_module),
+        ]
+
+    def _end(self):
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self._active = False
+        words = self._collect()
+        lines = []
+        for index, (op, phase, module, source, args, outs, extra) in enumerate(self._records):
+            rec = {"type": "op", "step": self._step, "index": index, "op": op, "phase": phase}
+            if module:
+                rec["module"] = module
+            if source:
+                rec["source"] = source
+            rec["args"] = [self._tensor_json(t, words) for t in args]
+            rec["outs"] = [self._tensor_json(t, words) for t in outs]
+            if extra:
+                rec.update(extra)
+            lines.append(_dumps(rec))
+        # One write per step; a crash loses the step in flight, never half a line of another.
+        self._file.write("".join(line + "\n" for line in lines))
+        self._file.flush()
+        self._records = []
+        self._known = {}
+
+    def close(self):
+        self._file.close()
+
+    # ---- modules ----------------------------------------------------------------------------
+    def _enter_module(self, module, inputs):
+        name = self._names.get(id(module))
+        if name is None:
+            name = type(module).__name__
+        self._modules.append(name)
+
+    def _leave_module(self, module, inputs, output):
+        if self._modules:
+            self._modules.pop()
+
+    # ---- ops ------------------------------------------------------------------------------------
+    def _on_op(self, func, args, kwargs):
+        op = _op_name(func)
+        if op.startswith("profiler::"):
+            # record_function's handles (the optimizer's step opens one): bookkeeping, not values.
+            return func(*args, **kwargs)
+        source, in_backward = self._user_frame()
+        if in_backward or threading.get_ident() != self._thread:
+            phase = "backward"
+            self._backward_seen = True
+        else:
+            phase = "optimizer" if self._backward_seen else "forward"
+        module = self._modules[-1] if self._modules and phase == "forward" else None
+        collective = op.startswith("c10d::") or op.startswith("_c10d_functional::") or \
+            op.startswith("c10d_functional::")
+        waits = collective and "wait_tensor" in op
+
+        ins = _flat_tensors((args, kwargs))
+        in_refs = self._refs(ins, as_input=True)  # hashed before the op: in-place ops change them
+        out = func(*args, **kwargs)
+        outs = _flat_tensors(out)
+        if collective and not waits and not outs:
+            # c10d::allreduce_ (torch 1.13) returns a Work: the tensors it reduces in place are its outputs.
+            outs = list(ins)
+        unreliable = collective and not waits
+        out_refs = self._refs(outs, as_input=False, hash_now=not unreliable)
+        extra = {"collective": True, "group": "default", "async": True} if unreliable else None
+        self._records.append((op, phase, module, source, in_refs, out_refs, extra))
+        return out
+
+    def _user_frame(self):
+        """The innermost user frame {file, line, function, code} and whether autograd's backward
+        is on the stack."""
+        try:
+            f = sys._getframe(3)
+        except ValueError:  # autograd's device thread: no Python caller below the mode
+            return None, False
+        in_backward = False
+        while f is not None:
+            code = f.f_code
+            if code in self._backward_codes:
+                in_backward = True
+            elif not _is_library(code.co_filename):
+                return {"file": code.co_filename, "line": f.f_lineno, "function": code.co_name,
+                        "code": _code_line(code.co_filename, f.f_lineno)}, in_backward
+            f = f.f_back
+        return None, in_backward
+
+    # ---- tensors and hashes ----------------------------------------------------------------------
+    def _lookup(self, t):
+        k = self._known.get(id(t))
+        if k is not None and k.ref() is not t:
+            k = None  # the id was reused by another object
+        return k
+
+    def _refs(self, tensors, as_input, hash_now=True):
+        """(id, dtype, shape, slot) per tensor; every tensor to hash in one hash_into call per device.
+        An input that is a fresh earlier output of the step is not hashed (its producer's hash
+        says what it holds); an output is hashed unless it is a collective's (not complete yet:
+        marked stale, its next reader hashes it)."""
+        refs, todo = [], []
+        for t in tensors:
+            k = self._lookup(t)
+            if as_input and k is not None and k.fresh and k.version == t._version:
+                refs.append((k.id, t.dtype, tuple(t.shape), None))
+                continue
+            tid = k.id if k is not None else self._new_id(t)
+            if k is None:
+                k = self._remember(t, tid)
+            want = hash_now and self.hashes != "none" and _hashable(t)
+            if k is not None:
+                k.version, k.fresh = t._version, want
+            if want:
+                todo.append((len(refs), t))
+            refs.append((tid, t.dtype, tuple(t.shape), None))
+        if todo:
+            for (i, _), slot in zip(todo, self._hash_many([t for _, t in todo])):
+                tid, dtype, shape, _ = refs[i]
+                refs[i] = (tid, dtype, shape, slot)
+        return refs
+
+    def _new_id(self, t):
+        self._next_id += 1
+        return self._next_id - 1
+
+    def _remember(self, t, tid):
+        try:
+            ref = weakref.ref(t)
+        except TypeError:  # pragma: no cover
+            return None
+        k = _Known(ref, tid, t._version, False)
+        self._known[id(t)] = k
+        return k
+
+    def _hash_many(self, tensors):
+        """Enqueues both hashes of every tensor (one call per device); returns their slots
+        (device, chunk, slot)."""
+        slots = [None] * len(tensors)
+        by_device = {}
+        for i, t in enumerate(tensors):
+            by_device.setdefault(t.device, []).append(i)
+        for dev, idx in by_device.items():
+            chunks = self._buffers.setdefault(dev, [])
+            used = self._used.setdefault(dev, [])
+            if not chunks or used[-1] + len(idx) > chunks[-1].numel() // 2:
+                chunks.append(torch.zeros(2 * max(_SLOTS, len(idx)), dtype=torch.int64, device=dev))
+                used.append(0)
+            first = used[-1]
+            torch.ops.gparity.hash_into(chunks[-1], first, [tensors[i].detach() for i in idx], self._xxh3)
+            used[-1] = first + len(idx)
+            for k, i in enumerate(idx):
+                slots[i] = (dev, len(chunks) - 1, first + k)
+        return slots
+
+    def _collect(self):
+        """Every hash of the step, read back: the step's one wait per device."""
+        words = {}
+        for dev, chunks in self._buffers.items():
+            words[dev] = [c[: 2 * n].cpu().tolist() for c, n in zip(chunks, self._used[dev])]
+        self._buffers, self._used = {}, {}
+        return words
+
+    def _tensor_json(self, ref, words):
+        tid, dtype, shape, slot = ref
+        j = {"id": tid, "dtype": _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", "")), "shape": list(shape)}
+        if slot is not None:
+            dev, chunk, i = slot
+            w = words[dev][chunk]
+            if self.hashes == "xxh3+shard":
+                j["xxh3"] = format(w[2 * i] & _MASK64, "016x")
+            j["shard"] = format(w[2 * i + 1] & _MASK64, "016x")
+        return j
+
+
+class _ManifestOnly:
+    """The fields Recorder._write_manifest reads, for an op-record run."""
+
+    op_records = True
+
+    def __init__(self, run_dir, world_size):
+        self.run_dir, self.world_size = run_dir, world_size
+
+
+class _StepScope:
+    def __init__(self, recorder, step):
+        self._rec, self._step, self._mode = recorder, step, None
+
+    def __enter__(self):
+        self._rec._begin(self._step)
+        self._mode = _Mode(self._rec)
+        self._mode.__enter__()
+        return self._rec
+
+    def __exit__(self, *exc):
+        self._mode.__exit__(*exc)
+        self._rec._end()
+        return False
+
+
+def _dumps(obj):
+    import json
+    return json.dumps(obj, separators=(",", ":"))
+
+
+_lines_cache = {}
+
+
+def _code_line(filename, lineno):
+    lines = _lines_cache.get(filename)
+    if lines is None:
+        try:
+            with open(filename, encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            lines = []
+        _lines_cache[filename] = lines
+    return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+
+
+_recorders = {}
+
+
+def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
+    """`with gparity.record_ops(run_dir, step=N, model=model):` records one step's ops. The first
+    call for a run directory in this process starts its rank file; later steps append to it."""
+    key = os.path.abspath(run_dir)
+    rec = _recorders.get(key)
+    if rec is None:
+        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes)
+        _recorders[key] = rec
+    return rec.record(step)

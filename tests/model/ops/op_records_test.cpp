@@ -1,0 +1,127 @@
+// The op-record reader (core/model/ops/op_records.hpp) on records written the way
+// python/gparity/op_recorder.py writes them (trace v1 "type":"op" lines), and the run detection
+// that sends a trace directory of op records to the op comparison.
+
+#include "core/model/ops/op_records.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/model/ops/op_run.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace gparity::model::ops {
+namespace {
+
+constexpr std::string_view kGelu =
+    R"({"type":"op","step":1,"index":0,"op":"aten::gelu","phase":"forward","module":"layers.0.mlp",)"
+    R"("source":{"file":"/w/train.py","line":37,"function":"forward","code":"h = F.gelu"},)"
+    R"("args":[{"id":3,"dtype":"float32","shape":[4,16],"xxh3":"00000000000000ff","shard":"0000000000000001"}],)"
+    R"("outs":[{"id":4,"dtype":"float32","shape":[4,16],"xxh3":"ffffffffffffffff","shard":"8000000000000000"}]})"
+    "\n";
+constexpr std::string_view kMul =
+    R"({"type":"op","step":1,"index":1,"op":"aten::mul.Tensor","phase":"forward","args":[{"id":4,"dtype":"float32","shape":[4,16]}],)"
+    R"("outs":[{"id":5,"dtype":"float32","shape":[4,16],"xxh3":"0000000000000002","shard":"0000000000000003"}]})"
+    "\n";
+constexpr std::string_view kAllReduce =
+    R"({"type":"op","step":2,"index":0,"op":"c10d::allreduce_","phase":"optimizer","args":[{"id":5,"dtype":"float32","shape":[4,16]}],)"
+    R"("outs":[{"id":5,"dtype":"float32","shape":[4,16]}],"collective":true,"group":"default","async":true})"
+    "\n";
+
+TEST(OpRecords, RecordsCarryOpsTensorsHashesSourcesModulesAndPhases) {
+  const std::string text = std::string(kGelu) + std::string(kMul) + std::string(kAllReduce);
+  const OpLog log = parse_op_records(text, "rank-1.jsonl", 1);
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  EXPECT_EQ(log.format, "gparity op records");
+  EXPECT_EQ(log.rank, 1);
+  EXPECT_EQ(log.hash_spec.functions, (std::vector<std::string>{"xxh3", "shard"}));
+  ASSERT_EQ(log.records.size(), 3u);
+  EXPECT_EQ(log.steps, (std::vector<std::int64_t>{1, 2}));
+  const OpRecord& gelu = log.records[0];
+  EXPECT_EQ(log.op_name(gelu), "aten::gelu");
+  EXPECT_EQ(log.str(gelu.module), "layers.0.mlp");
+  EXPECT_EQ(log.source_text(gelu), "/w/train.py:37");
+  EXPECT_EQ(gelu.phase, Phase::Forward);
+  EXPECT_TRUE(gelu.has_input_hashes);
+  ASSERT_EQ(gelu.out_count, 1u);
+  const TensorRef& out = log.out(gelu, 0);
+  EXPECT_EQ(out.id, 4);
+  EXPECT_EQ(out.numel, 64);
+  EXPECT_EQ(log.tensor_text(out), "float32[4, 16]");
+  ASSERT_EQ(out.hash_count, 2);
+  EXPECT_EQ(log.hash(out, 0).bits, 0xffffffffffffffffull);  // all 64 bits kept
+  EXPECT_EQ(log.hash(out, 1).bits, 0x8000000000000000ull);
+  // An input that is an earlier output carries no hash: its producer's says what it holds.
+  EXPECT_FALSE(log.arg(log.records[1], 0).hashed());
+  EXPECT_EQ(log.arg(log.records[1], 0).id, 4);
+  const OpRecord& ar = log.records[2];
+  EXPECT_TRUE(ar.output_hash_unreliable);
+  EXPECT_EQ(ar.phase, Phase::Optimizer);
+  EXPECT_EQ(ar.step, 2);
+  EXPECT_EQ(ar.index, 0u);
+}
+
+TEST(OpRecords, ShardOnlyRunsAreOneFunction) {
+  const std::string line =
+      R"({"type":"op","step":1,"op":"aten::relu","args":[],"outs":[{"id":0,"dtype":"bfloat16","shape":[2],"shard":"00000000000000aa"}]})"
+      "\n";
+  const OpLog log = parse_op_records(line, "r", 0);
+  ASSERT_EQ(log.hash_spec.functions, (std::vector<std::string>{"shard"}));
+  const TensorRef& t = log.out(log.records[0], 0);
+  ASSERT_EQ(t.hash_count, 1);
+  EXPECT_EQ(log.hash(t, 0).bits, 0xaau);
+}
+
+TEST(OpRecords, DamageCostsOneRecordAndACutLastLineMarksTheLogTruncated) {
+  const std::string text =
+      std::string(kGelu) + "{not json\n" +
+      R"({"type":"op","step":1,"op":"aten::mul","args":[{"id":-1}],"outs":[]})" + "\n" +
+      R"({"type":"op","step":1,"op":"aten::add","args":[],"outs":[{"id":9,"dtype":"float32","shape":[2],"xxh3":"xyz","shard":"01"}]})" +
+      "\n" + R"({"type":"params","params":[]})" + "\n" + std::string(kMul) +
+      R"({"type":"op","step":1,"op":"aten::t)";
+  const OpLog log = parse_op_records(text, "rank-0.jsonl", 0);
+  EXPECT_EQ(log.records.size(), 2u);  // gelu and mul; the params record is not an op
+  ASSERT_EQ(log.issues.size(), 4u);
+  EXPECT_EQ(log.issues[0].line, 2);
+  EXPECT_EQ(log.issues[1].line, 3);
+  EXPECT_NE(log.issues[1].problem.find("id"), std::string::npos);
+  EXPECT_EQ(log.issues[2].line, 4);
+  EXPECT_NE(log.issues[2].problem.find("16 hex digits"), std::string::npos);
+  EXPECT_TRUE(log.truncated);
+  EXPECT_EQ(log.issues[3].line, 7);
+}
+
+TEST(OpRecords, StepsOutOfOrderAreAnIssueNotARecord) {
+  std::string late(kGelu);
+  late.replace(late.find("\"step\":1"), 8, "\"step\":3");
+  const OpLog log = parse_op_records(late + std::string(kMul), "r", 0);
+  ASSERT_EQ(log.records.size(), 1u);
+  ASSERT_EQ(log.issues.size(), 1u);
+  EXPECT_NE(log.issues[0].problem.find("out of order"), std::string::npos);
+}
+
+TEST(OpRecordRun, ATraceDirectoryOfOpRecordsIsAnOpRun) {
+  testing::TempDir dir;
+  dir.write("run/manifest.json", R"({"schema_version": 1, "format": "gparity-trace", "world_size": 2})");
+  dir.write("run/rank-0.jsonl", kGelu);
+  dir.write("run/rank-1.jsonl", kMul);
+  dir.write("steps/manifest.json", R"({"schema_version": 1, "format": "gparity-trace", "world_size": 1})");
+  dir.write("steps/rank-0.jsonl",
+            R"({"type":"step","step":1,"loss":{"value":1,"bits":"3f800000","dtype":"float32"}})"
+            "\n");
+  const std::string run = (dir.path() / "run").string();
+  EXPECT_TRUE(is_op_record_run(run));
+  EXPECT_TRUE(is_op_log_path(run));
+  EXPECT_FALSE(is_op_record_run((dir.path() / "steps").string()));
+  EXPECT_FALSE(is_op_log_path((dir.path() / "steps").string()));
+  const OpRun r = open_op_run(run);
+  ASSERT_EQ(r.files.size(), 2u);
+  EXPECT_EQ(r.ranks(), (std::vector<int>{0, 1}));
+  const OpLog log = read_op_run_file(r.files[1]);
+  EXPECT_EQ(log.rank, 1);
+  EXPECT_EQ(log.format, "gparity op records");
+  ASSERT_EQ(log.records.size(), 1u);
+  EXPECT_EQ(log.op_name(log.records[0]), "aten::mul.Tensor");
+}
+
+}  // namespace
+}  // namespace gparity::model::ops

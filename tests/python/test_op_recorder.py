@@ -1,0 +1,163 @@
+"""The op recorder (python/gparity/op_recorder.py) end to end under Debian's python3-torch 1.13:
+two ranks over Gloo (tests/python/op_recorder_train.py) train a small pre-norm MLP block eager
+and compiled with aot_autograd, recording every op, and `gparity compare` judges them:
+  (a) eager vs compiled: op-level parity on both ranks;
+  (b) a wrong gelu decomposition on every rank: aten::gelu of module mlp at its source line,
+      forward, step 1, origin, on both ranks (its compiled counterparts the decomposition's ops);
+  (c) the wrong decomposition on rank 1 only: rank 1 origin at aten::gelu; rank 0 received
+      through the gradient all-reduce from rank 1, whose origin is that gelu.
+
+Run by ctest with /usr/bin/python3; GPARITY_TORCHOPS and GPARITY_EXE point at the build.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "op_recorder_train.py")
+EXE = os.environ["GPARITY_EXE"]
+
+
+def gelu_line():
+    with open(TRAIN, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if "# GELU LINE" in line:
+                return n
+    raise AssertionError("no GELU LINE marker in " + TRAIN)
+
+
+class OpRecorderTwoRanks(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = cls.tmp.name
+        store = os.path.join(out, "store")
+        procs = [subprocess.Popen([sys.executable, TRAIN, out, store, str(r), "2"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for r in (0, 1)]
+        for p in procs:
+            log, _ = p.communicate(timeout=240)
+            if p.returncode != 0:
+                raise AssertionError("training rank failed:\n" + log)
+        cls.runs = {v: os.path.join(out, v) for v in ("eager", "compiled", "wrong_all", "wrong_rank1")}
+        cls.steps = {v: os.path.join(out, "steps_" + v) for v in cls.runs}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def compare(self, candidate):
+        r = subprocess.run([EXE, "compare", self.runs["eager"], self.runs[candidate], "--json"],
+                           capture_output=True, text=True)
+        return r.returncode, json.loads(r.stdout), r.stdout + r.stderr
+
+    def first(self, report):
+        return {r["rank"]: r for r in report["result"]["ranks"]}
+
+    def assert_gelu_origin(self, rank_result, text):
+        fd = rank_result["first_divergence"]
+        self.assertEqual(fd["op"], "aten::gelu", text)
+        self.assertEqual(fd["cause"], "origin", text)
+        self.assertEqual(fd["step"], 1, text)
+        self.assertEqual(fd["eager"]["module"], "mlp", text)
+        self.assertEqual(fd["eager"]["phase"], "forward", text)
+        self.assertEqual(os.path.basename(fd["eager"]["source"]["file"]), "op_recorder_train.py", text)
+        self.assertEqual(fd["eager"]["source"]["line"], gelu_line(), text)
+
+    def test_a_parity_of_eager_and_aot_autograd(self):
+        code, rep, text = self.compare("compiled")
+        self.assertEqual(code, 0, text)
+        self.assertEqual(rep["result"]["decided_by"], "xxh3+shard")
+        ranks = self.first(rep)
+        self.assertEqual(sorted(ranks), [0, 1])
+        for r in ranks.values():
+            self.assertTrue(r["parity"], text)
+            self.assertEqual(r["steps"], 2)
+        self.assertGreater(rep["result"]["evidence"]["compared"], 100)
+
+    def test_b_wrong_decomposition_on_every_rank_names_the_op_module_and_line(self):
+        code, rep, text = self.compare("wrong_all")
+        self.assertEqual(code, 1, text)
+        ranks = self.first(rep)
+        for rank in (0, 1):
+            self.assert_gelu_origin(ranks[rank], text)
+        divs = [f for f in rep["findings"] if f["kind"] == "op_divergence" and f["values"]["step"] == 1]
+        self.assertEqual(len(divs), 2, text)
+        for f in divs:
+            ops = {c["op"] for c in f["values"]["compiled"]}
+            self.assertEqual(f["values"]["paired_by"], "decomposition", text)
+            self.assertTrue({"aten::tanh", "aten::mul.Tensor"} <= ops, ops)
+            self.assertEqual(f["values"]["decided_by"], "xxh3+shard")
+        # Step 2 starts from the weights step 1 updated: it follows.
+        follows = [f for f in rep["findings"] if f["kind"] == "op_divergence_follows"]
+        self.assertEqual(sorted(f["values"]["rank"] for f in follows), [0, 1], text)
+        self.assertTrue(all(f["values"]["follows_step"] == 1 for f in follows))
+
+    def test_c_wrong_decomposition_on_rank_1_is_received_by_rank_0(self):
+        code, rep, text = self.compare("wrong_rank1")
+        self.assertEqual(code, 1, text)
+        ranks = self.first(rep)
+        self.assert_gelu_origin(ranks[1], text)
+        fd0 = ranks[0]["first_divergence"]
+        self.assertEqual(fd0["op"], "c10d::allreduce_", text)
+        self.assertEqual(fd0["cause"], "received", text)
+        self.assertEqual(fd0["from_ranks"], [1], text)
+        self.assertEqual(fd0["eager"]["phase"], "optimizer", text)
+        self.assertEqual(fd0["origin"]["rank"], 1, text)
+        self.assertEqual(fd0["origin"]["op"], "aten::gelu", text)
+        self.assertTrue(fd0["origin"]["source"].endswith(f"op_recorder_train.py:{gelu_line()}"), fd0)
+        # Everything rank 0 computed before the all-reduce agrees with the compiled run.
+        r0 = [f for f in rep["findings"] if f["kind"] == "op_divergence" and f["values"]["rank"] == 0][0]
+        self.assertEqual([i["state"] for i in r0["values"]["inputs"]], ["equal"], text)
+        self.assertEqual(r0["values"]["causality"]["group"], "default")
+        self.assertIn("received through c10d::allreduce_ from rank 1", r0["message"])
+        # The headline leads with the origin.
+        self.assertIn("first at rank 1 step 1, aten::gelu", rep["headline"], text)
+
+    def gate(self, policy):
+        path = os.path.join(self.tmp.name, "policy.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(policy, f)
+        out = tempfile.mkdtemp(dir=self.tmp.name)
+        r = subprocess.run([EXE, "gate", "--policy", path, "--out", out], capture_output=True, text=True)
+        return r.returncode, out, r.stdout + r.stderr
+
+    def test_d_the_gate_requires_op_level_parity(self):
+        # Step traces alone cannot see where the compiled run left eager; the "ops" entry makes the
+        # gate require op-level parity of the op runs too, with its own reports.
+        code, out, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                     "ops": {"baseline": self.runs["eager"], "candidate": self.runs["compiled"]}})
+        self.assertEqual(code, 0, text)
+        with open(os.path.join(out, "ops-report.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["exit_code"], 0)
+        code, out, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                     "ops": {"baseline": self.runs["eager"], "candidate": self.runs["wrong_rank1"]}})
+        self.assertEqual(code, 1, text)
+        with open(os.path.join(out, "ops-report.json"), encoding="utf-8") as f:
+            rep = json.load(f)
+        ranks = {r["rank"]: r for r in rep["result"]["ranks"]}
+        self.assertEqual(ranks[1]["first_divergence"]["op"], "aten::gelu")
+        self.assertEqual(ranks[0]["first_divergence"]["cause"], "received")
+        with open(os.path.join(out, "ops-junit.xml"), encoding="utf-8") as f:
+            self.assertIn("failure", f.read())
+        # Op runs named as the gate's runs: compared op by op.
+        code, out, text = self.gate({"baseline": self.runs["eager"], "candidate": self.runs["wrong_all"]})
+        self.assertEqual(code, 1, text)
+        with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["result"]["kind"], "ops")
+        # An "ops" entry with one side, or naming runs that are not op runs: exit 2, named.
+        code, _, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                   "ops": {"baseline": self.runs["eager"]}})
+        self.assertEqual(code, 2, text)
+        self.assertIn('"ops" needs both', text)
+        code, _, text = self.gate({"baseline": self.steps["eager"], "candidate": self.steps["compiled"],
+                                   "ops": {"baseline": self.runs["eager"], "candidate": self.steps["compiled"]}})
+        self.assertEqual(code, 2, text)
+        self.assertIn("not op logs", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
