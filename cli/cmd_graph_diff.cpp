@@ -97,15 +97,15 @@ struct RanksOptions {
 };
 
 int run_ranks(const RanksOptions& o) {
-  model::TraceOptions topt;
   // Records carry every fact of diff/graphs/trace_facts.hpp; graphs the parser cannot read are reported
-  // as problems and the rest is still classified.
-  const auto trace = model::read_torch_trace_dir(o.path, topt);
-  if (trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
+  // as problems and the rest is still classified. Each graph's rank versions are held as one graph
+  // plus what differs (diff::RankGraphSet): memory grows with the differences, not ranks x size.
   const auto norm = o.norm.get();
-  const auto report = diff::classify_trace(trace, norm, diff::mesh_override_layout(o.mesh, o.per_node));
+  const auto input = diff::read_ranks_input(o.path, norm, o.per_node);
+  if (input.trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
+  const auto report = diff::classify_trace(input, diff::mesh_override_layout(o.mesh, o.per_node));
   if (!o.html.empty()) model::write_file_atomically(o.html, diff::ranks_html(report, o.path));
-  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path, &trace));
+  const auto evidence = diff::rule_on(diff::ranks_evidence(report, o.path, &input.trace));
   if (o.json) {
     auto j = diff::to_json(report);
     const int code = json_evidence(evidence, exit_for(report.verdict), j);

@@ -50,6 +50,107 @@ std::vector<std::size_t> longest_increasing(const std::vector<std::uint32_t>& ke
   return out;
 }
 
+// Patience diff of `ua` against `ub` (unmatched nodes, each in topological order): tokens are
+// content hashes, anchors the tokens unique on both sides, longest increasing subsequence, the
+// gaps with an explicit stack; a gap without anchors pairs same-op nodes (LCS when small, greedy
+// otherwise). Shared by the whole-graph aligner and the patched-graph one, so both pair alike.
+template <typename ContentA, typename ContentB, typename OpA, typename OpB, typename Match>
+void sequence_align(const std::vector<NodeId>& ua, const std::vector<NodeId>& ub, ContentA&& content_a,
+                    ContentB&& content_b, OpA&& op_a, OpB&& op_b, Match&& match) {
+  struct Range {
+    std::size_t a0, a1, b0, b1;
+  };
+  // A gap with no common unique content: pair nodes running the same operator, in order.
+  const auto pair_by_op = [&](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
+    const std::size_t n = a1 - a0, m = b1 - b0;
+    const auto same = [&](std::size_t i, std::size_t j) { return op_a(ua[a0 + i]) == op_b(ub[b0 + j]); };
+    if (n * m <= kLcsCells) {
+      std::vector<std::uint32_t> t((n + 1) * (m + 1), 0);  // suffix LCS lengths
+      const auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return t[i * (m + 1) + j]; };
+      for (std::size_t i = n; i-- > 0;) {
+        for (std::size_t j = m; j-- > 0;)
+          at(i, j) = same(i, j) ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+      }
+      for (std::size_t i = 0, j = 0; i < n && j < m;) {
+        if (same(i, j)) {
+          match(ua[a0 + i++], ub[b0 + j++]);
+        } else if (at(i + 1, j) >= at(i, j + 1)) {
+          ++i;
+        } else {
+          ++j;
+        }
+      }
+      return;
+    }
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < n && j < m; ++i) {
+      for (std::size_t k = j; k < m && k < j + 64; ++k) {
+        if (same(i, k)) {
+          match(ua[a0 + i], ub[b0 + k]);
+          j = k + 1;
+          break;
+        }
+      }
+    }
+  };
+  std::vector<Range> work{{0, ua.size(), 0, ub.size()}};
+  while (!work.empty()) {
+    Range g = work.back();
+    work.pop_back();
+    const auto same = [&](std::size_t i, std::size_t j) { return content_a(ua[i]) == content_b(ub[j]); };
+    while (g.a0 < g.a1 && g.b0 < g.b1 && same(g.a0, g.b0)) {
+      match(ua[g.a0], ub[g.b0]);
+      ++g.a0;
+      ++g.b0;
+    }
+    while (g.a0 < g.a1 && g.b0 < g.b1 && same(g.a1 - 1, g.b1 - 1)) {
+      --g.a1;
+      --g.b1;
+      match(ua[g.a1], ub[g.b1]);
+    }
+    if (g.a0 == g.a1 || g.b0 == g.b1) continue;
+    // Tokens that occur exactly once on each side anchor the gap.
+    struct Count {
+      std::uint32_t in_a = 0, in_b = 0;
+      std::size_t pos_a = 0, pos_b = 0;
+    };
+    std::unordered_map<std::uint64_t, Count> counts;
+    for (std::size_t i = g.a0; i < g.a1; ++i) {
+      auto& c = counts[content_a(ua[i])];
+      ++c.in_a;
+      c.pos_a = i;
+    }
+    for (std::size_t j = g.b0; j < g.b1; ++j) {
+      const auto it = counts.find(content_b(ub[j]));
+      if (it != counts.end()) {
+        ++it->second.in_b;
+        it->second.pos_b = j;
+      }
+    }
+    std::vector<std::pair<std::size_t, std::uint32_t>> uniq;  // (pos in A, pos in B), by A
+    for (std::size_t i = g.a0; i < g.a1; ++i) {
+      const auto& c = counts[content_a(ua[i])];
+      if (c.in_a == 1 && c.in_b == 1) uniq.emplace_back(i, static_cast<std::uint32_t>(c.pos_b));
+    }
+    if (uniq.empty()) {
+      pair_by_op(g.a0, g.a1, g.b0, g.b1);
+      continue;
+    }
+    std::vector<std::uint32_t> bpos;
+    bpos.reserve(uniq.size());
+    for (const auto& u : uniq) bpos.push_back(u.second);
+    std::size_t pa = g.a0, pb = g.b0;
+    for (const std::size_t k : longest_increasing(bpos)) {
+      const auto [i, j] = uniq[k];
+      work.push_back({pa, i, pb, j});
+      match(ua[i], ub[j]);
+      pa = i + 1;
+      pb = j + 1;
+    }
+    work.push_back({pa, g.a1, pb, g.b1});
+  }
+}
+
 class Aligner {
  public:
   Aligner(const NormalizedGraph& a, const NormalizedGraph& b)
@@ -147,98 +248,10 @@ class Aligner {
     for (const NodeId y : order_b_) {
       if (r_.b_to_a[y] == kNoNode) ub.push_back(y);
     }
-    struct Range {
-      std::size_t a0, a1, b0, b1;
-    };
-    std::vector<Range> work{{0, ua.size(), 0, ub.size()}};
-    while (!work.empty()) {
-      Range g = work.back();
-      work.pop_back();
-      const auto same = [&](std::size_t i, std::size_t j) {
-        return a_.content_hash(ua[i]) == b_.content_hash(ub[j]);
-      };
-      while (g.a0 < g.a1 && g.b0 < g.b1 && same(g.a0, g.b0))
-        match(ua[g.a0++], ub[g.b0++], MatchHow::Sequence);
-      while (g.a0 < g.a1 && g.b0 < g.b1 && same(g.a1 - 1, g.b1 - 1))
-        match(ua[--g.a1], ub[--g.b1], MatchHow::Sequence);
-      if (g.a0 == g.a1 || g.b0 == g.b1) continue;
-      // Tokens that occur exactly once on each side anchor the gap.
-      struct Count {
-        std::uint32_t in_a = 0, in_b = 0;
-        std::size_t pos_a = 0, pos_b = 0;
-      };
-      std::unordered_map<std::uint64_t, Count> counts;
-      for (std::size_t i = g.a0; i < g.a1; ++i) {
-        auto& c = counts[a_.content_hash(ua[i])];
-        ++c.in_a;
-        c.pos_a = i;
-      }
-      for (std::size_t j = g.b0; j < g.b1; ++j) {
-        const auto it = counts.find(b_.content_hash(ub[j]));
-        if (it != counts.end()) {
-          ++it->second.in_b;
-          it->second.pos_b = j;
-        }
-      }
-      std::vector<std::pair<std::size_t, std::uint32_t>> uniq;  // (pos in A, pos in B), by A
-      for (std::size_t i = g.a0; i < g.a1; ++i) {
-        const auto& c = counts[a_.content_hash(ua[i])];
-        if (c.in_a == 1 && c.in_b == 1) uniq.emplace_back(i, static_cast<std::uint32_t>(c.pos_b));
-      }
-      if (uniq.empty()) {
-        pair_by_op(ua, ub, g.a0, g.a1, g.b0, g.b1);
-        continue;
-      }
-      std::vector<std::uint32_t> bpos;
-      bpos.reserve(uniq.size());
-      for (const auto& u : uniq) bpos.push_back(u.second);
-      std::size_t pa = g.a0, pb = g.b0;
-      for (const std::size_t k : longest_increasing(bpos)) {
-        const auto [i, j] = uniq[k];
-        work.push_back({pa, i, pb, j});
-        match(ua[i], ub[j], MatchHow::Sequence);
-        pa = i + 1;
-        pb = j + 1;
-      }
-      work.push_back({pa, g.a1, pb, g.b1});
-    }
-  }
-
-  // A gap with no common unique content: pair nodes running the same operator, in order.
-  void pair_by_op(const std::vector<NodeId>& ua, const std::vector<NodeId>& ub, std::size_t a0,
-                  std::size_t a1, std::size_t b0, std::size_t b1) {
-    const std::size_t n = a1 - a0, m = b1 - b0;
-    const auto same = [&](std::size_t i, std::size_t j) {
-      return a_.op_hash(ua[a0 + i]) == b_.op_hash(ub[b0 + j]);
-    };
-    if (n * m <= kLcsCells) {
-      std::vector<std::uint32_t> t((n + 1) * (m + 1), 0);  // suffix LCS lengths
-      const auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return t[i * (m + 1) + j]; };
-      for (std::size_t i = n; i-- > 0;) {
-        for (std::size_t j = m; j-- > 0;)
-          at(i, j) = same(i, j) ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
-      }
-      for (std::size_t i = 0, j = 0; i < n && j < m;) {
-        if (same(i, j)) {
-          match(ua[a0 + i++], ub[b0 + j++], MatchHow::Sequence);
-        } else if (at(i + 1, j) >= at(i, j + 1)) {
-          ++i;
-        } else {
-          ++j;
-        }
-      }
-      return;
-    }
-    std::size_t j = 0;
-    for (std::size_t i = 0; i < n && j < m; ++i) {
-      for (std::size_t k = j; k < m && k < j + 64; ++k) {
-        if (same(i, k)) {
-          match(ua[a0 + i], ub[b0 + k], MatchHow::Sequence);
-          j = k + 1;
-          break;
-        }
-      }
-    }
+    sequence_align(
+        ua, ub, [&](NodeId x) { return a_.content_hash(x); }, [&](NodeId y) { return b_.content_hash(y); },
+        [&](NodeId x) { return a_.op_hash(x); }, [&](NodeId y) { return b_.op_hash(y); },
+        [&](NodeId x, NodeId y) { match(x, y, MatchHow::Sequence); });
   }
 
   void mark_moved() {
@@ -269,6 +282,142 @@ class Aligner {
 
 Alignment align_graphs(const NormalizedGraph& a, const NormalizedGraph& b) {
   return Aligner(a, b).run();
+}
+
+NodeId PatchedAlignment::a_to_b(NodeId x) const {
+  const auto it = std::lower_bound(changed.begin(), changed.end(), std::pair<NodeId, NodeId>{x, 0});
+  return it != changed.end() && it->first == x ? it->second : x;
+}
+
+namespace {
+
+// align_graphs' steps on the patched positions only: every other node of A is matched with its
+// own position by the first step (same name, same content), so only patched nodes are ever left
+// unmatched, on either side, and both topological orders are the positions themselves.
+class PatchedAligner {
+ public:
+  PatchedAligner(const NormalizedGraph& a, const model::UseEdges& ea, const std::vector<PatchedNode>& p)
+      : a_(a), ea_(ea), p_(p), a_match_(p.size(), kNoNode), b_match_(p.size(), kNoNode) {}
+
+  PatchedAlignment run() {
+    for (std::size_t k = 0; k < p_.size(); ++k) {  // 1. names, same content
+      if (a_.content_hash(p_[k].at) == p_[k].content) match(k, k);
+    }
+    propagate();
+    by_name([&](std::size_t k) { return a_.op_hash(p_[k].at) == p_[k].op; });
+    propagate();
+    std::vector<NodeId> ua, ub;
+    for (std::size_t k = 0; k < p_.size(); ++k) {
+      if (a_match_[k] == kNoNode) ua.push_back(p_[k].at);
+      if (b_match_[k] == kNoNode) ub.push_back(p_[k].at);
+    }
+    sequence_align(
+        ua, ub, [&](NodeId x) { return a_.content_hash(x); }, [&](NodeId y) { return p_[index(y)].content; },
+        [&](NodeId x) { return a_.op_hash(x); }, [&](NodeId y) { return p_[index(y)].op; },
+        [&](NodeId x, NodeId y) { match(index(x), index(y)); });
+    propagate();
+    by_name([](std::size_t) { return true; });
+    return result();
+  }
+
+ private:
+  std::size_t index(NodeId at) const {
+    return static_cast<std::size_t>(
+        std::lower_bound(p_.begin(), p_.end(), at, [](const PatchedNode& n, NodeId x) { return n.at < x; }) -
+        p_.begin());
+  }
+  bool patched(NodeId at) const {
+    const std::size_t k = index(at);
+    return k < p_.size() && p_[k].at == at;
+  }
+  void match(std::size_t ka, std::size_t kb) {
+    a_match_[ka] = p_[kb].at;
+    b_match_[kb] = p_[ka].at;
+  }
+  NodeId a_to_b(NodeId x) const { return patched(x) ? a_match_[index(x)] : x; }
+
+  // Names are distinct and kept at their positions: A's node x's namesake in B is B's node x.
+  template <typename Same>
+  void by_name(Same&& same) {
+    for (std::size_t k = 0; k < p_.size(); ++k) {
+      if (a_match_[k] == kNoNode && b_match_[k] == kNoNode && same(k)) match(k, k);
+    }
+  }
+
+  void propagate() {
+    if (keys_b_.empty()) {
+      for (std::size_t k = 0; k < p_.size(); ++k) {
+        std::uint64_t h = p_[k].content;
+        for (const NodeId in : p_[k].inputs) h = mix(h, in);
+        keys_b_.emplace_back(h == 0 ? 1 : h, p_[k].at);
+      }
+      std::sort(keys_b_.begin(), keys_b_.end());
+    }
+    for (std::size_t k = 0; k < p_.size(); ++k) {
+      if (a_match_[k] != kNoNode) continue;
+      const NodeId x = p_[k].at;
+      std::uint64_t h = a_.content_hash(x);
+      bool known = true;
+      for (const NodeId in : ea_.inputs(x)) {
+        const NodeId m = a_to_b(in);
+        if (m == kNoNode) {
+          known = false;
+          break;
+        }
+        h = mix(h, m);
+      }
+      if (!known) continue;
+      const std::uint64_t key = h == 0 ? 1 : h;
+      auto it = std::lower_bound(keys_b_.begin(), keys_b_.end(), std::pair<std::uint64_t, NodeId>{key, 0});
+      for (; it != keys_b_.end() && it->first == key; ++it) {
+        const std::size_t kb = index(it->second);
+        if (b_match_[kb] == kNoNode) {
+          match(k, kb);
+          break;
+        }
+      }
+    }
+  }
+
+  PatchedAlignment result() const {
+    PatchedAlignment r;
+    bool displaced = false;
+    for (std::size_t k = 0; k < p_.size(); ++k) {
+      if (a_match_[k] != p_[k].at) r.changed.emplace_back(p_[k].at, a_match_[k]);
+      if (b_match_[k] == kNoNode) r.b_unmatched.push_back(p_[k].at);
+      displaced = displaced || (a_match_[k] != kNoNode && a_match_[k] != p_[k].at);
+    }
+    if (!displaced) return r;  // every pair at its own position: nothing is out of order
+    // As align_graphs marks moves: the pairs off one longest increasing run of B positions.
+    std::vector<NodeId> pairs_a;
+    std::vector<std::uint32_t> keys;
+    const std::size_t n = a_.graph().nodes.size();
+    for (std::size_t x = 0; x < n; ++x) {
+      const NodeId y = r.a_to_b(static_cast<NodeId>(x));
+      if (y == kNoNode) continue;
+      pairs_a.push_back(static_cast<NodeId>(x));
+      keys.push_back(y);
+    }
+    std::vector<bool> in_order(pairs_a.size(), false);
+    for (const std::size_t k : longest_increasing(keys)) in_order[k] = true;
+    for (std::size_t k = 0; k < pairs_a.size(); ++k) {
+      if (!in_order[k]) r.moved.push_back(pairs_a[k]);
+    }
+    return r;
+  }
+
+  const NormalizedGraph& a_;
+  const model::UseEdges& ea_;
+  const std::vector<PatchedNode>& p_;
+  std::vector<NodeId> a_match_, b_match_;  // per patched position: its match on the other side
+  std::vector<std::pair<std::uint64_t, NodeId>> keys_b_;
+};
+
+}  // namespace
+
+PatchedAlignment align_patched(const NormalizedGraph& a, const model::UseEdges& a_edges,
+                               const std::vector<PatchedNode>& patched) {
+  return PatchedAligner(a, a_edges, patched).run();
 }
 
 }  // namespace gparity::diff

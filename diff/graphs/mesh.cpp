@@ -153,25 +153,53 @@ std::optional<MeshInfo> mesh_from_specs(std::span<const MeshSpec> specs, std::in
   return m;
 }
 
+namespace {
+
+std::string spec_key(const MeshSpec& m) {
+  std::string key;
+  for (std::size_t d = 0; d < m.sizes.size(); ++d)
+    key += m.names[d] + "=" + std::to_string(m.sizes[d]) + "/" +
+           (d < m.strides.size() ? std::to_string(m.strides[d]) : "?") + ";";
+  return key;
+}
+
+void specs_of_rank(const model::TorchTraceRank& rt, std::set<std::string>& seen, std::vector<MeshSpec>& out) {
+  for (const auto& r : rt.records) {
+    if (r.payload_bytes == 0 || r.payload_offset + r.payload_bytes > rt.text.size()) continue;
+    const auto body = rt.text.substr(r.payload_offset, r.payload_bytes);
+    for (auto at = body.find("DeviceMesh(("); at != std::string_view::npos;
+         at = body.find("DeviceMesh((", at + 12)) {
+      const auto text = body.substr(at, 200);
+      auto m = parse_device_mesh(text);
+      if (!m) continue;
+      if (!seen.insert(spec_key(*m)).second) continue;
+      out.push_back(std::move(*m));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<MeshSpec> mesh_specs_in_trace(const model::MultiRankTrace& trace) {
   std::set<std::string> seen;
   std::vector<MeshSpec> out;
-  for (const auto& rt : trace.ranks) {
-    for (const auto& r : rt.records) {
-      if (r.payload_bytes == 0 || r.payload_offset + r.payload_bytes > rt.text.size()) continue;
-      const auto body = rt.text.substr(r.payload_offset, r.payload_bytes);
-      for (auto at = body.find("DeviceMesh(("); at != std::string_view::npos;
-           at = body.find("DeviceMesh((", at + 12)) {
-        const auto text = body.substr(at, 200);
-        auto m = parse_device_mesh(text);
-        if (!m) continue;
-        std::string key;
-        for (std::size_t d = 0; d < m->sizes.size(); ++d)
-          key += m->names[d] + "=" + std::to_string(m->sizes[d]) + "/" +
-                 (d < m->strides.size() ? std::to_string(m->strides[d]) : "?") + ";";
-        if (!seen.insert(key).second) continue;
-        out.push_back(std::move(*m));
-      }
+  for (const auto& rt : trace.ranks) specs_of_rank(rt, seen, out);
+  return out;
+}
+
+std::vector<MeshSpec> mesh_specs_in_rank(const model::TorchTraceRank& rank) {
+  std::set<std::string> seen;
+  std::vector<MeshSpec> out;
+  specs_of_rank(rank, seen, out);
+  return out;
+}
+
+std::vector<MeshSpec> merge_mesh_specs(const std::vector<std::vector<MeshSpec>>& per_rank) {
+  std::set<std::string> seen;
+  std::vector<MeshSpec> out;
+  for (const auto& specs : per_rank) {
+    for (const auto& m : specs) {
+      if (seen.insert(spec_key(m)).second) out.push_back(m);
     }
   }
   return out;

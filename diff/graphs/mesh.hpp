@@ -50,6 +50,11 @@ std::optional<MeshInfo> mesh_from_specs(std::span<const MeshSpec> specs, std::in
 
 /// Every DeviceMesh spec in the trace's payloads (each distinct text once).
 std::vector<MeshSpec> mesh_specs_in_trace(const model::MultiRankTrace& trace);
+/// The same for one rank's log, each spec once; mesh_specs_in_trace is these lists, rank by
+/// rank, each spec once.
+std::vector<MeshSpec> mesh_specs_in_rank(const model::TorchTraceRank& rank);
+/// Merges per-rank lists as mesh_specs_in_trace does.
+std::vector<MeshSpec> merge_mesh_specs(const std::vector<std::vector<MeshSpec>>& per_rank);
 
 /// The mesh described by process groups named `mesh_<dim>` (ranks lists), nullopt when the
 /// groups do not form a mesh over `world` ranks.

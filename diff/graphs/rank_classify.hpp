@@ -14,6 +14,7 @@
 // The verdict is the worst class found. Value types only; reporters live elsewhere.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,8 @@
 #include "core/model/formats/torch_trace.hpp"
 #include "core/model/graph/graph.hpp"
 #include "diff/graphs/graph_normalize.hpp"
+#include "diff/graphs/mesh.hpp"
+#include "diff/graphs/rank_graph_set.hpp"
 
 namespace gparity::diff {
 
@@ -121,6 +124,12 @@ struct GraphClassification {
 GraphClassification classify_ranks(std::span<const RankGraph> graphs, const GraphNormalization& norm,
                                    const RankLayout& layout);
 
+/// classify_ranks over every rank's version held in a RankGraphSet (one graph plus what differs):
+/// the same groups, fingerprints, findings (in the same order) and verdict, in time and memory
+/// that grow with what differs between ranks rather than ranks x size. `layout.ranks_per_node`
+/// should be the set's (else every group is rebuilt whole: the same answer, slower).
+GraphClassification classify_rank_set(const RankGraphSet& set, const RankLayout& layout);
+
 /// Fits value = a·x + b with integer a, b over one of the layout's variables (rank first, then
 /// local rank, then mesh coordinates). nullopt when none fits.
 std::optional<AffineFunction> fit_affine(std::span<const std::int32_t> ranks,
@@ -167,5 +176,31 @@ RankLayout resolve_layout(const model::MultiRankTrace& trace, RankLayout given,
 /// as the GUI does for the graph it shows.
 TraceRanksReport classify_trace(const model::MultiRankTrace& trace, const GraphNormalization& norm,
                                 const RankLayout& layout, bool graphs = true);
+
+/// One graph (compile id, kind, occurrence) of a multi-rank trace, every rank's version in a set.
+struct TraceGraphSet {
+  model::CompileId compile;
+  std::string kind;
+  std::int32_t occurrence = 0;
+  std::unique_ptr<RankGraphSet> set;
+};
+
+/// `gparity graph ranks`' input, read for scale: every rank's records (the trace read with
+/// TraceOptions::parse_graphs off; its graphs stay empty) and each graph's versions in a
+/// RankGraphSet. Rank logs are read in parallel (`threads`, 0: one per core), the first one first
+/// so that its graphs are the bases; a graph is parsed, added and dropped, and a log's pages are
+/// given back once its graphs and DeviceMesh specs are read, so memory holds about one graph per
+/// distinct graph plus what the ranks change. Problems are the ones read_torch_trace_dir reports.
+struct RanksInput {
+  GraphNormalization norm;
+  model::MultiRankTrace trace;
+  std::vector<TraceGraphSet> graphs;  // by (compile id, kind, occurrence)
+  std::vector<MeshSpec> mesh_specs;   // mesh_specs_in_trace's, read before the pages went
+};
+RanksInput read_ranks_input(const std::string& path, const GraphNormalization& norm,
+                            std::int32_t ranks_per_node, unsigned threads = 0);
+
+/// classify_trace on what read_ranks_input read: the same report.
+TraceRanksReport classify_trace(const RanksInput& input, const RankLayout& layout);
 
 }  // namespace gparity::diff

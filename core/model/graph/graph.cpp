@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/model/graph/fingerprint_parts.hpp"
+
 namespace gparity::model {
 
 StringPool::StringPool() {
@@ -318,15 +320,19 @@ struct XxhDeleter {
   void operator()(XXH3_state_t* s) const noexcept { XXH3_freeState(s); }
 };
 
+// The bytes of a graph under a normalization go through a buffer: XXH3's streaming update costs
+// about as much per call as for a kilobyte, and a node is a dozen small fields. The digest is the
+// same (XXH3 streaming does not depend on how the input is cut). With `out` set, the bytes are
+// appended there instead (fingerprint_header_bytes / fingerprint_node_bytes).
 class Hasher {
  public:
-  Hasher(const Graph& g, const Normalization& norm) : g_(g), norm_(norm), state_(XXH3_createState()) {
+  Hasher(const Graph& g, const Normalization& norm, std::string* out = nullptr)
+      : g_(g), norm_(norm), state_(XXH3_createState()), out_(out) {
     XXH3_64bits_reset(state_.get());
   }
 
   void graph() {
-    text(g_.str(g_.name));
-    u64(g_.nodes.size());
+    header();
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) node(g_.nodes[i], i);
     u64(g_.subgraphs.size());
     for (const auto& sub : g_.subgraphs) {
@@ -337,10 +343,28 @@ class Hasher {
     }
   }
 
-  std::uint64_t digest() const { return XXH3_64bits_digest(state_.get()); }
+  void header() {
+    text(g_.str(g_.name));
+    u64(g_.nodes.size());
+  }
+
+  void one_node(std::size_t i) { node(g_.nodes[i], i); }
+
+  std::uint64_t digest() {
+    flush();
+    return XXH3_64bits_digest(state_.get());
+  }
 
  private:
-  void raw(const void* p, std::size_t n) { XXH3_64bits_update(state_.get(), p, n); }
+  void flush() {
+    if (!buf_.empty()) XXH3_64bits_update(state_.get(), buf_.data(), buf_.size());
+    buf_.clear();
+  }
+  void raw(const void* p, std::size_t n) {
+    std::string& to = out_ != nullptr ? *out_ : buf_;
+    to.append(static_cast<const char*>(p), n);
+    if (out_ == nullptr && buf_.size() >= (std::size_t{1} << 16)) flush();
+  }
   void u64(std::uint64_t v) { raw(&v, sizeof v); }
   void text(std::string_view s) {
     u64(s.size());
@@ -473,6 +497,8 @@ class Hasher {
   const Graph& g_;
   const Normalization& norm_;
   std::unique_ptr<XXH3_state_t, XxhDeleter> state_;
+  std::string* out_ = nullptr;
+  std::string buf_;
   std::vector<std::string> symbols_;
 };
 
@@ -482,6 +508,26 @@ std::uint64_t fingerprint(const Graph& g, const Normalization& norm) {
   Hasher h(g, norm);
   h.graph();
   return h.digest();
+}
+
+void fingerprint_header_bytes(const Graph& g, std::string& out) {
+  const Normalization norm;
+  Hasher(g, norm, &out).header();
+}
+
+void fingerprint_node_bytes(const Graph& g, NodeId i, const Normalization& norm, std::string& out) {
+  Hasher(g, norm, &out).one_node(i);
+}
+
+std::uint64_t fingerprint_of_parts(std::span<const std::string_view> parts) {
+  XXH3_state_t* s = XXH3_createState();
+  XXH3_64bits_reset(s);
+  for (const auto p : parts) XXH3_64bits_update(s, p.data(), p.size());
+  const std::uint64_t no_subgraphs = 0;
+  XXH3_64bits_update(s, &no_subgraphs, sizeof no_subgraphs);
+  const std::uint64_t d = XXH3_64bits_digest(s);
+  XXH3_freeState(s);
+  return d;
 }
 
 }  // namespace gparity::model
