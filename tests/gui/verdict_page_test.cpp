@@ -399,6 +399,38 @@ TEST_F(VerdictPageTest, VerdictPageReplayAgainstRunNamesTheFirstDivergentNodeAnd
   expect_replay_page_matches_cli(*window_, run, "replay_against");
 }
 
+// The shared fsdp2 sample's graphs replayed on the GPU machine (tests/data/replay/FSDP2_RUNS.md):
+// --coor of compile_rankbug's joint graph (rank 1's slice bound is rank-derived: origin on rank 1),
+// and the forward before vs after Inductor's post-grad passes (a pass that keeps every bit).
+TEST_F(VerdictPageTest, VerdictPageReplayFsdp2CoorRunNamesRank1sSliceAndSelectsIt) {
+  const std::string run = GPARITY_SOURCE_DIR "/tests/data/replay/fsdp2_coor_joint";
+  open({run});
+  expect_replay_page_matches_cli(*window_, run, "replay_fsdp2_coor");
+  const auto& f = page_->verdict()->findings[*page_->verdict()->first_cause];
+  EXPECT_EQ(f.where.rank.value_or(-1), 1);
+  EXPECT_EQ(f.where.node, "slice_1");
+}
+
+TEST_F(VerdictPageTest, VerdictPageReplayFsdp2BeforeAfterPostGradPassIsGreenOnEveryNode) {
+  const std::string run = GPARITY_SOURCE_DIR "/tests/data/replay/fsdp2_against_postgrad";
+  const auto verdicts = diff::judge_replay_run(run);
+  ASSERT_EQ(verdicts.size(), 2U);
+  open({run});
+  ASSERT_NE(page_->verdict(), nullptr) << window_->messages().toStdString();
+  const auto& v = *page_->verdict();
+  ASSERT_EQ(v.kind, JobVerdict::Kind::Replay);
+  EXPECT_EQ(v.verdict.headline, verdicts.front().verdict.overall);
+  EXPECT_EQ(v.verdict.exit_code, 0);
+  EXPECT_FALSE(v.first_cause.has_value());
+  EXPECT_EQ(v.grid.rows.size(), 2U);
+  // Every compared node of both ranks is equal; nothing is an origin, received or diverged.
+  EXPECT_GT(v.grid.count(CellState::Equal), 0U);
+  for (const auto s : {CellState::FirstDivergence, CellState::Origin, CellState::Propagated,
+                       CellState::Received, CellState::Diverged, CellState::Missing})
+    EXPECT_EQ(v.grid.count(s), 0U) << cell_state_name(s);
+  screenshot(*window_, "verdict_replay_fsdp2_against");
+}
+
 // A run whose rank 1 was killed at step 2 (tests/data/runs/faults), against itself: the verdict
 // is INCOMPLETE as the CLI's, rank 1's lost steps are missing evidence, never green, and the page
 // names that evidence first.
