@@ -119,20 +119,25 @@ std::size_t collective_sequence(const OpSlice& s, std::uint32_t e) {
   return n;
 }
 
+/// The record a divergence of `e` is judged at: a wait's collective (its value is the
+/// collective's), else `e` itself.
+std::uint32_t judged_record(const StepVerdict& sv, std::uint32_t e) {
+  if (sv.eager.log->op_name(sv.eager.at(e)).find("wait_tensor") == std::string_view::npos ||
+      sv.eager.at(e).arg_count == 0)
+    return e;
+  const std::int32_t p = sv.alignment.arg_producer[sv.alignment.arg_first[e]];
+  if (p >= 0 && is_collective(sv.eager.log->op_name(sv.eager.at(static_cast<std::uint32_t>(p)))))
+    return static_cast<std::uint32_t>(p);
+  return e;
+}
+
 OpDivergence classify(const StepVerdict& sv, std::uint32_t e, int rank, std::int64_t diverged_before,
                       const CollectiveInputs& table) {
   OpDivergence d;
   d.record = e;
-  std::uint32_t target = e;
-  const std::string_view op = sv.eager.log->op_name(sv.eager.at(e));
-  if (op.find("wait_tensor") != std::string_view::npos && sv.eager.at(e).arg_count > 0) {
-    // A wait's value is its collective's: judge the collective's inputs.
-    const std::int32_t p = sv.alignment.arg_producer[sv.alignment.arg_first[e]];
-    if (p >= 0 && is_collective(sv.eager.log->op_name(sv.eager.at(static_cast<std::uint32_t>(p))))) {
-      target = static_cast<std::uint32_t>(p);
-      d.collective = p;
-    }
-  }
+  // A wait's value is its collective's: judge the collective's inputs.
+  const std::uint32_t target = judged_record(sv, e);
+  if (target != e) d.collective = static_cast<std::int32_t>(target);
   d.inputs = input_checks(sv, target);
   if (any_differs(d.inputs)) {
     const bool made_here = std::any_of(d.inputs.begin(), d.inputs.end(), [](const InputCheck& c) {
@@ -159,32 +164,54 @@ OpDivergence classify(const StepVerdict& sv, std::uint32_t e, int rank, std::int
   return d;
 }
 
-/// The divergent ops computed from `e` (transitively, through divergent consumers), and the
-/// divergent leaf ops outside that set whose inputs all agree (independent origins).
-void spread(const StepVerdict& sv, OpDivergence& d, std::size_t max_listed) {
+/// The divergent ops computed from `e` (transitively, through divergent consumers); the other
+/// collectives of the step received from other ranks (local inputs equal, another member's
+/// differ); and the divergent leaf ops outside both whose inputs all agree (independent
+/// origins). Ops consuming a received value have a differing input: propagated, never origins.
+void spread(const StepVerdict& sv, OpDivergence& d, std::size_t max_listed, int rank,
+            const CollectiveInputs& table) {
   const SliceAlignment& a = sv.alignment;
   std::vector<bool> seen(sv.eager.size(), false);
-  std::vector<std::uint32_t> stack{d.record};
-  if (d.collective >= 0) stack.push_back(static_cast<std::uint32_t>(d.collective));
-  for (const auto s : stack) seen[s] = true;
-  std::vector<std::uint32_t> reached;
-  while (!stack.empty()) {
-    const std::uint32_t u = stack.back();
-    stack.pop_back();
-    for (const std::uint32_t c : a.consumers_of(u)) {
-      if (seen[c] || a.eager[c].status != ValueStatus::Divergent) continue;
-      seen[c] = true;
-      reached.push_back(c);
-      stack.push_back(c);
+  // The divergent ops computed from `stack`, transitively (a collective's wait carries its value
+  // even when it has no hash of its own), marked seen.
+  auto carry = [&](std::vector<std::uint32_t> stack) {
+    for (const auto s : stack) seen[s] = true;
+    std::vector<std::uint32_t> reached;
+    while (!stack.empty()) {
+      const std::uint32_t u = stack.back();
+      stack.pop_back();
+      for (const std::uint32_t c : a.consumers_of(u)) {
+        if (seen[c]) continue;
+        const bool unhashed_wait =
+            c != u && judged_record(sv, c) == u && a.eager[c].status == ValueStatus::Unhashed;
+        if (a.eager[c].status != ValueStatus::Divergent && !unhashed_wait) continue;
+        seen[c] = true;
+        if (a.eager[c].status == ValueStatus::Divergent) reached.push_back(c);
+        stack.push_back(c);
+      }
     }
-  }
-  std::sort(reached.begin(), reached.end());
+    std::sort(reached.begin(), reached.end());
+    return reached;
+  };
+  std::vector<std::uint32_t> roots{d.record};
+  if (d.collective >= 0) roots.push_back(static_cast<std::uint32_t>(d.collective));
+  const auto reached = carry(roots);
   d.carried_total = reached.size();
   d.carriers.assign(reached.begin(),
                     reached.begin() + static_cast<std::ptrdiff_t>(std::min(max_listed, reached.size())));
   for (std::uint32_t o = 0; o < sv.eager.size(); ++o) {
     if (seen[o] || a.eager[o].status != ValueStatus::Divergent || !is_leaf(sv.eager, o)) continue;
-    if (any_differs(input_checks(sv, o))) continue;
+    const std::uint32_t target = judged_record(sv, o);
+    if (seen[target] || any_differs(input_checks(sv, target))) continue;
+    if (const std::string_view op = sv.eager.log->op_name(sv.eager.at(target)); is_collective(op)) {
+      if (!table.ranks_with_differing_inputs(sv.step, op, collective_sequence(sv.eager, target), rank)
+               .empty()) {
+        ++d.other_received_total;
+        if (d.other_received.size() < max_listed) d.other_received.push_back(target);
+        carry({target, o});  // what it reaches is propagated, never an origin
+        continue;
+      }
+    }
     ++d.other_origin_total;
     if (d.other_origins.size() < max_listed) d.other_origins.push_back(o);
   }
@@ -353,7 +380,7 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
       for (std::uint32_t e = 0; e < sv.eager.size(); ++e) {
         if (sv.alignment.eager[e].status != ValueStatus::Divergent || !is_leaf(sv.eager, e)) continue;
         OpDivergence d = classify(sv, e, rv.rank, diverged, table);
-        spread(sv, d, max_listed);
+        spread(sv, d, max_listed, rv.rank, table);
         sv.first = std::move(d);
         break;
       }
@@ -555,10 +582,16 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
     }
     msg += " (" + std::to_string(d.carried_total) + " divergent op(s) computed from it)";
   }
+  if (d.other_received_total > 0)
+    msg += "; " + std::to_string(d.other_received_total) + " other collective(s) of the step received too";
+  if (d.other_origin_total > 0)
+    msg += "; " + std::to_string(d.other_origin_total) + " other origin(s) in the step";
   msg += "; decided by " + choice.text();
   f.message = msg;
   json other = json::array();
   for (const auto o : d.other_origins) other.push_back(record_json(el, sv.eager.at(o)));
+  json other_received = json::array();
+  for (const auto o : d.other_received) other_received.push_back(record_json(el, sv.eager.at(o)));
   f.values = {{"rank", rv.rank},
               {"step", sv.step},
               {"eager", record_json(el, r)},
@@ -570,6 +603,8 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
               {"carried_total", d.carried_total},
               {"other_origins", other},
               {"other_origin_total", d.other_origin_total},
+              {"other_received", other_received},
+              {"other_received_total", d.other_received_total},
               {"from_ranks", d.from_ranks},
               {"decided_by", choice.text()}};
   if (d.collective >= 0) f.values["collective"] = record_json(el, judged);

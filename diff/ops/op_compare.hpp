@@ -13,8 +13,9 @@
 //                  differs, and step N already diverged on this rank;
 //      input       such an input differs with no earlier divergence seen: the step was fed
 //                  other values;
-//    with the ops that carry it on (its divergent consumers, transitively) and other origins
-//    that do not follow from it;
+//    with the ops that carry it on (its divergent consumers, transitively), the step's other
+//    collectives received from other ranks (never origins: neither they nor the ops that only
+//    consume their values), and other origins that do not follow from either;
 //  - later steps of a diverged rank are reported as following from the first when their first
 //    divergent op's differing inputs were made before the step.
 // The cross-rank part (received) is judged in diff/causality's causal order over the step of
@@ -90,6 +91,10 @@ struct OpDivergence {
   std::size_t carried_total = 0;
   std::vector<std::uint32_t> other_origins;  // divergent ops not downstream of it whose inputs agree
   std::size_t other_origin_total = 0;
+  /// Other collectives of the step whose local inputs are equal and whose output differs while
+  /// another member's inputs differ: received, like the first (never other origins).
+  std::vector<std::uint32_t> other_received;
+  std::size_t other_received_total = 0;
 };
 
 struct StepVerdict {

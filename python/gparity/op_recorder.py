@@ -127,9 +127,11 @@ class OpRecorder:
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         load_ops()
+        # Every rank's host and node (one all_gather on every rank, as Recorder's), then the
+        # manifest of a trace v1 run (one writer: Recorder's), marked as an op-record run.
+        manifest = _ManifestOnly(run_dir, self.rank, self.world_size)
         if self.rank == 0:
-            # The manifest of a trace v1 run (one writer: Recorder's), marked as an op-record run.
-            Recorder._write_manifest(_ManifestOnly(run_dir, self.world_size))
+            Recorder._write_manifest(manifest)
         self._file = open(os.path.join(run_dir, f"rank-{self.rank}.jsonl"), "w", encoding="utf-8")
         self._names = {}
         if model is not None:
@@ -337,9 +339,22 @@ class _ManifestOnly:
     """The fields Recorder._write_manifest reads, for an op-record run."""
 
     op_records = True
+    steps = None
 
-    def __init__(self, run_dir, world_size):
+    def __init__(self, run_dir, rank, world_size):
+        from . import _gather_rank_infos, _node_rank  # late: gparity imports this module
+        import socket
+
         self.run_dir, self.world_size = run_dir, world_size
+        local_rank = int(os.environ.get("LOCAL_RANK", rank))
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+        own = {"rank": rank, "local_rank": local_rank, "host": socket.gethostname(), "device": device}
+        if _node_rank() >= 0:
+            own["node"] = _node_rank()
+        self._rank_infos = _gather_rank_infos(own, world_size) or [
+            own if r == rank else {"rank": r, "local_rank": r, "host": own["host"],
+                                   "device": f"cuda:{r}" if torch.cuda.is_available() else "cpu"}
+            for r in range(world_size)]
 
 
 class _StepScope:

@@ -5,7 +5,8 @@ and compiled with aot_autograd, recording every op, and `gparity compare` judges
   (b) a wrong gelu decomposition on every rank: aten::gelu of module mlp at its source line,
       forward, step 1, origin, on both ranks (its compiled counterparts the decomposition's ops);
   (c) the wrong decomposition on rank 1 only: rank 1 origin at aten::gelu; rank 0 received
-      through the gradient all-reduce from rank 1, whose origin is that gelu.
+      through the gradient all-reduce from rank 1, whose origin is that gelu, and no origin at
+      all on rank 0 (its other all-reduces are received too).
 
 Run by ctest with /usr/bin/python3; GPARITY_TORCHOPS and GPARITY_EXE point at the build.
 """
@@ -114,6 +115,16 @@ class OpRecorderTwoRanks(unittest.TestCase):
         self.assertEqual([i["state"] for i in r0["values"]["inputs"]], ["equal"], text)
         self.assertEqual(r0["values"]["causality"]["group"], "default")
         self.assertIn("received through c10d::allreduce_ from rank 1", r0["message"])
+        # Rank 0 has no origin at all: its other all-reduces of the step are received too (their
+        # local inputs are equal, rank 1's are not), and what reads them is propagated.
+        self.assertEqual(r0["values"]["other_origin_total"], 0, text)
+        self.assertEqual(r0["values"]["other_origins"], [], text)
+        self.assertGreater(r0["values"]["other_received_total"], 0, text)
+        self.assertTrue(all(o["op"] == "c10d::allreduce_" for o in r0["values"]["other_received"]), text)
+        for f in rep["findings"]:
+            if f["kind"].startswith("op_divergence") and f["values"]["rank"] == 0:
+                self.assertNotEqual(f["values"].get("cause"), "origin", f["message"])
+                self.assertEqual(f["values"].get("other_origin_total", 0), 0, f["message"])
         # The headline leads with the origin.
         self.assertIn("first at rank 1 step 1, aten::gelu", rep["headline"], text)
 

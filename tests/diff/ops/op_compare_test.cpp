@@ -400,6 +400,59 @@ TEST(OpRecordsCompare, ReceivedThroughAnAsyncAllReduceNamesTheOriginOnTheOtherRa
   EXPECT_EQ(divs[0]->values["origin"]["rank"], 1);
 }
 
+TEST(OpRecordsCompare, EveryAllReduceOfTheStepIsReceivedNoneIsAnOtherOrigin) {
+  // Two all-reduces in one step (hashed when they return, like Gloo's on the CPU); rank 1's gelu
+  // differs, so rank 1's inputs to both differ. Rank 0's inputs to both are equal and both of
+  // its reduced values differ: both are received from rank 1, and what rank 0 computes from the
+  // second is propagated. Rank 0 has no origin at all.
+  auto rank = [](std::uint64_t gelu, std::uint64_t scaled, std::uint64_t reduced) {
+    return rec(1, "aten::mm", t(0, 11), t(1, 21)) + rec(1, "aten::gelu", t(1), t(2, gelu)) +
+           rec(1, "c10d::allreduce_", t(2), t(3, reduced)) + rec(1, "aten::mul.Tensor", t(2), t(4, scaled)) +
+           rec(1, "c10d::allreduce_", t(4), t(5, reduced + 1)) +
+           rec(1, "aten::div.Tensor", t(5), t(6, reduced + 2));
+  };
+  const auto e = records_of({rank(31, 61, 41), rank(32, 62, 41)});
+  const auto c = records_of({rank(31, 61, 51), rank(33, 63, 51)});
+  for (const auto* side : {&e, &c})
+    for (const auto& rl : *side) ASSERT_TRUE(rl.logs.front().issues.empty());
+  const auto v = judge(e, c);
+  ASSERT_EQ(v.size(), 2u);
+  const StepVerdict& s0 = v[0].steps[0];
+  ASSERT_TRUE(s0.first);
+  const OpDivergence& d0 = *s0.first;
+  EXPECT_EQ(op_of(s0.eager, d0.record), "c10d::allreduce_");
+  EXPECT_EQ(d0.record, 2u);  // the first all-reduce
+  EXPECT_EQ(d0.cause, OpCause::Received);
+  EXPECT_EQ(d0.from_ranks, std::vector<int>{1});
+  EXPECT_EQ(d0.origin_rank, 1);
+  EXPECT_EQ(d0.origin_op, "aten::gelu");
+  // The second all-reduce is received too, and the div reading it is not an origin either.
+  EXPECT_EQ(d0.other_origin_total, 0u);
+  EXPECT_TRUE(d0.other_origins.empty());
+  ASSERT_EQ(d0.other_received_total, 1u);
+  ASSERT_EQ(d0.other_received.size(), 1u);
+  EXPECT_EQ(d0.other_received.front(), 4u);
+  // Rank 1 started it; its all-reduces read its divergent values (propagated, not origins).
+  const OpDivergence& d1 = *v[1].steps[0].first;
+  EXPECT_EQ(op_of(v[1].steps[0].eager, d1.record), "aten::gelu");
+  EXPECT_EQ(d1.cause, OpCause::Origin);
+  EXPECT_EQ(d1.other_origin_total, 0u);
+  EXPECT_EQ(d1.other_received_total, 0u);
+  // The report says so: no other origin on rank 0, the second all-reduce listed as received.
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 1);
+  const auto divs = r.of_kind("op_divergence");
+  ASSERT_EQ(divs.size(), 2u);
+  for (const auto* f : divs) {
+    EXPECT_EQ(f->values["other_origin_total"], 0) << f->message;
+    if (f->values["rank"] != 0) continue;
+    EXPECT_EQ(f->values["cause"], "received");
+    EXPECT_EQ(f->values["other_received_total"], 1);
+    ASSERT_EQ(f->values["other_received"].size(), 1u);
+    EXPECT_EQ(f->values["other_received"][0]["op"], "c10d::allreduce_");
+  }
+}
+
 TEST(OpRecordsCompare, ACollectiveAMemberDidNotRecordIsUnknownNeverAnOrigin) {
   // Rank 1 has the step but no all-reduce in it: rank 0's divergent all-reduce cannot be judged.
   const std::string r0 = rec(1, "aten::mm", t(0, 11), t(1, 21)) +
