@@ -151,7 +151,7 @@ class ReplayMatchesFx(unittest.TestCase):
                 got = replay_hashes(self.replay(name))
                 self.assertEqual(sorted(got), sorted(want))
                 for node in want:
-                    self.assertEqual(got[node], [(k, h, s) for k, h, s in want[node]], node)
+                    self.assertEqual(got[node], want[node], node)
 
     def test_inputs_file_two_ranks(self):
         for name, (gm, _, inputs) in self.graphs.items():
@@ -165,7 +165,7 @@ class ReplayMatchesFx(unittest.TestCase):
                     got = replay_hashes(out, rank)
                     self.assertEqual(sorted(got), sorted(want))
                     for node in want:
-                        self.assertEqual(got[node], [(k, h, s) for k, h, s in want[node]], node)
+                        self.assertEqual(got[node], want[node], node)
 
 
 if __name__ == "__main__":
