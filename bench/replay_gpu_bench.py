@@ -141,6 +141,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cuda-graph", action="store_true", help="also time gparity replay --cuda-graph")
     ap.add_argument("--goal", type=float, default=0.30, help="hashing overhead goal with the defaults")
+    ap.add_argument("--spec-v1", action="store_true",
+                    help="also time the defaults with --node-hash-spec v1 (the defaults hash with spec v2)")
+    ap.add_argument("--no-full", action="store_true", help="skip --node-hash both --hash-views (saves time)")
     args = ap.parse_args()
     if os.environ.get("TORCH_TRACE") != args.trace:
         raise SystemExit("run with TORCH_TRACE set to --trace")
@@ -155,14 +158,21 @@ def main():
         series = {"eager": [], "replay": [], "hashed": [], "hashed_both": [], "hashed_full": []}
         if args.cuda_graph:
             series["cuda_graph"] = []
+        if args.spec_v1:
+            series["hashed_v1"] = []
+        if args.no_full:
+            del series["hashed_full"]
         for r in range(args.rounds):
             series["eager"] += time_eager(gm, inputs, args.runs)
             base = f"{args.out}.runs/{key}-{r}"
             series["replay"] += time_replay(args, kind, ["--no-hash"], base + "-nohash")[0]
             series["hashed"] += time_replay(args, kind, [], base + "-hash")[0]
+            if args.spec_v1:
+                series["hashed_v1"] += time_replay(args, kind, ["--node-hash-spec", "v1"], base + "-v1")[0]
             series["hashed_both"] += time_replay(args, kind, ["--node-hash", "both"], base + "-both")[0]
-            series["hashed_full"] += time_replay(args, kind, ["--node-hash", "both", "--hash-views"],
-                                                 base + "-full")[0]
+            if not args.no_full:
+                series["hashed_full"] += time_replay(args, kind, ["--node-hash", "both", "--hash-views"],
+                                                     base + "-full")[0]
             if args.cuda_graph:
                 ms, summary = time_replay(args, kind, ["--cuda-graph"], base + "-cg")
                 series["cuda_graph"] += ms
@@ -173,19 +183,23 @@ def main():
              "replay_over_eager": med["replay"] / med["eager"],
              "hashing_overhead": med["hashed"] / med["replay"] - 1,
              "hashing_overhead_both": med["hashed_both"] / med["replay"] - 1,
-             "hashing_overhead_full": med["hashed_full"] / med["replay"] - 1,
              "goal": args.goal}
+        for name in ("full", "v1"):
+            if "hashed_" + name in med:
+                g["hashing_overhead_" + name] = med["hashed_" + name] / med["replay"] - 1
         if args.cuda_graph:
             g["cuda_graph_over_replay"] = med["cuda_graph"] / med["replay"]
         result["graphs"][kind] = g
         print(f"{kind}: {ops} ops; eager {med['eager']:.3f} ms, replay {med['replay']:.3f} ms, "
-              f"hashed (defaults) {med['hashed']:.3f} ms (--node-hash both {med['hashed_both']:.3f} ms, "
-              f"both with --hash-views {med['hashed_full']:.3f} ms)" +
+              f"hashed (defaults) {med['hashed']:.3f} ms (--node-hash both {med['hashed_both']:.3f} ms" +
+              (f", both with --hash-views {med['hashed_full']:.3f} ms" if "hashed_full" in med else "") +
+              (f", defaults with spec v1 {med['hashed_v1']:.3f} ms" if "hashed_v1" in med else "") + ")" +
               (f", captured {med['cuda_graph']:.3f} ms" if args.cuda_graph else "") +
               f"; replay/eager {g['replay_over_eager']:.3f} (goal <= 1.10), "
               f"hashing +{100 * g['hashing_overhead']:.1f}% (goal <= {100 * args.goal:.0f}%), "
-              f"--node-hash both +{100 * g['hashing_overhead_both']:.1f}%, "
-              f"with --hash-views +{100 * g['hashing_overhead_full']:.1f}%", flush=True)
+              f"--node-hash both +{100 * g['hashing_overhead_both']:.1f}%" +
+              (f", with --hash-views +{100 * g['hashing_overhead_full']:.1f}%" if "hashed_full" in med else "") +
+              (f", spec v1 +{100 * g['hashing_overhead_v1']:.1f}%" if "hashed_v1" in med else ""), flush=True)
         # Is the graph deterministic? The same graph twice, uncaptured, on the same inputs.
         p = subprocess.run([args.gparity, "replay", args.trace, "--graph", kind, "--against", args.trace, "--device",
                             "cuda", "--out", f"{args.out}.runs/{key}-twice", "--json"],

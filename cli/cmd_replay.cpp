@@ -101,6 +101,11 @@ void register_replay(CLI::App& app, Action& action) {
                   "GPU, XXH3 is a sequential chain per tensor)")
       ->check(CLI::IsMember({"both", "shard"}))
       ->capture_default_str();
+  cmd->add_option("--node-hash-spec", r.node_hash_spec,
+                  "Spec of the node records' shard hash (docs/hashing.md): v2 reads at memory "
+                  "bandwidth; v1 compares with older runs by value (runs of two specs compare by XXH3)")
+      ->check(CLI::IsMember({"v1", "v2"}))
+      ->capture_default_str();
   cmd->add_flag("--hash-views", r.hash_views,
                 "Hash view ops' results too (t, view, permute, ...: the schema says they alias an "
                 "argument); by default they are recorded by their base and where they lie in it");

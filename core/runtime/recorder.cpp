@@ -63,10 +63,12 @@ Placed placed(const at::Tensor& t, std::span<const std::int64_t> offsets,
   return p;
 }
 
-BlockHashes hash_cpu(const at::Tensor& t, const Placed& p) {
+BlockHashes hash_cpu(const at::Tensor& t, const Placed& p, hash::ShardSpec spec = hash::ShardSpec::V1,
+                     bool xxh3 = true) {
   const hash::BlockView view{static_cast<const std::byte*>(t.data_ptr()),
                              static_cast<std::size_t>(t.element_size()), p.shape, p.stride};
-  return {hash::xxh3_64(view), hash::shard_hash(view, hash::GlobalPlacement{p.offsets, p.global})};
+  return {xxh3 ? hash::xxh3_64(view) : 0,
+          hash::shard_hash(view, hash::GlobalPlacement{p.offsets, p.global}, {.spec = spec})};
 }
 
 #if GPARITY_WITH_CUDA_HASH
@@ -76,7 +78,8 @@ BlockHashes hash_cpu(const at::Tensor& t, const Placed& p) {
 /// made contiguous for XXH3 on PyTorch's current stream (the caller makes it `stream`); those
 /// copies go into `keep`, which must outlive the stream's work.
 void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements,
-                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep, bool xxh3 = true) {
+                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep, bool xxh3 = true,
+                  hash::ShardSpec spec = hash::ShardSpec::V1) {
   std::vector<hash::DeviceBytes> bytes;
   std::vector<hash::BlockView> views;
   std::vector<hash::GlobalPlacement> globals;
@@ -99,9 +102,9 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
   }
   // PyTorch CUDA tensors and their buffers are device memory: no driver query per pointer.
   if (xxh3)
-    hash::hash_pairs_cuda_batch(bytes, views, globals, words, 2, stream, /*check_pointers=*/false);
+    hash::hash_pairs_cuda_batch(bytes, views, globals, words, 2, stream, /*check_pointers=*/false, spec);
   else
-    hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false);
+    hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false, spec);
 }
 
 /// The device's current stream, as the hash kernels take it.
@@ -132,11 +135,12 @@ std::vector<BlockHashes> unpack(const std::int64_t* h, std::size_t n) {
 
 /// Hashes CUDA blocks (all on one device) on the device's current stream and waits: only 16
 /// bytes a block come back.
-std::vector<BlockHashes> hash_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements) {
+std::vector<BlockHashes> hash_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements,
+                                   hash::ShardSpec spec) {
   const auto device = tensors.front().device();
   const auto out = hash_words(static_cast<std::int64_t>(tensors.size()), device);
   std::vector<at::Tensor> keep;  // alive until the result is back
-  enqueue_cuda(tensors, placements, words_of(out), current_stream(device), keep);
+  enqueue_cuda(tensors, placements, words_of(out), current_stream(device), keep, /*xxh3=*/true, spec);
   const auto host = out.cpu();  // waits for the current stream
   return unpack(host.data_ptr<std::int64_t>(), tensors.size());
 }
@@ -146,7 +150,8 @@ std::vector<BlockHashes> hash_cuda(std::span<const at::Tensor> tensors, std::spa
 
 std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
                                      std::span<const std::span<const std::int64_t>> offsets,
-                                     std::span<const std::span<const std::int64_t>> global_shapes) {
+                                     std::span<const std::span<const std::int64_t>> global_shapes,
+                                     hash::ShardSpec spec) {
   if ((!offsets.empty() && offsets.size() != tensors.size()) ||
       (!global_shapes.empty() && global_shapes.size() != tensors.size()))
     throw std::invalid_argument("hash_blocks: offsets/global shapes do not match the tensors");
@@ -171,11 +176,11 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
 #endif
     }
     if (!t.device().is_cpu()) throw std::invalid_argument("hash_block: tensor is neither on CPU nor CUDA");
-    result[i] = hash_cpu(t, p);
+    result[i] = hash_cpu(t, p, spec);
   }
 #if GPARITY_WITH_CUDA_HASH
   if (!on_gpu.empty()) {
-    const auto gpu = hash_cuda(on_gpu, gpu_placed);
+    const auto gpu = hash_cuda(on_gpu, gpu_placed, spec);
     for (std::size_t k = 0; k < gpu.size(); ++k) result[gpu_index[k]] = gpu[k];
   }
 #endif
@@ -184,13 +189,15 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
 
 struct DeferredHashes::Impl {
   bool xxh3 = true;
+  hash::ShardSpec spec = hash::ShardSpec::V1;
   std::vector<at::Tensor> chunks;  // 2 words a slot, on the device
   std::vector<std::size_t> used;   // slots used per chunk
   std::size_t total = 0;
 };
 
-DeferredHashes::DeferredHashes(bool xxh3) : impl_(std::make_unique<Impl>()) {
+DeferredHashes::DeferredHashes(bool xxh3, hash::ShardSpec spec) : impl_(std::make_unique<Impl>()) {
   impl_->xxh3 = xxh3;
+  impl_->spec = spec;
 }
 DeferredHashes::~DeferredHashes() = default;
 
@@ -217,7 +224,7 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors) {
   // blocks out again only to work ordered after the kernels on this stream.
   std::vector<at::Tensor> keep;
   enqueue_cuda(tensors, placements, words_of(im.chunks.back()) + 2 * im.used.back(), current_stream(device),
-               keep, im.xxh3);
+               keep, im.xxh3, im.spec);
   im.used.back() += tensors.size();
   im.total += tensors.size();
   return first;
@@ -243,7 +250,7 @@ std::vector<BlockHashes> DeferredHashes::collect() {
 }
 
 void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first,
-                      bool xxh3) {
+                      bool xxh3, hash::ShardSpec spec) {
   if (words.scalar_type() != at::kLong || !words.is_contiguous() || first < 0 ||
       2 * (first + static_cast<std::int64_t>(tensors.size())) > words.numel())
     throw std::invalid_argument(
@@ -260,8 +267,8 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
     // As DeferredHashes: contiguous copies for XXH3 are freed after the enqueue; the caching
     // allocator hands their blocks out only to work ordered after the kernels on this stream.
     std::vector<at::Tensor> keep;
-    enqueue_cuda(tensors, placements, words_of(words) + 2 * first, current_stream(words.device()), keep,
-                 xxh3);
+    enqueue_cuda(tensors, placements, words_of(words) + 2 * first, current_stream(words.device()), keep, xxh3,
+                 spec);
     return;
 #else
     throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");
@@ -271,17 +278,17 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
     throw std::invalid_argument("hash_blocks_into: words are neither on CPU nor CUDA");
   auto* w = words.data_ptr<std::int64_t>() + 2 * first;
   for (const auto& t : tensors) {
-    const auto h = hash_cpu(t, placed(t, {}, {}));
+    const auto h = hash_cpu(t, placed(t, {}, {}), spec, xxh3);
     *w++ = xxh3 ? std::bit_cast<std::int64_t>(h.xxh3) : 0;
     *w++ = std::bit_cast<std::int64_t>(h.shard);
   }
 }
 
 BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> offsets,
-                       std::span<const std::int64_t> global_shape) {
+                       std::span<const std::int64_t> global_shape, hash::ShardSpec spec) {
   const std::span<const std::int64_t> o[1] = {offsets};
   const std::span<const std::int64_t> g[1] = {global_shape};
-  return hash_blocks(std::span<const at::Tensor>(&local, 1), o, g).front();
+  return hash_blocks(std::span<const at::Tensor>(&local, 1), o, g, spec).front();
 }
 
 #if GPARITY_ASYNC_RECORDER

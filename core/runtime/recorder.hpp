@@ -23,6 +23,7 @@
 
 #include "core/model/run/trace_schema.hpp"
 #include "core/model/run/trace_writer.hpp"
+#include "hash/shard_hash.hpp"
 
 namespace at {
 class Tensor;
@@ -37,16 +38,19 @@ struct BlockHashes {
 };
 
 /// Hashes `local` (any strides, CPU or CUDA) as the block at `offsets` of a tensor of
-/// `global_shape`. Empty offsets/global_shape: `local` is the whole tensor.
+/// `global_shape`. Empty offsets/global_shape: `local` is the whole tensor. `spec`: the shard
+/// hash's definition (docs/hashing.md); v1, pinned by traces and checkpoints, unless asked.
 BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> offsets = {},
-                       std::span<const std::int64_t> global_shape = {});
+                       std::span<const std::int64_t> global_shape = {},
+                       hash::ShardSpec spec = hash::ShardSpec::V1);
 
 /// Hashes of many blocks (offsets/global shapes per tensor, or empty spans: every tensor
 /// whole). CUDA blocks (all on one device) are hashed together on the device's current stream
 /// with one wait and one 16-byte-per-block copy back.
 std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
                                      std::span<const std::span<const std::int64_t>> offsets = {},
-                                     std::span<const std::span<const std::int64_t>> global_shapes = {});
+                                     std::span<const std::span<const std::int64_t>> global_shapes = {},
+                                     hash::ShardSpec spec = hash::ShardSpec::V1);
 
 /// Both hashes of every tensor (each whole) written into `words` (int64, on the tensors' device,
 /// zeroed): tensor i's XXH3 at words[2 * (first + i)], its shard-invariant hash at the next word.
@@ -55,7 +59,7 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
 /// With `xxh3` false only the shard-invariant hash is computed (fully parallel on the GPU; XXH3's
 /// chain is sequential per tensor and the current stream waits for it) and the XXH3 words stay 0.
 void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first,
-                      bool xxh3 = true);
+                      bool xxh3 = true, hash::ShardSpec spec = hash::ShardSpec::V1);
 
 /// Hashes of CUDA tensors enqueued on the device's current stream into device memory and read
 /// back all at once: hashing every tensor of a stream of work (each node of a replayed graph)
@@ -64,7 +68,7 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
 /// buffer, docs/performance.md) and BlockHashes::xxh3 stays 0.
 class DeferredHashes {
  public:
-  explicit DeferredHashes(bool xxh3 = true);
+  explicit DeferredHashes(bool xxh3 = true, hash::ShardSpec spec = hash::ShardSpec::V1);
   ~DeferredHashes();
   DeferredHashes(const DeferredHashes&) = delete;
   DeferredHashes& operator=(const DeferredHashes&) = delete;

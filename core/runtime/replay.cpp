@@ -28,6 +28,7 @@
 #include "core/runtime/interpreter/inputs.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 #include "core/runtime/launcher.hpp"
+#include "hash/shard_hash.hpp"
 
 namespace gparity::runtime {
 
@@ -277,7 +278,10 @@ struct ReplaySession::Impl {
     m.extra["replay"] = {{"source", o.source}, {"against", o.against}, {"coor", o.coor},
                          {"seed", o.seed},     {"groups", table},      {"flight_recorder", o.group_dumps}};
     // What the node records carry (each record says it too: its "xxh3", "shard" and "view" fields).
-    if (!o.no_hash) m.extra["replay"]["node_hash"] = {{"hashes", o.node_hash}, {"views", o.hash_views}};
+    if (!o.no_hash)
+      m.extra["replay"]["node_hash"] = {{"hashes", o.node_hash},
+                                        {"views", o.hash_views},
+                                        {"shard_spec", static_cast<int>(node_shard_spec())}};
     model::write_manifest(o.out, m);
   }
 
@@ -307,6 +311,11 @@ struct ReplaySession::Impl {
     write(write, j.hoisted.graph, j.label);
   }
 
+  /// The node records' shard hash spec (--node-hash-spec; checked by check_replay_options).
+  hash::ShardSpec node_shard_spec() const {
+    return hash::parse_shard_spec(o.node_hash_spec).value_or(hash::ShardSpec::V2);
+  }
+
   InterpretOptions interpret_options(const ReplayJob& j) const {
     InterpretOptions io;
     io.label = j.label;
@@ -314,6 +323,7 @@ struct ReplaySession::Impl {
     io.device = device;
     io.hash = !o.no_hash;
     io.node_xxh3 = o.node_hash == "both";
+    io.shard_spec = node_shard_spec();
     io.view_hashes = o.hash_views;
     io.symbols = symbols;
     io.comm = comm.get();
@@ -437,6 +447,9 @@ void check_replay_options(const ReplayOptions& o) {
         "--no-hash)");
   if ((!o.against.empty() || o.coor) && o.no_hash)
     throw std::invalid_argument("--against and --coor compare hashes: drop --no-hash");
+  if (!hash::parse_shard_spec(o.node_hash_spec))
+    throw std::invalid_argument("--node-hash-spec " + o.node_hash_spec +
+                                " is not a shard hash spec (v1 or v2)");
 }
 
 ReplaySession::ReplaySession(ReplayOptions options, std::ostream& out, std::ostream& err)

@@ -48,9 +48,10 @@ struct ReplayOptions {
   model::ProcessGroupTable groups;       // --group, Flight Recorder dumps
   std::vector<std::string> group_dumps;  // the dumps the table was read from (manifest)
   bool no_hash = false;
-  std::string node_hash = "shard";  // --node-hash shard|both (issue 24: shard by default)
-  bool hash_views = false;          // --hash-views
-  int repeat = 0;                   // timed runs after the recorded one
+  std::string node_hash = "shard";    // --node-hash shard|both (issue 24: shard by default)
+  bool hash_views = false;            // --hash-views
+  std::string node_hash_spec = "v2";  // --node-hash-spec v1|v2: the node records' shard hash spec
+  int repeat = 0;                     // timed runs after the recorded one
   bool cuda_graph = false;
   int cuda_graph_warmup = 2;
   bool cuda_graph_check = false;

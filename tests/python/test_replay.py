@@ -2,9 +2,10 @@
 
 The sample graphs of samples/replay/ are rebuilt by make_graphs.py (and must equal the checked-in
 text), run by torch.fx.Interpreter on the same inputs, every node's tensors hashed through
-torch.ops.gparity.hash_tensor; `gparity replay` must write the same hashes for every node, on 1
-and 2 ranks (Gloo), with generated inputs (the documented rule, implemented again here) and
-with --inputs.
+torch.ops.gparity.hash_tensor (XXH3-64) and by scripts/shard_hash_v2_ref.py (the shard hash,
+spec v2: replay's default, --node-hash-spec); `gparity replay` must write the same hashes for
+every node, on 1 and 2 ranks (Gloo), with generated inputs (the documented rule, implemented
+again here) and with --inputs.
 
 Run by ctest with /usr/bin/python3; GPARITY_TORCHOPS and GPARITY_EXE point at the build.
 """
@@ -22,8 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SAMPLES = os.path.join(ROOT, "samples", "replay")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, SAMPLES)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import gparity  # noqa: E402
 import make_graphs  # noqa: E402
+import shard_hash_v2_ref  # noqa: E402
 
 EXE = os.environ["GPARITY_EXE"]
 M64 = (1 << 64) - 1
@@ -69,15 +72,21 @@ def leaves(value, out):
     return out
 
 
+def shard_v2_hex(v):
+    """The whole tensor's shard hash, spec v2, by the plain-Python reference (row-major bytes)."""
+    raw = bytes(v.detach().contiguous().reshape(-1).view(torch.uint8).numpy()) if v.numel() else b""
+    return "%016x" % shard_hash_v2_ref.shard_hash(raw, v.element_size())
+
+
 def fx_hashes(gm, inputs):
-    """{node name: [(output index, xxh3 hex, dtype, shape)]} from torch.fx.Interpreter."""
+    """{node name: [(output index, xxh3 hex, shard v2 hex, shape)]} from torch.fx.Interpreter."""
     found = {}
 
     def note(name, value):
         recs = []
         for k, v in enumerate(leaves(value, [])):
             if isinstance(v, torch.Tensor):
-                recs.append((k, "%016x" % (gparity.hash_tensor(v)[0] & M64), list(v.shape)))
+                recs.append((k, "%016x" % (gparity.hash_tensor(v)[0] & M64), shard_v2_hex(v), list(v.shape)))
         if recs:
             found[name] = recs
 
@@ -100,7 +109,9 @@ def replay_hashes(run_dir, rank=0):
         for line in f:
             r = json.loads(line)
             if r["type"] == "node":
-                found.setdefault(r["node"], []).append((r["output"], r["xxh3"], r["shape"]))
+                # Replay's node records name their shard hash's spec: v2 by default.
+                assert r.get("shard_spec") == 2, r
+                found.setdefault(r["node"], []).append((r["output"], r["xxh3"], r["shard"], r["shape"]))
     return found
 
 
@@ -140,7 +151,7 @@ class ReplayMatchesFx(unittest.TestCase):
                 got = replay_hashes(self.replay(name))
                 self.assertEqual(sorted(got), sorted(want))
                 for node in want:
-                    self.assertEqual(got[node], [(k, h, s) for k, h, s in want[node]], node)
+                    self.assertEqual(got[node], want[node], node)
 
     def test_inputs_file_two_ranks(self):
         for name, (gm, _, inputs) in self.graphs.items():
@@ -154,7 +165,7 @@ class ReplayMatchesFx(unittest.TestCase):
                     got = replay_hashes(out, rank)
                     self.assertEqual(sorted(got), sorted(want))
                     for node in want:
-                        self.assertEqual(got[node], [(k, h, s) for k, h, s in want[node]], node)
+                        self.assertEqual(got[node], want[node], node)
 
 
 if __name__ == "__main__":

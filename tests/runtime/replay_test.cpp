@@ -514,5 +514,54 @@ TEST(Replay, NodeHashBothAddsXxh3AndCompareOfShardAgainstBothSaysSo) {
   expect_bad(replay(shard, {graph, "--node-hash", "md5"}), {"--node-hash"});
 }
 
+// Issue 24: node records carry the shard hash spec v2 by default (--node-hash-spec v1 keeps v1's
+// values), the manifest names it, and a v1 run compared with a v2 run of the same graph is never
+// a divergence: compared by XXH3 where both carry it, otherwise incomplete (values not compared).
+TEST(Replay, NodeHashSpecV2ByDefaultAndAChangeOfSpecIsNotADivergence) {
+  TempDir v1, v2;
+  const auto graph = (kSamples / "mlp_aot_forward.txt").string();
+  ASSERT_EQ(replay(v1, {graph, "--node-hash", "both", "--node-hash-spec", "v1"}).exit_code, 0);
+  const auto r = replay(v2, {graph, "--node-hash", "both"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = read_rank(v1, 0), b = read_rank(v2, 0);
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  int hashed = 0, differ = 0;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].shard_spec, 1) << a.nodes[i].node;
+    EXPECT_EQ(b.nodes[i].shard_spec, 2) << b.nodes[i].node;
+    EXPECT_EQ(a.nodes[i].xxh3, b.nodes[i].xxh3) << a.nodes[i].node;  // the same bytes
+    hashed += a.nodes[i].has_shard;
+    differ += a.nodes[i].has_shard && a.nodes[i].shard != b.nodes[i].shard;
+  }
+  ASSERT_GT(hashed, 0);
+  EXPECT_EQ(differ, hashed);  // two different functions of the same tensors
+  const auto manifest =
+      nlohmann::json::parse(gparity::testing::read_file(v2.path() / "run" / "manifest.json"));
+  EXPECT_EQ(manifest["replay"]["node_hash"]["shard_spec"], 2) << manifest.dump();
+  const auto cmp_runs = [](const TempDir& x, const TempDir& y) {
+    return run_command(GPARITY_EXE,
+                       {"compare", (x.path() / "run").string(), (y.path() / "run").string(), "--json"});
+  };
+  // Both hashes on both sides: XXH3 decides, and the report says the specs differ.
+  const auto both = cmp_runs(v1, v2);
+  EXPECT_EQ(both.exit_code, 0) << both.out << both.err;
+  EXPECT_NE(both.out.find("node_shard_spec_differs"), std::string::npos) << both.out;
+  // Still a comparison: another seed under the other spec diverges (by XXH3).
+  TempDir seeded;
+  ASSERT_EQ(replay(seeded, {graph, "--node-hash", "both", "--seed", "7"}).exit_code, 0);
+  EXPECT_EQ(cmp_runs(v1, seeded).exit_code, 1);
+  // Shard hashes only, of two specs: nothing to compare the values by, so incomplete, never a
+  // divergence finding.
+  TempDir s1, s2;
+  ASSERT_EQ(replay(s1, {graph, "--node-hash-spec", "v1"}).exit_code, 0);
+  ASSERT_EQ(replay(s2, {graph}).exit_code, 0);
+  const auto shard_only = cmp_runs(s1, s2);
+  EXPECT_EQ(shard_only.exit_code, 1) << shard_only.out;
+  EXPECT_NE(shard_only.out.find("node_shard_spec_unverifiable"), std::string::npos) << shard_only.out;
+  for (const auto& f : nlohmann::json::parse(shard_only.out)["findings"])
+    EXPECT_NE(f["severity"], "divergence") << f.dump();
+  expect_bad(replay(s1, {graph, "--node-hash-spec", "v3"}), {"--node-hash-spec"});
+}
+
 }  // namespace
 }  // namespace gparity

@@ -66,7 +66,7 @@ std::string strip_ops(std::string_view target) {
 struct PendingRecords {
   static constexpr std::size_t kBatchTensors = 512;
   static constexpr std::int64_t kBatchBytes = std::int64_t{1} << 30;
-  explicit PendingRecords(bool xxh3) : hashes(xxh3) {}
+  PendingRecords(bool xxh3, hash::ShardSpec spec) : hashes(xxh3, spec) {}
   struct Entry {
     model::NodeRecord rec;
     std::optional<std::size_t> slot;  // position in hashes.collect(); none: already hashed
@@ -636,7 +636,7 @@ struct Interpreter::Impl {
       }
       if (!known[i] && !ts[i].is_cuda()) cpu.push_back(ts[i]);
     }
-    const auto cpu_hashes = hash_blocks(cpu);
+    const auto cpu_hashes = hash_blocks(cpu, {}, {}, o.shard_spec);
     std::size_t next_cpu = 0;
     const auto src = source_of(n);
     for (std::size_t i = 0; i < ts.size(); ++i) {
@@ -670,6 +670,7 @@ struct Interpreter::Impl {
         if (ref.base_node < g.nodes.size()) r.view->base = std::string(g.str(g.nodes[ref.base_node].name));
       }
       r.has_shard = !ref.view;
+      r.shard_spec = static_cast<std::uint8_t>(o.shard_spec);
       r.has_xxh3 = o.node_xxh3 && !ref.view;
       e.slot = ref.slot;
       if (!ref.slot) {
@@ -837,7 +838,7 @@ struct Interpreter::Impl {
   /// Runs `fn` with a record queue (the top level's) and flushes it after.
   template <typename Fn>
   void with_pending(Fn&& fn, const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
-    if (!own_pending) own_pending = std::make_unique<PendingRecords>(o.node_xxh3);
+    if (!own_pending) own_pending = std::make_unique<PendingRecords>(o.node_xxh3, o.shard_spec);
     pending = own_pending.get();
     own_pending->entries.clear();
     (void)own_pending->collect();  // drops what an interrupted run left

@@ -24,6 +24,7 @@
 
 #include "core/model/graph/graph.hpp"
 #include "core/model/run/trace_schema.hpp"
+#include "hash/shard_hash.hpp"
 
 namespace at {
 class Tensor;
@@ -50,6 +51,9 @@ struct InterpretOptions {
   /// default (issue 24): on a GPU XXH3's scramble chain is sequential per tensor (~16 ns a KiB),
   /// so one large tensor's chain can take longer than the whole graph.
   bool node_xxh3 = false;
+  /// The shard hash's spec for node records (docs/hashing.md); each record names it in
+  /// "shard_spec". `gparity replay` asks for v2 (--node-hash-spec, issue 24); v1 unless asked.
+  hash::ShardSpec shard_spec = hash::ShardSpec::V1;
   /// Hash the results of view ops too (--hash-views). Off by default: a result that shares its
   /// aliased argument's storage (the schema says it aliases; `_unsafe_view`) is recorded with no
   /// hash, naming its base (the hashed tensor it lies in) and where it lies in it (model::NodeView).
