@@ -468,11 +468,11 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   for (const auto* ev : {&ev_base, &ev_cand}) {
     for (const auto& f : ev->findings) {
       if (f.kind != "node_lost") continue;
-      LostNode n;
-      n.node = f.values["node"].get<int>();
-      n.host = f.values["host"].get<std::string>();
-      n.ranks = f.values["ranks"].get<std::vector<int>>();
-      lost += (lost.empty() ? "" : "; ") + f.values["run"].get<std::string>() + " " + node_label(n);
+      LostNode node;
+      node.node = f.values["node"].get<int>();
+      node.host = f.values["host"].get<std::string>();
+      node.ranks = f.values["ranks"].get<std::vector<int>>();
+      lost += (lost.empty() ? "" : "; ") + f.values["run"].get<std::string>() + " " + node_label(node);
       ++lost_count;
     }
   }

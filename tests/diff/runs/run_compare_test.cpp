@@ -424,7 +424,9 @@ TEST(RunEvidence, StepsAKilledRankLacksAgainstACompleteRunAreMissingEvidenceNotA
       "divergence)");
   for (const auto& r : out.verdict.data["ranks"]) EXPECT_TRUE(r["first_divergent_step"].is_null()) << r;
   for (const auto& c : out.checks) {
-    if (c.name == "steps") EXPECT_EQ(c.outcome, diff::Check::Outcome::Skipped) << c.message;
+    if (c.name == "steps") {
+      EXPECT_EQ(c.outcome, diff::Check::Outcome::Skipped) << c.message;
+    }
   }
 
   // The other way round: the baseline stopped, the candidate's later steps are not compared.
