@@ -131,21 +131,6 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
   for (const auto& [s, i] : ci) {
     if (!bi.contains(s)) only_c.push_back(s);
   }
-  if (!only_b.empty()) {
-    Finding f{Severity::Divergence, "missing_steps", {}, "", {{"steps", only_b}}};
-    f.where.rank = rank;
-    f.message = std::string(only_b.size() == 1 ? "step " : "steps ") + step_ranges(only_b) +
-                " in baseline but missing in candidate";
-    r.findings.push_back(std::move(f));
-  }
-  if (!only_c.empty()) {
-    Finding f{Severity::Divergence, "extra_steps", {}, "", {{"steps", only_c}}};
-    f.where.rank = rank;
-    f.message = std::string(only_c.size() == 1 ? "step " : "steps ") + step_ranges(only_c) +
-                " in candidate but not in baseline";
-    r.findings.push_back(std::move(f));
-  }
-
   ScalarTrack loss{"loss", o.loss};
   ScalarTrack gn{"grad_norm", o.grad_norm};
   loss.in_both_runs = records_scalar(b, true) && records_scalar(c, true);
@@ -383,19 +368,10 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
                 it == categories.end() ? std::nullopt : it->second.first, category_enabled(cat, o));
     }
   }
-  if (!only_b.empty() || !only_c.empty()) {
-    r.checks.push_back(
-        {"steps", rank, Check::Outcome::Fail,
-         std::to_string(only_b.size()) + " missing, " + std::to_string(only_c.size()) + " extra"});
-  }
-
-  // A step present in one run only is a divergence at that step too.
-  for (const auto* missing : {&only_b, &only_c}) {
-    if (!missing->empty() && (!r.first_divergence || missing->front() < *r.first_divergence)) {
-      r.first_divergence = missing->front();
-      first_detail = {{"step", missing->front()}, {"scalars", json::object()}, {"missing_or_extra", true}};
-    }
-  }
+  r.gaps.values_first = r.first_divergence;
+  r.gaps.values_first_detail = first_detail;
+  if (!bi.empty()) r.gaps.last_b = bi.rbegin()->first;
+  if (!ci.empty()) r.gaps.last_c = ci.rbegin()->first;
   r.steps_compared = steps_with_values;
   r.params_compared = params_compared;
   r.values_compared = loss.compared + gn.compared;
@@ -413,7 +389,83 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
   r.data["first_divergence"] = first_detail;
   r.data["missing_steps"] = only_b;
   r.data["extra_steps"] = only_c;
+  r.gaps.only_b = std::move(only_b);
+  r.gaps.only_c = std::move(only_c);
   return r;
+}
+
+void settle_steps(RankResult& r, int rank, bool base_stopped, bool cand_stopped) {
+  const auto& g = r.gaps;
+  // Split one side's lacking steps: past the last step that side's rank recorded, when its run
+  // says it stopped, they were never recorded (missing evidence); else they differ.
+  const auto split = [](const std::vector<std::int64_t>& steps, std::optional<std::int64_t> last,
+                        bool stopped, std::vector<std::int64_t>& differ,
+                        std::vector<std::int64_t>& unrecorded) {
+    for (const auto s : steps) (stopped && (!last || s > *last) ? unrecorded : differ).push_back(s);
+  };
+  std::vector<std::int64_t> missing, extra, unrecorded_c, unrecorded_b;
+  split(g.only_b, g.last_c, cand_stopped, missing, unrecorded_c);
+  split(g.only_c, g.last_b, base_stopped, extra, unrecorded_b);
+
+  std::vector<Finding> found;
+  const auto steps_text = [](const std::vector<std::int64_t>& v) {
+    return std::string(v.size() == 1 ? "step " : "steps ") + step_ranges(v);
+  };
+  if (!missing.empty()) {
+    Finding f{Severity::Divergence, "missing_steps", {}, "", {{"steps", missing}}};
+    f.where.rank = rank;
+    f.message = steps_text(missing) + " in baseline but missing in candidate";
+    found.push_back(std::move(f));
+  }
+  if (!extra.empty()) {
+    Finding f{Severity::Divergence, "extra_steps", {}, "", {{"steps", extra}}};
+    f.where.rank = rank;
+    f.message = steps_text(extra) + " in candidate but not in baseline";
+    found.push_back(std::move(f));
+  }
+  for (const bool candidate_stopped : {true, false}) {
+    const auto& steps = candidate_stopped ? unrecorded_c : unrecorded_b;
+    if (steps.empty()) continue;
+    const char* stopped = candidate_stopped ? "candidate" : "baseline";
+    const char* other = candidate_stopped ? "baseline" : "candidate";
+    const auto last = candidate_stopped ? g.last_c : g.last_b;
+    Finding f{Severity::Incomplete, "steps_not_compared", {}, "", {{"steps", steps}, {"run", stopped}}};
+    f.where.rank = rank;
+    f.where.step = steps.front();
+    f.message = steps_text(steps) + " in " + other + " not compared: " + stopped + " rank " +
+                std::to_string(rank) +
+                (last ? " stopped after step " + std::to_string(*last) : std::string(" recorded no step")) +
+                " (missing evidence, not a divergence)";
+    found.push_back(std::move(f));
+  }
+  r.findings.insert(r.findings.begin(), std::make_move_iterator(found.begin()),
+                    std::make_move_iterator(found.end()));
+
+  const std::size_t unrecorded = unrecorded_b.size() + unrecorded_c.size();
+  if (!missing.empty() || !extra.empty()) {
+    r.checks.push_back(
+        {"steps", rank, Check::Outcome::Fail,
+         std::to_string(missing.size()) + " missing, " + std::to_string(extra.size()) + " extra" +
+             (unrecorded ? ", " + std::to_string(unrecorded) + " not recorded by a rank that stopped"
+                         : std::string())});
+  } else if (unrecorded) {
+    r.checks.push_back(
+        {"steps", rank, Check::Outcome::Skipped,
+         std::to_string(unrecorded) + " not recorded by a rank that stopped (missing evidence)"});
+  }
+
+  // A step present in one run only is a divergence at that step too.
+  r.first_divergence = g.values_first;
+  json detail = g.values_first_detail;
+  for (const auto* differ : {&missing, &extra}) {
+    if (!differ->empty() && (!r.first_divergence || differ->front() < *r.first_divergence)) {
+      r.first_divergence = differ->front();
+      detail = {{"step", differ->front()}, {"scalars", json::object()}, {"missing_or_extra", true}};
+    }
+  }
+  r.data["first_divergent_step"] = r.first_divergence ? json(*r.first_divergence) : json(nullptr);
+  r.data["first_divergence"] = detail;
+  r.data["steps_not_compared"] = {{"baseline", unrecorded_b}, {"candidate", unrecorded_c}};
 }
 
 }  // namespace gparity::diff::runs

@@ -17,6 +17,7 @@
 #include "diff/collectives/nccl_rings.hpp"
 #include "diff/replay/node_compare.hpp"
 #include "diff/report/evidence.hpp"
+#include "diff/runs/lost_nodes.hpp"
 #include "diff/runs/rank_compare.hpp"
 #include "diff/runs/run_evidence.hpp"
 #include "diff/runs/run_values.hpp"
@@ -239,6 +240,7 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
           res.checks = std::move(cmp.checks);
           res.data = std::move(cmp.data);
           res.first_divergence = cmp.first_divergence;
+          res.gaps = std::move(cmp.gaps);
           res.compared = true;
           res.values_compared = cmp.values_compared;
           res.steps_compared = cmp.steps_compared;
@@ -277,6 +279,16 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     if (e) throw *e;
   }
 
+  // Missing evidence of each run, judged against what that run declares; the steps a rank lacks
+  // against the other run are settled by it (a rank its own run says stopped: missing evidence).
+  const auto ev_base = assess_evidence(base, "baseline", evidence_b, o);
+  const auto ev_cand = assess_evidence(cand, "candidate", evidence_c, o);
+  for (int r = 0; r < max_rank; ++r) {
+    auto& res = results[static_cast<std::size_t>(r)];
+    if (res.compared)
+      runs::settle_steps(res, r, ev_base.stopped_ranks.contains(r), ev_cand.stopped_ranks.contains(r));
+  }
+
   const auto node_fs = classify_nodes(results, base, cand);
 
   json rank_data = json::array();
@@ -305,9 +317,6 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
   for (const auto& f : sum_findings) emit(f);
   for (const auto& c : sum_checks) out.check(c);
 
-  // Missing evidence of each run, judged against what that run declares.
-  const auto ev_base = assess_evidence(base, "baseline", evidence_b, o);
-  const auto ev_cand = assess_evidence(cand, "candidate", evidence_c, o);
   for (const auto* ev : {&ev_base, &ev_cand}) {
     for (const auto& f : ev->findings) emit(f);
   }
@@ -453,6 +462,22 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     v.summary.push_back("--allow-incomplete: the missing evidence does not fail this comparison");
   }
 
+  // Lost nodes are named in the headline: "candidate node 1 (host gpu7, ranks 2-3) was lost".
+  std::string lost;
+  std::size_t lost_count = 0;
+  for (const auto* ev : {&ev_base, &ev_cand}) {
+    for (const auto& f : ev->findings) {
+      if (f.kind != "node_lost") continue;
+      LostNode node;
+      node.node = f.values["node"].get<int>();
+      node.host = f.values["host"].get<std::string>();
+      node.ranks = f.values["ranks"].get<std::vector<int>>();
+      lost += (lost.empty() ? "" : "; ") + f.values["run"].get<std::string>() + " " + node_label(node);
+      ++lost_count;
+    }
+  }
+  if (lost_count > 0) lost += lost_count == 1 ? " was lost" : " were lost";
+
   const bool incomplete = requirement_failed || (missing_evidence && !o.allow_incomplete);
   const std::string parity =
       o.tolerance.bitwise() ? "PARITY: bitwise identical" : "PARITY within " + o.tolerance.describe();
@@ -461,15 +486,18 @@ int compare_runs(const RunSource& base, const RunSource& cand, const CompareOpti
     v.headline = "BAD INPUT: some data could not be read (see errors above)";
   } else if (divergence) {
     v.exit_code = 1;
-    v.headline = std::string("DIVERGENCE: the runs are not identical") +
-                 (missing_evidence ? " (and evidence is missing)" : "");
+    v.headline =
+        std::string("DIVERGENCE: the runs are not identical") +
+        (missing_evidence ? " (and evidence is missing" + (lost.empty() ? "" : ": " + lost) + ")" : "");
   } else if (incomplete) {
     v.exit_code = 1;
     v.headline =
         requirement_failed && !(missing_evidence && !o.allow_incomplete)
             ? "INCOMPLETE: less was compared than the gate requires"
-            : "INCOMPLETE: evidence is missing (failures, killed or missing ranks, unrecorded steps); no "
-              "divergence in what was compared";
+        : lost.empty()
+            ? "INCOMPLETE: evidence is missing (failures, killed or missing ranks, unrecorded steps); no "
+              "divergence in what was compared"
+            : "INCOMPLETE: evidence is missing: " + lost + "; no divergence in what was compared";
   } else if (rounded) {
     v.exit_code = 0;
     v.headline = "NO DIVERGENCE IN THE PRINTED DIGITS: parity cannot be proven bitwise from rounded text";

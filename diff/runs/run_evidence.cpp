@@ -66,6 +66,7 @@ void add_lost_nodes(const RunSource& run, const std::string& which, const std::v
     f.where.rank = n.ranks.front();
     f.message = lost_node_message(which, n);
     lost.push_back(std::move(f));
+    out.stopped_ranks.insert(n.ranks.begin(), n.ranks.end());
   }
   out.findings.insert(out.findings.begin(), lost.begin(), lost.end());
 }
@@ -91,6 +92,7 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
     const std::string who = which + " rank " + std::to_string(r);
     if (!e.present) {
       out.incomplete_ranks.insert(r);
+      out.stopped_ranks.insert(r);
       // A rank entry that is not present was reported when the run was opened (its file path).
       if (listed(r)) continue;
       Finding f{Severity::Incomplete, "missing_rank", {}, "", {{"run", which}}};
@@ -108,6 +110,7 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
                   ": " + (fe.message.empty() ? "(no message)" : fe.message);
       out.findings.push_back(std::move(f));
       out.incomplete_ranks.insert(r);
+      out.stopped_ranks.insert(r);
       failures.push_back({{"run", which},
                           {"rank", r},
                           {"step", fe.step ? json(*fe.step) : json(nullptr)},
@@ -119,6 +122,7 @@ RunEvidence assess_evidence(const RunSource& run, const std::string& which,
     if (missing.empty()) continue;
     out.incomplete_ranks.insert(r);
     const bool tail = e.steps.empty() || missing.front() > e.steps.back();
+    if (e.steps.empty() || missing.back() > e.steps.back()) out.stopped_ranks.insert(r);
     Finding f{Severity::Incomplete,
               "steps_not_recorded",
               {},

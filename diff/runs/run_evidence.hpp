@@ -34,6 +34,9 @@ RankEvidence gather_evidence(const model::RankTrace& t, const CompareOptions& o)
 struct RunEvidence {
   std::vector<Finding> findings;  // all Severity::Incomplete
   std::set<int> incomplete_ranks;
+  // Ranks the run itself says stopped short: recorded nothing, failed, declared steps missing past
+  // their last step, or on a lost node. Steps they lack against the other run are missing evidence.
+  std::set<int> stopped_ranks;
   std::size_t steps_recorded = 0;  // step records over all ranks, inside the window
   nlohmann::json data = nlohmann::json::object();
 };

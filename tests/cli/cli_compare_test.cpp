@@ -97,10 +97,14 @@ TEST(CliCompare, TruncatedLastLineIsAWarningAndEarlierStepsStillCompare) {
   text.resize(text.size() - 100);
   tmp.write("cand/rank0.jsonl", text);
   const auto r = run_command(GPARITY_EXE, {"compare", kRuns + "eager", (tmp.path() / "cand").string()});
-  EXPECT_EQ(r.exit_code, 1) << r.out;  // step 6 on rank 0 is lost: reported as missing, by name
+  // Step 6 on rank 0 is lost: rank 0 stopped short of rank 1, so the step is missing evidence.
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("rank0.jsonl:6, rank 0]: candidate: truncated last line"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("step 6 in baseline but missing in candidate"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("rank 0 diverges at step 6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 6 in baseline not compared: candidate rank 0 stopped after step 5"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("INCOMPLETE: evidence is missing"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rank 0 diverges"), std::string::npos) << r.out;
 }
 
 TEST(CliCompare, ToleranceIsNamedInTheReport) {

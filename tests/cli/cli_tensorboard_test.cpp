@@ -90,8 +90,11 @@ TEST(CliTensorBoard, CorruptCrcInTheMiddleExitsTwoNamingFileAndByteOffset) {
   EXPECT_NE(r.out.find(damaged), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at byte offset " + std::to_string(offset) + ": data CRC mismatch"), std::string::npos)
       << r.out;
-  // The records before the damage were still compared: steps 1-2, then 3-5 reported missing.
-  EXPECT_NE(r.out.find("steps 3-5 in baseline but missing in candidate"), std::string::npos) << r.out;
+  // The records before the damage were still compared: steps 1-2, then 3-5 reported missing
+  // (evidence: the damaged rank's own run says it stopped there).
+  EXPECT_NE(r.out.find("steps 3-5 in baseline not compared: candidate rank 0 stopped after step 2"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(CliTensorBoard, TruncatedLastRecordIsAWarningAndTheStepItHeldIsMissing) {
@@ -105,8 +108,12 @@ TEST(CliTensorBoard, TruncatedLastRecordIsAWarningAndTheStepItHeldIsMissing) {
   const auto r = run_command(GPARITY_EXE, {"compare", a, b});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("at byte offset " + std::to_string(last) + ": truncated"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("step 5 in baseline but missing in candidate"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("rank 1 diverges at step 5"), std::string::npos) << r.out;
+  // The rank stopped short of its run's other rank: the step is missing evidence, not a divergence.
+  EXPECT_NE(r.out.find("step 5 in baseline not compared: candidate rank 1 stopped after step 4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("INCOMPLETE: evidence is missing"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rank 1 diverges"), std::string::npos) << r.out;
 }
 
 // --- gate policies that run the commands producing their runs --------------------------------

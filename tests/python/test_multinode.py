@@ -130,10 +130,13 @@ class TwoTorchrunNodes(unittest.TestCase):
             for n in nodes:
                 n.kill()
                 n.wait(10)
-        # Against the complete run: exit 1, the lost node named with its ranks as missing evidence
-        # (the steps it lacks are also reported missing against the baseline).
+        # Against the complete run: INCOMPLETE, exit 1, the lost node named with its ranks in the
+        # headline; the steps the run lacks are missing evidence, not a divergence.
         out = subprocess.run([EXE, "compare", self.baseline, killed], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r"INCOMPLETE: evidence is missing: candidate node 1 \(host [^,]*, ranks 2-3\) "
+                                     r"was lost; no divergence in what was compared")
+        self.assertNotIn("DIVERGENCE", out.stdout)
         self.assertRegex(out.stdout, r"incomplete \[rank 2\]: candidate node 1 \(host [^,]*, ranks 2-3\) was lost: "
                                      r"its ranks stopped by step 2")
         self.assertNotIn("node 0 (", out.stdout)

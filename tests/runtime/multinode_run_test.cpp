@@ -233,10 +233,19 @@ TEST_F(TwoNodeRun, ANodeKilledMidRunIsIncompleteWithItsRanksNamed) {
   EXPECT_EQ(n0.wait(60s), 2) << n0.output();
   EXPECT_NE(n0.output().find("rank 2 is dead or not responding"), std::string::npos) << n0.output();
 
-  // Against the complete run: exit 1, the lost node named with its ranks as missing evidence
-  // (the steps it lacks are also reported missing against the baseline, as for one rank killed).
+  // Against the complete run: INCOMPLETE, exit 1, the lost node named with its ranks in the
+  // headline; the steps the run lacks are missing evidence, not a divergence.
   const auto cmp = run_command(GPARITY_EXE, {"compare", baseline_.string(), killed.string()});
   EXPECT_EQ(cmp.exit_code, 1) << cmp.out << cmp.err;
+  EXPECT_NE(cmp.out.find("INCOMPLETE: evidence is missing: candidate node 1 (host "), std::string::npos)
+      << cmp.out;
+  EXPECT_NE(cmp.out.find(", ranks 2-3) was lost; no divergence in what was compared"), std::string::npos)
+      << cmp.out;
+  EXPECT_EQ(cmp.out.find("DIVERGENCE"), std::string::npos) << cmp.out;
+  EXPECT_EQ(cmp.out.find("but missing in candidate"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("in baseline not compared: candidate rank 2 stopped after step 2"),
+            std::string::npos)
+      << cmp.out;
   EXPECT_NE(cmp.out.find("incomplete [rank 2]: candidate node 1 (host "), std::string::npos) << cmp.out;
   EXPECT_NE(cmp.out.find(", ranks 2-3) was lost: its ranks stopped by step 2"), std::string::npos) << cmp.out;
   EXPECT_NE(cmp.out.find("missing evidence: candidate node 1 (host "), std::string::npos) << cmp.out;
@@ -245,12 +254,14 @@ TEST_F(TwoNodeRun, ANodeKilledMidRunIsIncompleteWithItsRanksNamed) {
   // On its own (against itself) the run is INCOMPLETE: nothing differs, evidence is missing.
   const auto self = run_command(GPARITY_EXE, {"compare", killed.string(), killed.string()});
   EXPECT_EQ(self.exit_code, 1) << self.out << self.err;
-  EXPECT_NE(self.out.find("INCOMPLETE: evidence is missing"), std::string::npos) << self.out;
+  EXPECT_NE(self.out.find("INCOMPLETE: evidence is missing: baseline node 1 (host "), std::string::npos)
+      << self.out;
   EXPECT_NE(self.out.find("baseline node 1 (host "), std::string::npos) << self.out;
 
   const auto js = run_command(GPARITY_EXE, {"compare", baseline_.string(), killed.string(), "--json"});
   EXPECT_EQ(js.exit_code, 1);
   EXPECT_NE(js.out.find("\"node_lost\""), std::string::npos) << js.out;
+  EXPECT_NE(js.out.find("\"steps_not_compared\""), std::string::npos) << js.out;
 }
 
 TEST(TwoNodeReplay, CoorAcrossTwoNodesGivesTheVerdictOfOneLaunch) {

@@ -273,12 +273,20 @@ struct PartialRun {
   std::optional<std::int64_t> declared;
   std::vector<int> recorded;
   std::vector<std::tuple<int, std::int64_t, std::string>> failures;
+  std::vector<std::int64_t> skipped = {};  // steps no rank writes (a hole in the record)
+  float loss_scale = 2.0F;                 // loss at step s: loss_scale / s
+  std::vector<int> nodes = {};             // the manifest's node of each rank (none: one node)
 };
 
 void write_partial(const std::filesystem::path& dir, const PartialRun& p) {
   model::RunManifest m;
   m.world_size = p.world;
   m.steps = p.declared;
+  for (std::size_t r = 0; r < p.nodes.size(); ++r) {
+    model::RankInfo info{static_cast<int>(r), 0, "", "cpu"};
+    info.node = p.nodes[r];
+    m.ranks.push_back(info);
+  }
   model::write_manifest(dir, m);
   for (int r = 0; r < p.world; ++r) {
     model::TraceWriter w(dir, r);
@@ -287,9 +295,10 @@ void write_partial(const std::filesystem::path& dir, const PartialRun& p) {
         {"w", DType::F32, {4}, {0}, {4}, {{model::Placement::Kind::Replicate, -1}}, r == 0});
     w.write_params(params);
     for (int s = 1; s <= p.recorded.at(static_cast<std::size_t>(r)); ++s) {
+      if (std::find(p.skipped.begin(), p.skipped.end(), s) != p.skipped.end()) continue;
       model::StepRecord rec;
       rec.step = s;
-      rec.loss = model::TraceScalar::from_f32(2.0F / static_cast<float>(s));
+      rec.loss = model::TraceScalar::from_f32(p.loss_scale / static_cast<float>(s));
       rec.hashes.push_back({"param.xxh3", {0x1234U + static_cast<std::uint64_t>(s)}});
       w.write_step(rec);
     }
@@ -393,6 +402,106 @@ TEST(RunEvidence, KilledRankAgainstItselfIsIncompleteAndNamesRankAndStep) {
                           [](const std::string& n) { return n.starts_with("--allow-incomplete"); }));
   EXPECT_FALSE(allowed.verdict.data["bitwise_proof"].get<bool>());
   EXPECT_EQ(findings_of(allowed, "steps_not_recorded").size(), 4U) << "still named";
+}
+
+TEST(RunEvidence, StepsAKilledRankLacksAgainstACompleteRunAreMissingEvidenceNotADivergence) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "full", {2, 4, {4, 4}, {}});
+  // Rank 1 killed after step 2 (its own run declares 4 steps); rank 0 saw it and failed at step 3.
+  write_partial(tmp.path() / "killed", {2, 4, {2, 2}, {{0, 3, "rank 1 is dead or not responding"}}});
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "full", tmp.path() / "killed", out), 1);
+  EXPECT_EQ(out.verdict.headline.rfind("INCOMPLETE: evidence is missing", 0), 0U) << out.verdict.headline;
+  EXPECT_TRUE(findings_of(out, "missing_steps").empty());
+  const auto unrecorded = findings_of(out, "steps_not_compared");
+  ASSERT_EQ(unrecorded.size(), 2U);
+  EXPECT_EQ(unrecorded[1]->severity, diff::Severity::Incomplete);
+  EXPECT_EQ(unrecorded[1]->where.rank, 1);
+  EXPECT_EQ(unrecorded[1]->where.step, 3);
+  EXPECT_EQ(
+      unrecorded[1]->message,
+      "steps 3-4 in baseline not compared: candidate rank 1 stopped after step 2 (missing evidence, not a "
+      "divergence)");
+  for (const auto& r : out.verdict.data["ranks"]) EXPECT_TRUE(r["first_divergent_step"].is_null()) << r;
+  for (const auto& c : out.checks) {
+    if (c.name == "steps") {
+      EXPECT_EQ(c.outcome, diff::Check::Outcome::Skipped) << c.message;
+    }
+  }
+
+  // The other way round: the baseline stopped, the candidate's later steps are not compared.
+  diff::CollectingConsumer reverse;
+  EXPECT_EQ(compare(tmp.path() / "killed", tmp.path() / "full", reverse), 1);
+  EXPECT_EQ(reverse.verdict.headline.rfind("INCOMPLETE: evidence is missing", 0), 0U)
+      << reverse.verdict.headline;
+  EXPECT_TRUE(findings_of(reverse, "extra_steps").empty());
+  ASSERT_EQ(findings_of(reverse, "steps_not_compared").size(), 2U);
+  EXPECT_EQ(
+      findings_of(reverse, "steps_not_compared")[0]->message,
+      "steps 3-4 in candidate not compared: baseline rank 0 stopped after step 2 (missing evidence, not a "
+      "divergence)");
+
+  // A divergence in the steps both recorded is still a divergence.
+  write_partial(tmp.path() / "other", {2, 4, {2, 2}, {{0, 3, "rank 1 is dead"}}, {}, 3.0F});
+  diff::CollectingConsumer differs;
+  EXPECT_EQ(compare(tmp.path() / "full", tmp.path() / "other", differs), 1);
+  EXPECT_EQ(differs.verdict.headline, "DIVERGENCE: the runs are not identical (and evidence is missing)");
+  EXPECT_EQ(differs.verdict.data["ranks"][0]["first_divergent_step"], 1);
+}
+
+TEST(RunEvidence, AHoleInTheRecordOrAShorterCompleteRunStaysADivergence) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "full", {2, 4, {4, 4}, {}});
+  // Step 2 missing in the middle of every rank's record: a divergence at step 2, though the run
+  // is also incomplete by its own manifest.
+  write_partial(tmp.path() / "hole", {2, 4, {4, 4}, {}, {2}});
+  diff::CollectingConsumer hole;
+  EXPECT_EQ(compare(tmp.path() / "full", tmp.path() / "hole", hole), 1);
+  EXPECT_EQ(hole.verdict.headline, "DIVERGENCE: the runs are not identical (and evidence is missing)");
+  ASSERT_EQ(findings_of(hole, "missing_steps").size(), 2U);
+  EXPECT_EQ(findings_of(hole, "missing_steps")[0]->message, "step 2 in baseline but missing in candidate");
+  EXPECT_TRUE(findings_of(hole, "steps_not_compared").empty());
+  EXPECT_EQ(hole.verdict.data["ranks"][0]["first_divergent_step"], 2);
+
+  // A run that declares and records 2 steps, complete on its own: the 2 steps it lacks against a
+  // 4-step run are a divergence, not missing evidence.
+  write_partial(tmp.path() / "short", {2, 2, {2, 2}, {}});
+  diff::CollectingConsumer shorter;
+  EXPECT_EQ(compare(tmp.path() / "full", tmp.path() / "short", shorter), 1);
+  EXPECT_EQ(shorter.verdict.headline, "DIVERGENCE: the runs are not identical");
+  ASSERT_EQ(findings_of(shorter, "missing_steps").size(), 2U);
+  EXPECT_EQ(findings_of(shorter, "missing_steps")[0]->message,
+            "steps 3-4 in baseline but missing in candidate");
+  EXPECT_EQ(shorter.verdict.data["ranks"][0]["first_divergent_step"], 3);
+}
+
+TEST(RunEvidence, ALostNodeIsNamedInTheHeadline) {
+  gparity::testing::TempDir tmp;
+  write_partial(tmp.path() / "full", {4, 4, {4, 4, 4, 4}, {}, {}, 2.0F, {0, 0, 1, 1}});
+  // Node 1 (ranks 2-3) killed after step 2; node 0's ranks saw it and failed at step 3.
+  write_partial(
+      tmp.path() / "lost",
+      {4, 4, {2, 2, 2, 2}, {{0, 3, "rank 2 is dead"}, {1, 3, "rank 3 is dead"}}, {}, 2.0F, {0, 0, 1, 1}});
+  diff::CollectingConsumer out;
+  EXPECT_EQ(compare(tmp.path() / "full", tmp.path() / "lost", out), 1);
+  EXPECT_EQ(
+      out.verdict.headline,
+      "INCOMPLETE: evidence is missing: candidate node 1 (ranks 2-3) was lost; no divergence in what was "
+      "compared");
+  EXPECT_TRUE(findings_of(out, "missing_steps").empty());
+  EXPECT_EQ(findings_of(out, "steps_not_compared").size(), 4U);
+  ASSERT_EQ(findings_of(out, "node_lost").size(), 1U);
+
+  // A divergence in what both recorded: DIVERGENCE, the lost node still named.
+  write_partial(
+      tmp.path() / "lost_differs",
+      {4, 4, {2, 2, 2, 2}, {{0, 3, "rank 2 is dead"}, {1, 3, "rank 3 is dead"}}, {}, 3.0F, {0, 0, 1, 1}});
+  diff::CollectingConsumer differs;
+  EXPECT_EQ(compare(tmp.path() / "full", tmp.path() / "lost_differs", differs), 1);
+  EXPECT_EQ(
+      differs.verdict.headline,
+      "DIVERGENCE: the runs are not identical (and evidence is missing: candidate node 1 (ranks 2-3) was "
+      "lost)");
 }
 
 TEST(RunEvidence, WithoutAManifestCountOtherRanksDeclareTheSteps) {
