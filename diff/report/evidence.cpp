@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "diff/report/ranges_text.hpp"
+
 namespace gparity::diff {
 namespace {
 
@@ -24,20 +26,6 @@ std::string detail_of(const EvidenceSide& s, const std::string& what) {
 std::string what_it_yielded(const EvidenceSide& s, const std::string& what) {
   const std::string input = s.input.empty() ? "the " + s.role : s.input;
   return input + " " + (s.nothing.empty() ? "yielded no " + what : s.nothing);
-}
-
-std::string rank_list(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 std::string summary_line(const Evidence& e) {
@@ -130,12 +118,12 @@ EvidenceRuling rule_on(const Evidence& e) {
     }
     if (!unreported.empty() && e.allow_incomplete)
       r.summary.push_back(std::string("missing evidence on ") +
-                          (unreported.size() == 1 ? "rank " : "ranks ") + rank_list(unreported) +
+                          (unreported.size() == 1 ? "rank " : "ranks ") + rank_ranges(unreported) +
                           ": allowed (--allow-incomplete)");
     if (!r.ranks_without_evidence.empty() && !e.allow_incomplete) {
       const auto& rs = r.ranks_without_evidence;
       r.exit_code = 1;
-      r.headline = std::string("INCOMPLETE: ") + (rs.size() == 1 ? "rank " : "ranks ") + rank_list(rs) +
+      r.headline = std::string("INCOMPLETE: ") + (rs.size() == 1 ? "rank " : "ranks ") + rank_ranges(rs) +
                    " yielded no " + e.what + " (missing evidence); no divergence in what was compared";
     }
   }

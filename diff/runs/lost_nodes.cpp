@@ -3,24 +3,9 @@
 #include <algorithm>
 #include <map>
 
+#include "diff/report/ranges_text.hpp"
+
 namespace gparity::diff {
-namespace {
-
-/// Ranks as sorted ranges: "2-3,6".
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::vector<LostNode> lost_nodes(const std::vector<model::RankInfo>& placement,
                                  const std::vector<RankOutcome>& outcomes) {

@@ -17,6 +17,7 @@
 #include "diff/collectives/nccl_rings.hpp"
 #include "diff/replay/node_compare.hpp"
 #include "diff/report/evidence.hpp"
+#include "diff/report/ranges_text.hpp"
 #include "diff/runs/lost_nodes.hpp"
 #include "diff/runs/rank_compare.hpp"
 #include "diff/runs/run_evidence.hpp"

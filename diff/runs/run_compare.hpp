@@ -79,7 +79,4 @@ struct CompareOptions {
 int compare_runs(const model::RunSource& baseline, const model::RunSource& candidate,
                  const CompareOptions& options, FindingConsumer& out);
 
-/// "0-3,5,7-8".
-std::string rank_ranges(const std::vector<int>& ranks);
-
 }  // namespace gparity::diff

@@ -31,18 +31,8 @@ json scalar_json(const TraceScalar& s) {
   return j;
 }
 
-/// Steps as sorted ranges: "1-3,7".
 std::string step_ranges(const std::vector<std::int64_t>& steps) {
-  std::string out;
-  for (std::size_t i = 0; i < steps.size();) {
-    std::size_t j = i;
-    while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(steps[i]);
-    if (j > i) out += "-" + std::to_string(steps[j]);
-    i = j + 1;
-  }
-  return out;
+  return ranges_text(steps);
 }
 
 Category category_of(std::string_view array) {
@@ -141,12 +131,6 @@ ScalarDiff compare_scalar(const TraceScalar& a, const TraceScalar& b, const Tole
     }
   }
   return d;
-}
-
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::vector<std::int64_t> v(ranks.begin(), ranks.end());
-  std::sort(v.begin(), v.end());
-  return step_ranges(v);
 }
 
 }  // namespace gparity::diff

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/model/run/trace_reader.hpp"
+#include "diff/report/ranges_text.hpp"
 #include "diff/runs/run_compare.hpp"
 
 namespace gparity::diff::runs {
