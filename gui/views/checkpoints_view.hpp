@@ -24,7 +24,6 @@ class QTableView;
 
 namespace gparity::gui::views {
 
-
 struct CheckpointShard {
   std::string file;  // "__1_0.distcp", "step-3.safetensors"
   int rank = -1;     // from a DCP file name (__<rank>_<n>.distcp); -1 when it names none

@@ -27,7 +27,6 @@ class QTableView;
 
 namespace gparity::gui::views {
 
-
 struct OpAlignRow {
   /// "matched", "weakly matched", "divergent", "unobserved", "unhashed" (the eager op's value
   /// status), "first divergence" (the step's first divergent op), "counterpart" (a further
