@@ -11,11 +11,11 @@
 #include <string>
 
 #include "core/model/graph/graph.hpp"
-#include "diff/runs/buckets.hpp"
 #include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/collectives/collectives.hpp"
 #include "diff/graphs/graph_report.hpp"
 #include "diff/replay/node_compare.hpp"
+#include "diff/runs/buckets.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
