@@ -378,6 +378,30 @@ void classify_values(const std::vector<PerRank>& values, bool group_slot, const 
   }
 }
 
+/// A finding about node x of g (its name, target, source and graph line), field still to judge.
+RankFinding node_finding(const Graph& g, NodeId x, std::string field) {
+  const auto& n = g.node(x);
+  RankFinding f;
+  f.node = std::string(g.str(n.name));
+  f.target = std::string(g.str(n.target));
+  f.field = std::move(field);
+  f.source = source_of(g, n);
+  f.graph_line = n.line;
+  return f;
+}
+
+/// `f` with every rank's "present" / "absent", by the group each rank is in, in rank order.
+RankFinding with_presence(RankFinding f, const std::vector<std::vector<std::int32_t>>& groups,
+                          const std::vector<bool>& present_in_group) {
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (const std::int32_t r : groups[g])
+      f.values.push_back({r, present_in_group[g] ? "present" : "absent"});
+  }
+  std::sort(f.values.begin(), f.values.end(),
+            [](const RankValue& p, const RankValue& q) { return p.rank < q.rank; });
+  return f;
+}
+
 class Classifier {
  public:
   Classifier(std::span<const RankGraph> graphs, const GraphNormalization& norm, const RankLayout& layout)
@@ -496,25 +520,11 @@ class Classifier {
   }
 
   RankFinding finding_for(NodeId x, std::string field, std::size_t group = 0) const {
-    const auto& g = reps_[group]->graph();
-    const auto& n = g.node(x);
-    RankFinding f;
-    f.node = std::string(g.str(n.name));
-    f.target = std::string(g.str(n.target));
-    f.field = std::move(field);
-    f.source = source_of(g, n);
-    f.graph_line = n.line;
-    return f;
+    return node_finding(reps_[group]->graph(), x, std::move(field));
   }
 
   void presence(RankFinding f, const std::vector<bool>& present_in_group) {
-    for (std::size_t g = 0; g < reps_.size(); ++g) {
-      for (const std::int32_t r : out_.groups[g])
-        f.values.push_back({r, present_in_group[g] ? "present" : "absent"});
-    }
-    std::sort(f.values.begin(), f.values.end(),
-              [](const RankValue& p, const RankValue& q) { return p.rank < q.rank; });
-    out_.findings.push_back(std::move(f));
+    out_.findings.push_back(with_presence(std::move(f), out_.groups, present_in_group));
   }
 
   void node_findings() {
@@ -748,17 +758,6 @@ class SetClassifier {
     }
   }
 
-  RankFinding finding_of(const Graph& g, NodeId x, std::string field) const {
-    const auto& n = g.node(x);
-    RankFinding f;
-    f.node = std::string(g.str(n.name));
-    f.target = std::string(g.str(n.target));
-    f.field = std::move(field);
-    f.source = source_of(g, n);
-    f.graph_line = n.line;
-    return f;
-  }
-
   bool patches_align(const RankGraphSet::Member& m) const {
     for (std::size_t k = 0; k < m.patched.size(); ++k) {
       const NodeId at = m.patched[k];
@@ -801,7 +800,7 @@ class SetClassifier {
       note_diffs(g, x, b, diff_nodes(*na_, x, b, y, refs_equal));
     }
     for (std::size_t j = 0; j < al.b_to_a.size(); ++j) {
-      if (al.b_to_a[j] == kNoNode) extra_[g].push_back(finding_of(bg, static_cast<NodeId>(j), "node"));
+      if (al.b_to_a[j] == kNoNode) extra_[g].push_back(node_finding(bg, static_cast<NodeId>(j), "node"));
     }
   }
 
@@ -839,7 +838,7 @@ class SetClassifier {
     for (const NodeId x : al.moved) moved_[x].push_back(g);
     for (const NodeId x : compared)
       note_diffs(g, x, b, diff_nodes(*na_, x, b, ex.here(al.a_to_b(x)), refs_equal));
-    for (const NodeId j : al.b_unmatched) extra_[g].push_back(finding_of(ex.graph(), ex.here(j), "node"));
+    for (const NodeId j : al.b_unmatched) extra_[g].push_back(node_finding(ex.graph(), ex.here(j), "node"));
   }
 
   void device_slots() {
@@ -874,19 +873,13 @@ class SetClassifier {
               [](const PerRank& p, const PerRank& q) { return p.rank < q.rank; });
     if (std::all_of(values.begin(), values.end(), [&](const PerRank& p) { return p.text == values[0].text; }))
       return;
-    RankFinding f = finding_of(*a_, key.first, key.second);
+    RankFinding f = node_finding(*a_, key.first, key.second);
     classify_values(values, group_slot(*a_, key.first, key.second), layout_, f);
     out_.findings.push_back(std::move(f));
   }
 
   void presence(RankFinding f, const std::vector<bool>& present_in_group) {
-    for (std::size_t g = 0; g < out_.groups.size(); ++g) {
-      for (const std::int32_t r : out_.groups[g])
-        f.values.push_back({r, present_in_group[g] ? "present" : "absent"});
-    }
-    std::sort(f.values.begin(), f.values.end(),
-              [](const RankValue& p, const RankValue& q) { return p.rank < q.rank; });
-    out_.findings.push_back(std::move(f));
+    out_.findings.push_back(with_presence(std::move(f), out_.groups, present_in_group));
   }
 
   void node_findings() {
@@ -904,9 +897,9 @@ class SetClassifier {
         present[g] = matched_in(g, x);
         all = all && present[g];
       }
-      if (!all) presence(finding_of(*a_, x, "node"), present);
+      if (!all) presence(node_finding(*a_, x, "node"), present);
       if (const auto it = moved_.find(x); it != moved_.end()) {
-        RankFinding f = finding_of(*a_, x, "order");
+        RankFinding f = node_finding(*a_, x, "order");
         for (std::size_t g = 0; g < groups; ++g) {
           const bool moved = std::find(it->second.begin(), it->second.end(), g) != it->second.end();
           for (const std::int32_t r : out_.groups[g]) f.values.push_back({r, moved ? "moved" : "in order"});
