@@ -41,9 +41,12 @@ class Node:
                # longer lists NONE): stdout to a log and to the console ("1"), stderr left alone.
                "--redirects", "1", "--tee", "1", WORKER, run_dir, str(STEPS), *map(str, hang)]
         self.log = log
+        # The agent's tee writes the workers' lines to its stdout, a file here, without flushing:
+        # unbuffered, they reach the log when the worker prints them, not when the agent exits.
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True, env=env)
 
     def output(self):
         with open(self.log, encoding="utf-8", errors="replace") as f:
@@ -121,7 +124,13 @@ class TwoTorchrunNodes(unittest.TestCase):
                 time.sleep(0.05)
             self.assertGreaterEqual(steps_recorded(killed, 3), 2, nodes[0].output() + nodes[1].output())
             # The launch whose workers hold ranks 2-3 (torchrun, not --node_rank, numbers nodes).
-            victim = next(n for n in nodes if "gparity-test: rank 2 on node" in n.output())
+            # Its line reaches the launch's log through torchrun's tee, which polls the worker's
+            # own log (every 0.1 s): it can come after the steps did, so wait for it.
+            victim = None
+            while victim is None and time.monotonic() < deadline + 30:
+                victim = next((n for n in nodes if "gparity-test: rank 2 on node" in n.output()), None)
+                time.sleep(0.05)
+            self.assertIsNotNone(victim, nodes[0].output() + nodes[1].output())
             survivor = next(n for n in nodes if n is not victim)
             victim.kill()
             self.assertIsNotNone(victim.wait(10))
