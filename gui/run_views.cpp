@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "core/model/base/input_error.hpp"
@@ -90,6 +91,14 @@ QChart* make_chart(const RunCurvesModel& m, const QString& title,
   }
   chart->legend()->setAlignment(Qt::AlignBottom);
   return chart;
+}
+
+// QChartView::setChart takes the new chart and only releases the one it replaces (Qt's
+// documentation: "the ownership of the previous chart is released"), so every rebuild (each rank
+// switch) leaked three charts with their series and axes. The old one is deleted here.
+void replace_chart(QChartView& view, QChart* chart) {
+  const std::unique_ptr<QChart> previous(view.chart());
+  view.setChart(chart);
 }
 
 }  // namespace
@@ -225,13 +234,12 @@ void RunCurvesView::rebuild() {
   if (model_ == nullptr) return;
   const QColor base(33, 102, 172);
   const QColor cand(214, 96, 77);
-  // setChart deletes the chart it replaces.
-  loss_->setChart(
-      make_chart(*model_, tr("Loss"), {{RunCurvesModel::BaseLoss, base}, {RunCurvesModel::CandLoss, cand}}));
-  grad_->setChart(make_chart(*model_, tr("Grad norm"),
-                             {{RunCurvesModel::BaseGrad, base}, {RunCurvesModel::CandGrad, cand}}));
-  ulp_->setChart(make_chart(*model_, tr("ULP distance, candidate vs baseline"),
-                            {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}, true));
+  replace_chart(*loss_, make_chart(*model_, tr("Loss"),
+                                   {{RunCurvesModel::BaseLoss, base}, {RunCurvesModel::CandLoss, cand}}));
+  replace_chart(*grad_, make_chart(*model_, tr("Grad norm"),
+                                   {{RunCurvesModel::BaseGrad, base}, {RunCurvesModel::CandGrad, cand}}));
+  replace_chart(*ulp_, make_chart(*model_, tr("ULP distance, candidate vs baseline"),
+                                  {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}, true));
 }
 
 // ---- RunViewsWidget ----
