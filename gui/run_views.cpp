@@ -2,6 +2,7 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHelpEvent>
@@ -33,7 +34,7 @@ namespace {
 
 constexpr int kCellW = 26;
 constexpr int kCellH = 20;
-constexpr int kLeft = 80;
+constexpr int kMinLeft = 80;
 constexpr int kTop = 210;
 
 // One chart of `columns` against the step column; empty cells leave gaps out of the series.
@@ -112,25 +113,37 @@ void RunHeatmapView::set_model(const RunHeatmapModel* model) {
   if (model_ != nullptr)
     connect(model_, &QAbstractItemModel::modelReset, this, [this] {
       selected_ = {-1, -1};
+      fit_row_labels();
       updateGeometry();
       update();
     });
+  fit_row_labels();
   updateGeometry();
   update();
 }
 
+void RunHeatmapView::fit_row_labels() {
+  // As wide as the longest row label ("rank 12 · step 1000" with every rank shown).
+  left_ = kMinLeft;
+  if (model_ == nullptr) return;
+  for (int r = 0; r < model_->rowCount(); ++r)
+    left_ = std::max(left_, fontMetrics().horizontalAdvance(
+                                model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString()) +
+                                12);
+}
+
 QSize RunHeatmapView::sizeHint() const {
   if (model_ == nullptr) return {400, 300};
-  return {kLeft + model_->columnCount() * kCellW + 20, kTop + model_->rowCount() * kCellH + 20};
+  return {left_ + model_->columnCount() * kCellW + 20, kTop + model_->rowCount() * kCellH + 20};
 }
 
 QRect RunHeatmapView::cell_rect(int row, int column) const {
-  return {kLeft + column * kCellW, kTop + row * kCellH, kCellW - 1, kCellH - 1};
+  return {left_ + column * kCellW, kTop + row * kCellH, kCellW - 1, kCellH - 1};
 }
 
 std::pair<int, int> RunHeatmapView::cell_at(QPoint pt) const {
-  if (model_ == nullptr || pt.x() < kLeft || pt.y() < kTop) return {-1, -1};
-  const int c = (pt.x() - kLeft) / kCellW;
+  if (model_ == nullptr || pt.x() < left_ || pt.y() < kTop) return {-1, -1};
+  const int c = (pt.x() - left_) / kCellW;
   const int r = (pt.y() - kTop) / kCellH;
   if (r >= model_->rowCount() || c >= model_->columnCount()) return {-1, -1};
   return {r, c};
@@ -178,29 +191,34 @@ void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
   for (int c = 0; c < model_->columnCount(); ++c) {
     // Parameter names stand rotated above their column so 21+ columns stay narrow.
     p.save();
-    p.translate(kLeft + c * kCellW + kCellW / 2 + 4, kTop - 6);
+    p.translate(left_ + c * kCellW + kCellW / 2 + 4, kTop - 6);
     p.rotate(-60);
     p.drawText(0, 0, model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
     p.restore();
   }
-  std::optional<QRect> first;
+  std::vector<QRect> firsts;
   for (int r = 0; r < model_->rowCount(); ++r) {
-    const QRect label(0, kTop + r * kCellH, kLeft - 6, kCellH);
+    const QRect label(0, kTop + r * kCellH, left_ - 6, kCellH);
     p.setPen(palette().text().color());
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
                model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
     for (int c = 0; c < model_->columnCount(); ++c) {
       const QModelIndex i = model_->index(r, c);
-      const QRect cell(kLeft + c * kCellW, kTop + r * kCellH, kCellW - 1, kCellH - 1);
+      const QRect cell(left_ + c * kCellW, kTop + r * kCellH, kCellW - 1, kCellH - 1);
       p.fillRect(cell, model_->data(i, Qt::BackgroundRole).value<QBrush>());
-      if (model_->data(i, RunHeatmapModel::kFirstDivergenceRole).toBool()) first = cell;
+      if (model_->data(i, RunHeatmapModel::kFirstDivergenceRole).toBool()) firsts.push_back(cell);
+    }
+    // With every rank shown, a line where the next rank's steps start.
+    const auto at = model_->rank_step(r);
+    if (r > 0 && at && at->second == 0) {
+      p.setPen(QPen(palette().text().color(), 1));
+      p.drawLine(0, (kTop + r * kCellH) - 1, left_ + model_->columnCount() * kCellW, (kTop + r * kCellH) - 1);
     }
   }
-  if (first) {
-    p.setPen(QPen(Qt::black, 3));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(first->adjusted(1, 1, -1, -1));
-  }
+  // Each rank's first divergence (one per rank shown).
+  p.setPen(QPen(Qt::black, 3));
+  p.setBrush(Qt::NoBrush);
+  for (const QRect& first : firsts) p.drawRect(first.adjusted(1, 1, -1, -1));
   if (selected_.first >= 0 && selected_.first < model_->rowCount() &&
       selected_.second < model_->columnCount()) {
     p.setPen(QPen(QColor(30, 100, 230), 3));
@@ -259,6 +277,9 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
   rank_ = new QComboBox(this);
   for (const auto& r : runs_->ranks) rank_->addItem(tr("rank %1").arg(r.rank));
   bar->addWidget(rank_);
+  all_ranks_ = new QCheckBox(tr("All ranks in the heatmap"), this);
+  all_ranks_->setToolTip(tr("Every rank's steps one under the other, as the verdict page's grid shows them"));
+  bar->addWidget(all_ranks_);
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
   bar->addWidget(summary_, 1);
@@ -278,6 +299,8 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
   layout->addWidget(tabs_, 1);
 
   connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) { set_rank_index(i); });
+  connect(all_ranks_, &QCheckBox::toggled, this, [this](bool all) { set_all_ranks(all); });
+  set_all_ranks(runs_->ranks.size() > 1);
   update_summary();
 }
 
@@ -290,6 +313,11 @@ void RunViewsWidget::set_rank_index(int index) {
     bucket_model_->set_rank(runs_->ranks[static_cast<std::size_t>(index)].rank);
   if (rank_->currentIndex() != index) rank_->setCurrentIndex(index);
   update_summary();
+}
+
+void RunViewsWidget::set_all_ranks(bool all) {
+  heatmap_model_->set_all_ranks(all);
+  if (all_ranks_->isChecked() != all) all_ranks_->setChecked(all);
 }
 
 bool RunViewsWidget::select_cause(const CauseRef& cause) {
@@ -309,8 +337,9 @@ bool RunViewsWidget::select_cause(const CauseRef& cause) {
     }
     set_rank_index(static_cast<int>(i));
     show_heatmap();
-    heatmap_->select_cell(static_cast<int>(row), static_cast<int>(column));
-    const QRect cell = heatmap_->cell_rect(static_cast<int>(row), static_cast<int>(column));
+    const int model_row = heatmap_model_->row_of(static_cast<int>(i), static_cast<int>(row));
+    heatmap_->select_cell(model_row, static_cast<int>(column));
+    const QRect cell = heatmap_->cell_rect(model_row, static_cast<int>(column));
     heatmap_scroll_->ensureVisible(cell.center().x(), cell.center().y(), 120, 80);
     return true;
   }
@@ -402,7 +431,8 @@ void RunViewsWidget::update_summary() {
                                .arg(r->rank)
                                .arg(r->steps[static_cast<std::size_t>(row)])
                                .arg(shown_text(runs_->params[static_cast<std::size_t>(col)]))
-                               .arg(heatmap_model_->differing_in_row(row))
+                               .arg(std::count(r->differs[static_cast<std::size_t>(row)].begin(),
+                                               r->differs[static_cast<std::size_t>(row)].end(), true))
                                .arg(runs_->params.size()));
 }
 
