@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QMouseEvent>
+#include <QPaintEvent>
 #include <QPainter>
 #include <QPen>
 #include <QScrollArea>
@@ -123,13 +124,19 @@ void RunHeatmapView::set_model(const RunHeatmapModel* model) {
 }
 
 void RunHeatmapView::fit_row_labels() {
-  // As wide as the longest row label ("rank 12 · step 1000" with every rank shown).
+  // As wide as the longest row label ("rank 12 · step 1000" with every rank shown): a rank's
+  // last step has its longest label, so one label a rank is measured.
   left_ = kMinLeft;
   if (model_ == nullptr) return;
-  for (int r = 0; r < model_->rowCount(); ++r)
+  const int rows = model_->rowCount();
+  for (int r = 0; r < rows; ++r) {
+    const auto here = model_->rank_step(r);
+    const auto next = model_->rank_step(r + 1);
+    if (next && here && next->first == here->first) continue;
     left_ = std::max(left_, fontMetrics().horizontalAdvance(
                                 model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString()) +
                                 12);
+  }
 }
 
 QSize RunHeatmapView::sizeHint() const {
@@ -173,7 +180,7 @@ void RunHeatmapView::mousePressEvent(QMouseEvent* e) {
   if (r >= 0) select_cell(r, c);
 }
 
-void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
+void RunHeatmapView::paintEvent(QPaintEvent* event) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   if (model_ == nullptr) return;
@@ -196,13 +203,19 @@ void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
     p.drawText(0, 0, model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
     p.restore();
   }
+  // Only the rows and columns the scroll area exposes: every rank's steps can be many rows.
+  const QRect exposed = event->rect();
+  const int r0 = std::max(0, (exposed.top() - kTop) / kCellH);
+  const int r1 = std::min(model_->rowCount(), std::max(0, (exposed.bottom() - kTop) / kCellH + 1));
+  const int c0 = std::max(0, (exposed.left() - left_) / kCellW);
+  const int c1 = std::min(model_->columnCount(), std::max(0, (exposed.right() - left_) / kCellW + 1));
   std::vector<QRect> firsts;
-  for (int r = 0; r < model_->rowCount(); ++r) {
+  for (int r = r0; r < r1; ++r) {
     const QRect label(0, kTop + r * kCellH, left_ - 6, kCellH);
     p.setPen(palette().text().color());
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
                model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
-    for (int c = 0; c < model_->columnCount(); ++c) {
+    for (int c = c0; c < c1; ++c) {
       const QModelIndex i = model_->index(r, c);
       const QRect cell(left_ + c * kCellW, kTop + r * kCellH, kCellW - 1, kCellH - 1);
       p.fillRect(cell, model_->data(i, Qt::BackgroundRole).value<QBrush>());
@@ -300,7 +313,10 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
 
   connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) { set_rank_index(i); });
   connect(all_ranks_, &QCheckBox::toggled, this, [this](bool all) { set_all_ranks(all); });
-  set_all_ranks(runs_->ranks.size() > 1);
+  // Every rank at once when there are several, as long as their rows fit in one widget.
+  std::size_t rows = 0;
+  for (const auto& r : runs_->ranks) rows += r.steps.size();
+  set_all_ranks(runs_->ranks.size() > 1 && rows < static_cast<std::size_t>(QWIDGETSIZE_MAX / kCellH) - 64);
   update_summary();
 }
 
