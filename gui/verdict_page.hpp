@@ -6,12 +6,12 @@
 // which shows the cause in the view that holds it.
 // - VerdictGridModel / VerdictFindingsModel: QAbstractItemModel adapters over a JobVerdict
 //   (tooltips, colours, kCellStateRole), tested with QAbstractItemModelTester.
-// - VerdictGridView: paints the grid from the verdict directly (one image pixel a cell, scaled:
-//   256 x 1,000 cells pan at screen rate), a legend, row and column labels at a level of detail
-//   that keeps them readable, tooltips per cell. A grid of at most kLabelEveryRow rows (a few
-//   ranks x hundreds of nodes) keeps its rows one text line tall, however narrow its columns,
-//   so every row is labelled; a taller one labels every k-th row when they would overlap, and
-//   hovering the label column (or the column labels) names the row (column) under the cursor.
+// - VerdictGridView (gui/verdict_grid_view.cpp): paints the grid from the verdict directly (one
+//   image pixel a cell, scaled: 256 x 1,000 cells pan at screen rate), a legend, row and column
+//   labels at a level of detail that keeps them readable, tooltips per cell. A grid of at most kLabelEveryRow
+//   rows (a few ranks x hundreds of nodes) keeps its rows one text line tall, however narrow its columns, so
+//   every row is labelled; a taller one labels every k-th row when they would overlap, and hovering the label
+//   column (or the column labels) names the row (column) under the cursor.
 
 #include <QAbstractScrollArea>
 #include <QAbstractTableModel>

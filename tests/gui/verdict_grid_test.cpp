@@ -38,14 +38,21 @@ QPoint label_point(const VerdictGridView& grid, std::size_t row) {
 class VerdictGridLabelsTest : public ::testing::Test {
  protected:
   void SetUp() override { app(); }
+
+  // A ranks x nodes grid shown at `size`, fitted in the window as the page opens it.
+  void show_fitted(std::size_t ranks, std::size_t nodes, QSize size) {
+    grid_.resize(size);
+    grid_.show();
+    grid_.set_verdict(grid_of(ranks, nodes));
+    grid_.fit_all();
+  }
+
+  VerdictGridView grid_;
 };
 
 TEST_F(VerdictGridLabelsTest, FewRanksAgainstHundredsOfNodesLabelEveryRankAtFitAll) {
-  VerdictGridView grid;
-  grid.resize(900, 420);
-  grid.show();
-  grid.set_verdict(grid_of(4, 600));
-  grid.fit_all();
+  show_fitted(4, 600, QSize(900, 420));
+  auto& grid = grid_;
   const int line = grid.fontMetrics().height();
   // The cells are narrower than a line of text (600 columns in ~800 px) ...
   ASSERT_LT(grid.cell_size(), line);
@@ -69,11 +76,8 @@ TEST_F(VerdictGridLabelsTest, FewRanksAgainstHundredsOfNodesLabelEveryRankAtFitA
 }
 
 TEST_F(VerdictGridLabelsTest, TallGridsThinOutTheirLabelsAndHoverNamesEveryRow) {
-  VerdictGridView grid;
-  grid.resize(900, 700);
-  grid.show();
-  grid.set_verdict(grid_of(256, 1000));
-  grid.fit_all();
+  show_fitted(256, 1000, QSize(900, 700));
+  auto& grid = grid_;
   ASSERT_LT(grid.row_height(), grid.fontMetrics().height());  // 256 rows at fit-all: ~2 px each
   const auto labelled = grid.labelled_rows();
   ASSERT_GE(labelled.size(), 2U);
