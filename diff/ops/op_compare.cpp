@@ -33,15 +33,20 @@ bool is_collective(std::string_view op) noexcept {
   return ns && op.find("wait_tensor") == std::string_view::npos;
 }
 
-void CollectiveInputs::record(int rank, std::int64_t step, std::string_view op, std::size_t sequence,
-                              bool inputs_differ) {
-  members_[{step, std::string(op), sequence}].emplace_back(rank, inputs_differ);
+std::string_view collective_group(const OpLog& log, const OpRecord& r) noexcept {
+  return r.group != 0 ? log.str(r.group) : std::string_view(kAllRanksGroup);
 }
 
-std::vector<int> CollectiveInputs::ranks_with_differing_inputs(std::int64_t step, std::string_view op,
-                                                               std::size_t sequence, int rank) const {
+void CollectiveInputs::record(int rank, std::int64_t step, std::string_view group, std::string_view op,
+                              std::size_t sequence, bool inputs_differ) {
+  members_[{step, std::string(group), std::string(op), sequence}].emplace_back(rank, inputs_differ);
+}
+
+std::vector<int> CollectiveInputs::ranks_with_differing_inputs(std::int64_t step, std::string_view group,
+                                                               std::string_view op, std::size_t sequence,
+                                                               int rank) const {
   std::vector<int> out;
-  const auto it = members_.find({step, std::string(op), sequence});
+  const auto it = members_.find({step, std::string(group), std::string(op), sequence});
   if (it == members_.end()) return out;
   for (const auto& [r, differ] : it->second) {
     if (r != rank && differ) out.push_back(r);
@@ -111,12 +116,21 @@ bool any_differs(const std::vector<InputCheck>& in) {
                      [](const InputCheck& c) { return c.state == InputState::Differs; });
 }
 
-/// Position of `e` among the collectives of its name in the step (0-based).
+/// Position of `e` among the collectives of its name on its group in the step (0-based).
 std::size_t collective_sequence(const OpSlice& s, std::uint32_t e) {
   const std::string_view op = s.log->op_name(s.at(e));
+  const std::uint32_t group = s.at(e).group;
   std::size_t n = 0;
-  for (std::uint32_t i = 0; i < e; ++i) n += s.log->op_name(s.at(i)) == op ? 1 : 0;
+  for (std::uint32_t i = 0; i < e; ++i) n += s.at(i).group == group && s.log->op_name(s.at(i)) == op ? 1 : 0;
   return n;
+}
+
+/// The members of `e`'s collective (its group's k-th instance of that op) whose inputs differed,
+/// other than `rank`.
+std::vector<int> senders(const CollectiveInputs& table, const StepVerdict& sv, std::uint32_t e, int rank) {
+  const OpRecord& r = sv.eager.at(e);
+  return table.ranks_with_differing_inputs(sv.step, collective_group(*sv.eager.log, r),
+                                           sv.eager.log->op_name(r), collective_sequence(sv.eager, e), rank);
 }
 
 /// The record a divergence of `e` is judged at: a wait's collective (its value is the
@@ -154,8 +168,7 @@ OpDivergence classify(const StepVerdict& sv, std::uint32_t e, int rank, std::int
   } else if (const std::string_view top = sv.eager.log->op_name(sv.eager.at(target)); is_collective(top)) {
     // Provisional (the k-th collective of this name on every rank); judge_op_logs judges it in
     // diff/causality's causal order over the step of every rank.
-    d.from_ranks =
-        table.ranks_with_differing_inputs(sv.step, top, collective_sequence(sv.eager, target), rank);
+    d.from_ranks = senders(table, sv, target, rank);
     d.cause = d.from_ranks.empty() ? OpCause::Origin : OpCause::Received;
     d.collective = static_cast<std::int32_t>(target);
   } else {
@@ -204,8 +217,7 @@ void spread(const StepVerdict& sv, OpDivergence& d, std::size_t max_listed, int 
     const std::uint32_t target = judged_record(sv, o);
     if (seen[target] || any_differs(input_checks(sv, target))) continue;
     if (const std::string_view op = sv.eager.log->op_name(sv.eager.at(target)); is_collective(op)) {
-      if (!table.ranks_with_differing_inputs(sv.step, op, collective_sequence(sv.eager, target), rank)
-               .empty()) {
+      if (!senders(table, sv, target, rank).empty()) {
         ++d.other_received_total;
         if (d.other_received.size() < max_listed) d.other_received.push_back(target);
         carry({target, o});  // what it reaches is propagated, never an origin
@@ -231,6 +243,33 @@ struct CausalStep {
   std::vector<std::vector<std::size_t>> index;  // per rank (as `ranks`), per eager position: its record
   causality::Result result;
 };
+
+/// One side's process groups, as its logs list their members. An unnamed group ("default" when
+/// no log lists it) is the world: every rank either side has logs of (a rank that did not record
+/// the step, or has no logs on one side, makes the collective unknown, never an origin). A named
+/// group no log lists has as members the ranks whose records name it (diff/causality).
+causality::GroupTable group_table(const std::vector<RankVerdict>& verdicts, const std::vector<int>& world,
+                                  bool eager) {
+  causality::GroupTable groups;
+  groups[std::string(kAllRanksGroup)] = {world, "default_pg"};
+  std::set<const OpLog*> seen;
+  std::set<std::string> listed;
+  for (const auto& rv : verdicts) {
+    for (const auto& sv : rv.steps) {
+      const OpLog* log = eager ? sv.eager.log : sv.compiled.log;
+      if (!seen.insert(log).second) continue;
+      // The first log to list a group's members decides for its side (each reader checks its
+      // own file); "default" listed with its members replaces the world.
+      for (const auto& [name, ranks] : log->group_ranks) {
+        std::string key(log->str(name));
+        if (!listed.insert(key).second) continue;
+        const bool all = key == kAllRanksGroup;
+        groups[std::move(key)] = {ranks, all ? "default_pg" : ""};
+      }
+    }
+  }
+  return groups;
+}
 
 CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t step,
                        const std::vector<int>& world) {
@@ -270,7 +309,8 @@ CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t st
       rec.compared = status != ValueStatus::Unhashed;
       rec.differs = status == ValueStatus::Divergent;
       if (is_collective(op)) {
-        rec.comm = causality::Comm{causality::Comm::Kind::Collective, "default", -1};
+        rec.comm =
+            causality::Comm{causality::Comm::Kind::Collective, std::string(collective_group(log, r)), -1};
         if (status == ValueStatus::Unhashed) {
           for (const std::uint32_t c : a.consumers_of(e)) {
             if (log.op_name(sv.eager.at(c)).find("wait_tensor") == std::string_view::npos) continue;
@@ -291,11 +331,8 @@ CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t st
     cs.ranks.push_back(std::move(rr));
     cs.index.push_back(std::move(index));
   }
-  // "default" is the world: every rank either side has logs of (a rank that did not record the
-  // step, or has no logs on one side, makes the collective unknown, never an origin).
-  causality::GroupTable groups;
-  groups["default"] = {world, "default_pg"};
-  cs.result = causality::classify(cs.ranks, groups);
+  cs.result =
+      causality::classify(cs.ranks, group_table(verdicts, world, true), group_table(verdicts, world, false));
   return cs;
 }
 
@@ -366,11 +403,12 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
   CollectiveInputs table;
   for (const auto& rv : out) {
     for (const auto& sv : rv.steps) {
-      std::map<std::string_view, std::size_t> seq;
+      std::map<std::pair<std::string_view, std::string_view>, std::size_t> seq;
       for (std::uint32_t e = 0; e < sv.eager.size(); ++e) {
         const std::string_view op = sv.eager.log->op_name(sv.eager.at(e));
         if (!is_collective(op)) continue;
-        table.record(rv.rank, sv.step, op, seq[op]++, any_differs(input_checks(sv, e)));
+        const std::string_view group = collective_group(*sv.eager.log, sv.eager.at(e));
+        table.record(rv.rank, sv.step, group, op, seq[{group, op}]++, any_differs(input_checks(sv, e)));
       }
     }
   }
@@ -489,6 +527,22 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + s;
 }
 
+/// A collective's group: {name, ranks} (ranks null where the log does not list them).
+json group_json(const OpLog& log, const OpRecord& r) {
+  const auto it = r.group != 0 ? log.group_ranks.find(r.group) : log.group_ranks.end();
+  return {{"name", collective_group(log, r)},
+          {"ranks", it != log.group_ranks.end() ? json(it->second) : json(nullptr)}};
+}
+
+/// " (group '3': ranks 2, 3)" for a collective on a named group other than the world; "".
+std::string group_clause(const OpLog& log, const OpRecord& r) {
+  const std::string_view name = collective_group(log, r);
+  if (name == kAllRanksGroup) return {};
+  const auto it = log.group_ranks.find(r.group);
+  return " (group '" + printable(name) + "'" +
+         (it != log.group_ranks.end() ? ": " + ranks_text(it->second) : "") + ")";
+}
+
 Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const OpDivergence& d,
                            const HashChoice& choice, std::size_t max_listed, bool follow_up) {
   const OpLog& el = *sv.eager.log;
@@ -539,8 +593,8 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
                                : "propagated: its input " + differing.front() + " already differed";
       break;
     case OpCause::Received:
-      msg += "received through " + printable(el.op_name(judged)) + " from " + ranks_text(d.from_ranks) +
-             " (its local inputs are equal, theirs differ)";
+      msg += "received through " + printable(el.op_name(judged)) + group_clause(el, judged) + " from " +
+             ranks_text(d.from_ranks) + " (its local inputs are equal, theirs differ)";
       if (d.origin_rank >= 0)
         msg += ", origin " + printable(d.origin_op) +
                (d.origin_source.empty() ? "" : " at " + printable(d.origin_source)) + " on rank " +
@@ -609,6 +663,7 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
               {"decided_by", choice.text()}};
   if (d.collective >= 0) f.values["collective"] = record_json(el, judged);
   if (!d.causal.is_null()) f.values["causality"] = d.causal;
+  if (is_collective(el.op_name(judged))) f.values["group"] = group_json(el, judged);
   if (d.origin_rank >= 0)
     f.values["origin"] = {{"rank", d.origin_rank},
                           {"op", d.origin_op},
@@ -942,6 +997,10 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                                 {"cause", op_cause_name(first->first->cause)},
                                 {"eager", record_json(*first->eager.log, r)},
                                 {"from_ranks", first->first->from_ranks}};
+      if (first->first->collective >= 0) {
+        const OpRecord& c = first->eager.at(static_cast<std::uint32_t>(first->first->collective));
+        rj["first_divergence"]["group"] = group_json(*first->eager.log, c);
+      }
       if (first->first->origin_rank >= 0)
         rj["first_divergence"]["origin"] = {{"rank", first->first->origin_rank},
                                             {"op", first->first->origin_op},

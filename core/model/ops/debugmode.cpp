@@ -356,6 +356,7 @@ class Reader {
     if (args_ok) {
       zip_args(args_node, input_hash_node, mismatch);
       r.has_input_hashes = input_hash_node != kNone;
+      if (kind == RecordKind::Op) r.group = collective_group(name, args_node);
     } else if (kind == RecordKind::Op) {
       // Unquoted string arguments can hold anything; the outputs still count.
       issue(ln, "arguments not fully readable; input hashes not used");
@@ -368,6 +369,48 @@ class Reader {
     if (mismatch) issue(ln, "hashes do not match the tensors' structure; unmatched hashes not used");
     flush_spec_issue(ln);
     commit(r);
+  }
+
+  /// The process group a collective names in its arguments (string id; 0: none named, all
+  /// ranks). DebugMode prints arguments with str(): a functional collective's group_name is its
+  /// last positional argument, unquoted (`_c10d_functional::all_reduce(t$1: f32[8], sum, 3)`);
+  /// the legacy `c10d_functional::` ops list their ranks (`..., [2, 3], 2)`), named "ranks:2,3"
+  /// with those members. c10d:: ops take a ProcessGroup printed as `ScriptObject <...>`: no name.
+  std::uint32_t collective_group(std::string_view op, std::uint32_t args) {
+    const bool functional = starts_with(op, "_c10d_functional::");
+    const bool legacy = starts_with(op, "c10d_functional::");
+    if ((!functional && !legacy) || contains(op, "wait_tensor")) return 0;
+    const auto& n = arena_.nodes;
+    std::uint32_t last = kNone;
+    for (std::uint32_t c = args + 1; c < n[args].end; c = n[c].end) {
+      if (n[c].key == "group_name") {
+        last = c;
+        break;
+      }
+      if (!n[c].key.empty()) continue;
+      if (legacy && n[c].kind == PyNode::Kind::List && n[c].end > c + 1) {
+        std::vector<int> ranks;
+        for (std::uint32_t x = c + 1; x < n[c].end; x = n[x].end) {
+          std::int64_t v = 0;
+          if (n[x].kind != PyNode::Kind::Int || !parse_py_int64(n[x].text, v) || v < 0 || v > (1 << 24) ||
+              (!ranks.empty() && v <= ranks.back()))
+            return 0;
+          ranks.push_back(static_cast<int>(v));
+        }
+        std::string name = "ranks:";
+        for (std::size_t i = 0; i < ranks.size(); ++i) name += (i ? "," : "") + std::to_string(ranks[i]);
+        const std::uint32_t id = log_.strings.intern(name);
+        log_.group_ranks.emplace(id, std::move(ranks));
+        return id;
+      }
+      last = c;
+    }
+    // The first argument is the tensor, never the group.
+    if (!functional || last == kNone || (last == args + 1 && n[last].key.empty())) return 0;
+    const PyNode& g = n[last];
+    if (g.kind != PyNode::Kind::Int && g.kind != PyNode::Kind::Str && g.kind != PyNode::Kind::Atom) return 0;
+    if (g.text.empty() || g.text.size() > 256) return 0;
+    return log_.strings.intern(g.text);
   }
 
   void find_hash_keys(std::uint32_t dict, std::uint32_t& hash, std::uint32_t& input_hash) {
