@@ -6,7 +6,10 @@ and compiled with aot_autograd, recording every op, and `gparity compare` judges
       forward, step 1, origin, on both ranks (its compiled counterparts the decomposition's ops);
   (c) the wrong decomposition on rank 1 only: rank 1 origin at aten::gelu; rank 0 received
       through the gradient all-reduce from rank 1, whose origin is that gelu, and no origin at
-      all on rank 0 (its other all-reduces are received too).
+      all on rank 0 (its other all-reduces are received too);
+  (d) 4 ranks on a 2x2 mesh (tests/python/op_recorder_mesh.py, ~12 s): each all-reduce's record
+      names its group and members, and the senders of a received divergence are the members of
+      that collective's group (rank 3 origin; rank 2 through TP {2, 3}; ranks 0 and 1 through DP).
 
 Run by ctest with /usr/bin/python3; GPARITY_TORCHOPS and GPARITY_EXE point at the build.
 """
