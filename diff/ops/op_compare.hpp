@@ -31,6 +31,8 @@
 // any constant tensor (weak: never evidence), norm is closeness, not identity (a warning).
 // Exit: 0 parity, 1 divergence or incomplete evidence (damaged lines, a rank or step on one side
 // only), 2 unusable input (no hashes, no common hash function) or nothing compared.
+// Sources: op_verdicts.cpp (judge_op_logs), op_findings.cpp (what the report says of them),
+// op_compare.cpp (compare_op_logs, compare_op_runs).
 
 #include <cstdint>
 #include <map>
