@@ -37,8 +37,6 @@ QPoint label_point(const VerdictGridView& grid, std::size_t row) {
 
 class VerdictGridLabelsTest : public ::testing::Test {
  protected:
-  void SetUp() override { app(); }
-
   // A ranks x nodes grid shown at `size`, fitted in the window as the page opens it.
   void show_fitted(std::size_t ranks, std::size_t nodes, QSize size) {
     grid_.resize(size);
@@ -47,6 +45,9 @@ class VerdictGridLabelsTest : public ::testing::Test {
     grid_.fit_all();
   }
 
+  // The application first: members are built before SetUp, and a widget needs it (ctest runs
+  // each test in a process of its own).
+  QApplication& app_ = app();
   VerdictGridView grid_;
 };
 
