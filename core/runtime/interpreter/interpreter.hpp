@@ -58,6 +58,14 @@ struct InterpretOptions {
   /// aliased argument's storage (the schema says it aliases; `_unsafe_view`) is recorded with no
   /// hash, naming its base (the hashed tensor it lies in) and where it lies in it (model::NodeView).
   bool view_hashes = false;
+  /// Hash CUDA tensors on a low-priority side stream while the graph goes on, the graph on a
+  /// high-priority stream (--node-hash-stream side; DeferredHashOptions): batches of
+  /// `side_batch_bytes`, the shard kernels capped at `side_share` of the GPU's resident hash
+  /// CTAs; the graph's stream waits for the hashes only before an op that writes in place, a
+  /// collective, and at the end of the run. Off: the hashes run on the graph's own stream.
+  bool hash_side_stream = false;
+  double side_share = 0.25;
+  std::int64_t side_batch_bytes = std::int64_t{64} << 20;
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
