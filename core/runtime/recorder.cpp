@@ -286,26 +286,19 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
     im.release_done();
     const auto compute = c10::cuda::getCurrentCUDAStream(device.index());
     const auto side = *im.side;
-    // XXH3's contiguous copies are made on the current stream (they are written by the graph's
-    // stream order), then the side stream starts where the current stream is.
-    const auto start_side = [&] {
+    // XXH3's contiguous copies are made on the current stream (in the graph's order), then the
+    // side stream starts where the current stream is: once a group, after that group's copies.
+    const std::function<void()> start_side = [&] {
       at::cuda::CUDAEvent ready;
       ready.record(compute);
       ready.block(side);
     };
     Impl::InFlight f;
-    bool started = false;
     try {
       for (int with = 0; with < 2; ++with) {
         if (group[with].empty()) continue;
-        std::function<void()> before;
-        if (!started)
-          before = [&] {
-            start_side();
-            started = true;
-          };
         enqueue_cuda(group[with], placements[with], words + 2 * (with == 0 ? 0 : group[0].size()),
-                     side.stream(), f.keep, with == 1, im.opt.spec, before, im.max_ctas);
+                     side.stream(), f.keep, with == 1, im.opt.spec, start_side, im.max_ctas);
       }
       f.done.record(side);
     } catch (...) {
