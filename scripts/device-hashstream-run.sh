@@ -48,9 +48,11 @@ bench() {  # name args...
   say "bench $name ($t s left)"
   rm -rf /tmp/gparity-bench-trace
   TORCH_TRACE=/tmp/gparity-bench-trace CUDA_VISIBLE_DEVICES=0 timeout "$t" python3 "$carry/src/bench/replay_gpu_bench.py" \
-    --gparity "$G" --trace /tmp/gparity-bench-trace --out "$out/bench_$name.json" --rounds 1 --no-full \
+    --gparity "$G" --trace /tmp/gparity-bench-trace --out "/tmp/hashstream/bench_$name.json" --rounds 1 --no-full \
     "${variants[@]}" "$@" 2>&1 | tee "$out/bench_$name.txt" | grep -vE "^\s*$" | tail -20
+  cp "/tmp/hashstream/bench_$name.json" "$out/" 2>/dev/null  # not the run folders beside it
 }
+mkdir -p /tmp/hashstream
 if want 2; then bench dim2048; fi
 if want 3; then bench dim4096 --dim 4096 --heads 32 --hidden 16384 --goal 0.15; fi
 say "done ($(left) s left)"
