@@ -49,7 +49,8 @@ struct InterpretOptions {
   bool hash = true;            // hash every node's tensors (on_node gets the records)
   /// XXH3-64 of every node's tensors besides the shard-invariant hash (--node-hash both). Off by
   /// default (issue 24): on a GPU XXH3's scramble chain is sequential per tensor (~16 ns a KiB),
-  /// so one large tensor's chain can take longer than the whole graph.
+  /// so one large tensor's chain can take longer than the whole graph. The graph's outputs (and the
+  /// nodes they name) carry XXH3 whatever this says, unless they are views (issue 24).
   bool node_xxh3 = false;
   /// The shard hash's spec for node records (docs/hashing.md); each record names it in
   /// "shard_spec". `gparity replay` asks for v2 (--node-hash-spec, issue 24); v1 unless asked.
