@@ -61,22 +61,63 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
 void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& words, std::int64_t first,
                       bool xxh3 = true, hash::ShardSpec spec = hash::ShardSpec::V1);
 
-/// Hashes of CUDA tensors enqueued on the device's current stream into device memory and read
-/// back all at once: hashing every tensor of a stream of work (each node of a replayed graph)
-/// without a wait per tensor. Each tensor is hashed whole; with xxh3 off only the shard-invariant
-/// hash is computed (XXH3's scramble chain is sequential per tensor: ~30 GB/s on one large
-/// buffer, docs/performance.md) and BlockHashes::xxh3 stays 0.
+/// How DeferredHashes runs its kernels.
+struct DeferredHashOptions {
+  /// XXH3-64 of every tensor besides the shard hash (enqueue can ask it for some tensors only).
+  bool xxh3 = true;
+  hash::ShardSpec spec = hash::ShardSpec::V1;
+  /// Hash on a low-priority stream of its own instead of the current stream, so that the hashes
+  /// of one batch run beside the work enqueued after it (the graph's next nodes) instead of
+  /// before it. The side stream starts each batch where the current stream is at its enqueue;
+  /// the tensors are kept alive until their hashes are done; the current stream waits for the
+  /// hashes only in wait_on_device() and collect(). Under CUDA graph capture everything stays on
+  /// the current stream. Needs LibTorch with CUDA (otherwise the current stream is used).
+  bool side_stream = false;
+  /// With side_stream: the share of the device's resident hash CTAs (shard_hash_cuda_resident_ctas)
+  /// the side stream's kernels may use, in (0, 1]; 1: no cap. A kernel that fills every SM would
+  /// make the current stream's kernels queue behind it.
+  double side_share = 0.25;
+};
+
+/// Hashes of CUDA tensors enqueued on the device's current stream (or a side stream:
+/// DeferredHashOptions) into device memory and read back all at once: hashing every tensor of a
+/// stream of work (each node of a replayed graph) without a wait per tensor. Each tensor is
+/// hashed whole; with xxh3 off only the shard-invariant hash is computed (XXH3's scramble chain is
+/// sequential per tensor: ~30 GB/s on one large buffer, docs/performance.md) and
+/// BlockHashes::xxh3 stays 0.
 class DeferredHashes {
  public:
   explicit DeferredHashes(bool xxh3 = true, hash::ShardSpec spec = hash::ShardSpec::V1);
+  explicit DeferredHashes(const DeferredHashOptions& options);
   ~DeferredHashes();
   DeferredHashes(const DeferredHashes&) = delete;
   DeferredHashes& operator=(const DeferredHashes&) = delete;
   /// Enqueues the hashes of `tensors` (CUDA, one device); returns the first one's position in
-  /// what collect() returns.
-  std::size_t enqueue(std::span<const at::Tensor> tensors);
+  /// what collect() returns. `xxh3_too` (empty, or one flag a tensor): tensors whose flag is set
+  /// get XXH3 even when the options leave it off (a replayed graph's outputs).
+  std::size_t enqueue(std::span<const at::Tensor> tensors, std::span<const std::uint8_t> xxh3_too = {});
+  /// The current stream waits, on the device, for every hash enqueued so far (call before
+  /// anything writes a tensor that was enqueued). Nothing to do without a side stream.
+  void wait_on_device();
   /// Waits for the hashes and returns them in enqueue order; starts over.
   std::vector<BlockHashes> collect();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// While alive, PyTorch's current stream on `device` ("cuda:N") is a high-priority stream of its
+/// pool, joined to the stream that was current at both ends (it starts where that one is; that
+/// one waits for it at the end): the work of a replayed graph then goes before the hashes of a
+/// low-priority side stream when both wait for an SM. Does nothing when `enabled` is false, the
+/// device is not CUDA, LibTorch has no CUDA, or the current stream is being captured.
+class PriorityStreamScope {
+ public:
+  PriorityStreamScope(const std::string& device, bool enabled);
+  ~PriorityStreamScope();
+  PriorityStreamScope(const PriorityStreamScope&) = delete;
+  PriorityStreamScope& operator=(const PriorityStreamScope&) = delete;
 
  private:
   struct Impl;

@@ -122,6 +122,62 @@ TEST(DeferredHashes, HashesSeeTheTensorsAsEnqueued) {
   EXPECT_EQ(scratch.sum().item<double>(), 7.0 * 64 * 33);
 }
 
+// Spec v2 node hashes on the GPU (DeferredHashes, as `gparity replay` enqueues them) equal the
+// CPU's for the same values, for every element size (f64 / i64: v1's term; f32, bf16, f16, u8,
+// bool) and for strided and offset blocks, on the graph's stream and on a side stream with a
+// capped grid; tensors flagged xxh3_too get XXH3 beside the shard hash, the others none. On the
+// side stream, a tensor freed right after its enqueue and one overwritten in place after
+// wait_on_device() are still hashed as they were. Skips without a GPU.
+TEST(DeferredHashes, SideStreamHashesEqualTheSameStreamsAndTheCpus) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): GPU hashing not run";
+  const auto big_cpu = sample({1024, 4096});  // 16 MiB: the capped grid walks it in many steps
+  const std::vector<at::Tensor> cpu = {big_cpu,
+                                       big_cpu.t(),
+                                       big_cpu.narrow(1, 5, 3000),
+                                       sample({513, 700}, at::kBFloat16),
+                                       sample({513, 700}, at::kBFloat16).t(),
+                                       sample({77, 129}, at::kHalf),
+                                       sample({4099}).mul(100).abs().to(at::kByte),
+                                       sample({1001}).gt(0),
+                                       sample({333, 3}, at::kDouble),
+                                       sample({999}).mul(1000).to(at::kLong),
+                                       sample({1})};
+  const auto want = hash_blocks(cpu, {}, {}, hash::ShardSpec::V2);
+  std::vector<std::uint8_t> outputs(cpu.size(), 0);
+  for (std::size_t i = 0; i < cpu.size(); i += 3) outputs[i] = 1;  // some with XXH3 too
+  for (const bool side : {false, true}) {
+    auto big = big_cpu.to(at::kCUDA);
+    std::vector<at::Tensor> gpu;
+    for (const auto& c : cpu) gpu.push_back(c.to(at::kCUDA));
+    gpu[0] = big;
+    gpu[1] = big.t();
+    gpu[2] = big.narrow(1, 5, 3000);
+    gpu[4] = gpu[3].t();
+    DeferredHashes deferred(DeferredHashOptions{
+        .xxh3 = false, .spec = hash::ShardSpec::V2, .side_stream = side, .side_share = 0.02});
+    // In three batches, as the interpreter enqueues them; the last one from a temporary.
+    EXPECT_EQ(deferred.enqueue(std::span(gpu).first(4), std::span(outputs).first(4)), 0u);
+    EXPECT_EQ(deferred.enqueue(std::span(gpu).subspan(4, 6), std::span(outputs).subspan(4, 6)), 4u);
+    {
+      const std::vector<at::Tensor> last = {cpu.back().to(at::kCUDA) * 1};
+      EXPECT_EQ(deferred.enqueue(last, std::span(outputs).last(1)), 10u);
+    }
+    const auto scratch = at::full({1}, 7.0, big.options());  // may take the temporary's block
+    deferred.wait_on_device();
+    big.add_(1.0);  // after the wait: the hashes saw the values before it
+    const auto got = deferred.collect();
+    ASSERT_EQ(got.size(), cpu.size());
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_EQ(got[i].shard, want[i].shard) << (side ? "side" : "same") << " stream, tensor " << i;
+      EXPECT_EQ(got[i].xxh3, outputs[i] ? want[i].xxh3 : 0)
+          << (side ? "side" : "same") << " stream, tensor " << i;
+    }
+    EXPECT_TRUE(deferred.collect().empty());
+    EXPECT_EQ(scratch.item<double>(), 7.0);
+  }
+  EXPECT_THROW(DeferredHashes(DeferredHashOptions{.side_share = 0}), std::invalid_argument);
+}
+
 TEST(TraceScalar, KeepsTheBitsOfItsDtype) {
   const auto s = trace_scalar(at::full({}, -0.0, at::kFloat));
   EXPECT_EQ(s.bits, 0x80000000u);
