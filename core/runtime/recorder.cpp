@@ -2,13 +2,18 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/runtime/clock.hpp"
 #include "core/runtime/dtype_map.hpp"
@@ -23,6 +28,7 @@
 #endif
 #if GPARITY_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -446,41 +452,188 @@ BlockHashes hash_block(const at::Tensor& local, std::span<const std::int64_t> of
   return hash_blocks(std::span<const at::Tensor>(&local, 1), o, g, spec).front();
 }
 
-#if GPARITY_ASYNC_RECORDER
-struct Recorder::SideStream {
-  c10::cuda::CUDAStream stream;
+// ---- Profile: where the recorder's host time goes (GPARITY_RECORDER_PROFILE=1) ----
+
+namespace {
+
+enum class Phase : std::size_t {
+  Poll,      // cudaEventQuery of pending steps' "done" events
+  Wait,      // blocking on a step's "done" (a full queue, flush, a synchronous step after async ones)
+  Read,      // the pinned words and scalars into the step record
+  Write,     // TraceWriter::write_step: the JSON line, its write and flush
+  Release,   // dropping the tensors a collected step kept alive
+  Prepare,   // device and alignment checks, placements, buffers (first step: their allocation)
+  Order,     // the side stream waits for the training stream (event record + stream wait)
+  Zero,      // cudaMemsetAsync of the step's device words
+  Hash,      // enqueue_cuda: the hash kernels' launches
+  Copy,      // cudaMemcpyAsync of the words and scalars into pinned memory
+  Done,      // the step's "done" event record
+  Fence,     // before_update: the training stream waits for the newest step's "done"
+  SyncHash,  // step(): hash_blocks on the calling thread (waits for the device)
+  Count
+};
+constexpr std::size_t kPhases = static_cast<std::size_t>(Phase::Count);
+constexpr std::array<const char*, kPhases> kPhaseNames = {"poll",    "wait",  "read",     "write", "release",
+                                                          "prepare", "order", "zero",     "hash",  "copy",
+                                                          "done",    "fence", "sync_hash"};
+
+bool profile_requested() {
+  const char* v = std::getenv("GPARITY_RECORDER_PROFILE");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
+}  // namespace
+
+struct Recorder::Profile {
+  using Phases = std::array<std::int64_t, kPhases>;
+  Phases current{};                // phases since the last step ended
+  std::int64_t current_total = 0;  // time inside the recorder's public calls since then
+  std::vector<Phases> steps;
+  std::vector<std::int64_t> totals;
+  std::int64_t async_steps = 0, sync_steps = 0, full_queue_waits = 0;
+  std::size_t max_pending = 0;
+
+  void add(Phase phase, std::int64_t ns) { current[static_cast<std::size_t>(phase)] += ns; }
+  void end_step(bool async) {
+    steps.push_back(current);
+    totals.push_back(current_total);
+    current = {};
+    current_total = 0;
+    ++(async ? async_steps : sync_steps);
+  }
+  void print(int rank) const {
+    std::fprintf(
+        stderr,
+        "gparity recorder profile, rank %d: %zu steps (%lld async, %lld sync), %lld waits for a full "
+        "queue, at most %zu pending\n"
+        "  host us in the recorder per step: median of steps 2.., first step, after the last step\n",
+        rank, steps.size(), static_cast<long long>(async_steps), static_cast<long long>(sync_steps),
+        static_cast<long long>(full_queue_waits), max_pending);
+    const auto row = [&](const char* name, const auto& value_of, std::int64_t tail) {
+      std::vector<double> later;
+      for (std::size_t s = 1; s < steps.size(); ++s) later.push_back(static_cast<double>(value_of(s)) / 1e3);
+      const double first = steps.empty() ? 0.0 : static_cast<double>(value_of(0)) / 1e3;
+      std::fprintf(stderr, "  %-10s %10.1f %10.1f %10.1f\n", name, median(later), first,
+                   static_cast<double>(tail) / 1e3);
+    };
+    row(
+        "total", [&](std::size_t s) { return totals[s]; }, current_total);
+    for (std::size_t p = 0; p < kPhases; ++p) {
+      std::int64_t sum = current[p];
+      for (const auto& s : steps) sum += s[p];
+      if (sum == 0) continue;
+      row(
+          kPhaseNames[p], [&](std::size_t s) { return steps[s][p]; }, current[p]);
+    }
+    std::fflush(stderr);
+  }
 };
 
-/// One enqueued step. Everything the side stream reads or writes is held here until `done` has
-/// been observed, so PyTorch's caching allocator cannot hand that memory to other work first.
-struct Recorder::Pending {
-  model::StepRecord rec;
-  std::vector<std::string> prefixes;  // one per hashed group, table_.size() tensors each
-  at::Tensor words_host;              // pinned: 2 words per hashed tensor
-  at::Tensor loss_host, norm_host;    // pinned copies of the scalars (undefined: not recorded)
-  std::vector<at::Tensor> keep;
-  at::cuda::CUDAEvent done;
-  c10::DeviceIndex device = 0;
-  bool training_waits = false;  // before_update() made the training stream wait on `done`
-  std::int64_t cost_ns = 0;
+namespace {
+
+/// Adds the time from construction to destruction (or stop()) to one phase of the profile, if
+/// any (a template: Recorder::Profile is private to the recorder).
+template <class Profile>
+class PhaseTimer {
+ public:
+  PhaseTimer(Profile* profile, Phase phase)
+      : profile_(profile), phase_(phase), start_(profile ? now_ns() : 0) {}
+  ~PhaseTimer() { stop(); }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+  void stop() {
+    if (profile_) profile_->add(phase_, now_ns() - start_);
+    profile_ = nullptr;
+  }
+
+ private:
+  Profile* profile_;
+  Phase phase_;
+  std::int64_t start_;
+};
+
+}  // namespace
+
+// ---- Recorder ----
+
+#if GPARITY_ASYNC_RECORDER
+namespace {
+/// A scalar (loss, grad norm) copied to the host by its bits: how they read back.
+struct ScalarBits {
+  model::DType dtype;
+  std::size_t bytes;
+};
+}  // namespace
+
+/// The asynchronous path's state. Steps are enqueued into a ring of kMaxPendingSteps slots and
+/// collected oldest first; a slot is reused only after its "done" event has been observed, so
+/// its part of the device words and of the pinned host buffer, its event and the tensors it
+/// keeps alive (PyTorch's caching allocator could otherwise hand their memory to other work
+/// while the side stream still reads it) are free by then.
+struct Recorder::Async {
+  struct Slot {
+    model::StepRecord rec;
+    std::vector<std::string> prefixes;     // one per hashed group, table_.size() tensors each
+    std::vector<at::Tensor> tensors;       // the hashed tensors (kept alive; capacity reused)
+    std::vector<at::Tensor> keep;          // scalars and contiguous copies, kept alive
+    std::size_t hashed = 0;                // tensors hashed (2 words each)
+    std::optional<ScalarBits> loss, norm;  // copied by their bits into the last two pinned words
+    at::cuda::CUDAEvent done;
+    bool training_waits = false;  // before_update() made the training stream wait on `done`
+    std::int64_t cost_ns = 0;
+  };
+  Async(c10::cuda::CUDAStream side_stream, c10::DeviceIndex device_index)
+      : side(side_stream), device(device_index) {}
+  c10::cuda::CUDAStream side;
+  c10::DeviceIndex device;
+  at::cuda::CUDAEvent ready;  // re-recorded every step: the training stream's position
+  std::array<Slot, kMaxPendingSteps> slots;
+  std::size_t first = 0, count = 0;  // pending: slots[first], ... (count of them, ring order)
+  // Per slot: `stride` words on the device; stride + 2 pinned words on the host (the last two:
+  // the loss and grad norm bits). Reallocated (with nothing pending) only when a step needs more.
+  std::size_t stride = 0;
+  at::Tensor device_words, host_words;
+  std::vector<Placed> placements;  // by position in the step's tensors; cleared by params()
+
+  Slot& oldest() { return slots[first]; }
+  Slot& newest() { return slots[(first + count - 1) % kMaxPendingSteps]; }
+  std::size_t next_index() const { return (first + count) % kMaxPendingSteps; }
+  std::int64_t* host_slot(std::size_t index) {
+    return host_words.data_ptr<std::int64_t>() + index * (stride + 2);
+  }
 };
 #else
-struct Recorder::SideStream {};
-struct Recorder::Pending {};
+struct Recorder::Async {};
 #endif
 
-Recorder::Recorder(const std::filesystem::path& run_dir, int rank) : writer_(run_dir, rank) {}
+Recorder::Recorder(const std::filesystem::path& run_dir, int rank)
+    : writer_(run_dir, rank),
+      rank_(rank),
+      profile_(profile_requested() ? std::make_unique<Profile>() : nullptr) {}
 
 Recorder::~Recorder() {
   try {
     flush();
   } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; the trace keeps what it had
   }
+#if GPARITY_ASYNC_RECORDER
+  // Nothing enqueued may outlive the buffers it writes (a failed flush leaves steps pending).
+  if (async_) {
+    try {
+      async_->side.synchronize();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): as above
+    }
+  }
+#endif
+  if (profile_) profile_->print(rank_);
 }
 
 void Recorder::params(std::vector<model::ParamInfo> table) {
   flush();  // a pending step is aligned with the table it was enqueued under
   table_ = std::move(table);
+#if GPARITY_ASYNC_RECORDER
+  if (async_) async_->placements.clear();  // they hold the old table's offsets
+#endif
   writer_.write_params(model::ParamsRecord{table_, nlohmann::json::object()});
 }
 
@@ -506,6 +659,8 @@ void Recorder::add_hashes(std::span<const BlockHashes> hashes, const std::string
                           model::StepRecord& out) const {
   model::HashArray xxh{prefix + ".xxh3", {}};
   model::HashArray shard{prefix + ".shard", {}};
+  xxh.values.reserve(hashes.size());
+  shard.values.reserve(hashes.size());
   for (std::size_t i = 0; i < hashes.size(); ++i) {
     const auto& info = table_[i];
     const auto& h = hashes[i];
@@ -519,17 +674,31 @@ void Recorder::add_hashes(std::span<const BlockHashes> hashes, const std::string
 
 std::int64_t Recorder::step(const StepTensors& t) {
   const std::int64_t start = now_ns();
-  flush();  // records stay in step order
+  drain(pending_steps());  // records stay in step order
+  const std::int64_t own_start = now_ns();
   model::StepRecord rec;
   rec.step = t.step;
-  if (t.loss) rec.loss = trace_scalar(*t.loss);
-  if (t.grad_norm) rec.grad_norm = trace_scalar(*t.grad_norm);
-  hash_all(t.params, "param", rec);
-  hash_all(t.grads, "grad", rec);
-  for (const auto& [name, states] : t.optim) hash_all(states, "optim." + name, rec);
-  const std::int64_t cost = now_ns() - start;
+  {
+    const PhaseTimer timer(profile_.get(), Phase::Read);
+    if (t.loss) rec.loss = trace_scalar(*t.loss);
+    if (t.grad_norm) rec.grad_norm = trace_scalar(*t.grad_norm);
+  }
+  {
+    const PhaseTimer timer(profile_.get(), Phase::SyncHash);
+    hash_all(t.params, "param", rec);
+    hash_all(t.grads, "grad", rec);
+    for (const auto& [name, states] : t.optim) hash_all(states, "optim." + name, rec);
+  }
+  const std::int64_t cost = now_ns() - own_start;
   rec.extra["recorder_ns"] = cost;
-  writer_.write_step(rec);
+  {
+    const PhaseTimer timer(profile_.get(), Phase::Write);
+    writer_.write_step(rec);
+  }
+  if (profile_) {
+    profile_->current_total += now_ns() - start;
+    profile_->end_step(/*async=*/false);
+  }
   return cost;
 }
 
@@ -554,110 +723,243 @@ std::optional<at::Device> one_cuda_device(const StepTensors& t) {
   return device;
 }
 
-at::Tensor pinned_copy(const at::Tensor& device_scalar) {
-  auto host = at::empty(device_scalar.sizes(), device_scalar.options().device(at::kCPU).pinned_memory(true));
-  host.copy_(device_scalar, /*non_blocking=*/true);
-  return host;
+/// How a scalar the recorder copies to the host by its bits reads back (what trace_scalar
+/// rejects, rejected here, at enqueue time).
+ScalarBits scalar_bits(const at::Tensor& scalar) {
+  if (scalar.numel() != 1) throw std::invalid_argument("trace_scalar: tensor has more than one element");
+  const model::DType d = trace_dtype(scalar);
+  if (scalar.element_size() > 8) throw std::invalid_argument("trace_scalar: element wider than 64 bits");
+  return {d, static_cast<std::size_t>(scalar.element_size())};
+}
+
+model::TraceScalar scalar_from(const std::int64_t* word, const ScalarBits& scalar) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, word, scalar.bytes);
+  return model::TraceScalar::from_bits(bits, scalar.dtype);
+}
+
+bool same_layout(const Placed& p, const at::Tensor& t) {
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  return std::equal(p.shape.begin(), p.shape.end(), sizes.begin(), sizes.end()) &&
+         std::equal(p.stride.begin(), p.stride.end(), strides.begin(), strides.end());
 }
 
 }  // namespace
+
+std::size_t Recorder::pending_steps() const noexcept {
+  return async_ ? async_->count : 0;
+}
 
 std::int64_t Recorder::step_async(const StepTensors& t) {
   const auto device = one_cuda_device(t);
   if (!device) return step(t);
   const std::int64_t start = now_ns();
-  const std::int64_t flushed = flush();
+  Profile* const prof = profile_.get();
+  if (async_ && async_->device != device->index()) {
+    drain(async_->count);
+    async_->side.synchronize();
+    async_.reset();
+  }
+  drain(0);  // every earlier step whose hashes are back: written now, oldest first
+  const std::int64_t own_start = now_ns();
+  PhaseTimer prepare(prof, Phase::Prepare);
   check_aligned(t.params, "param");
   check_aligned(t.grads, "grad");
   for (const auto& [name, states] : t.optim) check_aligned(states, "optim." + name);
+  const auto loss_bits = t.loss ? std::optional(scalar_bits(*t.loss)) : std::nullopt;
+  const auto norm_bits = t.grad_norm ? std::optional(scalar_bits(*t.grad_norm)) : std::nullopt;
 
-  if (!side_)
-    side_ = std::make_unique<SideStream>(SideStream{c10::cuda::getStreamFromPool(false, device->index())});
-  const auto side = side_->stream;
-  const auto training = c10::cuda::getCurrentCUDAStream(device->index());
-  auto p = std::make_unique<Pending>();
-  p->rec.step = t.step;
-  p->device = device->index();
-  std::vector<at::Tensor> tensors;
-  std::vector<Placed> placements;
+  if (!async_)
+    async_ = std::make_unique<Async>(c10::cuda::getStreamFromPool(false, device->index()), device->index());
+  Async& a = *async_;
+  std::size_t groups = (t.params.empty() ? 0 : 1) + (t.grads.empty() ? 0 : 1);
+  for (const auto& [name, states] : t.optim) groups += states.empty() ? 0 : 1;
+  const std::size_t hashed = groups * table_.size();
+  if (2 * hashed > a.stride || !a.host_words.defined()) {
+    // Bigger buffers (the first step, or a bigger table): with nothing pending, as slots' data
+    // moves. The words per slot only ever grow.
+    prepare.stop();
+    drain(a.count);
+    PhaseTimer grow(prof, Phase::Prepare);
+    a.stride = std::max(a.stride, 2 * hashed);
+    a.first = 0;
+    const c10::cuda::CUDAStreamGuard guard(a.side);  // the device words belong to the side stream
+    a.device_words =
+        at::empty({static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxPendingSteps * a.stride))},
+                  at::TensorOptions().dtype(at::kLong).device(*device));
+    a.host_words = at::empty({static_cast<std::int64_t>(kMaxPendingSteps * (a.stride + 2))},
+                             at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+  }
+  if (a.count == kMaxPendingSteps) {  // the host waits only here: too many steps out
+    prepare.stop();
+    if (prof) ++prof->full_queue_waits;
+    drain(1);
+  }
+  prepare.stop();
+  PhaseTimer placing(prof, Phase::Prepare);
+  const std::size_t index = a.next_index();
+  auto& s = a.slots[index];
+  s.rec = model::StepRecord{};
+  s.rec.step = t.step;
+  s.prefixes.clear();
+  s.tensors.clear();
+  s.keep.clear();
+  s.hashed = hashed;
+  s.loss = loss_bits;
+  s.norm = norm_bits;
+  s.training_waits = false;
+  if (a.placements.size() > hashed) a.placements.resize(hashed);
   const auto add_group = [&](std::span<const at::Tensor> group, std::string prefix) {
     if (group.empty()) return;
     for (std::size_t i = 0; i < group.size(); ++i) {
-      tensors.push_back(group[i]);
-      placements.push_back(placed(group[i], table_[i].local_offsets, table_[i].global_shape));
+      const std::size_t at_index = s.tensors.size();
+      s.tensors.push_back(group[i]);
+      if (at_index < a.placements.size() && same_layout(a.placements[at_index], group[i])) continue;
+      auto p = placed(group[i], table_[i].local_offsets, table_[i].global_shape);
+      if (at_index < a.placements.size())
+        a.placements[at_index] = std::move(p);
+      else
+        a.placements.push_back(std::move(p));
     }
-    p->prefixes.push_back(std::move(prefix));
+    s.prefixes.push_back(std::move(prefix));
   };
   add_group(t.params, "param");
   add_group(t.grads, "grad");
   for (const auto& [name, states] : t.optim) add_group(states, "optim." + name);
+  placing.stop();
 
-  at::cuda::CUDAEvent ready;
-  ready.record(training);
-  ready.block(side);  // the side stream starts where the training stream is now
+  const auto side = a.side;
+  const auto training = c10::cuda::getCurrentCUDAStream(device->index());
+  {
+    const PhaseTimer timer(prof, Phase::Order);
+    a.ready.record(training);
+    a.ready.block(side);  // the side stream starts where the training stream is now
+  }
+  std::int64_t* const host = a.host_slot(index);
   try {
     const c10::cuda::CUDAStreamGuard guard(side);  // PyTorch's allocations and copies below go on `side`
-    if (!tensors.empty()) {
-      auto words = hash_words(static_cast<std::int64_t>(tensors.size()), *device);
-      enqueue_cuda(tensors, placements, words_of(words), side.stream(), p->keep);
-      p->words_host = pinned_copy(words);
-      p->keep.push_back(std::move(words));
+    if (hashed > 0) {
+      auto* words =
+          reinterpret_cast<std::uint64_t*>(a.device_words.data_ptr<std::int64_t>()) + index * a.stride;
+      {
+        const PhaseTimer timer(prof, Phase::Zero);
+        C10_CUDA_CHECK(cudaMemsetAsync(words, 0, 2 * hashed * sizeof(std::uint64_t), side.stream()));
+      }
+      {
+        const PhaseTimer timer(prof, Phase::Hash);
+        enqueue_cuda(s.tensors, a.placements, words, side.stream(), s.keep);
+      }
+      const PhaseTimer timer(prof, Phase::Copy);
+      C10_CUDA_CHECK(cudaMemcpyAsync(host, words, 2 * hashed * sizeof(std::uint64_t), cudaMemcpyDeviceToHost,
+                                     side.stream()));
     }
-    if (t.loss) p->loss_host = pinned_copy(*t.loss);
-    if (t.grad_norm) p->norm_host = pinned_copy(*t.grad_norm);
-    p->done.record(side);
+    {
+      const PhaseTimer timer(prof, Phase::Copy);
+      if (t.loss)
+        C10_CUDA_CHECK(cudaMemcpyAsync(host + a.stride, t.loss->data_ptr(), t.loss->element_size(),
+                                       cudaMemcpyDeviceToHost, side.stream()));
+      if (t.grad_norm)
+        C10_CUDA_CHECK(cudaMemcpyAsync(host + a.stride + 1, t.grad_norm->data_ptr(),
+                                       t.grad_norm->element_size(), cudaMemcpyDeviceToHost, side.stream()));
+    }
+    const PhaseTimer timer(prof, Phase::Done);
+    s.done.record(side);
   } catch (...) {
     side.synchronize();  // nothing enqueued may outlive the tensors it reads
+    s.tensors.clear();
+    s.keep.clear();
     throw;
   }
-  for (auto& x : tensors) p->keep.push_back(std::move(x));
-  if (t.loss) p->keep.push_back(*t.loss);
-  if (t.grad_norm) p->keep.push_back(*t.grad_norm);
-  const std::int64_t cost = now_ns() - start;
-  p->cost_ns = cost - flushed;  // the flush is charged to the step it wrote
-  pending_ = std::move(p);
-  return cost;
+  if (t.loss) s.keep.push_back(*t.loss);
+  if (t.grad_norm) s.keep.push_back(*t.grad_norm);
+  ++a.count;
+  const std::int64_t end = now_ns();
+  s.cost_ns = end - own_start;  // earlier steps' collection above is charged to them
+  if (prof) {
+    prof->max_pending = std::max(prof->max_pending, a.count);
+    prof->current_total += end - start;
+    prof->end_step(/*async=*/true);
+  }
+  return end - start;
 }
 
 std::int64_t Recorder::before_update() {
-  if (!pending_) return 0;
+  if (!async_ || async_->count == 0) return 0;
   const std::int64_t start = now_ns();
-  if (!pending_->training_waits) {
-    pending_->done.block(c10::cuda::getCurrentCUDAStream(pending_->device));
-    pending_->training_waits = true;
+  auto& newest = async_->newest();
+  if (!newest.training_waits) {
+    // The side stream runs the steps in order: the newest one's event covers them all.
+    const PhaseTimer timer(profile_.get(), Phase::Fence);
+    newest.done.block(c10::cuda::getCurrentCUDAStream(async_->device));
+    newest.training_waits = true;
   }
-  if (pending_->done.query()) {
-    collect(now_ns() - start);
-  } else {
-    pending_->cost_ns += now_ns() - start;
-  }
-  return now_ns() - start;
+  newest.cost_ns += now_ns() - start;
+  drain(0);
+  const std::int64_t spent = now_ns() - start;
+  if (profile_) profile_->current_total += spent;
+  return spent;
 }
 
 std::int64_t Recorder::flush() {
-  if (!pending_) return 0;
+  if (!async_ || async_->count == 0) return 0;
   const std::int64_t start = now_ns();
-  pending_->done.synchronize();
-  collect(now_ns() - start);
-  return now_ns() - start;
+  drain(async_->count);
+  const std::int64_t spent = now_ns() - start;
+  if (profile_) profile_->current_total += spent;
+  return spent;
 }
 
-void Recorder::collect(std::int64_t extra_ns) {
-  auto p = std::move(pending_);  // gone even if writing throws: a record is written at most once
-  p->done.synchronize();
-  if (p->words_host.defined()) {
-    const auto hashes = unpack(p->words_host.data_ptr<std::int64_t>(), p->words_host.numel() / 2);
-    for (std::size_t g = 0; g < p->prefixes.size(); ++g)
-      add_hashes(std::span(hashes).subspan(g * table_.size(), table_.size()), p->prefixes[g], p->rec);
+void Recorder::drain(std::size_t wait_for) {
+  if (!async_) return;
+  Async& a = *async_;
+  Profile* const prof = profile_.get();
+  while (a.count > 0) {
+    auto& s = a.oldest();
+    const std::int64_t start = now_ns();
+    if (wait_for > 0) {
+      --wait_for;
+      s.done.synchronize();
+      if (prof) prof->add(Phase::Wait, now_ns() - start);
+    } else {
+      const bool done = s.done.query();
+      if (prof) prof->add(Phase::Poll, now_ns() - start);
+      if (!done) {
+        s.cost_ns += now_ns() - start;
+        return;
+      }
+    }
+    const std::size_t index = a.first;
+    // Off the queue first: a record is written at most once, even if writing throws.
+    a.first = (a.first + 1) % kMaxPendingSteps;
+    --a.count;
+    PhaseTimer reading(prof, Phase::Read);
+    const std::int64_t* host = a.host_slot(index);
+    if (s.hashed > 0) {
+      const auto hashes = unpack(host, s.hashed);
+      for (std::size_t g = 0; g < s.prefixes.size(); ++g)
+        add_hashes(std::span(hashes).subspan(g * table_.size(), table_.size()), s.prefixes[g], s.rec);
+    }
+    if (s.loss) s.rec.loss = scalar_from(host + a.stride, *s.loss);
+    if (s.norm) s.rec.grad_norm = scalar_from(host + a.stride + 1, *s.norm);
+    model::StepRecord rec = std::move(s.rec);
+    reading.stop();
+    rec.extra["recorder_ns"] = s.cost_ns + (now_ns() - start);
+    rec.extra["recorder_async"] = true;
+    {
+      const PhaseTimer timer(prof, Phase::Release);
+      s.tensors.clear();
+      s.keep.clear();
+    }
+    const PhaseTimer timer(prof, Phase::Write);
+    writer_.write_step(rec);
   }
-  if (p->loss_host.defined()) p->rec.loss = trace_scalar(p->loss_host);
-  if (p->norm_host.defined()) p->rec.grad_norm = trace_scalar(p->norm_host);
-  p->rec.extra["recorder_ns"] = p->cost_ns + extra_ns;
-  p->rec.extra["recorder_async"] = true;
-  writer_.write_step(p->rec);
 }
 #else
 // Without CUDA hashing every step is recorded synchronously; nothing is ever pending.
+std::size_t Recorder::pending_steps() const noexcept {
+  return 0;
+}
 std::int64_t Recorder::step_async(const StepTensors& t) {
   return step(t);
 }
@@ -667,7 +969,7 @@ std::int64_t Recorder::before_update() {
 std::int64_t Recorder::flush() {
   return 0;
 }
-void Recorder::collect(std::int64_t /*extra_ns*/) {}
+void Recorder::drain(std::size_t /*wait_for*/) {}
 #endif
 
 }  // namespace gparity::runtime

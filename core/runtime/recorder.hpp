@@ -9,10 +9,14 @@
 //
 // Asynchronous CUDA recording (step_async / before_update / flush): a step's hashes run on a side stream
 // after the work already queued on the training stream, and the step record is written once they are back
-// (one step late), so the training stream never waits for the hashes unless it is about to overwrite what
-// they read. Order of calls per step: ... forward, backward ... before_update(); optimizer step;
-// step_async(tensors). flush() (also run by step(), params() and the destructor) writes what is pending.
+// (a step or two late), so the training stream never waits for the hashes unless it is about to overwrite
+// what they read, and the host never waits for them unless kMaxPendingSteps steps are still out. Order of
+// calls per step: ... forward, backward ... before_update(); optimizer step; step_async(tensors). flush()
+// (also run by step(), params() and the destructor) writes what is pending, in step order.
+// GPARITY_RECORDER_PROFILE=1: the destructor prints where the recorder's host time went, per phase and
+// step, to stderr (docs/performance.md, "Recorder overhead on GPU").
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -154,21 +158,29 @@ class Recorder {
   /// for this step in nanoseconds (also written into the record).
   std::int64_t step(const StepTensors& tensors);
 
+  /// Steps step_async keeps in flight before it waits for the oldest one's hashes (gparity run's
+  /// loop never has more than two: its loss.item() waits for the training stream, which waited
+  /// for the previous step's hashes in before_update).
+  static constexpr std::size_t kMaxPendingSteps = 3;
+
   /// Like step(), but when every given tensor (loss and grad norm included) lives on one CUDA
   /// device and this build hashes on CUDA, only enqueues: the hashes and the scalars' copies run
   /// on the recorder's side stream once the training (current) stream has reached this point,
-  /// into pinned host memory, and the record is written by a later call. The tensors must stay
+  /// into pinned host memory, and the record is written by a later call, once its hashes are back
+  /// (earlier steps whose hashes are back are written here first). The tensors must stay
   /// unchanged until before_update() has been called (the recorder keeps them alive). Other
   /// steps are recorded synchronously by step(). Returns the host time spent here.
   std::int64_t step_async(const StepTensors& tensors);
   /// Call right before the tensors given to the last step_async are modified (the next
   /// optimizer step): the current stream waits, on the device, for the pending hashes; the
-  /// record is written now if they are already done. Returns the host time spent here.
+  /// records whose hashes are already back are written now. Returns the host time spent here.
   std::int64_t before_update();
-  /// Waits for the pending hashes, if any, and writes their step record. Returns the time spent.
+  /// Waits for the pending hashes, if any, and writes their step records. Returns the time spent.
   std::int64_t flush();
   /// True while a step record is waiting for its hashes.
-  [[nodiscard]] bool pending() const noexcept { return pending_ != nullptr; }
+  [[nodiscard]] bool pending() const noexcept { return pending_steps() > 0; }
+  /// Step records waiting for their hashes (at most kMaxPendingSteps).
+  [[nodiscard]] std::size_t pending_steps() const noexcept;
 
   void buckets(const model::BucketsRecord& plan) { writer_.write_buckets(plan); }
   void devices(const model::DevicesRecord& devices) { writer_.write_devices(devices); }
@@ -182,14 +194,20 @@ class Recorder {
   void add_hashes(std::span<const BlockHashes> hashes, const std::string& prefix,
                   model::StepRecord& out) const;
 
-  struct Pending;  // an enqueued step (CUDA state and tensors kept alive), see recorder.cpp
-  void collect(std::int64_t extra_ns);
+  // The asynchronous path's state (side stream, events, reused device and pinned buffers, the
+  // queue of enqueued steps with the tensors they keep alive), made on first use; recorder.cpp.
+  struct Async;
+  /// Writes the pending steps whose hashes are back, oldest first, waiting for the oldest
+  /// `wait_for` of them.
+  void drain(std::size_t wait_for);
+  // Host time per phase (GPARITY_RECORDER_PROFILE=1; null otherwise), printed by the destructor.
+  struct Profile;
 
   model::TraceWriter writer_;
   std::vector<model::ParamInfo> table_;
-  std::unique_ptr<Pending> pending_;
-  struct SideStream;  // the recorder's CUDA stream, made on first use
-  std::unique_ptr<SideStream> side_;
+  int rank_ = 0;
+  std::unique_ptr<Async> async_;
+  std::unique_ptr<Profile> profile_;
 };
 
 }  // namespace gparity::runtime

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "core/model/run/trace_reader.hpp"
 #include "core/runtime/debug_model.hpp"
 #include "hash/shard_hash.hpp"
@@ -258,6 +260,7 @@ TEST(AsyncRecorder, CpuStepsAreWrittenAtOnceLikeStep) {
     rec.params({whole_param("w", w)});
     rec.step_async({1, &loss, nullptr, params, {}, {}});
     EXPECT_FALSE(rec.pending());
+    EXPECT_EQ(rec.pending_steps(), 0u);
     EXPECT_EQ(rec.before_update(), 0);
     EXPECT_EQ(read_trace(dir).steps.size(), 1u);
     rec.step({2, &loss, nullptr, params, {}, {}});
@@ -292,9 +295,15 @@ TEST(AsyncRecorder, CudaHashesSeeTheTensorsAsEnqueued) {
     big.add_(1.0);  // the "optimizer step": overwrites what the previous hashes read
     small.mul_(2.0);
     rec.step_async({step, &loss, &norm, params, {}, {}});
-    EXPECT_TRUE(rec.pending());
+    EXPECT_TRUE(rec.pending());  // its own hashes, at least, are still out
+    EXPECT_LE(rec.pending_steps(), Recorder::kMaxPendingSteps);
   }
-  EXPECT_EQ(read_trace(dir).steps.size(), 2u);  // one step late
+  // Earlier steps are written once their hashes are back, and never out of order.
+  const auto written = read_trace(dir).steps.size();
+  EXPECT_LE(written, 2u);
+  EXPECT_EQ(written + rec.pending_steps(), 3u);
+  for (std::size_t i = 0; i < written; ++i)
+    EXPECT_EQ(read_trace(dir).steps[i].step, static_cast<std::int64_t>(i + 1));
   rec.flush();
   EXPECT_FALSE(rec.pending());
   const auto trace = read_trace(dir);
@@ -318,6 +327,108 @@ TEST(AsyncRecorder, CudaHashesSeeTheTensorsAsEnqueued) {
     EXPECT_EQ(xxh->values[1], hash_block(small_want).xxh3) << "step " << step;
     EXPECT_EQ(shard->values[1], hash_block(small_want).shard) << "step " << step;
   }
+}
+
+// CUDA: the host waits for the hashes only when kMaxPendingSteps steps are out; every step is
+// written, in order, with its own hashes and scalars (a bf16 loss keeps its 2-byte bits), also
+// after a bigger params table and more hashed groups have made the recorder regrow its buffers.
+// Skips without a GPU.
+TEST(AsyncRecorder, CudaQueueIsBoundedAndKeepsStepOrder) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): async recording not run";
+  testing::TempDir dir;
+  const auto a_cpu = sample({64, 48});
+  const auto b_cpu = sample({5, 9}, at::kBFloat16);
+  const auto a = a_cpu.to(at::kCUDA);
+  const auto b = b_cpu.to(at::kCUDA);
+  const auto cuda = at::TensorOptions().device(at::kCUDA);
+  const auto loss = at::full({}, -1.25, cuda.dtype(at::kBFloat16));  // bits 0xBFA0
+  const auto norm = at::full({}, 3.0, cuda.dtype(at::kFloat));       // bits 0x40400000
+  const std::vector<at::Tensor> one{a};
+  const std::vector<at::Tensor> two{a, b};
+  const auto ga_cpu = a_cpu.mul(2.0);
+  const auto gb_cpu = b_cpu.add(1.0);
+  const std::vector<at::Tensor> grads{ga_cpu.to(at::kCUDA), gb_cpu.to(at::kCUDA)};
+  constexpr std::int64_t kFirst = 2 * static_cast<std::int64_t>(Recorder::kMaxPendingSteps) + 1;
+  {
+    Recorder rec(dir.path(), 0);
+    rec.params({whole_param("a", a_cpu)});
+    for (std::int64_t step = 1; step <= kFirst; ++step) {
+      rec.step_async({step, &loss, &norm, one, {}, {}});
+      EXPECT_GE(rec.pending_steps(), 1u);
+      EXPECT_LE(rec.pending_steps(), Recorder::kMaxPendingSteps);
+    }
+    rec.params({whole_param("a", a_cpu), whole_param("b", b_cpu)});  // writes what is pending
+    EXPECT_FALSE(rec.pending());
+    rec.step_async({kFirst + 1, &loss, nullptr, two, grads, {}});
+    rec.step_async({kFirst + 2, nullptr, &norm, two, {}, {}});
+  }  // the destructor writes the last ones
+  const auto trace = read_trace(dir);
+  ASSERT_TRUE(trace.issues.empty());
+  ASSERT_EQ(trace.steps.size(), static_cast<std::size_t>(kFirst + 2));
+  const auto ha = hash_block(a_cpu);
+  const auto hb = hash_block(b_cpu);
+  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    const auto& s = trace.steps[i];
+    EXPECT_EQ(s.step, static_cast<std::int64_t>(i + 1));
+    EXPECT_TRUE(s.extra.value("recorder_async", false));
+    const auto* xxh = s.find_hashes("param.xxh3");
+    const auto* shard = s.find_hashes("param.shard");
+    ASSERT_TRUE(xxh && shard) << "step " << s.step;
+    EXPECT_EQ(xxh->values[0], ha.xxh3) << "step " << s.step;
+    EXPECT_EQ(shard->values[0], ha.shard) << "step " << s.step;
+    if (s.step <= kFirst) {
+      EXPECT_EQ(xxh->values.size(), 1u);
+      EXPECT_EQ(s.find_hashes("grad.xxh3"), nullptr);
+    } else {
+      ASSERT_EQ(xxh->values.size(), 2u);
+      EXPECT_EQ(xxh->values[1], hb.xxh3);
+      EXPECT_EQ(shard->values[1], hb.shard);
+    }
+    if (s.step != kFirst + 2) {
+      ASSERT_TRUE(s.loss.has_value());
+      EXPECT_EQ(s.loss->dtype, model::DType::BF16);
+      EXPECT_EQ(s.loss->bits, 0xBFA0u);
+    } else {
+      EXPECT_FALSE(s.loss.has_value());
+    }
+    if (s.step != kFirst + 1) {
+      ASSERT_TRUE(s.grad_norm.has_value());
+      EXPECT_EQ(s.grad_norm->bits, 0x40400000u);
+    } else {
+      EXPECT_FALSE(s.grad_norm.has_value());
+    }
+  }
+  const auto& with_grads = trace.steps[static_cast<std::size_t>(kFirst)];
+  const auto* grad_xxh = with_grads.find_hashes("grad.xxh3");
+  const auto* grad_shard = with_grads.find_hashes("grad.shard");
+  ASSERT_TRUE(grad_xxh && grad_shard);
+  EXPECT_EQ(grad_xxh->values, (std::vector<std::uint64_t>{hash_block(ga_cpu).xxh3, hash_block(gb_cpu).xxh3}));
+  EXPECT_EQ(grad_shard->values,
+            (std::vector<std::uint64_t>{hash_block(ga_cpu).shard, hash_block(gb_cpu).shard}));
+}
+
+// GPARITY_RECORDER_PROFILE=1: the recorder says on stderr, when it goes, where its host time went.
+TEST(Recorder, ProfilePrintsThePhasesOnStderr) {
+  testing::TempDir dir;
+  const auto w = sample({6, 4});
+  const auto loss = at::full({}, 1.0, at::kFloat);
+  const std::vector<at::Tensor> params{w};
+  ::setenv("GPARITY_RECORDER_PROFILE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    Recorder rec(dir.path(), 3);
+    rec.params({whole_param("w", w)});
+    for (std::int64_t step = 1; step <= 3; ++step) rec.step_async({step, &loss, nullptr, params, {}, {}});
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("GPARITY_RECORDER_PROFILE");
+  EXPECT_NE(err.find("gparity recorder profile, rank 3: 3 steps"), std::string::npos) << err;
+  EXPECT_NE(err.find("total"), std::string::npos) << err;
+  EXPECT_NE(err.find("write"), std::string::npos) << err;
+  // Without the variable: nothing.
+  ::testing::internal::CaptureStderr();
+  { Recorder quiet(dir.path(), 4); }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 TEST(DebugModel, LossIsDeterministicAndNearLogVocab) {
