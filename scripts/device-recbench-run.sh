@@ -14,7 +14,7 @@ source "$(dirname "$0")/device-common.sh"
 device_start "$1" "1 2"
 device_nccl_include
 
-build=/tmp/gparity-build
+build=${BUILD:-/tmp/recbench-build}  # not /tmp/gparity-build: a warm machine may hold another checkout's build there
 DEVICE_BUILD_SHOW="gparity runtime:" device_build "$carry" "$build" "$out/build.log" runtime_tests bench_recorder
 
 if want 1; then

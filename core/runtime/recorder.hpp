@@ -9,10 +9,11 @@
 //
 // Asynchronous CUDA recording (step_async / before_update / flush): a step's hashes run on a side stream
 // after the work already queued on the training stream, and the step record is written once they are back
-// (a step or two late), so the training stream never waits for the hashes unless it is about to overwrite
-// what they read, and the host never waits for them unless kMaxPendingSteps steps are still out. Order of
-// calls per step: ... forward, backward ... before_update(); optimizer step; step_async(tensors). flush()
-// (also run by step(), params() and the destructor) writes what is pending, in step order.
+// (a step or two late, by a thread of the recorder's own: the JSON line and its write leave the training
+// thread), so the training stream never waits for the hashes unless it is about to overwrite what they
+// read, and the host never waits for them unless kMaxPendingSteps steps are still out. Order of calls per
+// step: ... forward, backward ... before_update(); optimizer step; step_async(tensors). flush() (also run
+// by step(), params() and the destructor) writes what is pending, in step order, before it returns.
 // GPARITY_RECORDER_PROFILE=1: the destructor prints where the recorder's host time went, per phase and
 // step, to stderr (docs/performance.md, "Recorder overhead on GPU").
 
@@ -175,16 +176,19 @@ class Recorder {
   /// optimizer step): the current stream waits, on the device, for the pending hashes; the
   /// records whose hashes are already back are written now. Returns the host time spent here.
   std::int64_t before_update();
-  /// Waits for the pending hashes, if any, and writes their step records. Returns the time spent.
+  /// Waits for the pending hashes, if any, and writes their step records: every record handed
+  /// to the recorder is in the trace when it returns. Returns the time spent.
   std::int64_t flush();
   /// True while a step record is waiting for its hashes.
   [[nodiscard]] bool pending() const noexcept { return pending_steps() > 0; }
   /// Step records waiting for their hashes (at most kMaxPendingSteps).
   [[nodiscard]] std::size_t pending_steps() const noexcept;
 
-  void buckets(const model::BucketsRecord& plan) { writer_.write_buckets(plan); }
-  void devices(const model::DevicesRecord& devices) { writer_.write_devices(devices); }
-  void event(const model::EventRecord& event) { writer_.write_event(event); }
+  // Written after every step record handed on before them (those of asynchronous steps are
+  // written by a thread of the recorder's own).
+  void buckets(const model::BucketsRecord& plan);
+  void devices(const model::DevicesRecord& devices);
+  void event(const model::EventRecord& event);
 
   [[nodiscard]] const std::vector<model::ParamInfo>& table() const noexcept { return table_; }
 
@@ -197,9 +201,11 @@ class Recorder {
   // The asynchronous path's state (side stream, events, reused device and pinned buffers, the
   // queue of enqueued steps with the tensors they keep alive), made on first use; recorder.cpp.
   struct Async;
-  /// Writes the pending steps whose hashes are back, oldest first, waiting for the oldest
-  /// `wait_for` of them.
+  /// Hands the pending steps whose hashes are back, oldest first, to the step writer, waiting
+  /// for the oldest `wait_for` of them.
   void drain(std::size_t wait_for);
+  /// Waits until the step writer has written everything handed to it (rethrowing its error).
+  void settle_writes();
   // Host time per phase (GPARITY_RECORDER_PROFILE=1; null otherwise), printed by the destructor.
   struct Profile;
 
