@@ -5,46 +5,15 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <tuple>
 
-#include "core/model/base/input_error.hpp"
-#include "core/model/base/path_kind.hpp"
+#include "core/model/formats/torch_trace_dir.hpp"
 #include "core/model/graph/fx_text.hpp"
 
 namespace gparity::diff {
-
-namespace {
-
-/// The logs read_torch_trace_dir reads: a directory's files that look like TORCH_TRACE logs (by
-/// content), or the one file, sorted by name.
-std::vector<std::string> trace_files(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (model::path_kind(path) == model::PathKind::Directory) {
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-      if (model::path_kind(e.path()) != model::PathKind::Regular) continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      std::string head(4096, '\0');
-      in.read(head.data(), static_cast<std::streamsize>(head.size()));
-      head.resize(static_cast<std::size_t>(in.gcount()));
-      if (model::looks_like_torch_trace(head)) files.push_back(e.path().string());
-    }
-    if (ec) throw model::InputError(path, "cannot list the directory: " + ec.message());
-    if (files.empty()) throw model::InputError(path, "no TORCH_TRACE log in the directory");
-  } else {
-    files.push_back(path);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-}  // namespace
 
 RanksInput read_ranks_input(const std::string& path, const GraphNormalization& norm,
                             std::int32_t ranks_per_node, unsigned threads) {
@@ -54,7 +23,7 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
   options.parse_graphs = false;  // graphs go into the sets one at a time, below
   // As read_torch_trace_dir reads, but a log's pages go as soon as it is read, before the next
   // logs are: memory holds the logs in flight, not all of them.
-  const auto files = trace_files(path);
+  const auto files = model::torch_trace_files(path);
   in.trace.path = path;
   in.trace.ranks.resize(files.size());
   using Key = std::tuple<model::CompileId, std::string, std::int32_t>;
@@ -130,15 +99,7 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
     sorted_specs.push_back(std::move(specs[i]));
   }
   in.trace.ranks = std::move(ranks);
-  for (std::size_t i = 1; i < in.trace.ranks.size(); ++i) {
-    const auto& a = in.trace.ranks[i - 1];
-    const auto& b = in.trace.ranks[i];
-    if (b.rank >= 0 && b.rank == a.rank) {
-      throw model::InputError(path, "rank " + std::to_string(b.rank) + " is in two logs: " + a.path +
-                                        " and " + b.path +
-                                        " (a restarted job writes a second log: keep the one to read)");
-    }
-  }
+  model::refuse_rank_in_two_logs(in.trace.ranks, path);
   in.mesh_specs = merge_mesh_specs(sorted_specs);
   for (auto& [key, set] : sets) {
     TraceGraphSet ts;
