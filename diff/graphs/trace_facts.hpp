@@ -11,7 +11,7 @@
 //   collectives_vs_code  on one rank, a compile id whose collective schedule does not match the
 //                        `_c10d_functional` calls of its inductor_output_code, or whose code
 //                        issues collectives without a wait_tensor (tlparse's collectives parity).
-// Findings are RankFinding values (diff/graphs/rank_classify.hpp) with `compile` set; the sequence
+// Findings are RankFinding values (diff/graphs/rank_findings.hpp) with `compile` set; the sequence
 // groups are kept for reports ("ranks 0, 2 | 1 | 3").
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/model/formats/torch_trace.hpp"
-#include "diff/graphs/rank_classify.hpp"
+#include "diff/graphs/rank_findings.hpp"
 
 namespace gparity::diff {
 

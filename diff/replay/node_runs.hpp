@@ -1,7 +1,7 @@
 #pragma once
 // Node findings of two whole runs, for viewers (gui/node_findings.hpp): a header of its own
 // that includes neither the trace reader nor graph loading, so GUI code stays light. Defined in
-// node_compare.cpp.
+// node_findings.cpp.
 
 #include <string>
 #include <vector>

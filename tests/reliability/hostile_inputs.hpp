@@ -4,6 +4,7 @@
 // is one variant per cut), each a set of {placeholders} for the row's command and expectations,
 // and the limits the child runs under (a file size limit, a read-only mount). Nothing here is
 // checked in: the bytes come from the bundled samples and tests/data, or are written out here.
+// The builders live under hostile/, a file per input format (hostile/formats.hpp).
 
 #include <filesystem>
 #include <functional>

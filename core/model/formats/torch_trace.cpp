@@ -19,6 +19,7 @@
 #include "core/model/base/json_input.hpp"
 #include "core/model/base/mapped_file.hpp"
 #include "core/model/base/path_kind.hpp"
+#include "core/model/formats/torch_trace_dir.hpp"
 #include "core/model/graph/fx_text.hpp"
 #include "core/model/graph/graph_json.hpp"
 
@@ -377,27 +378,9 @@ std::size_t MultiRankTrace::problem_count() const {
 }
 
 MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions& options, unsigned threads) {
-  namespace fs = std::filesystem;
   MultiRankTrace out;
   out.path = path;
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (path_kind(path) == PathKind::Directory) {
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-      if (path_kind(e.path()) != PathKind::Regular) continue;  // a looping link throws, naming it
-      // By content, not name: stray files (empty logs, notes) in a trace folder are not ranks.
-      std::ifstream in(e.path(), std::ios::binary);
-      std::string head(4096, '\0');
-      in.read(head.data(), static_cast<std::streamsize>(head.size()));
-      head.resize(static_cast<std::size_t>(in.gcount()));
-      if (looks_like_torch_trace(head)) files.push_back(e.path().string());
-    }
-    if (ec) throw InputError(path, "cannot list the directory: " + ec.message());
-    if (files.empty()) throw InputError(path, "no TORCH_TRACE log in the directory");
-  } else {
-    files.push_back(path);
-  }
-  std::sort(files.begin(), files.end());
+  const auto files = torch_trace_files(path);
   out.ranks.resize(files.size());
   std::vector<std::exception_ptr> errors(files.size());
   std::atomic<std::size_t> next{0};
@@ -421,16 +404,41 @@ MultiRankTrace read_torch_trace_dir(const std::string& path, const TraceOptions&
   }
   std::stable_sort(out.ranks.begin(), out.ranks.end(),
                    [](const TorchTraceRank& a, const TorchTraceRank& b) { return a.rank < b.rank; });
-  // Two logs of one rank (a restarted job writes a second one): every per-rank answer would
-  // silently take one of them, or count the rank twice.
-  for (std::size_t i = 1; i < out.ranks.size(); ++i) {
-    if (out.ranks[i].rank >= 0 && out.ranks[i].rank == out.ranks[i - 1].rank) {
-      throw InputError(path, "rank " + std::to_string(out.ranks[i].rank) +
-                                 " is in two logs: " + out.ranks[i - 1].path + " and " + out.ranks[i].path +
+  refuse_rank_in_two_logs(out.ranks, path);
+  return out;
+}
+
+std::vector<std::string> torch_trace_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (path_kind(path) == PathKind::Directory) {
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      if (path_kind(e.path()) != PathKind::Regular) continue;  // a looping link throws, naming it
+      // By content, not name: stray files (empty logs, notes) in a trace folder are not ranks.
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string head(4096, '\0');
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<std::size_t>(in.gcount()));
+      if (looks_like_torch_trace(head)) files.push_back(e.path().string());
+    }
+    if (ec) throw InputError(path, "cannot list the directory: " + ec.message());
+    if (files.empty()) throw InputError(path, "no TORCH_TRACE log in the directory");
+  } else {
+    files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void refuse_rank_in_two_logs(std::span<const TorchTraceRank> ranks, const std::string& path) {
+  for (std::size_t i = 1; i < ranks.size(); ++i) {
+    if (ranks[i].rank >= 0 && ranks[i].rank == ranks[i - 1].rank) {
+      throw InputError(path, "rank " + std::to_string(ranks[i].rank) +
+                                 " is in two logs: " + ranks[i - 1].path + " and " + ranks[i].path +
                                  " (a restarted job writes a second log: keep the one to read)");
     }
   }
-  return out;
 }
 
 }  // namespace gparity::model
