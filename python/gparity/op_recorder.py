@@ -17,8 +17,14 @@ hash already says what they hold.
 The hashes are deferred: torch.ops.gparity.hash_into enqueues both hashes of an op's tensors on
 the device's current stream into a device buffer, and the buffer is read back once, when the step
 ends; then the step's records are written. Nothing synchronizes per op.
+
+Two backends write the same records: backend="cpp" (libgparity_torchops' RecordFunction callbacks,
+core/torchops/op_recorder.cpp: no Python per op) and backend="python" (the TorchDispatchMode here);
+"auto" (the default) takes the C++ one when the loaded library has it. docs/ops.md says where
+what they see differs.
 """
 
+import ctypes
 import os
 import sys
 import threading
@@ -63,6 +69,13 @@ def _backward_codes():
         if fn is not None and hasattr(fn, "__code__"):
             codes.add(fn.__code__)
     return codes
+
+
+def _bookkeeping_codes():
+    """record_function's __enter__/__exit__: the profiler ops they call are not observed by
+    RecordFunction (the C++ backend), so what those allocate would look like the step's ops."""
+    rf = getattr(torch.autograd.profiler, "record_function", None)
+    return tuple(getattr(rf, n).__code__ for n in ("__enter__", "__exit__") if rf is not None and hasattr(rf, n))
 
 
 def _op_name(func):
@@ -111,9 +124,10 @@ class OpRecorder:
     model: names modules by their path in it ("layers.0.mlp"); modules outside it by class.
     hashes: "xxh3+shard" (default) or "shard" (the shard-invariant hash alone: fully parallel on
     the GPU, where XXH3's chain is sequential per tensor; both runs must use the same); "none"
-    records without hashes (the recorder's own cost, for benchmarks: nothing to compare)."""
+    records without hashes (the recorder's own cost, for benchmarks: nothing to compare).
+    backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python"."""
 
-    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
+    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard", backend="auto"):
         from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
 
         d = _dist()
@@ -127,6 +141,13 @@ class OpRecorder:
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         load_ops()
+        if backend not in ("auto", "cpp", "python"):
+            raise ValueError(f"gparity.OpRecorder: backend must be 'auto', 'cpp' or 'python', not {backend!r}")
+        cpp = _cpp_library()
+        if backend == "cpp" and cpp is None:
+            raise RuntimeError("gparity.OpRecorder: backend='cpp' but libgparity_torchops has no C++ op recorder")
+        self.backend = "python" if backend == "python" or cpp is None else "cpp"
+        self._cpp = cpp if self.backend == "cpp" else None
         # Every rank's host and node (one all_gather on every rank, as Recorder's), then the
         # manifest of a trace v1 run (one writer: Recorder's), marked as an op-record run.
         manifest = _ManifestOnly(run_dir, self.rank, self.world_size)
@@ -158,16 +179,50 @@ class OpRecorder:
         self._backward_seen = False
         self._thread = threading.get_ident()
         self._modules = []      # module path stack (forward hooks)
+        if self._cpp is not None:
+            self._begin_cpp(step)
+            return
         self._hooks = [
             torch.nn.modules.module.register_module_forward_pre_hook(self._enter_module),
             torch.nn.modules.module.register_module_forward_hook(self._leave_module),
         ]
+
+    def _begin_cpp(self, step):
+        lib = self._cpp
+        self._module_bytes = {}
+        push, pop, names = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, self._names
+
+        def enter(module, inputs):
+            b = self._module_bytes.get(id(module))
+            if b is None:
+                b = (names.get(id(module)) or type(module).__name__).encode("utf-8", "replace")
+                self._module_bytes[id(module)] = b
+            push(b)
+
+        def leave(module, inputs, output):
+            pop()
+
+        self._hooks = [
+            torch.nn.modules.module.register_module_forward_pre_hook(enter),
+            torch.nn.modules.module.register_module_forward_hook(leave),
+        ]
+        prefixes = "\n".join(_LIBRARY_DIRS).encode("utf-8", "replace")
+        if lib.gparity_oprec_begin(step, self._next_id, int(self.hashes != "none"), int(self._xxh3), prefixes,
+                                   (tuple(self._backward_codes), _bookkeeping_codes())) != 0:
+            for h in self._hooks:
+                h.remove()
+            self._hooks = []
+            self._active = False
+            raise RuntimeError(lib.gparity_oprec_error().decode("utf-8", "replace"))
 
     def _end(self):
         for h in self._hooks:
             h.remove()
         self._hooks = []
         self._active = False
+        if self._cpp is not None:
+            self._end_cpp()
+            return
         words = self._collect()
         lines = []
         for index, (op, phase, module, source, args, outs, extra) in enumerate(self._records):
@@ -186,6 +241,16 @@ class OpRecorder:
         self._file.flush()
         self._records = []
         self._known = {}
+
+    def _end_cpp(self):
+        next_id = ctypes.c_int64(0)
+        text = self._cpp.gparity_oprec_end(ctypes.byref(next_id))
+        if text is None:
+            raise RuntimeError(self._cpp.gparity_oprec_error().decode("utf-8", "replace"))
+        self._next_id = next_id.value
+        # One write per step; a crash loses the step in flight, never half a line of another.
+        self._file.write(text.decode("utf-8", "replace"))
+        self._file.flush()
 
     def close(self):
         self._file.close()
@@ -335,6 +400,36 @@ class OpRecorder:
         return j
 
 
+_cpp_lib = []
+
+
+def _cpp_library():
+    """libgparity_torchops' C++ op recorder (ctypes; PyDLL: called with the GIL held), or None."""
+    if _cpp_lib:
+        return _cpp_lib[0]
+    from . import load_ops
+    load_ops()
+    from . import _loaded_path
+    lib = None
+    try:
+        lib = ctypes.PyDLL(_loaded_path)
+        lib.gparity_oprec_features.restype = ctypes.c_int
+        lib.gparity_oprec_begin.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+                                            ctypes.c_char_p, ctypes.py_object]
+        lib.gparity_oprec_begin.restype = ctypes.c_int
+        lib.gparity_oprec_end.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        lib.gparity_oprec_end.restype = ctypes.c_char_p
+        lib.gparity_oprec_error.restype = ctypes.c_char_p
+        lib.gparity_oprec_push_module.argtypes = [ctypes.c_char_p]
+        lib.gparity_oprec_push_module.restype = None
+        lib.gparity_oprec_pop_module.restype = None
+        lib.features = lib.gparity_oprec_features()
+    except (OSError, AttributeError, TypeError):  # an older library, or none loaded from a path
+        lib = None
+    _cpp_lib.append(lib)
+    return lib
+
+
 class _ManifestOnly:
     """The fields Recorder._write_manifest reads, for an op-record run."""
 
@@ -363,12 +458,14 @@ class _StepScope:
 
     def __enter__(self):
         self._rec._begin(self._step)
-        self._mode = _Mode(self._rec)
-        self._mode.__enter__()
+        if self._rec._cpp is None:
+            self._mode = _Mode(self._rec)
+            self._mode.__enter__()
         return self._rec
 
     def __exit__(self, *exc):
-        self._mode.__exit__(*exc)
+        if self._mode is not None:
+            self._mode.__exit__(*exc)
         self._rec._end()
         return False
 
@@ -396,12 +493,13 @@ def _code_line(filename, lineno):
 _recorders = {}
 
 
-def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
+def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="xxh3+shard", backend="auto"):
     """`with gparity.record_ops(run_dir, step=N, model=model):` records one step's ops. The first
-    call for a run directory in this process starts its rank file; later steps append to it."""
+    call for a run directory in this process starts its rank file; later steps append to it.
+    backend: "auto" (the C++ recorder when libgparity_torchops has it), "cpp" or "python"."""
     key = os.path.abspath(run_dir)
     rec = _recorders.get(key)
     if rec is None:
-        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes)
+        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes, backend=backend)
         _recorders[key] = rec
     return rec.record(step)
