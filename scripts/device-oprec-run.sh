@@ -20,6 +20,8 @@ build=/tmp/gparity-build
 device_build "$carry" "$build" "$out/build.log" gparity_torchops || exit 1
 export GPARITY_TORCHOPS=$build/core/torchops/libgparity_torchops.so
 cd "$carry/src" || exit 1
+say "python headers: $(python3 -c 'import sys, sysconfig, os; i = sysconfig.get_paths()["include"]; print(sys.version.split()[0], i, os.path.exists(os.path.join(i, "Python.h")))')"
+grep -a "gparity_torchops:" "$out/build.log" || true
 say "recorder smoke test"
 timeout 120 python3 - <<'PY' 2>&1 | tee "$out/smoke.txt"
 import json, os, sys, tempfile
@@ -34,6 +36,31 @@ recs = [json.loads(l) for l in open(os.path.join(d, "rank-0.jsonl"))]
 ref = gparity.hash_tensor(lin(x).detach())[0]
 print(len(recs), "records;", sorted({r["phase"] for r in recs}), "; addmm output xxh3",
       recs[1]["outs"][0]["xxh3"], "== hash_tensor:", recs[1]["outs"][0]["xxh3"] == format(ref, "016x"))
+# Both backends on one CUDA step (autograd's device thread runs the backward): the same records?
+sys.path.insert(0, "bench")
+from ops_recorder_gpu_bench import Net
+by = {}
+for backend in ("python", "cpp"):
+    torch.manual_seed(0)
+    net = Net(256, 2).cuda().bfloat16()
+    xb = torch.randn(2, 64, 256, device="cuda", dtype=torch.bfloat16)
+    d = tempfile.mkdtemp()
+    rec = gparity.OpRecorder(d, model=net, rank=0, world_size=1, backend=backend)
+    with rec.record(1):
+        net(xb).float().square().mean().backward()
+    rec.close()
+    by[backend] = [json.loads(l) for l in open(os.path.join(d, "rank-0.jsonl"))]
+for backend, recs in by.items():
+    print(backend, len(recs), "records", {p: sum(r["phase"] == p for r in recs) for p in ("forward", "backward")},
+          "with source", sum("source" in r for r in recs), "with module", sum("module" in r for r in recs))
+def outs(recs):
+    return sorted(o["shard"] for r in recs for o in r["outs"] if "shard" in o)
+print("forward ops equal:", [r["op"] for r in by["python"] if r["phase"] == "forward"] ==
+      [r["op"] for r in by["cpp"] if r["phase"] == "forward"])
+print("output hash sets equal:", set(outs(by["python"])) == set(outs(by["cpp"])),
+      len(set(outs(by["python"])) ^ set(outs(by["cpp"]))), "differ")
+for backend, recs in by.items():
+    print(backend, " ".join(r["op"].replace("aten::", "") for r in recs[:40]))
 PY
 say "benchmark"
 timeout 420 python3 bench/ops_recorder_gpu_bench.py --out "$out/ops_recorder_gpu_bench.json" \
