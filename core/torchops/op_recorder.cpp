@@ -6,8 +6,6 @@
 #include <frameobject.h>
 #endif
 
-#include "core/torchops/op_recorder.hpp"
-
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "core/runtime/recorder.hpp"
+#include "core/torchops/op_recorder.hpp"
 
 namespace gparity::torchops {
 namespace {
@@ -214,7 +213,8 @@ State& state() {
 
 /// Enqueues both hashes of `tensors` (one hash_blocks_into call per device), fills their refs'
 /// slots. Caller holds the state's mutex.
-void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo, std::vector<TensorRef>& refs) {
+void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
+               std::vector<TensorRef>& refs) {
   at::DisableRecordFunctionGuard no_records;  // our own zeros/contiguous are not the step's ops
   at::NoGradGuard no_grad;
   std::vector<bool> done(todo.size(), false);
@@ -230,7 +230,8 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
         done[j] = true;
       }
     int d = 0;
-    while (d < static_cast<int>(s.devices.size()) && s.devices[static_cast<std::size_t>(d)].device != device) ++d;
+    while (d < static_cast<int>(s.devices.size()) && s.devices[static_cast<std::size_t>(d)].device != device)
+      ++d;
     if (d == static_cast<int>(s.devices.size())) s.devices.push_back({device, {}, {}});
     auto& dw = s.devices[static_cast<std::size_t>(d)];
     const auto n = static_cast<std::int64_t>(group.size());
@@ -254,7 +255,8 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
 /// Refs of an op's tensors, with the Python recorder's rules: an input that is a fresh earlier
 /// output of the step (same version) is not hashed; an output is hashed unless it is an
 /// incomplete collective's (then marked stale: its next reader hashes it).
-std::vector<TensorRef> refs_of(State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now) {
+std::vector<TensorRef> refs_of(State& s, const std::vector<at::Tensor>& tensors, bool as_input,
+                               bool hash_now) {
   std::vector<TensorRef> refs;
   refs.reserve(tensors.size());
   std::vector<std::pair<std::size_t, at::Tensor>> todo;
@@ -418,7 +420,8 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   if (r.phase == Phase::forward && !s.modules.empty()) r.module = s.modules.back();
   r.code = code;
   r.line = line;
-  r.args = refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
+  r.args =
+      refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
   if (info.collective && !info.waits) r.collective_inputs = std::move(inputs);
   s.records.push_back(std::move(r));
   return static_cast<std::int64_t>(s.records.size()) - 1;
@@ -515,8 +518,9 @@ const std::string& code_line(const std::string& file, int line) {
     }
     it = files.emplace(file, std::move(lines)).first;
   }
-  return line > 0 && static_cast<std::size_t>(line) <= it->second.size() ? it->second[static_cast<std::size_t>(line) - 1]
-                                                                            : none;
+  return line > 0 && static_cast<std::size_t>(line) <= it->second.size()
+             ? it->second[static_cast<std::size_t>(line) - 1]
+             : none;
 }
 
 }  // namespace
@@ -704,9 +708,9 @@ __attribute__((visibility("default"))) const char* gparity_oprec_error() {
 /// `codes`: a tuple of two tuples of code objects: those whose frames mean backward
 /// (torch.autograd.backward, .grad), those whose direct ops are bookkeeping (record_function's
 /// __enter__/__exit__); `library_prefixes`: file prefixes of library code, one a line. 0, or -1 (error).
-__attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step, std::int64_t first_id, int hash,
-                                                              int xxh3, const char* library_prefixes,
-                                                              void* codes) {
+__attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step, std::int64_t first_id,
+                                                               int hash, int xxh3,
+                                                               const char* library_prefixes, void* codes) {
   try {
     gparity::torchops::OpRecorderOptions o;
     o.step = step;
@@ -718,8 +722,9 @@ __attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step
     gparity::torchops::release_codes();
     auto* both = static_cast<PyObject*>(codes);
     const auto take = [&](Py_ssize_t which, std::vector<PyObject*>& into) {
-      PyObject* t = both && PyTuple_Check(both) && PyTuple_GET_SIZE(both) > which ? PyTuple_GET_ITEM(both, which)
-                                                                                   : nullptr;
+      PyObject* t = both && PyTuple_Check(both) && PyTuple_GET_SIZE(both) > which
+                        ? PyTuple_GET_ITEM(both, which)
+                        : nullptr;
       if (t && PyTuple_Check(t))
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); ++i) {
           PyObject* c = PyTuple_GET_ITEM(t, i);

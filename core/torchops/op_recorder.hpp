@@ -24,9 +24,9 @@ namespace gparity::torchops {
 
 struct OpRecorderOptions {
   std::int64_t step = 0;
-  std::int64_t first_tensor_id = 0;  // ids go on across a recorder's steps
-  bool hash = true;                  // false: no hashes at all (the recorder's own cost)
-  bool xxh3 = true;                  // false: the shard-invariant hash alone
+  std::int64_t first_tensor_id = 0;           // ids go on across a recorder's steps
+  bool hash = true;                           // false: no hashes at all (the recorder's own cost)
+  bool xxh3 = true;                           // false: the shard-invariant hash alone
   std::vector<std::string> library_prefixes;  // frames in files under these are not user code
 };
 
