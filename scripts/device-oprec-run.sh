@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One device call for the op recorder's GPU benchmark (issue 23; docs/ops.md, "Performance"):
 # builds libgparity_torchops against the machine's pip LibTorch and CUDA, checks the recorder on
-# the GPU (every op's hashes read back once a step; a record per op), then runs
-# bench/ops_recorder_gpu_bench.py (plain step vs record_ops vs DebugMode, side by side) on the
-# two shapes of the issue. Everything is logged under $OUT.
+# the GPU (every op's hashes read back once a step; a record per op; both backends, C++ and
+# Python, on one CUDA step), then runs bench/ops_recorder_gpu_bench.py (plain step vs record_ops
+# with each backend vs DebugMode, side by side) on the two shapes of the issue. Everything is
+# logged under $OUT (and which Python headers the C++ recorder was built with).
 #
 #   bash CARRY/src/scripts/device-oprec-run.sh CARRY
 #     CARRY  made by scripts/device-carry.sh
