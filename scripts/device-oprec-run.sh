@@ -60,6 +60,13 @@ print("forward ops equal:", [r["op"] for r in by["python"] if r["phase"] == "for
       [r["op"] for r in by["cpp"] if r["phase"] == "forward"])
 print("output hash sets equal:", set(outs(by["python"])) == set(outs(by["cpp"])),
       len(set(outs(by["python"])) ^ set(outs(by["cpp"]))), "differ")
+print("views:", {b: sum("view" in t for r in recs for t in r["outs"] + r["args"]) for b, recs in by.items()})
+for backend, recs in by.items():
+    other = set(outs(by["cpp" if backend == "python" else "python"]))
+    for r in recs:
+        for i, o in enumerate(r["outs"]):
+            if "shard" in o and o["shard"] not in other:
+                print("only", backend, r["index"], r["phase"], r["op"], "out", i, o["dtype"], o["shape"], o["shard"])
 for backend, recs in by.items():
     print(backend, " ".join(r["op"].replace("aten::", "") for r in recs[:40]))
 PY

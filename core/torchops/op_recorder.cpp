@@ -9,11 +9,17 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <array>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -151,6 +157,7 @@ struct TensorRef {
   int device = -1;  // index into Step::devices; -1: not hashed
   int chunk = 0;
   std::int64_t slot = 0;
+  std::int64_t view_base = -1;  // a view (issue 24): the id of the hashed tensor it lies in; no hash
 };
 
 /// What the step has seen of a tensor: its id, the version its hash is of. The weak reference
@@ -161,13 +168,28 @@ struct Known {
   std::int64_t id = 0;
   std::int64_t version = 0;
   bool fresh = false;
+  // A view: the hashed tensor it lies in (never itself a view), by key and id. Its value is the
+  // base's while the base is fresh (views share their base's version counter).
+  const c10::TensorImpl* base = nullptr;
+  std::int64_t base_id = -1;
 };
 
 struct DeviceWords {
   c10::Device device{c10::kCPU};
   std::vector<at::Tensor> chunks;
   std::vector<std::int64_t> used;
+  // CUDA: the hashes run on a stream of the pool, after an event of the op's stream, so that
+  // they overlap the step's next kernels; each hashed tensor's memory is recorded on it (the
+  // allocator does not reuse it before the hash ran) and end_step waits for it.
+  std::optional<c10::Stream> side;
+  std::shared_ptr<c10::Event> ready;  // recorded on the op's stream before each batch
 };
+
+/// GPARITY_OPREC_SIDE_STREAM=0 hashes on the op's own stream (the benchmark's comparison).
+bool side_stream_wanted() {
+  const char* v = std::getenv("GPARITY_OPREC_SIDE_STREAM");
+  return !(v && v[0] == '0');
+}
 
 enum class Phase : std::uint8_t { forward, backward, optimizer };
 
@@ -179,6 +201,8 @@ struct Record {
   int line = 0;
   std::vector<TensorRef> args, outs;
   std::vector<at::Tensor> collective_inputs;  // a collective's outputs when it returns none (1.13)
+  // While the op runs: each input's storage and TensorImpl, to tell its views among the outputs.
+  std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> input_storages;
   bool async_collective = false;
 };
 
@@ -232,7 +256,15 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
     int d = 0;
     while (d < static_cast<int>(s.devices.size()) && s.devices[static_cast<std::size_t>(d)].device != device)
       ++d;
-    if (d == static_cast<int>(s.devices.size())) s.devices.push_back({device, {}, {}});
+    if (d == static_cast<int>(s.devices.size())) {
+      DeviceWords fresh{device, {}, {}, std::nullopt, nullptr};
+      if (device.is_cuda() && side_stream_wanted()) {
+        const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+        fresh.side = impl->getStreamFromGlobalPool(device, /*isHighPriority=*/false);
+        fresh.ready = std::make_shared<c10::Event>(device.type());
+      }
+      s.devices.push_back(std::move(fresh));
+    }
     auto& dw = s.devices[static_cast<std::size_t>(d)];
     const auto n = static_cast<std::int64_t>(group.size());
     if (dw.chunks.empty() || dw.used.back() + n > dw.chunks.back().numel() / 2) {
@@ -241,7 +273,17 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
       dw.used.push_back(0);
     }
     const std::int64_t first = dw.used.back();
-    runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3);
+    if (dw.side) {
+      const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+      c10::DeviceGuard on_device(device);
+      dw.ready->record(impl->getStream(device));
+      dw.side->wait(*dw.ready);
+      c10::StreamGuard on_side(*dw.side);
+      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3);
+      for (const auto& t : group) impl->recordDataPtrOnStream(t.storage().data_ptr(), *dw.side);
+    } else {
+      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3);
+    }
     dw.used.back() += n;
     for (std::size_t k = 0; k < members.size(); ++k) {
       auto& ref = refs[todo[members[k]].first];
@@ -252,34 +294,101 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
   }
 }
 
+/// The hashed tensor whose hash is `k`'s tensor's value now (itself, or a view's base: fresh, at
+/// the version hashed), or null. A view whose base is gone (a gradient outliving the mm output it
+/// is a transpose of) still holds it while `self` is at the version its base had (view ops and
+/// detach share the base's counter, so a write through either shows).
+const Known* fresh_hashed(State& s, const Known& k, const at::Tensor* self = nullptr) {
+  const Known* h = &k;
+  if (k.base) {
+    const auto it = s.known.find(k.base);
+    if (it == s.known.end() || it->second.id != k.base_id) return nullptr;
+    h = &it->second;
+  }
+  if (!h->fresh) return nullptr;
+  const auto impl = h->keep.lock();
+  if (!impl) {
+    const bool holds = h != &k && self && version_of(*self) == k.version;
+    return holds ? h : nullptr;
+  }
+  const auto version =
+      impl->is_inference() ? 0 : static_cast<std::int64_t>(impl->version_counter().current_version());
+  return version == h->version ? h : nullptr;
+}
+
+/// The hashed tensor a view input lies in: its autograd base (at::Tensor::_base), while that is
+/// fresh; else null.
+const Known* fresh_base_of(State& s, const at::Tensor& t) {
+  if (!t.is_view()) return nullptr;
+  const auto it = s.known.find(t._base().unsafeGetTensorImpl());
+  return it == s.known.end() ? nullptr : fresh_hashed(s, it->second);
+}
+
 /// Refs of an op's tensors, with the Python recorder's rules: an input that is a fresh earlier
-/// output of the step (same version) is not hashed; an output is hashed unless it is an
-/// incomplete collective's (then marked stale: its next reader hashes it).
-std::vector<TensorRef> refs_of(State& s, const std::vector<at::Tensor>& tensors, bool as_input,
-                               bool hash_now) {
+/// output of the step (same version), or a view of one, is not hashed; an output is hashed
+/// unless it is a view of an input (a new tensor sharing an input's storage: issue 24; its
+/// record names its base) or an incomplete collective's (then marked stale: its next reader
+/// hashes it). `inputs`: for outputs, the op's inputs' storages.
+std::vector<TensorRef> refs_of(
+    State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now,
+    const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs = {}) {
   std::vector<TensorRef> refs;
   refs.reserve(tensors.size());
   std::vector<std::pair<std::size_t, at::Tensor>> todo;
   for (const auto& t : tensors) {
     const auto version = version_of(t);
-    auto it = s.known.find(t.unsafeGetTensorImpl());
+    auto* impl = t.unsafeGetTensorImpl();
+    auto it = s.known.find(impl);
     TensorRef ref;
     ref.dtype = t.scalar_type();
     ref.shape = t.sizes().vec();
-    if (as_input && it != s.known.end() && it->second.fresh && it->second.version == version) {
-      ref.id = it->second.id;
-      refs.push_back(std::move(ref));
-      continue;
+    const Known* base = nullptr;  // the fresh hashed tensor this one's value is in, if any
+    if (as_input) {
+      if (it != s.known.end()) {
+        if (it->second.base || it->second.version == version) base = fresh_hashed(s, it->second, &t);
+      }
+      if (!base) base = fresh_base_of(s, t);
+      if (base && it != s.known.end() && base == &it->second) {
+        ref.id = it->second.id;  // a fresh earlier output (or input) of the step: its hash holds
+        refs.push_back(std::move(ref));
+        continue;
+      }
+    } else if (t.has_storage()) {
+      const auto* storage = t.storage().unsafeGetStorageImpl();
+      bool same = false;
+      const c10::TensorImpl* aliased = nullptr;
+      for (const auto& [st, in] : inputs) {
+        same = same || in == impl;
+        if (!aliased && st == storage) aliased = in;
+      }
+      if (!same && aliased) {
+        const auto a = s.known.find(aliased);
+        if (a != s.known.end()) base = fresh_hashed(s, a->second);
+      }
     }
     if (it == s.known.end()) {
       Known k(t);
       k.id = s.next_id++;
-      it = s.known.emplace(t.unsafeGetTensorImpl(), std::move(k)).first;
+      it = s.known.emplace(impl, std::move(k)).first;
+    }
+    ref.id = it->second.id;
+    it->second.version = version;
+    if (base) {
+      // A view of a fresh hashed tensor: not hashed, names its base; its version is the base's
+      // (shared once autograd has made it a view).
+      it->second.version = base->version;
+      const auto key = base->keep.lock();
+      it->second.base = key.get();
+      it->second.base_id = base->id;
+      it->second.fresh = false;
+      ref.view_base = base->id;
+      refs.push_back(std::move(ref));
+      continue;
     }
     const bool want = hash_now && s.options.hash && hashable(t);
-    it->second.version = version;
     it->second.fresh = want;
-    ref.id = it->second.id;
+    it->second.base = nullptr;
+    it->second.base_id = -1;
     if (want) todo.emplace_back(refs.size(), t);
     refs.push_back(std::move(ref));
   }
@@ -422,6 +531,9 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   r.line = line;
   r.args =
       refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
+  for (const auto& t : inputs)
+    if (t.has_storage())
+      r.input_storages.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
   if (info.collective && !info.waits) r.collective_inputs = std::move(inputs);
   s.records.push_back(std::move(r));
   return static_cast<std::int64_t>(s.records.size()) - 1;
@@ -437,7 +549,9 @@ void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
   if (r.op->collective && !r.op->waits && outs.empty()) outs = std::move(r.collective_inputs);
   r.collective_inputs.clear();
   r.async_collective = r.op->collective && !r.op->waits;
-  r.outs = refs_of(s, outs, /*as_input=*/false, /*hash_now=*/!r.async_collective);
+  r.outs = refs_of(s, outs, /*as_input=*/false, /*hash_now=*/!r.async_collective, r.input_storages);
+  r.input_storages.clear();
+  r.input_storages.shrink_to_fit();
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
@@ -575,12 +689,14 @@ std::string end_step(std::int64_t& next_tensor_id) {
   std::vector<std::vector<std::vector<std::int64_t>>> words(devices.size());
   {
     at::DisableRecordFunctionGuard no_records;
-    for (std::size_t d = 0; d < devices.size(); ++d)
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      if (devices[d].side) devices[d].side->synchronize();  // the step's hashes, all enqueued there
       for (std::size_t c = 0; c < devices[d].chunks.size(); ++c) {
         const auto host = devices[d].chunks[c].narrow(0, 0, 2 * devices[d].used[c]).cpu();
         const auto* p = host.data_ptr<std::int64_t>();
         words[d].emplace_back(p, p + host.numel());
       }
+    }
   }
   const bool xxh3 = s.options.xxh3;
   const auto tensor = [&](std::string& out, const TensorRef& t) {
@@ -595,6 +711,11 @@ std::string end_step(std::int64_t& next_tensor_id) {
       out += std::to_string(t.shape[i]);
     }
     out += ']';
+    if (t.view_base >= 0) {
+      out += ",\"view\":{\"base\":";
+      out += std::to_string(t.view_base);
+      out += '}';
+    }
     if (t.device >= 0) {
       const auto& w = words[static_cast<std::size_t>(t.device)][static_cast<std::size_t>(t.chunk)];
       const auto i = static_cast<std::size_t>(t.slot);

@@ -101,11 +101,33 @@ def _hashable(t):
 
 
 class _Known:
-    """What the step has seen of a tensor object: its record id, the version its hash is of."""
-    __slots__ = ("ref", "id", "version", "fresh")
+    """What the step has seen of a tensor object: its record id, the version its hash is of, and
+    for a view (issue 24) the _Known of the hashed tensor it lies in (never itself a view)."""
+    __slots__ = ("ref", "id", "version", "fresh", "base")
 
     def __init__(self, ref, tid, version, fresh):
-        self.ref, self.id, self.version, self.fresh = ref, tid, version, fresh
+        self.ref, self.id, self.version, self.fresh, self.base = ref, tid, version, fresh, None
+
+    def fresh_hashed(self, t=None):
+        """The _Known whose hash is this tensor's value now (itself, or a view's base: fresh, at
+        the version hashed), or None. A view whose base is gone (a gradient outliving the mm
+        output it is a transpose of) still holds it while `t` is at the version its base had
+        (view ops and detach share the base's counter, so a write through either shows)."""
+        h = self.base or self
+        if not h.fresh:
+            return None
+        b = h.ref()
+        if b is None:
+            return h if h is not self and t is not None and t._version == self.version else None
+        return h if b._version == h.version else None
+
+
+def _storage_key(t):
+    """The identity of a tensor's storage (its StorageImpl), or None."""
+    try:
+        return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage())._cdata
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 class _Mode(TorchDispatchMode):
@@ -322,29 +344,57 @@ class OpRecorder:
         return k
 
     def _refs(self, tensors, as_input, hash_now=True):
-        """(id, dtype, shape, slot) per tensor; every tensor to hash in one hash_into call per device.
-        An input that is a fresh earlier output of the step is not hashed (its producer's hash
-        says what it holds); an output is hashed unless it is a collective's (not complete yet:
-        marked stale, its next reader hashes it)."""
+        """(id, dtype, shape, slot, view base) per tensor; every tensor to hash in one hash_into
+        call per device. An input that is a fresh earlier output of the step, or a view of one
+        (Tensor._base), is not hashed (its producer's hash says what it holds); an output is
+        hashed unless it is a view of an input (a new tensor sharing an input's storage: issue
+        24; its record names its base) or a collective's (not complete yet: marked stale, its
+        next reader hashes it). The C++ backend applies the same rules (op_recorder.cpp)."""
         refs, todo = [], []
+        if as_input:
+            # The outputs' call comes next for the same op (the mode is not re-entered inside it).
+            self._op_inputs = tensors
+        else:
+            inputs = getattr(self, "_op_inputs", ())
+            self._op_inputs = ()
         for t in tensors:
             k = self._lookup(t)
-            if as_input and k is not None and k.fresh and k.version == t._version:
-                refs.append((k.id, t.dtype, tuple(t.shape), None))
-                continue
+            base = None  # the fresh hashed tensor's _Known whose value this tensor's is in
+            if as_input:
+                if k is not None:
+                    base = k.fresh_hashed(t)
+                if base is None and t._is_view():
+                    kb = self._lookup(t._base)
+                    base = kb.fresh_hashed() if kb is not None else None
+                if base is not None and base is k:
+                    refs.append((k.id, t.dtype, tuple(t.shape), None, None))
+                    continue
+            elif inputs and all(t is not i for i in inputs):
+                key = _storage_key(t)
+                if key:
+                    for i in inputs:
+                        if _storage_key(i) == key:
+                            ki = self._lookup(i)
+                            base = ki.fresh_hashed() if ki is not None else None
+                            break
             tid = k.id if k is not None else self._new_id(t)
             if k is None:
                 k = self._remember(t, tid)
+            if base is not None:
+                if k is not None:
+                    k.version, k.fresh, k.base = base.version, False, base  # shares the base's counter
+                refs.append((tid, t.dtype, tuple(t.shape), None, base.id))
+                continue
             want = hash_now and self.hashes != "none" and _hashable(t)
             if k is not None:
-                k.version, k.fresh = t._version, want
+                k.version, k.fresh, k.base = t._version, want, None
             if want:
                 todo.append((len(refs), t))
-            refs.append((tid, t.dtype, tuple(t.shape), None))
+            refs.append((tid, t.dtype, tuple(t.shape), None, None))
         if todo:
             for (i, _), slot in zip(todo, self._hash_many([t for _, t in todo])):
-                tid, dtype, shape, _ = refs[i]
-                refs[i] = (tid, dtype, shape, slot)
+                tid, dtype, shape, _, view = refs[i]
+                refs[i] = (tid, dtype, shape, slot, view)
         return refs
 
     def _new_id(self, t):
@@ -389,8 +439,10 @@ class OpRecorder:
         return words
 
     def _tensor_json(self, ref, words):
-        tid, dtype, shape, slot = ref
+        tid, dtype, shape, slot, view = ref
         j = {"id": tid, "dtype": _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", "")), "shape": list(shape)}
+        if view is not None:
+            j["view"] = {"base": view}
         if slot is not None:
             dev, chunk, i = slot
             w = words[dev][chunk]
