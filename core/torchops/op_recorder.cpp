@@ -178,17 +178,19 @@ struct DeviceWords {
   c10::Device device{c10::kCPU};
   std::vector<at::Tensor> chunks;
   std::vector<std::int64_t> used;
-  // CUDA: the hashes run on a stream of the pool, after an event of the op's stream, so that
-  // they overlap the step's next kernels; each hashed tensor's memory is recorded on it (the
-  // allocator does not reuse it before the hash ran) and end_step waits for it.
+  // CUDA with GPARITY_OPREC_SIDE_STREAM=1: the hashes run on a stream of the pool, after an
+  // event of the op's stream, so that they overlap the step's next kernels; each hashed tensor's memory is
+  // recorded on it (the allocator does not reuse it before the hash ran) and end_step waits for it.
   std::optional<c10::Stream> side;
   std::shared_ptr<c10::Event> ready;  // recorded on the op's stream before each batch
 };
 
-/// GPARITY_OPREC_SIDE_STREAM=0 hashes on the op's own stream (the benchmark's comparison).
+/// GPARITY_OPREC_SIDE_STREAM=1 hashes on a side stream. Off by default: on an H100 it was faster
+/// at dim 2048 (1.33x against 1.40x) and slower at dim 4096 (1.85x against 1.60x), where the
+/// step is short and the hashes queued on the side stream are what end_step waits for (docs/ops.md).
 bool side_stream_wanted() {
   const char* v = std::getenv("GPARITY_OPREC_SIDE_STREAM");
-  return !(v && v[0] == '0');
+  return v && v[0] == '1';
 }
 
 enum class Phase : std::uint8_t { forward, backward, optimizer };
@@ -377,8 +379,7 @@ std::vector<TensorRef> refs_of(
       // A view of a fresh hashed tensor: not hashed, names its base; its version is the base's
       // (shared once autograd has made it a view).
       it->second.version = base->version;
-      const auto key = base->keep.lock();
-      it->second.base = key.get();
+      it->second.base = base->keep._unsafe_get_target();  // its key in `known` (alive or not)
       it->second.base_id = base->id;
       it->second.fresh = false;
       ref.view_base = base->id;

@@ -12,7 +12,8 @@ the tensors it reads and writes (an id per tensor object, dtype, shape), the inn
 (forward hooks), the innermost user source line, and the phase (forward until the first backward
 op, backward inside autograd, optimizer after). Outputs are hashed, and inputs that are not an
 earlier output of the step (parameters, optimizer state, a collective's result): their producer's
-hash already says what they hold.
+hash already says what they hold. Views (an output sharing an input's storage, an input that
+is a view of a fresh hashed tensor) are not hashed: their records name their base (issue 24).
 
 The hashes are deferred: torch.ops.gparity.hash_into enqueues both hashes of an op's tensors on
 the device's current stream into a device buffer, and the buffer is read back once, when the step

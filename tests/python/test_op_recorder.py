@@ -245,5 +245,71 @@ class BackendsAgree(unittest.TestCase):
             self.assertEqual(outs(p), outs(c), f"rank {rank}")
 
 
+class Views(unittest.TestCase):
+    """Issue 24's rule in both backends: a view is not hashed, its record names its base (a view
+    of a view the first one's base); an input that is a view of a fresh hashed tensor is not
+    hashed either; a write through a view makes its base stale (hashed again when read)."""
+
+    @staticmethod
+    def record(backend):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(8, 8)
+        x = torch.randn(4, 8)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        with tempfile.TemporaryDirectory() as d:
+            rec = gparity.OpRecorder(d, model=lin, rank=0, world_size=1, backend=backend)
+            with rec.record(1):
+                y = lin(x)
+                z = y.view(32)[:16]  # a view of a view of a fresh output
+                z.mul_(2)            # written through the view: y is stale
+                (y.sum() + z.sum()).backward()
+                opt.step()
+            rec.close()
+            with open(os.path.join(d, "rank-0.jsonl"), encoding="utf-8") as f:
+                return [json.loads(line) for line in f]
+
+    def check(self, backend):
+        recs = self.record(backend)
+        first = {}
+        for r in recs:
+            first.setdefault(r["op"], r)
+            for t in r["args"] + r["outs"]:
+                self.assertFalse("view" in t and "shard" in t, (backend, r))
+        t_op = first["aten::t"]
+        weight = t_op["args"][0]
+        self.assertIn("shard", weight)
+        self.assertEqual(t_op["outs"][0].get("view"), {"base": weight["id"]}, backend)
+        self.assertNotIn("shard", t_op["outs"][0])
+        addmm = first["aten::addmm"]
+        y = addmm["outs"][0]
+        self.assertIn("shard", y)
+        self.assertEqual(addmm["args"][2], {**t_op["outs"][0]}, backend)  # read as a view of the weight
+        self.assertEqual(first["aten::view"]["outs"][0]["view"], {"base": y["id"]}, backend)
+        self.assertEqual(first["aten::slice.Tensor"]["outs"][0]["view"], {"base": y["id"]}, backend)
+        mul = next(r for r in recs if r["op"].startswith("aten::mul_"))
+        self.assertEqual(mul["args"][0]["view"], {"base": y["id"]}, backend)
+        self.assertIn("shard", mul["outs"][0])  # written in place: its own value now
+        self.assertNotIn("view", mul["outs"][0])
+        after = recs[recs.index(mul) + 1:]
+        y_read = next(t for r in after for t in r["args"] if t["id"] == y["id"])
+        self.assertIn("shard", y_read, backend)  # stale after the write through the view
+        # The optimizer reads gradients that are views of hashed backward outputs: not hashed.
+        grads = [r["args"][1] for r in recs if r["phase"] == "optimizer" and r["op"].startswith("aten::add_")]
+        self.assertEqual(len(grads), 2, backend)
+        for g in grads:
+            self.assertNotIn("shard", g, backend)
+        return recs
+
+    def test_views_are_not_hashed_and_name_their_base_in_both_backends(self):
+        def shape(recs):  # which outputs are views, and of what (inputs after an in-place write
+            # differ: the dispatch mode sees the write's output before autograd moves its version)
+            return [(r["op"], [t.get("view") for t in r["outs"]]) for r in recs if r["phase"] == "forward"]
+        py, cpp = self.check("python"), self.check("cpp")
+        self.assertEqual(shape(py), shape(cpp))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -138,7 +138,11 @@ class Reader {
         return problem = "tensor " + std::to_string(r.id) + ": \"view\" without a non-negative \"base\"",
                false;
       if (has_s) return problem = "tensor " + std::to_string(r.id) + ": a view with hashes", false;
-      if (arg) view_arg(r, b->get<std::int64_t>());
+      if (arg) {
+        view_arg(r, b->get<std::int64_t>());
+      } else {
+        ++views_;
+      }
     } else if (has_s) {
       last_hashed_[r.id] = r;
     }
@@ -180,6 +184,7 @@ class Reader {
       r.module = log_.strings.intern(m->get_ref<const std::string&>());
     if (const auto s = j.find("source"); s != j.end() && s->is_object()) r.source = source(*s);
     pending_.clear();
+    views_ = 0;
     std::uint32_t args = 0, outs = 0;
     for (const char* key : {"args", "outs"}) {
       const auto list = j.find(key);
@@ -189,6 +194,7 @@ class Reader {
         if (!tensor(t, key[0] == 'a', problem, any_xxh3)) return false;
       (key[0] == 'a' ? args : outs) = static_cast<std::uint32_t>(list->size());
     }
+    r.view = outs > 0 && views_ == outs;
     r.first_arg = static_cast<std::uint32_t>(log_.tensors.size());
     r.arg_count = args;
     r.first_out = r.first_arg + args;
@@ -240,6 +246,7 @@ class Reader {
   std::string_view text_;
   OpLog log_;
   std::vector<TensorRef> pending_;
+  std::uint32_t views_ = 0;  // outputs of the record being read that are views
   std::unordered_map<std::int64_t, TensorRef> last_hashed_;  // by id: its last hashed appearance
   std::map<std::tuple<std::string, std::int64_t, std::string>, std::uint32_t> source_ids_;
 };

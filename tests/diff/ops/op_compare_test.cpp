@@ -425,6 +425,10 @@ TEST(OpRecordsCompare, AViewHasNoVerdictOfItsOwnItFollowsItsBase) {
   EXPECT_EQ(s.first->cause, OpCause::Origin);
   EXPECT_EQ(s.alignment.eager[3].status, ValueStatus::Divergent);  // the gelu
   EXPECT_EQ(s.alignment.eager[2].status, ValueStatus::Unhashed);   // the view op: no verdict
+  // The weight's transpose is paired with the compiled one (it read the same weight): an anchor.
+  EXPECT_EQ(s.alignment.eager[0].status, ValueStatus::Unhashed);
+  ASSERT_EQ(s.alignment.eager[0].counterpart_count, 1u);
+  EXPECT_EQ(s.alignment.counterparts[s.alignment.eager[0].first_counterpart], 0u);
   const std::uint32_t gelu_arg = s.alignment.arg_first[3];
   EXPECT_EQ(s.alignment.arg_producer[gelu_arg], 1);  // the mm, through the view
   EXPECT_EQ(s.alignment.arg_value[gelu_arg], 2);     // read as the mm's output: not in the compiled run

@@ -108,6 +108,8 @@ TEST(OpRecords, AViewIsReadAsItsBase) {
   const TensorRef& view = log.out(log.records[0], 0);
   EXPECT_EQ(view.id, 1);  // the view op's output keeps its id: nothing reads it by that id
   EXPECT_FALSE(view.hashed());
+  EXPECT_TRUE(log.records[0].view);  // made no value of its own
+  EXPECT_FALSE(log.records[1].view);
   const TensorRef& read = log.arg(log.records[1], 1);
   EXPECT_EQ(read.id, 0);
   ASSERT_EQ(read.hash_count, 2);
