@@ -206,8 +206,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", default=[],
                     help="dim,seq,batch (repeatable; default 2048,2048,4 and 4096,512,2)")
-    ap.add_argument("--modes", default="plain,record_ops_cpp_shard,record_ops_cpp_shard_side,record_ops_cpp_nohash,record_ops_cpp,"
-                    "record_ops_shard,record_ops_nohash,debugmode,debugmode_hash")
+    ap.add_argument("--modes", default="plain,record_ops_cpp_shard,record_ops_cpp_shard_side,record_ops_cpp_nohash,"
+                    "record_ops_cpp,record_ops_shard,record_ops_nohash,debugmode,debugmode_hash")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--out", default="")
