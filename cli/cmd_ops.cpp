@@ -84,6 +84,13 @@ nlohmann::ordered_json record_json(const OpLog& log, const OpRecord& r) {
   for (std::uint32_t i = 0; i < r.out_count; ++i) outs.push_back(tensor_json(log, log.out(r, i)));
   j["outputs"] = outs;
   if (r.output_hash_unreliable) j["output_hash_unreliable"] = true;
+  if (r.group != 0) {
+    // The process group a collective names (op records' "group", a functional collective's
+    // group_name), with its members where the log lists them.
+    j["group"] = log.str(r.group);
+    if (const auto it = log.group_ranks.find(r.group); it != log.group_ranks.end())
+      j["group_ranks"] = it->second;
+  }
   if (r.hash_noise) j["hash_noise"] = true;
   return j;
 }

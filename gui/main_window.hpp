@@ -49,7 +49,7 @@ class NodeFindingsModel;
 namespace views {
 class ReplayRecordsView;
 }
-struct EvidenceData;  // main_window.cpp
+struct EvidenceData;  // main_window_loads.cpp
 
 class MainWindow final : public QMainWindow {
  public:

@@ -164,30 +164,64 @@ void RunHeatmapModel::set_runs(const RunPair* runs) {
   beginResetModel();
   runs_ = runs;
   rank_ = 0;
+  rebuild_rows();
   endResetModel();
 }
 
 void RunHeatmapModel::set_rank_index(int index) {
   if (runs_ == nullptr || index < 0 || index >= static_cast<int>(runs_->ranks.size())) return;
+  if (all_) {
+    rank_ = index;  // every rank's rows are shown already: nothing changes in the table
+    return;
+  }
   beginResetModel();
   rank_ = index;
+  rebuild_rows();
   endResetModel();
+}
+
+void RunHeatmapModel::set_all_ranks(bool all) {
+  if (all == all_) return;
+  beginResetModel();
+  all_ = all;
+  rebuild_rows();
+  endResetModel();
+}
+
+void RunHeatmapModel::rebuild_rows() {
+  rows_.clear();
+  if (runs_ == nullptr) return;
+  for (std::size_t i = 0; i < runs_->ranks.size(); ++i) {
+    if (!all_ && static_cast<int>(i) != rank_) continue;
+    for (std::size_t s = 0; s < runs_->ranks[i].steps.size(); ++s)
+      rows_.emplace_back(static_cast<int>(i), static_cast<int>(s));
+  }
 }
 
 const RankPair* RunHeatmapModel::current() const noexcept {
   return runs_ != nullptr && !runs_->ranks.empty() ? &runs_->ranks[static_cast<std::size_t>(rank_)] : nullptr;
 }
 
+std::optional<std::pair<int, int>> RunHeatmapModel::rank_step(int row) const {
+  if (row < 0 || row >= static_cast<int>(rows_.size())) return std::nullopt;
+  return rows_[static_cast<std::size_t>(row)];
+}
+
+int RunHeatmapModel::row_of(int rank_index, int step_row) const {
+  const auto it = std::find(rows_.begin(), rows_.end(), std::pair{rank_index, step_row});
+  return it == rows_.end() ? -1 : static_cast<int>(it - rows_.begin());
+}
+
 int RunHeatmapModel::differing_in_row(int row) const {
-  const RankPair* r = current();
-  if (r == nullptr || row < 0 || row >= static_cast<int>(r->differs.size())) return 0;
-  const auto& d = r->differs[static_cast<std::size_t>(row)];
+  const auto at = rank_step(row);
+  if (!at) return 0;
+  const auto& d =
+      runs_->ranks[static_cast<std::size_t>(at->first)].differs[static_cast<std::size_t>(at->second)];
   return static_cast<int>(std::count(d.begin(), d.end(), true));
 }
 
 int RunHeatmapModel::rowCount(const QModelIndex& parent) const {
-  const RankPair* r = current();
-  return parent.isValid() || r == nullptr ? 0 : static_cast<int>(r->steps.size());
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 
 int RunHeatmapModel::columnCount(const QModelIndex& parent) const {
@@ -195,13 +229,14 @@ int RunHeatmapModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant RunHeatmapModel::data(const QModelIndex& index, int role) const {
-  const RankPair* r = current();
-  if (!checkIndex(index, CheckIndexOption::IndexIsValid) || r == nullptr) return {};
-  const auto s = static_cast<std::size_t>(index.row());
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const auto [rank_index, step_row] = rows_[static_cast<std::size_t>(index.row())];
+  const RankPair* r = &runs_->ranks[static_cast<std::size_t>(rank_index)];
+  const auto s = static_cast<std::size_t>(step_row);
   const auto p = static_cast<std::size_t>(index.column());
   const bool differs = r->differs[s][p];
   const bool missing = r->missing[s][p];
-  const bool first = r->first_divergence == std::pair{index.row(), index.column()};
+  const bool first = r->first_divergence == std::pair{step_row, index.column()};
   switch (role) {
     case Qt::DisplayRole: return missing ? QStringLiteral("?") : differs ? QStringLiteral("≠") : QString();
     case Qt::ToolTipRole: {
@@ -229,12 +264,14 @@ QVariant RunHeatmapModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunHeatmapModel::headerData(int section, Qt::Orientation o, int role) const {
-  const RankPair* r = current();
-  if (role != Qt::DisplayRole || r == nullptr) return {};
-  if (o == Qt::Vertical)
-    return section >= 0 && section < static_cast<int>(r->steps.size())
-               ? QVariant(QStringLiteral("step %1").arg(r->steps[static_cast<std::size_t>(section)]))
-               : QVariant();
+  if (role != Qt::DisplayRole || runs_ == nullptr) return {};
+  if (o == Qt::Vertical) {
+    const auto at = rank_step(section);
+    if (!at) return {};
+    const RankPair& r = runs_->ranks[static_cast<std::size_t>(at->first)];
+    const QString step = QStringLiteral("step %1").arg(r.steps[static_cast<std::size_t>(at->second)]);
+    return all_ ? QStringLiteral("rank %1 · %2").arg(r.rank).arg(step) : step;
+  }
   return section >= 0 && section < static_cast<int>(runs_->params.size())
              ? QVariant(shown_text(runs_->params[static_cast<std::size_t>(section)]))
              : QVariant();

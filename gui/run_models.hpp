@@ -60,8 +60,11 @@ bool is_run_path(const std::string& path);
 /// model::InputError.
 RunPair load_run_pair(const std::string& baseline, const std::string& candidate);
 
-/// Rows: steps; columns: parameters. DisplayRole "≠" / "" / "?", ToolTipRole names the cell,
-/// BackgroundRole colours it, kDiffersRole (bool) and kFirstDivergenceRole (bool) for views.
+/// Rows: steps of one rank, or (set_all_ranks) every rank's steps one rank after the other
+/// ("rank 2 · step 3"), so the whole job is in one table as on the verdict page's rank x step
+/// grid; columns: parameters. DisplayRole "≠" / "" / "?", ToolTipRole names the cell,
+/// BackgroundRole colours it, kDiffersRole (bool) and kFirstDivergenceRole (bool: the row's rank
+/// first left parity here) for views.
 class RunHeatmapModel final : public QAbstractTableModel {
  public:
   static constexpr int kDiffersRole = Qt::UserRole + 1;
@@ -72,8 +75,16 @@ class RunHeatmapModel final : public QAbstractTableModel {
   void set_runs(const RunPair* runs);  // not owned; nullptr clears
   void set_rank_index(int index);      // index into RunPair::ranks
   [[nodiscard]] int rank_index() const noexcept { return rank_; }
+  /// Rows of every rank (true) or of the rank set_rank_index chose (false, the default).
+  void set_all_ranks(bool all);
+  [[nodiscard]] bool all_ranks() const noexcept { return all_; }
+  /// The selected rank (set_rank_index), whichever rows are shown.
   [[nodiscard]] const RankPair* current() const noexcept;
-  /// Parameters that differ at `row`.
+  /// The rank (index into RunPair::ranks) and its step row a model row shows.
+  [[nodiscard]] std::optional<std::pair<int, int>> rank_step(int row) const;
+  /// The model row of rank `rank_index`'s step row `step_row`; -1 when not shown.
+  [[nodiscard]] int row_of(int rank_index, int step_row) const;
+  /// Parameters that differ at model row `row`.
   [[nodiscard]] int differing_in_row(int row) const;
 
   [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
@@ -82,8 +93,11 @@ class RunHeatmapModel final : public QAbstractTableModel {
   [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
 
  private:
+  void rebuild_rows();
   const RunPair* runs_ = nullptr;
   int rank_ = 0;
+  bool all_ = false;
+  std::vector<std::pair<int, int>> rows_;  // (rank index, step row) of each model row
 };
 
 /// Rows: steps. Columns: step, baseline loss, candidate loss, loss ULP, baseline grad norm,

@@ -2,12 +2,14 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QLineSeries>
 #include <QMouseEvent>
+#include <QPaintEvent>
 #include <QPainter>
 #include <QPen>
 #include <QScrollArea>
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include "core/model/base/input_error.hpp"
@@ -32,7 +35,7 @@ namespace {
 
 constexpr int kCellW = 26;
 constexpr int kCellH = 20;
-constexpr int kLeft = 80;
+constexpr int kMinLeft = 80;
 constexpr int kTop = 210;
 
 // One chart of `columns` against the step column; empty cells leave gaps out of the series.
@@ -92,6 +95,14 @@ QChart* make_chart(const RunCurvesModel& m, const QString& title,
   return chart;
 }
 
+// QChartView::setChart takes the new chart and only releases the one it replaces (Qt's
+// documentation: "the ownership of the previous chart is released"), so every rebuild (each rank
+// switch) leaked three charts with their series and axes. The old one is deleted here.
+void replace_chart(QChartView& view, QChart* chart) {
+  const std::unique_ptr<QChart> previous(view.chart());
+  view.setChart(chart);
+}
+
 }  // namespace
 
 // ---- RunHeatmapView ----
@@ -103,25 +114,43 @@ void RunHeatmapView::set_model(const RunHeatmapModel* model) {
   if (model_ != nullptr)
     connect(model_, &QAbstractItemModel::modelReset, this, [this] {
       selected_ = {-1, -1};
+      fit_row_labels();
       updateGeometry();
       update();
     });
+  fit_row_labels();
   updateGeometry();
   update();
 }
 
+void RunHeatmapView::fit_row_labels() {
+  // As wide as the longest row label ("rank 12 · step 1000" with every rank shown): a rank's
+  // last step has its longest label, so one label a rank is measured.
+  left_ = kMinLeft;
+  if (model_ == nullptr) return;
+  const int rows = model_->rowCount();
+  for (int r = 0; r < rows; ++r) {
+    const auto here = model_->rank_step(r);
+    const auto next = model_->rank_step(r + 1);
+    if (next && here && next->first == here->first) continue;
+    left_ = std::max(left_, fontMetrics().horizontalAdvance(
+                                model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString()) +
+                                12);
+  }
+}
+
 QSize RunHeatmapView::sizeHint() const {
   if (model_ == nullptr) return {400, 300};
-  return {kLeft + model_->columnCount() * kCellW + 20, kTop + model_->rowCount() * kCellH + 20};
+  return {left_ + model_->columnCount() * kCellW + 20, kTop + model_->rowCount() * kCellH + 20};
 }
 
 QRect RunHeatmapView::cell_rect(int row, int column) const {
-  return {kLeft + column * kCellW, kTop + row * kCellH, kCellW - 1, kCellH - 1};
+  return {left_ + column * kCellW, kTop + row * kCellH, kCellW - 1, kCellH - 1};
 }
 
 std::pair<int, int> RunHeatmapView::cell_at(QPoint pt) const {
-  if (model_ == nullptr || pt.x() < kLeft || pt.y() < kTop) return {-1, -1};
-  const int c = (pt.x() - kLeft) / kCellW;
+  if (model_ == nullptr || pt.x() < left_ || pt.y() < kTop) return {-1, -1};
+  const int c = (pt.x() - left_) / kCellW;
   const int r = (pt.y() - kTop) / kCellH;
   if (r >= model_->rowCount() || c >= model_->columnCount()) return {-1, -1};
   return {r, c};
@@ -151,7 +180,7 @@ void RunHeatmapView::mousePressEvent(QMouseEvent* e) {
   if (r >= 0) select_cell(r, c);
 }
 
-void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
+void RunHeatmapView::paintEvent(QPaintEvent* event) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   if (model_ == nullptr) return;
@@ -169,29 +198,40 @@ void RunHeatmapView::paintEvent(QPaintEvent* /*event*/) {
   for (int c = 0; c < model_->columnCount(); ++c) {
     // Parameter names stand rotated above their column so 21+ columns stay narrow.
     p.save();
-    p.translate(kLeft + c * kCellW + kCellW / 2 + 4, kTop - 6);
+    p.translate(left_ + c * kCellW + kCellW / 2 + 4, kTop - 6);
     p.rotate(-60);
     p.drawText(0, 0, model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
     p.restore();
   }
-  std::optional<QRect> first;
-  for (int r = 0; r < model_->rowCount(); ++r) {
-    const QRect label(0, kTop + r * kCellH, kLeft - 6, kCellH);
+  // Only the rows and columns the scroll area exposes: every rank's steps can be many rows.
+  const QRect exposed = event->rect();
+  const int r0 = std::max(0, (exposed.top() - kTop) / kCellH);
+  const int r1 = std::min(model_->rowCount(), std::max(0, (exposed.bottom() - kTop) / kCellH + 1));
+  const int c0 = std::max(0, (exposed.left() - left_) / kCellW);
+  const int c1 = std::min(model_->columnCount(), std::max(0, (exposed.right() - left_) / kCellW + 1));
+  std::vector<QRect> firsts;
+  for (int r = r0; r < r1; ++r) {
+    const QRect label(0, kTop + r * kCellH, left_ - 6, kCellH);
     p.setPen(palette().text().color());
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
                model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
-    for (int c = 0; c < model_->columnCount(); ++c) {
+    for (int c = c0; c < c1; ++c) {
       const QModelIndex i = model_->index(r, c);
-      const QRect cell(kLeft + c * kCellW, kTop + r * kCellH, kCellW - 1, kCellH - 1);
+      const QRect cell(left_ + c * kCellW, kTop + r * kCellH, kCellW - 1, kCellH - 1);
       p.fillRect(cell, model_->data(i, Qt::BackgroundRole).value<QBrush>());
-      if (model_->data(i, RunHeatmapModel::kFirstDivergenceRole).toBool()) first = cell;
+      if (model_->data(i, RunHeatmapModel::kFirstDivergenceRole).toBool()) firsts.push_back(cell);
+    }
+    // With every rank shown, a line where the next rank's steps start.
+    const auto at = model_->rank_step(r);
+    if (r > 0 && at && at->second == 0) {
+      p.setPen(QPen(palette().text().color(), 1));
+      p.drawLine(0, (kTop + r * kCellH) - 1, left_ + model_->columnCount() * kCellW, (kTop + r * kCellH) - 1);
     }
   }
-  if (first) {
-    p.setPen(QPen(Qt::black, 3));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(first->adjusted(1, 1, -1, -1));
-  }
+  // Each rank's first divergence (one per rank shown).
+  p.setPen(QPen(Qt::black, 3));
+  p.setBrush(Qt::NoBrush);
+  for (const QRect& first : firsts) p.drawRect(first.adjusted(1, 1, -1, -1));
   if (selected_.first >= 0 && selected_.first < model_->rowCount() &&
       selected_.second < model_->columnCount()) {
     p.setPen(QPen(QColor(30, 100, 230), 3));
@@ -225,13 +265,12 @@ void RunCurvesView::rebuild() {
   if (model_ == nullptr) return;
   const QColor base(33, 102, 172);
   const QColor cand(214, 96, 77);
-  // setChart deletes the chart it replaces.
-  loss_->setChart(
-      make_chart(*model_, tr("Loss"), {{RunCurvesModel::BaseLoss, base}, {RunCurvesModel::CandLoss, cand}}));
-  grad_->setChart(make_chart(*model_, tr("Grad norm"),
-                             {{RunCurvesModel::BaseGrad, base}, {RunCurvesModel::CandGrad, cand}}));
-  ulp_->setChart(make_chart(*model_, tr("ULP distance, candidate vs baseline"),
-                            {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}, true));
+  replace_chart(*loss_, make_chart(*model_, tr("Loss"),
+                                   {{RunCurvesModel::BaseLoss, base}, {RunCurvesModel::CandLoss, cand}}));
+  replace_chart(*grad_, make_chart(*model_, tr("Grad norm"),
+                                   {{RunCurvesModel::BaseGrad, base}, {RunCurvesModel::CandGrad, cand}}));
+  replace_chart(*ulp_, make_chart(*model_, tr("ULP distance, candidate vs baseline"),
+                                  {{RunCurvesModel::LossUlp, base}, {RunCurvesModel::GradUlp, cand}}, true));
 }
 
 // ---- RunViewsWidget ----
@@ -251,6 +290,9 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
   rank_ = new QComboBox(this);
   for (const auto& r : runs_->ranks) rank_->addItem(tr("rank %1").arg(r.rank));
   bar->addWidget(rank_);
+  all_ranks_ = new QCheckBox(tr("All ranks in the heatmap"), this);
+  all_ranks_->setToolTip(tr("Every rank's steps one under the other, as the verdict page's grid shows them"));
+  bar->addWidget(all_ranks_);
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
   bar->addWidget(summary_, 1);
@@ -270,6 +312,11 @@ RunViewsWidget::RunViewsWidget(RunPair runs, QWidget* parent)
   layout->addWidget(tabs_, 1);
 
   connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) { set_rank_index(i); });
+  connect(all_ranks_, &QCheckBox::toggled, this, [this](bool all) { set_all_ranks(all); });
+  // Every rank at once when there are several, as long as their rows fit in one widget.
+  std::size_t rows = 0;
+  for (const auto& r : runs_->ranks) rows += r.steps.size();
+  set_all_ranks(runs_->ranks.size() > 1 && rows < static_cast<std::size_t>(QWIDGETSIZE_MAX / kCellH) - 64);
   update_summary();
 }
 
@@ -282,6 +329,11 @@ void RunViewsWidget::set_rank_index(int index) {
     bucket_model_->set_rank(runs_->ranks[static_cast<std::size_t>(index)].rank);
   if (rank_->currentIndex() != index) rank_->setCurrentIndex(index);
   update_summary();
+}
+
+void RunViewsWidget::set_all_ranks(bool all) {
+  heatmap_model_->set_all_ranks(all);
+  if (all_ranks_->isChecked() != all) all_ranks_->setChecked(all);
 }
 
 bool RunViewsWidget::select_cause(const CauseRef& cause) {
@@ -301,8 +353,9 @@ bool RunViewsWidget::select_cause(const CauseRef& cause) {
     }
     set_rank_index(static_cast<int>(i));
     show_heatmap();
-    heatmap_->select_cell(static_cast<int>(row), static_cast<int>(column));
-    const QRect cell = heatmap_->cell_rect(static_cast<int>(row), static_cast<int>(column));
+    const int model_row = heatmap_model_->row_of(static_cast<int>(i), static_cast<int>(row));
+    heatmap_->select_cell(model_row, static_cast<int>(column));
+    const QRect cell = heatmap_->cell_rect(model_row, static_cast<int>(column));
     heatmap_scroll_->ensureVisible(cell.center().x(), cell.center().y(), 120, 80);
     return true;
   }
@@ -394,7 +447,8 @@ void RunViewsWidget::update_summary() {
                                .arg(r->rank)
                                .arg(r->steps[static_cast<std::size_t>(row)])
                                .arg(shown_text(runs_->params[static_cast<std::size_t>(col)]))
-                               .arg(heatmap_model_->differing_in_row(row))
+                               .arg(std::count(r->differs[static_cast<std::size_t>(row)].begin(),
+                                               r->differs[static_cast<std::size_t>(row)].end(), true))
                                .arg(runs_->params.size()));
 }
 

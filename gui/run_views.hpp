@@ -13,6 +13,7 @@
 
 class QAbstractItemModel;
 class QChartView;
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QScrollArea;
@@ -27,10 +28,10 @@ namespace gparity::gui {
 class BucketModel;
 class BucketView;
 
-/// Paints a RunHeatmapModel: one cell per (step, parameter), red = differs, green = equal,
-/// grey = not comparable, with a legend above; the first divergence gets a thick black frame and
-/// the selected cell (select_cell, a click) a blue one. Each cell has a tooltip (step, rank,
-/// parameter, both hashes).
+/// Paints a RunHeatmapModel: one cell per (step, parameter) of one rank or of every rank (a line
+/// between ranks), red = differs, green = equal, grey = not comparable, with a legend above; each
+/// rank's first divergence gets a thick black frame and the selected cell (select_cell, a click)
+/// a blue one. Each cell has a tooltip (step, rank, parameter, both hashes).
 class RunHeatmapView final : public QWidget {
  public:
   explicit RunHeatmapView(QWidget* parent = nullptr);
@@ -49,7 +50,9 @@ class RunHeatmapView final : public QWidget {
 
  private:
   [[nodiscard]] std::pair<int, int> cell_at(QPoint p) const;
+  void fit_row_labels();
   const RunHeatmapModel* model_ = nullptr;
+  int left_ = 80;  // the row labels' width
   std::pair<int, int> selected_{-1, -1};
 };
 
@@ -67,15 +70,20 @@ class RunCurvesView final : public QWidget {
   QChartView* ulp_ = nullptr;
 };
 
+/// The heatmap shows every rank at once (as the verdict page's rank x step grid does; "all
+/// ranks" checked, the default) or the selected rank's steps; the rank selector chooses the rank
+/// of the curves, the buckets and the summary line.
 class RunViewsWidget final : public QWidget {
  public:
   explicit RunViewsWidget(RunPair runs, QWidget* parent = nullptr);
   ~RunViewsWidget() override;
 
   void set_rank_index(int index);
-  /// A RunCell cause (gui/cause_ref.hpp): shows the heatmap of its rank with its step and
-  /// parameter selected (the step's first differing parameter when it names none). False when
-  /// the runs hold no such rank or step.
+  /// Every rank's steps in the heatmap (true) or the selected rank's only.
+  void set_all_ranks(bool all);
+  /// A RunCell cause (gui/cause_ref.hpp): selects its rank and shows its step and parameter
+  /// selected in the heatmap (the step's first differing parameter when it names none), among
+  /// every rank's rows when all ranks are shown. False when the runs hold no such rank or step.
   bool select_cause(const CauseRef& cause);
   [[nodiscard]] const RunHeatmapView* heatmap() const noexcept { return heatmap_; }
   void show_heatmap();
@@ -100,6 +108,7 @@ class RunViewsWidget final : public QWidget {
   std::unique_ptr<diff::BucketPlans> cand_buckets_;
   std::unique_ptr<BucketModel> bucket_model_;
   QComboBox* rank_ = nullptr;
+  QCheckBox* all_ranks_ = nullptr;
   QLabel* summary_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   RunHeatmapView* heatmap_ = nullptr;

@@ -1,29 +1,17 @@
 #include "gui/verdict_page.hpp"
 
 #include <QHeaderView>
-#include <QHelpEvent>
 #include <QLabel>
-#include <QMouseEvent>
-#include <QPainter>
-#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSplitter>
 #include <QTableView>
-#include <QToolTip>
 #include <QVBoxLayout>
-#include <QWheelEvent>
 #include <algorithm>
-#include <array>
-#include <cmath>
 
 #include "gui/display_text.hpp"
-#include "gui/legend.hpp"
 
 namespace gparity::gui {
 namespace {
-
-constexpr int kLegendTop = 2;
-constexpr int kColumnLabels = 130;  // room for rotated column labels
 
 QString severity_text(diff::Severity s) {
   return QString::fromUtf8(diff::severity_name(s).data(),
@@ -39,25 +27,6 @@ QColor severity_color(diff::Severity s) {
     case diff::Severity::Info: break;
   }
   return {};
-}
-
-std::vector<LegendEntry> legend_for(const JobVerdict& v) {
-  // The states this kind of grid can hold: causes (origin, ...) only where the evidence gives them.
-  using S = CellState;
-  const std::vector<S> states =
-      v.kind == JobVerdict::Kind::Ops || v.kind == JobVerdict::Kind::Replay
-          ? std::vector<S>{S::Equal,    S::Origin,  S::Propagated, S::Received,
-                           S::Diverged, S::Missing, S::NotCompared}
-          : std::vector<S>{S::Equal, S::FirstDivergence, S::Diverged, S::Missing, S::NotCompared};
-  std::vector<LegendEntry> out;
-  for (const auto state : states) {
-    LegendEntry e{cell_state_color(state), QString::fromLatin1(cell_state_name(state))};
-    if (state == S::FirstDivergence || state == S::Origin) e.frame = QPen(Qt::black, 2);
-    out.push_back(e);
-  }
-  out.push_back(
-      {QColor(255, 255, 255), QStringLiteral("selected"), QString(), QPen(QColor(30, 100, 230), 3)});
-  return out;
 }
 
 }  // namespace
@@ -166,244 +135,6 @@ QVariant VerdictFindingsModel::headerData(int section, Qt::Orientation o, int ro
     return QAbstractTableModel::headerData(section, o, role);
   static const char* const kNames[] = {"severity", "where", "finding"};
   return section >= 0 && section < ColumnCount ? QVariant(QString::fromLatin1(kNames[section])) : QVariant();
-}
-
-// ---- VerdictGridView ----
-
-VerdictGridView::VerdictGridView(QWidget* parent) : QAbstractScrollArea(parent) {
-  viewport()->setMouseTracking(true);
-  viewport()->setAttribute(Qt::WA_OpaquePaintEvent);
-}
-
-QSize VerdictGridView::sizeHint() const {
-  return {900, 420};
-}
-
-int VerdictGridView::top_margin() const {
-  return kLegendTop + 2 * (fontMetrics().height() + 6) + kColumnLabels;
-}
-
-void VerdictGridView::set_verdict(std::shared_ptr<const JobVerdict> v) {
-  v_ = std::move(v);
-  selected_.reset();
-  image_ = QImage();
-  if (v_ && !v_->grid.rows.empty() && !v_->grid.columns.empty()) {
-    const auto& g = v_->grid;
-    image_ =
-        QImage(static_cast<int>(g.columns.size()), static_cast<int>(g.rows.size()), QImage::Format_RGB32);
-    std::array<QRgb, kCellStateCount> rgb{};
-    for (int s = 0; s < kCellStateCount; ++s)
-      rgb[static_cast<std::size_t>(s)] = cell_state_color(static_cast<CellState>(s)).rgb();
-    for (std::size_t r = 0; r < g.rows.size(); ++r) {
-      auto* line = reinterpret_cast<QRgb*>(image_.scanLine(static_cast<int>(r)));
-      for (std::size_t c = 0; c < g.columns.size(); ++c) line[c] = rgb[static_cast<std::size_t>(g.at(r, c))];
-    }
-    // Row labels as wide as the longest one needs (up to a third of the view).
-    int w = 60;
-    for (std::size_t r = 0; r < std::min<std::size_t>(g.rows.size(), 2000); ++r)
-      w = std::max(w, fontMetrics().horizontalAdvance(shown_text(g.rows[r])) + 12);
-    w = std::max(w, fontMetrics().horizontalAdvance(QStringLiteral("%1 \\ %2")
-                                                        .arg(QString::fromStdString(g.row_title),
-                                                             QString::fromStdString(g.column_title))) +
-                        12);
-    left_ = std::min(w, 320);
-  }
-  update_scrollbars();
-  viewport()->update();
-}
-
-void VerdictGridView::set_cell_size(double px) {
-  cell_ = std::clamp(px, 1.0, 48.0);
-  update_scrollbars();
-  viewport()->update();
-}
-
-void VerdictGridView::zoom_by(double factor) {
-  set_cell_size(cell_ * factor);
-}
-
-void VerdictGridView::fit_all() {
-  if (!v_ || v_->grid.rows.empty() || v_->grid.columns.empty()) return;
-  const double w = (viewport()->width() - left_ - 4) / static_cast<double>(v_->grid.columns.size());
-  const double h = (viewport()->height() - top_margin() - 4) / static_cast<double>(v_->grid.rows.size());
-  set_cell_size(std::min({w, h, 32.0}));
-}
-
-void VerdictGridView::pan_by(int dx, int dy) {
-  horizontalScrollBar()->setValue(horizontalScrollBar()->value() + dx);
-  verticalScrollBar()->setValue(verticalScrollBar()->value() + dy);
-}
-
-void VerdictGridView::update_scrollbars() {
-  if (!v_) {
-    horizontalScrollBar()->setRange(0, 0);
-    verticalScrollBar()->setRange(0, 0);
-    return;
-  }
-  const int content_w = static_cast<int>(std::ceil(static_cast<double>(v_->grid.columns.size()) * cell_));
-  const int content_h = static_cast<int>(std::ceil(static_cast<double>(v_->grid.rows.size()) * cell_));
-  const int view_w = std::max(0, viewport()->width() - left_);
-  const int view_h = std::max(0, viewport()->height() - top_margin());
-  horizontalScrollBar()->setRange(0, std::max(0, content_w - view_w));
-  verticalScrollBar()->setRange(0, std::max(0, content_h - view_h));
-  horizontalScrollBar()->setPageStep(std::max(1, view_w));
-  verticalScrollBar()->setPageStep(std::max(1, view_h));
-  horizontalScrollBar()->setSingleStep(std::max(1, static_cast<int>(cell_)));
-  verticalScrollBar()->setSingleStep(std::max(1, static_cast<int>(cell_)));
-}
-
-void VerdictGridView::resizeEvent(QResizeEvent* event) {
-  QAbstractScrollArea::resizeEvent(event);
-  update_scrollbars();
-}
-
-void VerdictGridView::scrollContentsBy(int, int) {
-  viewport()->update();
-}
-
-QRect VerdictGridView::cell_rect(std::size_t row, std::size_t column) const {
-  const double x = left_ + static_cast<double>(column) * cell_ - horizontalScrollBar()->value();
-  const double y = top_margin() + static_cast<double>(row) * cell_ - verticalScrollBar()->value();
-  return QRectF(x, y, cell_, cell_).toAlignedRect();
-}
-
-std::optional<std::pair<std::size_t, std::size_t>> VerdictGridView::cell_at(QPoint p) const {
-  if (!v_ || p.x() < left_ || p.y() < top_margin()) return std::nullopt;
-  const double c = (p.x() - left_ + horizontalScrollBar()->value()) / cell_;
-  const double r = (p.y() - top_margin() + verticalScrollBar()->value()) / cell_;
-  if (c < 0 || r < 0 || c >= static_cast<double>(v_->grid.columns.size()) ||
-      r >= static_cast<double>(v_->grid.rows.size()))
-    return std::nullopt;
-  return std::pair{static_cast<std::size_t>(r), static_cast<std::size_t>(c)};
-}
-
-void VerdictGridView::select_cell(std::size_t row, std::size_t column) {
-  selected_ = std::pair{row, column};
-  // Scroll it into view, with some room around it.
-  const QRect r = cell_rect(row, column);
-  const QRect area(left_, top_margin(), viewport()->width() - left_, viewport()->height() - top_margin());
-  if (!area.contains(r)) {
-    horizontalScrollBar()->setValue(static_cast<int>(static_cast<double>(column) * cell_) - area.width() / 3);
-    verticalScrollBar()->setValue(static_cast<int>(static_cast<double>(row) * cell_) - area.height() / 3);
-  }
-  viewport()->update();
-}
-
-bool VerdictGridView::viewportEvent(QEvent* event) {
-  if (event->type() == QEvent::ToolTip && v_) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    if (const auto cell = cell_at(help->pos()))
-      QToolTip::showText(help->globalPos(), shown_text(v_->tooltip(cell->first, cell->second)), viewport(),
-                         cell_rect(cell->first, cell->second));
-    else
-      QToolTip::hideText();
-    return true;
-  }
-  return QAbstractScrollArea::viewportEvent(event);
-}
-
-void VerdictGridView::mousePressEvent(QMouseEvent* event) {
-  const auto cell = cell_at(event->position().toPoint());
-  if (!cell) return;
-  select_cell(cell->first, cell->second);
-  if (on_cell_clicked) on_cell_clicked(cell->first, cell->second);
-}
-
-void VerdictGridView::wheelEvent(QWheelEvent* event) {
-  if (event->modifiers() & Qt::ControlModifier) {
-    zoom_by(event->angleDelta().y() > 0 ? 1.25 : 0.8);
-    return;
-  }
-  QAbstractScrollArea::wheelEvent(event);
-}
-
-void VerdictGridView::paintEvent(QPaintEvent*) {
-  QPainter p(viewport());
-  p.fillRect(viewport()->rect(), Qt::white);
-  if (!v_ || image_.isNull()) {
-    p.drawText(viewport()->rect(), Qt::AlignCenter, tr("Nothing to show"));
-    return;
-  }
-  const auto& g = v_->grid;
-  const int top = top_margin();
-  const int hs = horizontalScrollBar()->value();
-  const int vs = verticalScrollBar()->value();
-  const int vw = viewport()->width();
-  const int vh = viewport()->height();
-  const auto cols = g.columns.size();
-  const auto rows = g.rows.size();
-  const auto c0 = static_cast<std::size_t>(std::max(0.0, std::floor(hs / cell_)));
-  const auto r0 = static_cast<std::size_t>(std::max(0.0, std::floor(vs / cell_)));
-  const auto c1 = std::min(cols, static_cast<std::size_t>(std::ceil((hs + vw - left_) / cell_)) + 1);
-  const auto r1 = std::min(rows, static_cast<std::size_t>(std::ceil((vs + vh - top) / cell_)) + 1);
-  const QRect area(left_, top, vw - left_, vh - top);
-  p.save();
-  p.setClipRect(area);
-  if (c0 < c1 && r0 < r1) {
-    // Cells: the visible part of the one-pixel-a-cell image, scaled without smoothing.
-    const QRectF source(static_cast<double>(c0), static_cast<double>(r0), static_cast<double>(c1 - c0),
-                        static_cast<double>(r1 - r0));
-    const QRectF target(left_ + static_cast<double>(c0) * cell_ - hs,
-                        top + static_cast<double>(r0) * cell_ - vs, static_cast<double>(c1 - c0) * cell_,
-                        static_cast<double>(r1 - r0) * cell_);
-    p.drawImage(target, image_, source);
-    if (cell_ >= 6) {
-      // White gaps between cells, and the frames of first divergences and origins.
-      p.setPen(QPen(Qt::white, 1));
-      for (auto c = c0; c <= c1; ++c) {
-        const double x = left_ + static_cast<double>(c) * cell_ - hs;
-        p.drawLine(QPointF(x, target.top()), QPointF(x, target.bottom()));
-      }
-      for (auto r = r0; r <= r1; ++r) {
-        const double y = top + static_cast<double>(r) * cell_ - vs;
-        p.drawLine(QPointF(target.left(), y), QPointF(target.right(), y));
-      }
-      p.setPen(QPen(Qt::black, 2));
-      p.setBrush(Qt::NoBrush);
-      for (auto r = r0; r < r1; ++r)
-        for (auto c = c0; c < c1; ++c)
-          if (const auto s = g.at(r, c); s == CellState::FirstDivergence || s == CellState::Origin)
-            p.drawRect(cell_rect(r, c).adjusted(1, 1, -1, -1));
-    }
-  }
-  if (selected_) {
-    p.setPen(QPen(QColor(30, 100, 230), 3));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(cell_rect(selected_->first, selected_->second).adjusted(-1, -1, 1, 1));
-  }
-  p.restore();
-
-  // Labels, every k-th when one a cell would overlap (level of detail).
-  const QFontMetrics fm = fontMetrics();
-  const auto every = static_cast<std::size_t>(std::max(1.0, std::ceil((fm.height() + 2) / cell_)));
-  p.setPen(Qt::black);
-  p.save();
-  p.setClipRect(QRect(0, top, left_, vh - top));
-  for (auto r = r0 - r0 % every; r < r1; r += every) {
-    const bool fits = cell_ >= fm.height();
-    const QRect label(2, cell_rect(r, 0).top(), left_ - 8, std::max(static_cast<int>(cell_), fm.height()));
-    p.drawText(label, Qt::AlignRight | (fits ? Qt::AlignVCenter : Qt::AlignTop),
-               fm.elidedText(shown_text(g.rows[r]), Qt::ElideLeft, label.width()));
-  }
-  p.restore();
-  p.save();
-  p.setClipRect(QRect(left_, top - kColumnLabels, vw - left_, kColumnLabels));
-  for (auto c = c0 - c0 % every; c < c1; c += every) {
-    const QRect cell = cell_rect(0, c);
-    p.save();
-    p.translate(cell.left() + std::min(static_cast<int>(cell_), fm.height()) / 2 + fm.ascent() / 2, top - 4);
-    p.rotate(-60);
-    p.drawText(
-        0, 0,
-        fm.elidedText(shown_text(g.columns[c]), Qt::ElideMiddle, static_cast<int>(kColumnLabels * 1.15)));
-    p.restore();
-  }
-  p.restore();
-  // Axis names in the corner, the legend across the top.
-  p.drawText(QRect(2, top - fm.height() - 4, left_ - 6, fm.height()), Qt::AlignRight,
-             QStringLiteral("%1 \\ %2")
-                 .arg(QString::fromStdString(g.row_title), QString::fromStdString(g.column_title)));
-  paint_legend(p, QPoint(2, kLegendTop), legend_for(*v_), vw - 8);
 }
 
 // ---- VerdictPage ----

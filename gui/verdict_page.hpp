@@ -6,9 +6,12 @@
 // which shows the cause in the view that holds it.
 // - VerdictGridModel / VerdictFindingsModel: QAbstractItemModel adapters over a JobVerdict
 //   (tooltips, colours, kCellStateRole), tested with QAbstractItemModelTester.
-// - VerdictGridView: paints the grid from the verdict directly (one image pixel a cell, scaled:
-//   256 x 1,000 cells pan at screen rate), a legend, row and column labels at a level of detail
-//   that keeps them readable (every k-th label when they would overlap), tooltips per cell.
+// - VerdictGridView (gui/verdict_grid_view.cpp): paints the grid from the verdict directly (one
+//   image pixel a cell, scaled: 256 x 1,000 cells pan at screen rate), a legend, row and column
+//   labels at a level of detail that keeps them readable, tooltips per cell. A grid of at most kLabelEveryRow
+//   rows (a few ranks x hundreds of nodes) keeps its rows one text line tall, however narrow its columns, so
+//   every row is labelled; a taller one labels every k-th row when they would overlap, and hovering the label
+//   column (or the column labels) names the row (column) under the cursor.
 
 #include <QAbstractScrollArea>
 #include <QAbstractTableModel>
@@ -94,6 +97,15 @@ class VerdictGridView final : public QAbstractScrollArea {
   /// The cell under a viewport point.
   [[nodiscard]] std::optional<std::pair<std::size_t, std::size_t>> cell_at(QPoint p) const;
   [[nodiscard]] QRect cell_rect(std::size_t row, std::size_t column) const;  // viewport coordinates
+  /// Rows up to this many are never thinner than a line of text: each one is labelled.
+  static constexpr std::size_t kLabelEveryRow = 64;
+  /// A row's height on screen: the cell size, or a text line for grids of few rows.
+  [[nodiscard]] double row_height() const;
+  /// The rows whose labels are drawn at the current zoom and scroll position, top to bottom.
+  [[nodiscard]] std::vector<std::size_t> labelled_rows() const;
+  /// What hovering a viewport point shows: the cell's tooltip over a cell, the full row (column)
+  /// name over the label column (the column labels); "" elsewhere.
+  [[nodiscard]] QString tooltip_at(QPoint p) const;
   [[nodiscard]] QSize sizeHint() const override;
 
  protected:
@@ -107,6 +119,12 @@ class VerdictGridView final : public QAbstractScrollArea {
  private:
   void update_scrollbars();
   [[nodiscard]] int top_margin() const;
+  /// The row / column under a viewport coordinate, anywhere beside the grid's other axis.
+  [[nodiscard]] std::optional<std::size_t> row_at(int y) const;
+  [[nodiscard]] std::optional<std::size_t> column_at(int x) const;
+  /// Labels are drawn for every k-th row (column), k this.
+  [[nodiscard]] std::size_t row_label_stride() const;
+  [[nodiscard]] std::size_t column_label_stride() const;
   std::shared_ptr<const JobVerdict> v_;
   QImage image_;  // one pixel a cell
   double cell_ = 16;

@@ -20,14 +20,19 @@
 //    divergent op's differing inputs were made before the step.
 // The cross-rank part (received) is judged in diff/causality's causal order over the step of
 // every rank: each eager op a record reading the records that made its arguments, each
-// collective a member of its group's k-th instance (records without a group, c10d::* lines of
-// DebugMode, are in one group "default": every rank either side has logs of). A collective whose local
-// inputs are equal while other members' differ is received from them, and the origin on the
-// rank where the damage started is named; a collective not seen on every member is unknown.
+// collective a member of its group's k-th instance. The group is the one the record names (op
+// records: `group` and its members `group_ranks`; DebugMode: a functional collective's
+// group_name); records without a group, c10d::* lines of DebugMode, are in one group "default":
+// every rank either side has logs of. A collective whose local inputs are equal while other
+// members' differ is received from them (ranks outside its group are neither senders nor
+// receivers through it), and the origin on the rank where the damage started is named; a
+// collective not seen on every member is unknown.
 // Reports name the deciding hash functions; DebugMode's hash_tensor is order-blind and 0 for
 // any constant tensor (weak: never evidence), norm is closeness, not identity (a warning).
 // Exit: 0 parity, 1 divergence or incomplete evidence (damaged lines, a rank or step on one side
 // only), 2 unusable input (no hashes, no common hash function) or nothing compared.
+// Sources: op_verdicts.cpp (judge_op_logs), op_findings.cpp (what the report says of them),
+// op_compare.cpp (compare_op_logs, compare_op_runs).
 
 #include <cstdint>
 #include <map>
@@ -59,17 +64,28 @@ struct InputCheck {
 /// Whether a record is a collective (c10d::*, functional collectives; not a wait).
 bool is_collective(std::string_view op) noexcept;
 
-/// The collectives of every rank, by (step, op name, per-rank sequence number), and whether each
-/// rank's inputs to it differed between eager and compiled.
+/// The group of a collective whose record names none: all ranks (records before groups were
+/// written, DebugMode's c10d:: lines).
+inline constexpr std::string_view kAllRanksGroup = "default";
+/// The name of the process group a collective record ran on (kAllRanksGroup when it names none).
+std::string_view collective_group(const model::ops::OpLog& log, const model::ops::OpRecord& r) noexcept;
+
+/// The collectives of every rank, by (step, group, op name, per-group sequence number), and
+/// whether each member's inputs to it differed between eager and compiled. Only the ranks that
+/// recorded that instance on that group are its members: a rank outside the group never sends
+/// through it.
 class CollectiveInputs {
  public:
-  void record(int rank, std::int64_t step, std::string_view op, std::size_t sequence, bool inputs_differ);
-  /// The ranks other than `rank` whose inputs to that collective differed, ascending.
-  [[nodiscard]] std::vector<int> ranks_with_differing_inputs(std::int64_t step, std::string_view op,
-                                                             std::size_t sequence, int rank) const;
+  void record(int rank, std::int64_t step, std::string_view group, std::string_view op, std::size_t sequence,
+              bool inputs_differ);
+  /// The members other than `rank` whose inputs to that collective differed, ascending.
+  [[nodiscard]] std::vector<int> ranks_with_differing_inputs(std::int64_t step, std::string_view group,
+                                                             std::string_view op, std::size_t sequence,
+                                                             int rank) const;
 
  private:
-  std::map<std::tuple<std::int64_t, std::string, std::size_t>, std::vector<std::pair<int, bool>>> members_;
+  std::map<std::tuple<std::int64_t, std::string, std::string, std::size_t>, std::vector<std::pair<int, bool>>>
+      members_;
 };
 
 struct OpDivergence {

@@ -165,26 +165,31 @@ CheckpointLayouts load_checkpoint_layouts(const std::string& baseline, const std
 
 // ---- models ------------------------------------------------------------------------------------
 
-void CheckpointParamModel::set_step(const CheckpointStep* step) {
-  beginResetModel();
-  step_ = step;
-  endResetModel();
+namespace {
+constexpr const char* kParamColumns[] = {"parameter",
+                                         "status",
+                                         "type",
+                                         "xxh3 baseline",
+                                         "xxh3 candidate",
+                                         "shard hash baseline",
+                                         "shard hash candidate",
+                                         "layout baseline",
+                                         "layout candidate"};
+static_assert(std::size(kParamColumns) == CheckpointParamModel::ColumnCount);
+constexpr const char* kShardColumns[] = {"side", "file", "rank", "offsets", "sizes", "share"};
+static_assert(std::size(kShardColumns) == CheckpointShardModel::ColumnCount);
+}  // namespace
+
+CheckpointParamModel::CheckpointParamModel() : SourceTableModel(kParamColumns) {}
+
+int CheckpointParamModel::row_count(const CheckpointStep& step) const {
+  return static_cast<int>(step.params.size());
 }
 
-int CheckpointParamModel::rowCount(const QModelIndex& parent) const {
-  if (parent.isValid() || step_ == nullptr) return 0;
-  return static_cast<int>(step_->params.size());
-}
-
-int CheckpointParamModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : ColumnCount;
-}
-
-QVariant CheckpointParamModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || step_ == nullptr || index.row() >= rowCount()) return {};
-  const auto& p = step_->params[static_cast<std::size_t>(index.row())];
+QVariant CheckpointParamModel::cell(const CheckpointStep& step, int row, int column, int role) const {
+  const auto& p = step.params[static_cast<std::size_t>(row)];
   if (role == Qt::DisplayRole) {
-    switch (index.column()) {
+    switch (column) {
       case Param: return shown_text(p.name);
       case Status: return QString::fromStdString(p.status);
       case Type: return shown_text(p.type_a.empty() ? p.type_b : p.type_a);
@@ -197,60 +202,30 @@ QVariant CheckpointParamModel::data(const QModelIndex& index, int role) const {
       default: return {};
     }
   }
-  if (role == Qt::BackgroundRole && (index.column() == Status || p.status != "equal"))
-    return index.column() == Status ? checkpoint_status_colour(p.status)
-                                    : checkpoint_status_colour(p.status).lighter(130);
+  if (role == Qt::BackgroundRole && (column == Status || p.status != "equal"))
+    return column == Status ? checkpoint_status_colour(p.status)
+                            : checkpoint_status_colour(p.status).lighter(130);
   if (role == Qt::ToolTipRole) return shown_text(p.message);
   if (role == Qt::UserRole) return exact_text(p.name);
   return {};
 }
 
-QVariant CheckpointParamModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"parameter",
-                                "status",
-                                "type",
-                                "xxh3 baseline",
-                                "xxh3 candidate",
-                                "shard hash baseline",
-                                "shard hash candidate",
-                                "layout baseline",
-                                "layout candidate"};
-  return QString::fromLatin1(names[section]);
+CheckpointShardModel::CheckpointShardModel() : SourceTableModel(kShardColumns) {}
+
+int CheckpointShardModel::row_count(const CheckpointParamRow& param) const {
+  return static_cast<int>(param.shards_a.size() + param.shards_b.size());
 }
 
-void CheckpointShardModel::set_param(const CheckpointParamRow* param) {
-  beginResetModel();
-  param_ = param;
-  endResetModel();
-}
-
-int CheckpointShardModel::rowCount(const QModelIndex& parent) const {
-  if (parent.isValid() || param_ == nullptr) return 0;
-  return static_cast<int>(param_->shards_a.size() + param_->shards_b.size());
-}
-
-int CheckpointShardModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : ColumnCount;
-}
-
-const CheckpointShard* CheckpointShardModel::shard(int row, bool& baseline) const {
-  if (param_ == nullptr || row < 0) return nullptr;
+QVariant CheckpointShardModel::cell(const CheckpointParamRow& param, int row, int column, int role) const {
+  if (role != Qt::DisplayRole) return {};
+  // Baseline shards first, then the candidate's.
   const auto r = static_cast<std::size_t>(row);
-  baseline = r < param_->shards_a.size();
-  if (baseline) return &param_->shards_a[r];
-  const auto k = r - param_->shards_a.size();
-  return k < param_->shards_b.size() ? &param_->shards_b[k] : nullptr;
-}
-
-QVariant CheckpointShardModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || role != Qt::DisplayRole) return {};
-  bool baseline = false;
-  const auto* s = shard(index.row(), baseline);
-  if (s == nullptr) return {};
+  const bool baseline = r < param.shards_a.size();
+  const auto& side = baseline ? param.shards_a : param.shards_b;
+  const CheckpointShard* s = &side[baseline ? r : r - param.shards_a.size()];
   std::int64_t total = 0;
-  for (const auto& x : baseline ? param_->shards_a : param_->shards_b) total += x.elements;
-  switch (index.column()) {
+  for (const auto& x : side) total += x.elements;
+  switch (column) {
     case Side: return baseline ? QStringLiteral("baseline") : QStringLiteral("candidate");
     case File: return shown_text(s->file);
     case Rank: return s->rank >= 0 ? QVariant(s->rank) : QVariant(QStringLiteral("-"));
@@ -262,12 +237,6 @@ QVariant CheckpointShardModel::data(const QModelIndex& index, int role) const {
                        : QString();
     default: return {};
   }
-}
-
-QVariant CheckpointShardModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"side", "file", "rank", "offsets", "sizes", "share"};
-  return QString::fromLatin1(names[section]);
 }
 
 // ---- view --------------------------------------------------------------------------------------

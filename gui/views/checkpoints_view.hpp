@@ -17,6 +17,7 @@
 
 #include "gui/cause_ref.hpp"
 #include "gui/legend.hpp"
+#include "gui/views/source_table_model.hpp"
 
 class QComboBox;
 class QLabel;
@@ -60,33 +61,28 @@ QColor checkpoint_status_colour(const std::string& status);
 
 /// Parameters of one step. Columns: parameter, status, baseline type, xxh3 and shard hash of each
 /// side, layout of each side. BackgroundRole colours the status.
-class CheckpointParamModel final : public QAbstractTableModel {
+class CheckpointParamModel final : public SourceTableModel<CheckpointStep> {
  public:
   enum Column { Param, Status, Type, XxhA, XxhB, ShardA, ShardB, LayoutA, LayoutB, ColumnCount };
-  void set_step(const CheckpointStep* step);
-  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
-  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+  CheckpointParamModel();
+  void set_step(const CheckpointStep* step) { show_source(step); }
 
  private:
-  const CheckpointStep* step_ = nullptr;
+  [[nodiscard]] int row_count(const CheckpointStep& step) const override;
+  [[nodiscard]] QVariant cell(const CheckpointStep& step, int row, int column, int role) const override;
 };
 
 /// The shards of one parameter, baseline then candidate: side, file, rank, offsets, sizes, share
 /// of the tensor's elements.
-class CheckpointShardModel final : public QAbstractTableModel {
+class CheckpointShardModel final : public SourceTableModel<CheckpointParamRow> {
  public:
   enum Column { Side, File, Rank, Offsets, Sizes, Share, ColumnCount };
-  void set_param(const CheckpointParamRow* param);
-  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
-  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+  CheckpointShardModel();
+  void set_param(const CheckpointParamRow* param) { show_source(param); }
 
  private:
-  [[nodiscard]] const CheckpointShard* shard(int row, bool& baseline) const;
-  const CheckpointParamRow* param_ = nullptr;
+  [[nodiscard]] int row_count(const CheckpointParamRow& param) const override;
+  [[nodiscard]] QVariant cell(const CheckpointParamRow& param, int row, int column, int role) const override;
 };
 
 class CheckpointsView final : public QWidget {

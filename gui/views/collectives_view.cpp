@@ -245,46 +245,36 @@ CollectiveSequences load_collective_sequences(const std::vector<std::string>& pa
 
 // ---- model -------------------------------------------------------------------------------------
 
-void CollectiveStreamModel::set_stream(const CollectiveStreamTable* stream) {
-  beginResetModel();
-  stream_ = stream;
-  endResetModel();
+int CollectiveStreamModel::row_count(const CollectiveStreamTable& stream) const {
+  return static_cast<int>(stream.rows);
 }
 
-int CollectiveStreamModel::rowCount(const QModelIndex& parent) const {
-  if (parent.isValid() || stream_ == nullptr) return 0;
-  return static_cast<int>(stream_->rows);
+int CollectiveStreamModel::column_count(const CollectiveStreamTable& stream) const {
+  return static_cast<int>(stream.columns.size());
 }
 
-int CollectiveStreamModel::columnCount(const QModelIndex& parent) const {
-  if (parent.isValid() || stream_ == nullptr) return 0;
-  return static_cast<int>(stream_->columns.size());
-}
-
-QVariant CollectiveStreamModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || stream_ == nullptr || index.row() >= rowCount() || index.column() >= columnCount())
-    return {};
-  const auto& col = stream_->columns[static_cast<std::size_t>(index.column())];
-  const auto& cell = col.cells[static_cast<std::size_t>(index.row())];
+QVariant CollectiveStreamModel::cell(const CollectiveStreamTable& stream, int row, int column,
+                                     int role) const {
+  const auto& col = stream.columns[static_cast<std::size_t>(column)];
+  const auto& entry = col.cells[static_cast<std::size_t>(row)];
   switch (role) {
-    case Qt::DisplayRole: return shown_text(cell.text);
+    case Qt::DisplayRole: return shown_text(entry.text);
     case Qt::ToolTipRole:
-      return cell.status == "none"
+      return entry.status == "none"
                  ? QVariant()
                  : shown_lines((col.baseline ? "baseline rank " : "rank ") + std::to_string(col.rank) +
-                               ", #" + std::to_string(index.row() + 1) + " (" + cell.status + ")\n" +
-                               cell.detail);
-    case Qt::BackgroundRole: return collective_status_colour(cell.status);
-    case kStatusRole: return QString::fromStdString(cell.status);
+                               ", #" + std::to_string(row + 1) + " (" + entry.status + ")\n" + entry.detail);
+    case Qt::BackgroundRole: return collective_status_colour(entry.status);
+    case kStatusRole: return QString::fromStdString(entry.status);
     default: return {};
   }
 }
 
 QVariant CollectiveStreamModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (role != Qt::DisplayRole || stream_ == nullptr) return {};
+  if (role != Qt::DisplayRole || source() == nullptr) return {};
   if (o == Qt::Vertical) return section + 1;  // the position, 1-based as the report names it
   if (section < 0 || section >= columnCount()) return {};
-  const auto& col = stream_->columns[static_cast<std::size_t>(section)];
+  const auto& col = source()->columns[static_cast<std::size_t>(section)];
   return (col.baseline ? QStringLiteral("baseline rank %1") : QStringLiteral("rank %1")).arg(col.rank);
 }
 

@@ -20,6 +20,7 @@
 #include "diff/report/finding.hpp"
 #include "gui/cause_ref.hpp"
 #include "gui/legend.hpp"
+#include "gui/views/source_table_model.hpp"
 
 class QComboBox;
 class QLabel;
@@ -72,17 +73,18 @@ QColor collective_status_colour(const std::string& status);
 
 /// One stream: rows are positions, columns ranks (baseline ranks first). BackgroundRole by status,
 /// ToolTipRole the detail, kStatusRole the status.
-class CollectiveStreamModel final : public QAbstractTableModel {
+class CollectiveStreamModel final : public SourceTableModel<CollectiveStreamTable> {
  public:
   static constexpr int kStatusRole = Qt::UserRole + 1;
-  void set_stream(const CollectiveStreamTable* stream);
-  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+  void set_stream(const CollectiveStreamTable* stream) { show_source(stream); }
+  /// Ranks across, positions (1-based, as the report names them) down.
   [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
 
  private:
-  const CollectiveStreamTable* stream_ = nullptr;
+  [[nodiscard]] int row_count(const CollectiveStreamTable& stream) const override;
+  [[nodiscard]] int column_count(const CollectiveStreamTable& stream) const override;
+  [[nodiscard]] QVariant cell(const CollectiveStreamTable& stream, int row, int column,
+                              int role) const override;
 };
 
 class CollectivesView final : public QWidget {

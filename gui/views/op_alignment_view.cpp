@@ -182,28 +182,24 @@ OpAlignment load_op_alignment(const std::string& eager, const std::string& compi
 
 // ---- model -------------------------------------------------------------------------------------
 
-void OpAlignmentModel::set_step(const OpAlignStep* step) {
-  beginResetModel();
-  step_ = step;
-  endResetModel();
+namespace {
+constexpr const char* kOpColumns[] = {"eager #",   "eager op",   "status",      "module",         "source",
+                                      "paired by", "compiled #", "compiled op", "compiled source"};
+static_assert(std::size(kOpColumns) == OpAlignmentModel::ColumnCount);
+}  // namespace
+
+OpAlignmentModel::OpAlignmentModel() : SourceTableModel(kOpColumns) {}
+
+int OpAlignmentModel::row_count(const OpAlignStep& step) const {
+  return static_cast<int>(step.rows.size());
 }
 
-int OpAlignmentModel::rowCount(const QModelIndex& parent) const {
-  if (parent.isValid() || step_ == nullptr) return 0;
-  return static_cast<int>(step_->rows.size());
-}
-
-int OpAlignmentModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : ColumnCount;
-}
-
-QVariant OpAlignmentModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || step_ == nullptr || index.row() >= rowCount()) return {};
-  const auto& r = step_->rows[static_cast<std::size_t>(index.row())];
+QVariant OpAlignmentModel::cell(const OpAlignStep& step, int row, int column, int role) const {
+  const auto& r = step.rows[static_cast<std::size_t>(row)];
   const bool has_eager = r.eager_index >= 0;
   const bool has_compiled = r.compiled_index >= 0;
   if (role == Qt::DisplayRole) {
-    switch (index.column()) {
+    switch (column) {
       case EagerIndex: return has_eager ? QVariant(static_cast<qlonglong>(r.eager_index)) : QVariant();
       case EagerOp:
         return has_eager ? shown_text(r.eager_op)
@@ -222,32 +218,25 @@ QVariant OpAlignmentModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::BackgroundRole) {
     const QColor c = op_status_colour(r.status);
-    if (index.column() == Status) return c;
+    if (column == Status) return c;
     if (r.status == "matched" || r.status == "unhashed") return {};
     return r.status == "first divergence" ? c.lighter(140) : c.lighter(110);
   }
   if (role == Qt::ToolTipRole) {
     std::string t;
     if (has_eager)
-      t += "eager " + step_->eager_log + ":" + std::to_string(r.eager_line) + " #" +
+      t += "eager " + step.eager_log + ":" + std::to_string(r.eager_line) + " #" +
            std::to_string(r.eager_index) + " " + r.eager_op + " (" + r.phase + ")" +
            (r.module.empty() ? "" : "\nmodule " + r.module) +
            (r.source.empty() ? "" : "\nsource " + r.source);
     if (has_compiled)
-      t += std::string(t.empty() ? "" : "\n") + "compiled " + step_->compiled_log + ":" +
+      t += std::string(t.empty() ? "" : "\n") + "compiled " + step.compiled_log + ":" +
            std::to_string(r.compiled_line) + " #" + std::to_string(r.compiled_index) + " " + r.compiled_op +
            (r.compiled_source.empty() ? "" : "\nsource " + r.compiled_source);
     t += "\n" + r.status + (r.paired_by.empty() || r.paired_by == "none" ? "" : ", paired by " + r.paired_by);
     return shown_lines(t);
   }
   return {};
-}
-
-QVariant OpAlignmentModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"eager #",   "eager op",   "status",      "module",         "source",
-                                "paired by", "compiled #", "compiled op", "compiled source"};
-  return QString::fromLatin1(names[section]);
 }
 
 // ---- view --------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 
 #include "gui/cause_ref.hpp"
 #include "gui/legend.hpp"
+#include "gui/views/source_table_model.hpp"
 
 class QComboBox;
 class QLabel;
@@ -69,7 +70,7 @@ QColor op_status_colour(const std::string& status);
 
 /// One rank-step. Columns: eager #, eager op, status, module, source, paired by, compiled #,
 /// compiled op, compiled source.
-class OpAlignmentModel final : public QAbstractTableModel {
+class OpAlignmentModel final : public SourceTableModel<OpAlignStep> {
  public:
   enum Column {
     EagerIndex,
@@ -83,14 +84,12 @@ class OpAlignmentModel final : public QAbstractTableModel {
     CompiledSource,
     ColumnCount
   };
-  void set_step(const OpAlignStep* step);
-  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
-  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+  OpAlignmentModel();
+  void set_step(const OpAlignStep* step) { show_source(step); }
 
  private:
-  const OpAlignStep* step_ = nullptr;
+  [[nodiscard]] int row_count(const OpAlignStep& step) const override;
+  [[nodiscard]] QVariant cell(const OpAlignStep& step, int row, int column, int role) const override;
 };
 
 class OpAlignmentView final : public QWidget {

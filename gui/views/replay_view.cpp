@@ -192,27 +192,22 @@ ReplayRecords load_replay_records(const std::string& run_dir) {
 
 // ---- model -------------------------------------------------------------------------------------
 
-void ReplayNodeModel::set_rank(const ReplayRankNodes* rank) {
-  beginResetModel();
-  rank_ = rank;
-  endResetModel();
+namespace {
+constexpr const char* kNodeColumns[] = {"#", "node", "op", "source", "status", "xxh3 a", "xxh3 b", "cause"};
+static_assert(std::size(kNodeColumns) == ReplayNodeModel::ColumnCount);
+}  // namespace
+
+ReplayNodeModel::ReplayNodeModel() : SourceTableModel(kNodeColumns) {}
+
+int ReplayNodeModel::row_count(const ReplayRankNodes& rank) const {
+  return static_cast<int>(rank.rows.size());
 }
 
-int ReplayNodeModel::rowCount(const QModelIndex& parent) const {
-  if (parent.isValid() || rank_ == nullptr) return 0;
-  return static_cast<int>(rank_->rows.size());
-}
-
-int ReplayNodeModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : ColumnCount;
-}
-
-QVariant ReplayNodeModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || rank_ == nullptr || index.row() >= rowCount()) return {};
-  const auto& r = rank_->rows[static_cast<std::size_t>(index.row())];
+QVariant ReplayNodeModel::cell(const ReplayRankNodes& rank, int row, int column, int role) const {
+  const auto& r = rank.rows[static_cast<std::size_t>(row)];
   if (role == Qt::DisplayRole) {
-    switch (index.column()) {
-      case Index: return index.row();
+    switch (column) {
+      case Index: return row;
       case Node:
         return r.node_b.empty() || r.node_b == r.node ? shown_text(r.node)
                                                       : shown_text(r.node + " ↔ " + r.node_b);
@@ -228,23 +223,16 @@ QVariant ReplayNodeModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::UserRole) return exact_text(r.node);
   if (role == Qt::BackgroundRole) {
     QColor c = replay_status_colour(r.status);
-    if (index.column() != Status && r.status == "equal") return {};
-    if (index.column() != Status) c = c.lighter(125);
+    if (column != Status && r.status == "equal") return {};
+    if (column != Status) c = c.lighter(125);
     return c;
   }
   if (role == Qt::ToolTipRole) {
-    return shown_lines("rank " + std::to_string(rank_->rank) + ", " + r.node + " (" + r.op + ")\nxxh3 " +
+    return shown_lines("rank " + std::to_string(rank.rank) + ", " + r.node + " (" + r.op + ")\nxxh3 " +
                        r.xxh3_a + " vs " + r.xxh3_b + "\nshard " + r.shard_a + " vs " + r.shard_b +
                        (r.cause.empty() ? "" : "\n" + r.cause));
   }
   return {};
-}
-
-QVariant ReplayNodeModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"#", "node", "op", "source", "status", "xxh3 a", "xxh3 b", "cause"};
-  if (section < 0 || section >= ColumnCount) return {};
-  return QString::fromLatin1(names[section]);
 }
 
 // ---- view --------------------------------------------------------------------------------------

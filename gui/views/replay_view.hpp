@@ -21,6 +21,7 @@
 
 #include "gui/cause_ref.hpp"
 #include "gui/legend.hpp"
+#include "gui/views/source_table_model.hpp"
 
 class QComboBox;
 class QLabel;
@@ -72,18 +73,16 @@ QColor replay_status_colour(const std::string& status);
 
 /// One rank's nodes. Columns: #, node, op, source, status, xxh3 a, xxh3 b, cause. BackgroundRole
 /// colours the status cell (and the row, lighter); ToolTipRole holds both sides' hashes.
-class ReplayNodeModel final : public QAbstractTableModel {
+class ReplayNodeModel final : public SourceTableModel<ReplayRankNodes> {
  public:
   enum Column { Index, Node, Op, Source, Status, HashA, HashB, Cause, ColumnCount };
-  void set_rank(const ReplayRankNodes* rank);
-  [[nodiscard]] const ReplayRankNodes* rank() const noexcept { return rank_; }
-  [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
-  [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
-  [[nodiscard]] QVariant headerData(int section, Qt::Orientation o, int role) const override;
+  ReplayNodeModel();
+  void set_rank(const ReplayRankNodes* rank) { show_source(rank); }
+  [[nodiscard]] const ReplayRankNodes* rank() const noexcept { return source(); }
 
  private:
-  const ReplayRankNodes* rank_ = nullptr;
+  [[nodiscard]] int row_count(const ReplayRankNodes& rank) const override;
+  [[nodiscard]] QVariant cell(const ReplayRankNodes& rank, int row, int column, int role) const override;
 };
 
 class ReplayRecordsView final : public QWidget {

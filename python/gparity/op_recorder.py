@@ -315,7 +315,11 @@ class OpRecorder:
             outs = list(ins)
         unreliable = collective and not waits
         out_refs = self._refs(outs, as_input=False, hash_now=not unreliable)
-        extra = {"collective": True, "group": "default", "async": True} if unreliable else None
+        extra = None
+        if unreliable:
+            extra = {"collective": True}
+            extra.update(_collective_group(op, args, kwargs))
+            extra["async"] = True
         self._records.append((op, phase, module, source, in_refs, out_refs, extra))
         return out
 
@@ -481,6 +485,87 @@ def _cpp_library():
         lib = None
     _cpp_lib.append(lib)
     return lib
+
+
+def _collective_group(op, args, kwargs):
+    """The process group a collective runs on: {"group": name, "group_ranks": [global ranks]}.
+    The world is "default"; another group is named as c10d names it on every rank (new_group is
+    collective, so the names agree), else "ranks:2,3". {"group": name} alone when its members
+    cannot be told (read as the ranks whose records name it); {"group": "default"} when not even
+    the group can (read as all ranks, as records written before groups were)."""
+    try:
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d as c10d
+    except ImportError:  # pragma: no cover
+        return {"group": "default"}
+    name = None
+    try:
+        if not dist.is_available() or not dist.is_initialized():
+            return {"group": "default"}
+        pg = None
+        if op.startswith("_c10d_functional::"):
+            # Functional collectives take the group's name (the last string argument).
+            name = kwargs.get("group_name")
+            if name is None:
+                name = next((a for a in reversed(args) if isinstance(a, str)), None)
+            resolve = getattr(c10d, "_resolve_process_group", None)
+            if name is not None and resolve is not None:
+                pg = resolve(name)
+        elif op.startswith("c10d_functional::"):
+            # The legacy functional collectives list their ranks: (..., tag, ranks, group_size).
+            for a in args:
+                if isinstance(a, (list, tuple)) and a and all(isinstance(r, int) for r in a):
+                    ranks = sorted(a)
+                    return {"group": "ranks:" + ",".join(map(str, ranks)), "group_ranks": ranks}
+        else:
+            pg = _process_group_arg(args, dist)
+        if pg is None:
+            return {"group": str(name) if name else "default"}
+        if hasattr(dist, "get_process_group_ranks"):
+            ranks = sorted(dist.get_process_group_ranks(pg))
+        else:  # pragma: no cover
+            ranks = sorted(c10d._pg_group_ranks[pg])
+        if pg is c10d._get_default_group():
+            return {"group": "default", "group_ranks": ranks}
+        if name is None:
+            name = getattr(pg, "group_name", None) or getattr(c10d, "_pg_names", {}).get(pg)
+        return {"group": str(name) if name else "ranks:" + ",".join(map(str, ranks)), "group_ranks": ranks}
+    except Exception:  # a group this torch cannot resolve: named if we can, never a failed step
+        return {"group": str(name) if name else "default"}
+
+
+def _process_group_arg(args, dist):
+    """The Python ProcessGroup a c10d op was given. Torch 2.x unboxes the ScriptObject the op
+    receives (ProcessGroup.unbox); torch 1.13 cannot, so the group is read from the caller in
+    distributed_c10d.py (`group.allreduce(...)`, `default_pg.allreduce(...)`): the one
+    ProcessGroup among its locals."""
+    for a in _flat_leaves(args):
+        if isinstance(a, dist.ProcessGroup):
+            return a
+        if type(a).__name__ == "ScriptObject" and hasattr(dist.ProcessGroup, "unbox"):
+            try:
+                return dist.ProcessGroup.unbox(a)
+            except Exception:  # not a ProcessGroup (a ReduceOp, a Work)
+                continue
+    f = sys._getframe(1)
+    for _ in range(16):
+        if f is None:
+            break
+        if f.f_code.co_filename.endswith("distributed_c10d.py"):
+            local = f.f_locals
+            group = local.get("group")
+            if isinstance(group, dist.ProcessGroup):
+                return group
+            found = {id(v): v for v in local.values() if isinstance(v, dist.ProcessGroup)}
+            return next(iter(found.values())) if len(found) == 1 else None
+        f = f.f_back
+    return None
+
+
+def _flat_leaves(obj):
+    if tree_flatten is not None:
+        return tree_flatten(obj)[0]
+    return list(obj) if isinstance(obj, (list, tuple)) else [obj]  # pragma: no cover
 
 
 class _ManifestOnly:

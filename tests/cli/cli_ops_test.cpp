@@ -121,6 +121,28 @@ TEST(CliOps, OpsShowPrintsOneLog) {
   EXPECT_NE(meta.err.find("rank0_meta.json"), std::string::npos) << meta.err;
 }
 
+TEST(CliOps, OpsShowNamesACollectivesGroup) {
+  // A functional collective's group_name (its last argument), the legacy ops' rank list; a c10d
+  // op's ProcessGroup is a ScriptObject without a name: no group.
+  TempDir dir;
+  const auto file = (dir.path() / "rank2_step1.debug.txt").string();
+  std::ofstream(file, std::ios::trunc)
+      << "_c10d_functional::all_reduce(t$0: f32[4], sum, 3)  ->  t$1: f32[4]  # {'hash': 1}\n"
+         "c10d_functional::all_reduce(t$1: f32[4], sum, ptd, [2, 3], 2)  ->  t$2: f32[4]  # {'hash': 2}\n"
+         "c10d::allreduce_([t$2: f32[4]], ScriptObject <__torch__.torch.classes.c10d.ProcessGroup>, None)  "
+         "->  "
+         "([t$2: f32[4]], 'ScriptObject <__torch__.torch.classes.c10d.Work>')  # {'hash': ([3], None)}\n";
+  const auto j = run_command(GPARITY_EXE, {"ops", "show", "--json", file});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["ops"].size(), 3u);
+  EXPECT_EQ(doc["ops"][0]["group"], "3");
+  EXPECT_FALSE(doc["ops"][0].contains("group_ranks"));
+  EXPECT_EQ(doc["ops"][1]["group"], "ranks:2,3");
+  EXPECT_EQ(doc["ops"][1]["group_ranks"], (std::vector<int>{2, 3}));
+  EXPECT_FALSE(doc["ops"][2].contains("group"));
+}
+
 TEST(CliOps, DamagedLogsAreNamedAndNeverParity) {
   TempDir dir;
   const fs::path cand = dir.path() / "eager_repeat";

@@ -116,6 +116,56 @@ TEST_F(RunViewsTest, WidgetSummarisesAndPaints) {
   screenshot(w, "run_curves");
 }
 
+// Every rank at once: each rank's steps one after the other, each rank's first divergence
+// marked, a followed cause selecting its rank's row; one rank again on request.
+TEST_F(RunViewsTest, HeatmapShowsEveryRankAtOnceAndFollowsACauseToItsRow) {
+  const RunPair runs = load_run_pair(kRuns + "eager", kRuns + "compile");
+  ASSERT_EQ(runs.ranks.size(), 2U);
+  const int steps0 = static_cast<int>(runs.ranks[0].steps.size());
+  const int steps1 = static_cast<int>(runs.ranks[1].steps.size());
+  RunHeatmapModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_runs(&runs);
+  model.set_all_ranks(true);
+  ASSERT_EQ(model.rowCount(), steps0 + steps1);
+  EXPECT_EQ(model.headerData(0, Qt::Vertical, Qt::DisplayRole).toString(), QStringLiteral("rank 0 · step 1"));
+  EXPECT_EQ(model.headerData(steps0, Qt::Vertical, Qt::DisplayRole).toString(),
+            QStringLiteral("rank 1 · step 1"));
+  EXPECT_EQ(model.rank_step(steps0), (std::pair<int, int>{1, 0}));
+  EXPECT_EQ(model.row_of(1, 0), steps0);
+  EXPECT_FALSE(model.rank_step(steps0 + steps1).has_value());
+  // Both ranks' first divergences (step 1, tok.weight), 14 parameters differing on each.
+  for (const int row : {0, steps0}) {
+    EXPECT_TRUE(model.data(model.index(row, 0), RunHeatmapModel::kFirstDivergenceRole).toBool()) << row;
+    EXPECT_EQ(model.differing_in_row(row), 14) << row;
+    EXPECT_TRUE(model.data(model.index(row, 0), Qt::ToolTipRole)
+                    .toString()
+                    .contains(QStringLiteral("rank %1").arg(row == 0 ? 0 : 1)));
+  }
+  // Choosing a rank keeps every row; switching back to one rank shows that rank's rows only.
+  model.set_rank_index(1);
+  EXPECT_EQ(model.rowCount(), steps0 + steps1);
+  model.set_all_ranks(false);
+  EXPECT_EQ(model.rowCount(), steps1);
+  EXPECT_EQ(model.rank_step(0), (std::pair<int, int>{1, 0}));
+  EXPECT_EQ(model.row_of(0, 0), -1);
+
+  // The widget opens on every rank; a cause of rank 1 selects rank 1's row, not rank 0's.
+  RunViewsWidget w(load_run_pair(kRuns + "eager", kRuns + "compile"));
+  w.resize(1200, 760);
+  w.show();
+  ASSERT_TRUE(w.heatmap_model()->all_ranks());
+  CauseRef cause;
+  cause.kind = CauseRef::Kind::RunCell;
+  cause.rank = 1;
+  cause.step = w.runs().ranks[1].steps[1];
+  cause.param = w.runs().params[2];
+  ASSERT_TRUE(w.select_cause(cause));
+  EXPECT_EQ(w.heatmap()->selected_cell(), (std::pair<int, int>{steps0 + 1, 2}));
+  EXPECT_EQ(w.heatmap_model()->current()->rank, 1);
+  EXPECT_TRUE(w.summary().contains(QStringLiteral("rank 1"))) << w.summary().toStdString();
+}
+
 TEST_F(RunViewsTest, MainWindowOpensTwoRunsAndReportsBadOnes) {
   EXPECT_TRUE(MainWindow::is_run(QString::fromStdString(kRuns + "eager")));
   EXPECT_FALSE(MainWindow::is_run(QString::fromStdString(kRuns + "gate.json")));

@@ -190,15 +190,38 @@ TEST_F(VerdictPageTest, VerdictPageMeshRunsEagerVsCompileMatchesCliAndSelectsThe
   EXPECT_EQ(followed_.back().kind, CauseRef::Kind::RunCell);
   EXPECT_EQ(followed_.back().rank, 0);
   EXPECT_EQ(followed_.back().step, 1);
-  // A cell of another rank and step: the heatmap follows.
+  // The heatmap shows every rank at once, as the page's grid does: 4 ranks x 6 steps of rows,
+  // each rank's first divergence at its step 1 (tok.weight).
+  ASSERT_TRUE(runs->heatmap_model()->all_ranks());
+  ASSERT_EQ(runs->heatmap_model()->rowCount(), 4 * 6);
+  for (int r = 0; r < 4; ++r) {
+    const int row = runs->heatmap_model()->row_of(r, 0);
+    ASSERT_GE(row, 0);
+    EXPECT_EQ(runs->heatmap_model()->headerData(row, Qt::Vertical, Qt::DisplayRole).toString(),
+              QStringLiteral("rank %1 · step 1").arg(r));
+    EXPECT_TRUE(runs->heatmap_model()->index(row, 0).data(RunHeatmapModel::kFirstDivergenceRole).toBool());
+  }
+  // A cell of another rank and step: the heatmap follows, to that rank's row.
   ASSERT_TRUE(page_->follow_cell(2, 3));
   EXPECT_EQ(runs->heatmap_model()->current()->rank, 2);
-  EXPECT_EQ(runs->heatmap()->selected_cell().first, 3);
+  const int followed_row = runs->heatmap()->selected_cell().first;
+  EXPECT_EQ(runs->heatmap_model()->rank_step(followed_row), (std::pair<int, int>{2, 3}));
+  EXPECT_TRUE(runs->heatmap_model()
+                  ->headerData(followed_row, Qt::Vertical, Qt::DisplayRole)
+                  .toString()
+                  .startsWith(QStringLiteral("rank 2 · ")));
   EXPECT_EQ(runs->heatmap_model()
-                ->index(3, runs->heatmap()->selected_cell().second)
+                ->index(followed_row, runs->heatmap()->selected_cell().second)
                 .data(RunHeatmapModel::kDiffersRole)
                 .toBool(),
             true);
+  // One rank at a time on request: the same cell, at that rank's own row.
+  const_cast<RunViewsWidget*>(runs)->set_all_ranks(false);
+  EXPECT_EQ(runs->heatmap_model()->rowCount(), 6);
+  EXPECT_EQ(runs->heatmap_model()->headerData(3, Qt::Vertical, Qt::DisplayRole).toString(),
+            QStringLiteral("step %1").arg(runs->runs().ranks[2].steps[3]));
+  const_cast<RunViewsWidget*>(runs)->set_all_ranks(true);
+  ASSERT_TRUE(page_->follow_cell(2, 3));
   window_->tabs()->setCurrentWidget(const_cast<RunViewsWidget*>(runs));
   screenshot(*window_, "verdict_runs_heatmap");
 }

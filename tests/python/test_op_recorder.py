@@ -6,7 +6,10 @@ and compiled with aot_autograd, recording every op, and `gparity compare` judges
       forward, step 1, origin, on both ranks (its compiled counterparts the decomposition's ops);
   (c) the wrong decomposition on rank 1 only: rank 1 origin at aten::gelu; rank 0 received
       through the gradient all-reduce from rank 1, whose origin is that gelu, and no origin at
-      all on rank 0 (its other all-reduces are received too).
+      all on rank 0 (its other all-reduces are received too);
+  (d) 4 ranks on a 2x2 mesh (tests/python/op_recorder_mesh.py, ~12 s): each all-reduce's record
+      names its group and members, and the senders of a received divergence are the members of
+      that collective's group (rank 3 origin; rank 2 through TP {2, 3}; ranks 0 and 1 through DP).
 
 Each case is asserted of the runs of both recorder backends (backend="python": the
 TorchDispatchMode; backend="cpp": libgparity_torchops' RecordFunction callbacks), and the two
@@ -309,6 +312,71 @@ class Views(unittest.TestCase):
             return [(r["op"], [t.get("view") for t in r["outs"]]) for r in recs if r["phase"] == "forward"]
         py, cpp = self.check("python"), self.check("cpp")
         self.assertEqual(shape(py), shape(cpp))
+
+
+class OpRecorderMesh2x2(unittest.TestCase):
+    """4 ranks on a 2x2 mesh (tests/python/op_recorder_mesh.py): rank 3's gelu is the origin; the
+    TP all-reduce of {2, 3} makes rank 2 received from rank 3, and ranks 0 and 1 (the other TP
+    group) receive it only through their DP all-reduce, from rank 2 and rank 3 respectively."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = cls.tmp.name
+        script = os.path.join(HERE, "op_recorder_mesh.py")
+        store = os.path.join(out, "store")
+        procs = [subprocess.Popen([sys.executable, script, out, store, str(r)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for r in range(4)]
+        for p in procs:
+            log, _ = p.communicate(timeout=120)
+            if p.returncode != 0:
+                raise AssertionError("mesh rank failed:\n" + log)
+        cls.out = out
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def collectives(self, run, rank):
+        with open(os.path.join(self.out, run, f"rank-{rank}.jsonl"), encoding="utf-8") as f:
+            recs = [json.loads(line) for line in f]
+        return [r for r in recs if r.get("type") == "op" and r.get("collective")]
+
+    def test_records_name_each_collectives_group_and_members(self):
+        names = {}
+        for rank in range(4):
+            tp, dp = self.collectives("eager", rank)
+            self.assertEqual((tp["op"], dp["op"]), ("c10d::allreduce_", "c10d::allreduce_"))
+            self.assertEqual(tp["group_ranks"], [0, 1] if rank < 2 else [2, 3], tp)
+            self.assertEqual(dp["group_ranks"], [0, 2] if rank % 2 == 0 else [1, 3], dp)
+            for c in (tp, dp):
+                self.assertNotEqual(c["group"], "default", c)
+                names.setdefault(tuple(c["group_ranks"]), set()).add(c["group"])
+        # One name per group on all of its members, and four different names.
+        self.assertTrue(all(len(n) == 1 for n in names.values()), names)
+        self.assertEqual(len({next(iter(n)) for n in names.values()}), 4, names)
+
+    def test_the_senders_are_the_members_of_the_collectives_group(self):
+        r = subprocess.run([EXE, "compare", os.path.join(self.out, "eager"), os.path.join(self.out, "wrong_rank3"),
+                            "--json"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        ranks = {x["rank"]: x["first_divergence"] for x in json.loads(r.stdout)["result"]["ranks"]}
+        self.assertEqual(ranks[3]["op"], "aten::gelu")
+        self.assertEqual(ranks[3]["cause"], "origin")
+        # rank: (which all-reduce: 0 TP, 1 DP; its members; the sender). Without groups, ranks 0
+        # and 1 were said to receive from both 2 and 3 (every rank whose input differed).
+        expect = {2: (0, [2, 3], 3), 0: (1, [0, 2], 2), 1: (1, [1, 3], 3)}
+        for rank, (which, members, sender) in expect.items():
+            fd = ranks[rank]
+            text = json.dumps(fd)
+            collective = self.collectives("eager", rank)[which]
+            self.assertEqual(fd["group"], {"name": collective["group"], "ranks": members}, text)
+            self.assertEqual(fd["op"], "c10d::allreduce_", text)
+            self.assertEqual(fd["cause"], "received", text)
+            self.assertEqual(fd["from_ranks"], [sender], text)
+            self.assertEqual(fd["origin"]["rank"], 3, text)
+            self.assertEqual(fd["origin"]["op"], "aten::gelu", text)
+            self.assertEqual(fd["eager"]["index"], collective["index"], text)
 
 
 if __name__ == "__main__":

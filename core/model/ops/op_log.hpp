@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -131,6 +132,10 @@ struct OpRecord {
   std::uint32_t out_count = 0;  // tensor outputs, in order, into OpLog::tensors
   RecordKind kind = RecordKind::Op;
   Phase phase = Phase::Unknown;
+  /// The process group a collective ran on (string id): its name as the log gives it ("default",
+  /// "1", a functional collective's group_name); 0 when the log does not name it: all ranks.
+  /// OpLog::group_ranks holds its members where the log lists them.
+  std::uint32_t group = 0;
   /// DebugMode hashed this output when the collective was dispatched, before it completed:
   /// functional collectives (pytorch/pytorch#169150; the wait_tensor's output is the value)
   /// and c10d collectives, which return a Work (seen with Gloo: the output hash equals the
@@ -170,6 +175,9 @@ struct OpLog {
   HashSpec hash_spec;
   std::vector<LogIssue> issues;
   std::vector<std::int64_t> steps;  // the steps present, ascending
+  /// Member ranks (global, ascending) of the process groups the log lists them for, by the
+  /// group's string id (OpRecord::group). A named group not here: its members are unknown.
+  std::map<std::uint32_t, std::vector<int>> group_ranks;
   std::uint64_t bytes = 0;
   bool truncated = false;  // the last line did not parse: the file was cut short
 

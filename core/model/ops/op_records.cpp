@@ -205,6 +205,10 @@ class Reader {
     r.has_input_hashes = true;
     if (const auto a = j.find("async"); a != j.end() && a->is_boolean() && a->get<bool>())
       r.output_hash_unreliable = true;
+    if (!group(j, r, problem)) {
+      log_.tensors.resize(r.first_arg);
+      return false;
+    }
     r.kind = RecordKind::Op;
     const auto index = j.find("index");
     r.index =
@@ -217,6 +221,35 @@ class Reader {
     }
     if (log_.steps.empty() || log_.steps.back() != r.step) log_.steps.push_back(r.step);
     log_.records.push_back(r);
+    return true;
+  }
+
+  /// A collective's `group` (its name) and `group_ranks` (its members, global ranks): a record
+  /// without them ran on "all ranks", as records before groups were written did.
+  bool group(const json& j, OpRecord& r, std::string& problem) {
+    const auto g = j.find("group");
+    if (g == j.end()) return true;
+    if (!g->is_string() || g->get_ref<const std::string&>().empty())
+      return problem = "\"group\" is not a non-empty string", false;
+    r.group = log_.strings.intern(g->get_ref<const std::string&>());
+    const auto gr = j.find("group_ranks");
+    if (gr == j.end()) return true;
+    std::vector<int> ranks;
+    if (gr->is_array()) {
+      for (const auto& x : *gr) {
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > (1 << 24) ||
+            (!ranks.empty() && x.get<std::int64_t>() <= ranks.back())) {
+          ranks.clear();
+          break;
+        }
+        ranks.push_back(static_cast<int>(x.get<std::int64_t>()));
+      }
+    }
+    if (ranks.empty()) return problem = "\"group_ranks\" is not a non-empty ascending list of ranks", false;
+    const auto [it, inserted] = log_.group_ranks.emplace(r.group, ranks);
+    if (!inserted && it->second != ranks)
+      return problem = "group \"" + g->get<std::string>() + "\" with other ranks than an earlier record's",
+             false;
     return true;
   }
 

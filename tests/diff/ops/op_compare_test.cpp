@@ -498,6 +498,92 @@ TEST(OpRecordsCompare, EveryAllReduceOfTheStepIsReceivedNoneIsAnOtherOrigin) {
   }
 }
 
+/// An async all-reduce record on a named group; `ranks` its members ("" leaves them out, as a
+/// DebugMode functional collective does).
+std::string group_rec(const std::string& group, const std::string& ranks, const std::string& tensor) {
+  return R"({"type":"op","step":1,"op":"c10d::allreduce_","phase":"forward","args":[)" + tensor +
+         R"(],"outs":[)" + tensor + R"(],"collective":true,"group":")" + group + "\"" +
+         (ranks.empty() ? "" : R"(,"group_ranks":[)" + ranks + "]") + R"(,"async":true})" + "\n";
+}
+
+/// One step of a 2x2 mesh (FSDP x TP): ranks [[0, 1], [2, 3]], TP groups the rows, DP groups the
+/// columns. Each rank: gelu, all-reduce over its TP group, a scale, all-reduce over its DP group,
+/// a shift. `wrong3`: rank 3's gelu differs, so does every value its groups reduce.
+std::vector<RankLogs> mesh_2x2(bool wrong3, bool with_members) {
+  std::vector<std::string> per_rank;
+  for (int r = 0; r < 4; ++r) {
+    const bool tp_hit = wrong3 && r >= 2;  // {2, 3} reduces rank 3's gelu
+    const bool dp_hit = wrong3;            // {0, 2} gets rank 2's, {1, 3} rank 3's
+    const std::string tp = r < 2 ? "tp0" : "tp1", dp = r % 2 == 0 ? "dp0" : "dp1";
+    const std::string tp_ranks = !with_members ? "" : r < 2 ? "0,1" : "2,3";
+    const std::string dp_ranks = !with_members ? "" : r % 2 == 0 ? "0,2" : "1,3";
+    const std::uint64_t base = 100 * static_cast<std::uint64_t>(r + 1);
+    per_rank.push_back(
+        rec(1, "aten::mm", t(0, base + 1), t(1, base + 2)) +
+        rec(1, "aten::gelu", t(1), t(2, base + 3 + (wrong3 && r == 3 ? 50 : 0))) +
+        group_rec(tp, tp_ranks, t(2)) +
+        rec(1, "aten::mul.Tensor", t(2, base + 4 + (tp_hit ? 50 : 0)), t(3, base + 5 + (tp_hit ? 50 : 0))) +
+        group_rec(dp, dp_ranks, t(3)) +
+        rec(1, "aten::add.Tensor", t(3, base + 6 + (dp_hit ? 50 : 0)), t(4, base + 7 + (dp_hit ? 50 : 0))));
+  }
+  return records_of(per_rank);
+}
+
+TEST(OpRecordsCompare, OnA2x2MeshTheSendersAreTheMembersOfTheCollectivesGroup) {
+  // Rank 3's gelu is the origin. The TP all-reduce of {2, 3} makes rank 2 received from rank 3;
+  // ranks 0 and 1 (the other TP group) get it only through their DP all-reduces, rank 0 from
+  // rank 2 and rank 1 from rank 3. With every collective in one group, rank 0 and rank 1 would
+  // both be "received from ranks 2, 3".
+  for (const bool with_members : {true, false}) {
+    SCOPED_TRACE(with_members ? "groups with their members" : "groups by name only");
+    const auto e = mesh_2x2(false, with_members);
+    const auto c = mesh_2x2(true, with_members);
+    for (const auto* side : {&e, &c})
+      for (const auto& rl : *side)
+        ASSERT_TRUE(rl.logs.front().issues.empty()) << rl.logs.front().issues.front().problem;
+    const auto v = judge(e, c);
+    ASSERT_EQ(v.size(), 4u);
+    const OpDivergence& d3 = *v[3].steps[0].first;
+    EXPECT_EQ(op_of(v[3].steps[0].eager, d3.record), "aten::gelu");
+    EXPECT_EQ(d3.cause, OpCause::Origin);
+    struct Expect {
+      int rank;
+      std::uint32_t record;  // 2: the TP all-reduce, 4: the DP all-reduce
+      const char* group;
+      int sender;
+    };
+    for (const Expect x : {Expect{2, 2, "tp1", 3}, Expect{0, 4, "dp0", 2}, Expect{1, 4, "dp1", 3}}) {
+      SCOPED_TRACE("rank " + std::to_string(x.rank));
+      ASSERT_TRUE(v[x.rank].steps[0].first);
+      const OpDivergence& d = *v[x.rank].steps[0].first;
+      EXPECT_EQ(d.record, x.record);
+      EXPECT_EQ(d.cause, OpCause::Received);
+      EXPECT_EQ(d.from_ranks, std::vector<int>{x.sender});
+      EXPECT_EQ(d.causal["group"], x.group);
+      EXPECT_EQ(d.origin_rank, 3);
+      EXPECT_EQ(d.origin_op, "aten::gelu");
+      EXPECT_EQ(d.other_origin_total, 0u);
+    }
+    // Rank 2 carries the damage on through its DP all-reduce: propagated there, not received again.
+    EXPECT_EQ(v[2].steps[0].first->other_received_total, 0u);
+    const auto r = compare(e, c);
+    EXPECT_EQ(r.code, 1);
+    for (const auto* f : r.of_kind("op_divergence")) {
+      if (f->values["rank"] != 0) continue;
+      EXPECT_EQ(f->values["group"]["name"], "dp0");
+      if (with_members) {
+        EXPECT_EQ(f->values["group"]["ranks"], (std::vector<int>{0, 2}));
+        EXPECT_NE(f->message.find("received through c10d::allreduce_ (group 'dp0': ranks 0, 2) from rank 2"),
+                  std::string::npos)
+            << f->message;
+      } else {
+        EXPECT_TRUE(f->values["group"]["ranks"].is_null());
+        EXPECT_NE(f->message.find("(group 'dp0') from rank 2"), std::string::npos) << f->message;
+      }
+    }
+  }
+}
+
 TEST(OpRecordsCompare, ACollectiveAMemberDidNotRecordIsUnknownNeverAnOrigin) {
   // Rank 1 has the step but no all-reduce in it: rank 0's divergent all-reduce cannot be judged.
   const std::string r0 = rec(1, "aten::mm", t(0, 11), t(1, 21)) +

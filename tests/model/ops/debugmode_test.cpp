@@ -241,6 +241,37 @@ TEST(DebugModeText, NestingDTensorPlacementsAndFunctionalCollectives) {
   EXPECT_TRUE(log.records[4].output_hash_unreliable);
   EXPECT_FALSE(log.records[5].output_hash_unreliable);
   EXPECT_EQ(int_hash(log, log.out(log.records[5], 0)), 12u);
+  // The all-gather names its group (group_name "0", its last argument); the wait names none.
+  EXPECT_EQ(log.str(log.records[4].group), "0");
+  EXPECT_EQ(log.records[5].group, 0u);
+  EXPECT_TRUE(log.group_ranks.empty());  // a functional collective does not list its members
+}
+
+TEST(DebugModeText, CollectivesNameTheirGroupWhereTheLineDoes) {
+  // Functional collectives end with group_name, printed by str() (unquoted), or pass it as a
+  // keyword; the legacy c10d_functional ops list their ranks; c10d:: ops take a ProcessGroup
+  // DebugMode prints as a ScriptObject: no group (all ranks).
+  const std::string text =
+      "_c10d_functional::all_reduce(t$0: f32[4], sum, 3)  ->  t$1: f32[4]  # {'hash': 1}\n"
+      "_c10d_functional::reduce_scatter_tensor(t$1: f32[4], sum, 2, 5)  ->  t$2: f32[2]  # {'hash': 2}\n"
+      "_c10d_functional::broadcast(t$2: f32[2], 0, group_name=tp)  ->  t$3: f32[2]  # {'hash': 3}\n"
+      "c10d_functional::all_reduce(t$3: f32[2], sum, ptd, [2, 3], 2)  ->  t$4: f32[2]  # {'hash': 4}\n"
+      "c10d::allreduce_([t$4: f32[2]], ScriptObject <__torch__.torch.classes.c10d.ProcessGroup>, "
+      "ScriptObject <__torch__.torch.classes.c10d.ReduceOp>, None, False)  ->  ([t$4: f32[2]], "
+      "'ScriptObject <__torch__.torch.classes.c10d.Work>')  # {'hash': ([5], None)}\n"
+      "aten::add.Tensor(t$4: f32[2], 2)  ->  t$5: f32[2]  # {'hash': 6}\n"
+      "_c10d_functional::all_reduce(t$5: f32[2])  ->  t$6: f32[2]  # {'hash': 7}\n";
+  const OpLog log = parse_debugmode_text(text, "g.txt", 2, 1);
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  ASSERT_EQ(log.records.size(), 7u);
+  EXPECT_EQ(log.str(log.records[0].group), "3");
+  EXPECT_EQ(log.str(log.records[1].group), "5");
+  EXPECT_EQ(log.str(log.records[2].group), "tp");
+  EXPECT_EQ(log.str(log.records[3].group), "ranks:2,3");
+  EXPECT_EQ(log.group_ranks.at(log.records[3].group), (std::vector<int>{2, 3}));
+  EXPECT_EQ(log.records[4].group, 0u);
+  EXPECT_EQ(log.records[5].group, 0u);  // not a collective: its "2" is no group
+  EXPECT_EQ(log.records[6].group, 0u);  // no argument but the tensor: no group
 }
 
 TEST(DebugModeText, ModulesFromNnModLinesFollowTheDepth) {

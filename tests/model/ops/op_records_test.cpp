@@ -129,6 +129,46 @@ TEST(OpRecords, AViewIsReadAsItsBase) {
   ASSERT_EQ(damaged.issues.size(), 2u);
   EXPECT_NE(damaged.issues[0].problem.find("a view with hashes"), std::string::npos);
   EXPECT_NE(damaged.issues[1].problem.find("\"base\""), std::string::npos);
+
+
+TEST(OpRecords, CollectivesNameTheirGroupAndItsMembers) {
+  // A TP all-reduce of a 2x2 mesh on rank 3: group "2" of ranks 2 and 3. A record of the older
+  // recorder ("default", no members) still reads as all ranks: no member list.
+  const std::string tp =
+      R"({"type":"op","step":2,"index":1,"op":"c10d::allreduce_","phase":"optimizer","args":[{"id":5,"dtype":"float32","shape":[4,16]}],)"
+      R"("outs":[{"id":5,"dtype":"float32","shape":[4,16]}],"collective":true,"group":"2","group_ranks":[2,3],"async":true})"
+      "\n";
+  const OpLog log = parse_op_records(std::string(kAllReduce) + tp + tp, "rank-3.jsonl", 3);
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  ASSERT_EQ(log.records.size(), 3u);
+  EXPECT_EQ(log.str(log.records[0].group), "default");
+  EXPECT_EQ(log.str(log.records[1].group), "2");
+  EXPECT_EQ(log.records[2].group, log.records[1].group);
+  ASSERT_EQ(log.group_ranks.size(), 1u);
+  EXPECT_EQ(log.group_ranks.at(log.records[1].group), (std::vector<int>{2, 3}));
+  // An op without a group names none.
+  EXPECT_EQ(parse_op_records(std::string(kMul), "r", 0).records[0].group, 0u);
+
+  // Bad members cost their record, named; a group listed with other members than before too.
+  auto with_ranks = [&](const std::string& ranks) {
+    std::string s = tp;
+    s.replace(s.find("[2,3]"), 5, ranks);
+    return s;
+  };
+  const OpLog bad = parse_op_records(tp + with_ranks("[3,2]") + with_ranks("[]") + with_ranks("\"2,3\"") +
+                                         with_ranks("[2,-3]") + with_ranks("[0,1]"),
+                                     "rank-3.jsonl", 3);
+  EXPECT_EQ(bad.records.size(), 1u);
+  ASSERT_EQ(bad.issues.size(), 5u);
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_NE(bad.issues[i].problem.find("group_ranks"), std::string::npos) << bad.issues[i].problem;
+  EXPECT_EQ(bad.issues[4].line, 6);
+  EXPECT_NE(bad.issues[4].problem.find("other ranks"), std::string::npos) << bad.issues[4].problem;
+  EXPECT_EQ(bad.group_ranks.at(bad.records[0].group), (std::vector<int>{2, 3}));
+  EXPECT_EQ(bad.tensors.size(), 2u);  // the failed records' tensors are not kept
+  std::string unnamed = tp;
+  unnamed.replace(unnamed.find(R"("group":"2")"), 11, R"("group":7)");
+  EXPECT_EQ(parse_op_records(unnamed, "r", 3).issues.size(), 1u);
 }
 
 TEST(OpRecords, StepsOutOfOrderAreAnIssueNotARecord) {
