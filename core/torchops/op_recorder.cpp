@@ -203,6 +203,7 @@ struct Record {
   int line = 0;
   std::vector<TensorRef> args, outs;
   std::vector<at::Tensor> collective_inputs;  // a collective's outputs when it returns none (1.13)
+  std::string group;  // a collective's group fields (`"group":...,"group_ranks":[...]`); empty: default
   // While the op runs: each input's storage and TensorImpl, to tell its views among the outputs.
   std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> input_storages;
   bool async_collective = false;
@@ -411,6 +412,10 @@ std::vector<PyObject*> backward_codes;                // torch.autograd.backward
 // record_function.__enter__/__exit__: the profiler:: ops they call are not observed by
 // RecordFunction, so the allocations inside them (an uninitialized handle) would look outermost.
 std::vector<PyObject*> bookkeeping_codes;
+// The Python recorder's group of a collective (op_recorder.py, _collective_group): called with the
+// op's name and its string and int-list arguments, on the step's thread while the collective's
+// caller (distributed_c10d.py) is on the Python stack; returns the record's group fields.
+PyObject* group_fn = nullptr;
 
 std::string utf8(PyObject* s) {
   const char* p = s ? PyUnicode_AsUTF8(s) : nullptr;
@@ -488,6 +493,39 @@ void release_codes() {
   backward_codes.clear();
   for (auto* b : bookkeeping_codes) Py_DECREF(b);
   bookkeeping_codes.clear();
+  Py_XDECREF(group_fn);
+  group_fn = nullptr;
+}
+
+/// A collective's group fields, from the Python recorder's rules (empty: none found).
+std::string collective_group(const std::string& op, c10::ArrayRef<const c10::IValue> inputs) {
+  if (!group_fn || !Py_IsInitialized()) return {};
+  at::DisableRecordFunctionGuard no_records;  // whatever the lookup runs is not the step's
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  std::string out;
+  PyObject* args = PyList_New(0);
+  for (const auto& v : inputs) {
+    PyObject* item = nullptr;
+    if (v.isString()) {
+      item = PyUnicode_FromString(v.toStringRef().c_str());
+    } else if (v.isIntList()) {
+      const auto ints = v.toIntVector();
+      item = PyList_New(static_cast<Py_ssize_t>(ints.size()));
+      for (std::size_t i = 0; item && i < ints.size(); ++i)
+        PyList_SET_ITEM(item, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(ints[i]));
+    }
+    if (item) {
+      PyList_Append(args, item);
+      Py_DECREF(item);
+    }
+  }
+  PyObject* r = args ? PyObject_CallFunction(group_fn, "sO", op.c_str(), args) : nullptr;
+  if (r && PyUnicode_Check(r)) out = utf8(r);
+  if (!r) PyErr_Clear();
+  Py_XDECREF(r);
+  Py_XDECREF(args);
+  PyGILState_Release(gil);
+  return out;
 }
 #endif
 
@@ -517,6 +555,10 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   if (main_thread && !python_caller(s, code, line, in_backward)) return kBlocking;
 #endif
   auto inputs = flat_tensors(fn.inputs());
+  std::string group;
+#if GPARITY_OPREC_PYTHON
+  if (info.collective && !info.waits && main_thread) group = collective_group(info.name, fn.inputs());
+#endif
   std::lock_guard lock(s.mutex);
   if (!s.active) return kBlocking;
   Record r;
@@ -535,7 +577,10 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   for (const auto& t : inputs)
     if (t.has_storage())
       r.input_storages.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
-  if (info.collective && !info.waits) r.collective_inputs = std::move(inputs);
+  if (info.collective && !info.waits) {
+    r.collective_inputs = std::move(inputs);
+    r.group = std::move(group);
+  }
   s.records.push_back(std::move(r));
   return static_cast<std::int64_t>(s.records.size()) - 1;
 }
@@ -772,7 +817,11 @@ std::string end_step(std::int64_t& next_tensor_id) {
       }
       out += ']';
     }
-    if (r.async_collective) out += ",\"collective\":true,\"group\":\"default\",\"async\":true";
+    if (r.async_collective) {
+      out += ",\"collective\":true,";
+      out += r.group.empty() ? std::string("\"group\":\"default\"") : r.group;
+      out += ",\"async\":true";
+    }
     out += "}\n";
   }
   return out;
@@ -829,7 +878,8 @@ __attribute__((visibility("default"))) const char* gparity_oprec_error() {
 
 /// `codes`: a tuple of two tuples of code objects: those whose frames mean backward
 /// (torch.autograd.backward, .grad), those whose direct ops are bookkeeping (record_function's
-/// __enter__/__exit__); `library_prefixes`: file prefixes of library code, one a line. 0, or -1 (error).
+/// __enter__/__exit__); then, optionally, the callable that names a collective's group; `library_prefixes`:
+/// file prefixes of library code, one a line. 0, or -1 (error).
 __attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step, std::int64_t first_id,
                                                                int hash, int xxh3,
                                                                const char* library_prefixes, void* codes) {
@@ -856,6 +906,11 @@ __attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step
     };
     take(0, gparity::torchops::backward_codes);
     take(1, gparity::torchops::bookkeeping_codes);
+    if (both && PyTuple_Check(both) && PyTuple_GET_SIZE(both) > 2 &&
+        PyCallable_Check(PyTuple_GET_ITEM(both, 2))) {
+      gparity::torchops::group_fn = PyTuple_GET_ITEM(both, 2);
+      Py_INCREF(gparity::torchops::group_fn);
+    }
 #else
     (void)codes;
 #endif

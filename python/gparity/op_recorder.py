@@ -231,7 +231,7 @@ class OpRecorder:
         ]
         prefixes = "\n".join(_LIBRARY_DIRS).encode("utf-8", "replace")
         if lib.gparity_oprec_begin(step, self._next_id, int(self.hashes != "none"), int(self._xxh3), prefixes,
-                                   (tuple(self._backward_codes), _bookkeeping_codes())) != 0:
+                                   (tuple(self._backward_codes), _bookkeeping_codes(), _cpp_group)) != 0:
             for h in self._hooks:
                 h.remove()
             self._hooks = []
@@ -455,6 +455,12 @@ class OpRecorder:
                 j["xxh3"] = format(w[2 * i] & _MASK64, "016x")
             j["shard"] = format(w[2 * i + 1] & _MASK64, "016x")
         return j
+
+
+def _cpp_group(op, args):
+    """A collective's group fields for the C++ recorder's record (the same rules as this one's:
+    _collective_group, called while the collective's caller is on the stack)."""
+    return _dumps(_collective_group(op, tuple(args), {}))[1:-1]
 
 
 _cpp_lib = []

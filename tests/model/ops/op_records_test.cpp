@@ -129,7 +129,7 @@ TEST(OpRecords, AViewIsReadAsItsBase) {
   ASSERT_EQ(damaged.issues.size(), 2u);
   EXPECT_NE(damaged.issues[0].problem.find("a view with hashes"), std::string::npos);
   EXPECT_NE(damaged.issues[1].problem.find("\"base\""), std::string::npos);
-
+}
 
 TEST(OpRecords, CollectivesNameTheirGroupAndItsMembers) {
   // A TP all-reduce of a 2x2 mesh on rank 3: group "2" of ranks 2 and 3. A record of the older
