@@ -12,7 +12,8 @@ On one GPU, with the machine's PyTorch (2.11 on the device machine):
      hashed on the GPU with the defaults of issue 24: the shard-invariant hash, views recorded by
      their base and not hashed), beside `--node-hash both` (XXH3-64 too) and `--node-hash both
      --hash-views` (the behaviour before issue 24: every tensor, both hashes) of the same graph
-     from the trace, and optionally `--cuda-graph`;
+     from the trace, optionally `--cuda-graph`, and any --variant (other replay arguments, e.g.
+     `--node-hash-stream side`);
   3. prints and writes (--out JSON) the medians and the ratios:
        replay / eager          goal <= 1.10
        hashed / replay - 1     goal <= --goal (0.30 at dim 2048; 0.15 at dim 4096, hidden 16384)
@@ -144,7 +145,17 @@ def main():
     ap.add_argument("--spec-v1", action="store_true",
                     help="also time the defaults with --node-hash-spec v1 (the defaults hash with spec v2)")
     ap.add_argument("--no-full", action="store_true", help="skip --node-hash both --hash-views (saves time)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="also time `gparity replay` with these extra arguments (space separated), reported "
+                         "as NAME beside the defaults, e.g. 'side8=--node-hash-stream side "
+                         "--node-hash-side-share 0.125' (repeatable)")
     args = ap.parse_args()
+    variants = []
+    for v in args.variant:
+        name, sep, extra = v.partition("=")
+        if not sep or not name or name in ("eager", "replay", "hashed", "cuda_graph"):
+            raise SystemExit(f"--variant {v!r}: expected NAME=ARGS with a new NAME")
+        variants.append((name, extra.split()))
     if os.environ.get("TORCH_TRACE") != args.trace:
         raise SystemExit("run with TORCH_TRACE set to --trace")
     graphs = capture_graphs(args)
@@ -162,6 +173,8 @@ def main():
             series["hashed_v1"] = []
         if args.no_full:
             del series["hashed_full"]
+        for name, _ in variants:
+            series["variant_" + name] = []
         for r in range(args.rounds):
             series["eager"] += time_eager(gm, inputs, args.runs)
             base = f"{args.out}.runs/{key}-{r}"
@@ -170,6 +183,8 @@ def main():
             if args.spec_v1:
                 series["hashed_v1"] += time_replay(args, kind, ["--node-hash-spec", "v1"], base + "-v1")[0]
             series["hashed_both"] += time_replay(args, kind, ["--node-hash", "both"], base + "-both")[0]
+            for name, extra in variants:
+                series["variant_" + name] += time_replay(args, kind, extra, f"{base}-{name}")[0]
             if not args.no_full:
                 series["hashed_full"] += time_replay(args, kind, ["--node-hash", "both", "--hash-views"],
                                                      base + "-full")[0]
@@ -187,6 +202,8 @@ def main():
         for name in ("full", "v1"):
             if "hashed_" + name in med:
                 g["hashing_overhead_" + name] = med["hashed_" + name] / med["replay"] - 1
+        for name, extra in variants:
+            g["hashing_overhead_" + name] = med["variant_" + name] / med["replay"] - 1
         if args.cuda_graph:
             g["cuda_graph_over_replay"] = med["cuda_graph"] / med["replay"]
         result["graphs"][kind] = g
@@ -200,6 +217,9 @@ def main():
               f"--node-hash both +{100 * g['hashing_overhead_both']:.1f}%" +
               (f", with --hash-views +{100 * g['hashing_overhead_full']:.1f}%" if "hashed_full" in med else "") +
               (f", spec v1 +{100 * g['hashing_overhead_v1']:.1f}%" if "hashed_v1" in med else ""), flush=True)
+        for name, extra in variants:
+            print(f"{kind}: {name} ({' '.join(extra)}) {med['variant_' + name]:.3f} ms, "
+                  f"+{100 * g['hashing_overhead_' + name]:.1f}%", flush=True)
         # Is the graph deterministic? The same graph twice, uncaptured, on the same inputs.
         p = subprocess.run([args.gparity, "replay", args.trace, "--graph", kind, "--against", args.trace, "--device",
                             "cuda", "--out", f"{args.out}.runs/{key}-twice", "--json"],

@@ -106,6 +106,20 @@ void register_replay(CLI::App& app, Action& action) {
                   "bandwidth; v1 compares with older runs by value (runs of two specs compare by XXH3)")
       ->check(CLI::IsMember({"v1", "v2"}))
       ->capture_default_str();
+  cmd->add_option("--node-hash-stream", r.node_hash_stream,
+                  "same: CUDA hashes run on the graph's stream after its nodes; side: on a "
+                  "low-priority stream beside the graph's later nodes (docs/replay.md)")
+      ->check(CLI::IsMember({"same", "side"}))
+      ->capture_default_str();
+  cmd->add_option("--node-hash-side-share", r.node_hash_side_share,
+                  "With --node-hash-stream side: the share of the GPU's resident hash CTAs the hash "
+                  "kernels may use, in (0, 1]")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--node-hash-side-batch", r.node_hash_side_batch_mib,
+                  "With --node-hash-stream side: MiB of tensors a batch of hashes")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_flag("--hash-views", r.hash_views,
                 "Hash view ops' results too (t, view, permute, ...: the schema says they alias an "
                 "argument); by default they are recorded by their base and where they lie in it");

@@ -193,7 +193,7 @@ void register_run(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("!--hash-sync", r.hash_async,
                 "CUDA: hash on the training stream and wait each step (default: on a side stream while the "
-                "next step runs, each step's record written one step late)");
+                "next step runs, each step's record written once its hashes are back, a step or two late)");
   cmd->add_flag("--hash-grads", r.hash_grads, "Also hash gradients (after reduce-scatter and clipping)");
   cmd->add_flag("--hash-optim", r.hash_optim, "Also hash optimizer state");
   cmd->add_option("--bucket-order", o->bucket_order,

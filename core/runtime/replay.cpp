@@ -281,7 +281,9 @@ struct ReplaySession::Impl {
     if (!o.no_hash)
       m.extra["replay"]["node_hash"] = {{"hashes", o.node_hash},
                                         {"views", o.hash_views},
-                                        {"shard_spec", static_cast<int>(node_shard_spec())}};
+                                        {"shard_spec", static_cast<int>(node_shard_spec())},
+                                        {"outputs_xxh3", true},  // graph outputs: XXH3 whatever "hashes" says
+                                        {"stream", o.node_hash_stream}};
     model::write_manifest(o.out, m);
   }
 
@@ -325,6 +327,9 @@ struct ReplaySession::Impl {
     io.node_xxh3 = o.node_hash == "both";
     io.shard_spec = node_shard_spec();
     io.view_hashes = o.hash_views;
+    io.hash_side_stream = o.node_hash_stream == "side";
+    io.side_share = o.node_hash_side_share;
+    io.side_batch_bytes = std::int64_t{o.node_hash_side_batch_mib} << 20;
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
@@ -447,6 +452,12 @@ void check_replay_options(const ReplayOptions& o) {
         "--no-hash)");
   if ((!o.against.empty() || o.coor) && o.no_hash)
     throw std::invalid_argument("--against and --coor compare hashes: drop --no-hash");
+  if (o.node_hash_stream != "same" && o.node_hash_stream != "side")
+    throw std::invalid_argument("--node-hash-stream " + o.node_hash_stream + " is neither same nor side");
+  if (!(o.node_hash_side_share > 0 && o.node_hash_side_share <= 1))
+    throw std::invalid_argument("--node-hash-side-share must be in (0, 1]");
+  if (o.node_hash_side_batch_mib < 1)
+    throw std::invalid_argument("--node-hash-side-batch must be at least 1 MiB");
   if (!hash::parse_shard_spec(o.node_hash_spec))
     throw std::invalid_argument("--node-hash-spec " + o.node_hash_spec +
                                 " is not a shard hash spec (v1 or v2)");

@@ -17,10 +17,12 @@ namespace gparity::hash {
 /// Enqueues, without waiting, XXH3-64 of bytes[i] into device_out[i * out_stride] and the shard
 /// hash of blocks[i] (placed by placements[i]) into device_out[i * out_stride + 1]. bytes[i] is
 /// blocks[i] made contiguous (the same tensor when it already is). Everything must stay alive
-/// and unchanged until `stream` reaches that point; `check_pointers` as in xxh3_64_cuda_batch.
+/// and unchanged until `stream` reaches that point; `check_pointers` as in xxh3_64_cuda_batch;
+/// `max_ctas` caps the shard kernels' grids as in shard_hash_cuda_batch (XXH3's block sums are
+/// not capped; its chains are one warp a buffer anyway).
 void hash_pairs_cuda_batch(std::span<const DeviceBytes> bytes, std::span<const BlockView> blocks,
                            std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
                            std::size_t out_stride = 2, void* stream = nullptr, bool check_pointers = true,
-                           ShardSpec spec = ShardSpec::V1);
+                           ShardSpec spec = ShardSpec::V1, std::uint32_t max_ctas = 0);
 
 }  // namespace gparity::hash

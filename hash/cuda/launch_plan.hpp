@@ -140,12 +140,18 @@ GPARITY_HD bool is_dense(const LaunchPlan& p) {
 // Implemented in shard_hash_kernel.cu. `stream` is a cudaStream_t (nullptr: the legacy default
 // stream). Every function throws CudaError when a CUDA call fails.
 
-/// Enqueues the hash of a non-empty plan, adding it into *device_sum (mod 2^64).
-void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream);
+/// Enqueues the hash of a non-empty plan, adding it into *device_sum (mod 2^64). `max_ctas` > 0
+/// caps the launch's grid at that many CTAs (each thread then walks more of the block).
+void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream,
+                       std::uint32_t max_ctas = 0);
 /// Enqueues the hashes of n plans, plan i's added into *sums[i]: all dense plans in one launch,
-/// one launch per strided plan; empty plans are skipped.
-void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums,
-                             void* stream);
+/// one launch per strided plan; empty plans are skipped. `max_ctas` > 0 caps every launch's grid
+/// (the dense launch's CTAs then take its segments' shares in turn), so that the hashes occupy
+/// only part of the GPU beside other work.
+void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, void* stream,
+                             std::uint32_t max_ctas = 0);
+/// CTAs of the dense batch kernel that fit on the current device at once (SMs x CTAs per SM).
+std::uint32_t batch_resident_ctas();
 /// Hashes a plan and waits for the result.
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream);
 /// Throws CudaError unless `p` is device (or managed) memory of the current context.

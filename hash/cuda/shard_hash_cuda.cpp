@@ -24,7 +24,8 @@ void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlace
 
 void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
                            std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
-                           std::size_t out_stride, void* stream, bool check_pointers, ShardSpec spec) {
+                           std::size_t out_stride, void* stream, bool check_pointers, ShardSpec spec,
+                           std::uint32_t max_ctas) {
   if (placements.size() != device_blocks.size())
     throw BlockError("shard_hash_cuda_batch: " + std::to_string(placements.size()) + " placements for " +
                      std::to_string(device_blocks.size()) + " blocks");
@@ -39,7 +40,11 @@ void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
     if (check_pointers && plans.back().total > 0) cuda_detail::require_device_pointer(plans.back().data);
     sums.push_back(device_out + i * out_stride);
   }
-  cuda_detail::launch_shard_hash_batch(plans.data(), plans.size(), sums.data(), stream);
+  cuda_detail::launch_shard_hash_batch(plans.data(), plans.size(), sums.data(), stream, max_ctas);
+}
+
+std::uint32_t shard_hash_cuda_resident_ctas() {
+  return cuda_detail::batch_resident_ctas();
 }
 
 bool cuda_device_present() noexcept {

@@ -30,11 +30,17 @@ void shard_hash_cuda_accumulate(const BlockView& device_block, const GlobalPlace
 /// device_out[i * out_stride] (zeroed by the caller), without waiting: one kernel launch for
 /// all dense blocks together, one per strided block. Validation as shard_hash_cuda_accumulate;
 /// `check_pointers` false skips asking the driver whether each pointer is device memory (about
-/// a microsecond each), for callers that know it is (PyTorch CUDA tensors).
+/// a microsecond each), for callers that know it is (PyTorch CUDA tensors). `max_ctas` > 0 caps
+/// every launch's grid at that many CTAs of 256 threads, so that the hashes leave the rest of the
+/// GPU to work on other streams (the same sums, in more steps a thread).
 void shard_hash_cuda_batch(std::span<const BlockView> device_blocks,
                            std::span<const GlobalPlacement> placements, std::uint64_t* device_out,
                            std::size_t out_stride = 1, void* stream = nullptr, bool check_pointers = true,
-                           ShardSpec spec = ShardSpec::V1);
+                           ShardSpec spec = ShardSpec::V1, std::uint32_t max_ctas = 0);
+
+/// CTAs of the batch kernel that fit on the current device at once (its SMs times the CTAs an
+/// SM holds): the grid of an uncapped batch, and what callers take a share of for `max_ctas`.
+std::uint32_t shard_hash_cuda_resident_ctas();
 
 /// True when a CUDA device is usable from this process.
 bool cuda_device_present() noexcept;

@@ -230,19 +230,19 @@ struct DenseBatch {
 };
 static_assert(sizeof(DenseBatch) <= 32000, "kernel parameters are limited to 32 KiB");
 
-/// Every dense block of a batch in one launch; each CTA finds its block by binary search
-/// (first_cta ascending) and the element size is uniform across a CTA.
-__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_constant__ DenseBatch batch) {
-  std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= blockIdx.x
+/// The share of virtual CTA `vcta` of a batch: it finds its block by binary search (first_cta
+/// ascending); the element size is uniform across a CTA.
+__device__ __forceinline__ void dense_batch_cta(const DenseBatch& batch, std::uint32_t vcta) {
+  std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= vcta
   while (hi - lo > 1) {
     const std::uint32_t mid = (lo + hi) / 2;
-    if (batch.segs[mid].first_cta <= blockIdx.x)
+    if (batch.segs[mid].first_cta <= vcta)
       lo = mid;
     else
       hi = mid;
   }
   const DenseSegment& seg = batch.segs[lo];
-  const std::uint64_t tid = (blockIdx.x - seg.first_cta) * kThreads + threadIdx.x;
+  const std::uint64_t tid = (vcta - seg.first_cta) * kThreads + threadIdx.x;
   const std::uint64_t nthreads = static_cast<std::uint64_t>(seg.ctas) * kThreads;
   std::uint64_t acc = 0;
   switch (seg.elem_size) {
@@ -252,6 +252,22 @@ __global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_cons
     default: acc = dense_sum<8>(seg.data, seg.first, seg.split, tid, nthreads); break;
   }
   block_add(acc, seg.sum);
+}
+
+/// Every dense block of a batch in one launch, one CTA a virtual CTA.
+__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_constant__ DenseBatch batch) {
+  dense_batch_cta(batch, blockIdx.x);
+}
+
+/// The same with a capped grid: each CTA takes virtual CTAs blockIdx.x, + gridDim.x, ... up to
+/// `virtual_ctas` in turn (the sums are the same: each virtual CTA's threads cover the same
+/// elements, and addition mod 2^64 does not depend on the order).
+__global__ void __launch_bounds__(kThreads)
+    dense_batch_capped_kernel(const __grid_constant__ DenseBatch batch, std::uint32_t virtual_ctas) {
+  for (std::uint32_t v = blockIdx.x; v < virtual_ctas; v += gridDim.x) {
+    dense_batch_cta(batch, v);
+    __syncthreads();  // block_add's shared sums are reused by the next virtual CTA
+  }
 }
 
 template <int ES>
@@ -396,10 +412,12 @@ std::uint64_t resident_ctas() {
   return full;
 }
 
-/// Enough resident blocks to fill the device, no more than the work needs.
+/// Enough resident blocks to fill the device (or `max_ctas` when > 0 and fewer), no more than
+/// the work needs.
 template <auto Kernel>
-unsigned grid_size(std::uint64_t work_items) {
-  const std::uint64_t full = resident_ctas<Kernel>();
+unsigned grid_size(std::uint64_t work_items, std::uint32_t max_ctas = 0) {
+  std::uint64_t full = resident_ctas<Kernel>();
+  if (max_ctas > 0 && max_ctas < full) full = max_ctas;
   const std::uint64_t needed = (work_items + kThreads - 1) / kThreads;
   return static_cast<unsigned>(needed < full ? (needed > 0 ? needed : 1) : full);
 }
@@ -411,12 +429,12 @@ std::uint64_t dense_work(const DenseSplit& split) {
 }
 
 template <int ES>
-void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) {
+void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream, std::uint32_t max_ctas) {
   const bool v2 = plan.spec == 2 && ES != 8;  // 8-byte elements: v1's term under both specs
   if (is_dense(plan)) {
     const DenseSplit split =
         split_dense(reinterpret_cast<std::uintptr_t>(plan.data), ES, static_cast<std::uint64_t>(plan.total));
-    dense_kernel<ES><<<grid_size<dense_kernel<ES>>(dense_work(split)), kThreads, 0, stream>>>(
+    dense_kernel<ES><<<grid_size<dense_kernel<ES>>(dense_work(split), max_ctas), kThreads, 0, stream>>>(
         plan.data, plan.global_base, split, sum, v2 ? 2U : 1U);
     check(cudaGetLastError(), "shard hash kernel launch");
     return;
@@ -425,10 +443,12 @@ void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) 
     if (v2) {
       if (plan.ndims > 1 && plan.dims[plan.ndims - 1].extent >= kMinRun) {
         const auto rows = static_cast<std::uint64_t>(plan.total / plan.dims[plan.ndims - 1].extent);
-        rows_kernel_v2<ES><<<grid_size<rows_kernel_v2<ES>>(rows * 32), kThreads, 0, stream>>>(plan, sum);
+        rows_kernel_v2<ES>
+            <<<grid_size<rows_kernel_v2<ES>>(rows * 32, max_ctas), kThreads, 0, stream>>>(plan, sum);
       } else {
         const auto total = static_cast<std::uint64_t>(plan.total);
-        strided_kernel_v2<ES><<<grid_size<strided_kernel_v2<ES>>(total), kThreads, 0, stream>>>(plan, sum);
+        strided_kernel_v2<ES>
+            <<<grid_size<strided_kernel_v2<ES>>(total, max_ctas), kThreads, 0, stream>>>(plan, sum);
       }
       check(cudaGetLastError(), "shard hash kernel launch");
       return;
@@ -436,10 +456,10 @@ void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream) 
   }
   if (has_runs(plan)) {
     const auto runs = static_cast<std::uint64_t>(plan.total / plan.dims[plan.ndims - 1].extent);
-    runs_kernel<ES><<<grid_size<runs_kernel<ES>>(runs * 32), kThreads, 0, stream>>>(plan, sum);
+    runs_kernel<ES><<<grid_size<runs_kernel<ES>>(runs * 32, max_ctas), kThreads, 0, stream>>>(plan, sum);
   } else {
     const auto total = static_cast<std::uint64_t>(plan.total);
-    strided_kernel<ES><<<grid_size<strided_kernel<ES>>(total), kThreads, 0, stream>>>(plan, sum);
+    strided_kernel<ES><<<grid_size<strided_kernel<ES>>(total, max_ctas), kThreads, 0, stream>>>(plan, sum);
   }
   check(cudaGetLastError(), "shard hash kernel launch");
 }
@@ -458,19 +478,20 @@ struct StreamScratch {
 
 }  // namespace
 
-void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream) {
+void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream,
+                       std::uint32_t max_ctas) {
   const auto s = static_cast<cudaStream_t>(stream);
   switch (plan.elem_size) {
-    case 1: launch_es<1>(plan, device_sum, s); break;
-    case 2: launch_es<2>(plan, device_sum, s); break;
-    case 4: launch_es<4>(plan, device_sum, s); break;
-    case 8: launch_es<8>(plan, device_sum, s); break;
+    case 1: launch_es<1>(plan, device_sum, s, max_ctas); break;
+    case 2: launch_es<2>(plan, device_sum, s, max_ctas); break;
+    case 4: launch_es<4>(plan, device_sum, s, max_ctas); break;
+    case 8: launch_es<8>(plan, device_sum, s, max_ctas); break;
     default: throw CudaError("element size " + std::to_string(plan.elem_size) + " has no kernel");
   }
 }
 
-void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums,
-                             void* stream) {
+void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, void* stream,
+                             std::uint32_t max_ctas) {
   const auto s = static_cast<cudaStream_t>(stream);
   const std::uint64_t full = resident_ctas<dense_batch_kernel>();
   auto batch = std::make_unique<DenseBatch>();  // 16 KiB: not on the stack
@@ -478,7 +499,10 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
   std::uint64_t ctas = 0;
   const auto launch = [&] {
     if (batch->n == 0) return;
-    dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
+    if (max_ctas > 0 && ctas > max_ctas)
+      dense_batch_capped_kernel<<<max_ctas, kThreads, 0, s>>>(*batch, static_cast<std::uint32_t>(ctas));
+    else
+      dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
     check(cudaGetLastError(), "shard hash batch");
     batch->n = 0;
     ctas = 0;
@@ -487,7 +511,7 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
     const LaunchPlan& plan = plans[i];
     if (plan.total == 0) continue;
     if (!is_dense(plan) || plan.elem_size > 8 || (plan.elem_size & (plan.elem_size - 1)) != 0) {
-      launch_shard_hash(plan, sums[i], stream);  // strided blocks (and bad sizes, which it rejects)
+      launch_shard_hash(plan, sums[i], stream, max_ctas);  // strided blocks (and bad sizes, which it rejects)
       continue;
     }
     const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(plan.data), plan.elem_size,
@@ -500,6 +524,10 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
     ctas += mine;
   }
   launch();
+}
+
+std::uint32_t batch_resident_ctas() {
+  return static_cast<std::uint32_t>(resident_ctas<dense_batch_kernel>());
 }
 
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream) {

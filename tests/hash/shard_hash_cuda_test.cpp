@@ -255,6 +255,49 @@ TEST_F(ShardHashCuda, SpecV2MatchesCpuOnEveryStandardCaseAndInABatch) {
   std::printf("[ cuda ] spec v2: %d standard cases agree with the CPU\n", checked);
 }
 
+// A capped grid (max_ctas: the side stream's share of the GPU) gives the same sums as the full
+// one, under both specs: each CTA takes several virtual CTAs' shares of the dense launch in turn,
+// and the strided kernels walk more elements a thread. One CTA, a few, and more than the work needs.
+TEST_F(ShardHashCuda, CappedGridsMatchTheCpu) {
+  const auto cases = testing::standard_cases();
+  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<BlockView> views;
+  std::vector<GlobalPlacement> placements;
+  for (const auto& c : cases) {
+    dev.push_back(std::make_unique<DeviceBytes>(c.storage));
+    views.push_back(c.view(dev.back()->data()));
+    placements.push_back(c.placement());
+  }
+  // And one large dense block, whose uncapped launch has many CTAs.
+  const auto big = testing::random_storage(std::size_t{48} << 20, 7);
+  const DeviceBytes big_dev(big);
+  const std::vector<std::int64_t> big_shape = {static_cast<std::int64_t>(big.size() / 2)}, one = {1};
+  const std::vector<std::int64_t> big_off = {0};
+  views.push_back({big_dev.data(), 2, big_shape, one});
+  placements.push_back({big_off, big_shape});
+  ASSERT_GT(shard_hash_cuda_resident_ctas(), 0u);
+  std::uint64_t* out = nullptr;
+  cuda_ok(cudaMalloc(&out, views.size() * sizeof(std::uint64_t)));
+  for (const ShardSpec spec : {ShardSpec::V1, ShardSpec::V2}) {
+    std::vector<std::uint64_t> want(views.size());
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      want[i] = shard_hash(cases[i].view(cases[i].storage.data()), cases[i].placement(),
+                           spec == ShardSpec::V2 ? v2_cpu() : ShardHashOptions{});
+    want.back() = shard_hash({big.data(), 2, big_shape, one}, {big_off, big_shape},
+                             spec == ShardSpec::V2 ? v2_cpu() : ShardHashOptions{});
+    for (const std::uint32_t cap : {1U, 3U, 17U, shard_hash_cuda_resident_ctas() / 4 + 1, 1U << 20}) {
+      cuda_ok(cudaMemset(out, 0, views.size() * sizeof(std::uint64_t)));
+      shard_hash_cuda_batch(views, placements, out, 1, nullptr, true, spec, cap);
+      std::vector<std::uint64_t> host(views.size());
+      cuda_ok(cudaMemcpy(host.data(), out, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < views.size(); ++i)
+        EXPECT_EQ(host[i], want[i]) << "spec " << static_cast<int>(spec) << ", max_ctas " << cap << ", "
+                                    << (i < cases.size() ? cases[i].name : std::string("48 MiB bf16"));
+    }
+  }
+  cudaFree(out);
+}
+
 TEST_F(ShardHashCuda, SpecV2RowsKernelMatchesCpu) {
   // Column shards of [rows, cols] tensors (rows start at any alignment), transposed blocks, and
   // blocks whose inner dim is strided: every element size, the key wrap inside a row included.

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "core/model/run/trace_reader.hpp"
 #include "core/runtime/debug_model.hpp"
 #include "hash/shard_hash.hpp"
@@ -122,6 +124,62 @@ TEST(DeferredHashes, HashesSeeTheTensorsAsEnqueued) {
   EXPECT_EQ(scratch.sum().item<double>(), 7.0 * 64 * 33);
 }
 
+// Spec v2 node hashes on the GPU (DeferredHashes, as `gparity replay` enqueues them) equal the
+// CPU's for the same values, for every element size (f64 / i64: v1's term; f32, bf16, f16, u8,
+// bool) and for strided and offset blocks, on the graph's stream and on a side stream with a
+// capped grid; tensors flagged xxh3_too get XXH3 beside the shard hash, the others none. On the
+// side stream, a tensor freed right after its enqueue and one overwritten in place after
+// wait_on_device() are still hashed as they were. Skips without a GPU.
+TEST(DeferredHashes, SideStreamHashesEqualTheSameStreamsAndTheCpus) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): GPU hashing not run";
+  const auto big_cpu = sample({1024, 4096});  // 16 MiB: the capped grid walks it in many steps
+  const std::vector<at::Tensor> cpu = {big_cpu,
+                                       big_cpu.t(),
+                                       big_cpu.narrow(1, 5, 3000),
+                                       sample({513, 700}, at::kBFloat16),
+                                       sample({513, 700}, at::kBFloat16).t(),
+                                       sample({77, 129}, at::kHalf),
+                                       sample({4099}).mul(100).abs().to(at::kByte),
+                                       sample({1001}).gt(0),
+                                       sample({333, 3}, at::kDouble),
+                                       sample({999}).mul(1000).to(at::kLong),
+                                       sample({1})};
+  const auto want = hash_blocks(cpu, {}, {}, hash::ShardSpec::V2);
+  std::vector<std::uint8_t> outputs(cpu.size(), 0);
+  for (std::size_t i = 0; i < cpu.size(); i += 3) outputs[i] = 1;  // some with XXH3 too
+  for (const bool side : {false, true}) {
+    auto big = big_cpu.to(at::kCUDA);
+    std::vector<at::Tensor> gpu;
+    for (const auto& c : cpu) gpu.push_back(c.to(at::kCUDA));
+    gpu[0] = big;
+    gpu[1] = big.t();
+    gpu[2] = big.narrow(1, 5, 3000);
+    gpu[4] = gpu[3].t();
+    DeferredHashes deferred(DeferredHashOptions{
+        .xxh3 = false, .spec = hash::ShardSpec::V2, .side_stream = side, .side_share = 0.02});
+    // In three batches, as the interpreter enqueues them; the last one from a temporary.
+    EXPECT_EQ(deferred.enqueue(std::span(gpu).first(4), std::span(outputs).first(4)), 0u);
+    EXPECT_EQ(deferred.enqueue(std::span(gpu).subspan(4, 6), std::span(outputs).subspan(4, 6)), 4u);
+    {
+      const std::vector<at::Tensor> last = {cpu.back().to(at::kCUDA) * 1};
+      EXPECT_EQ(deferred.enqueue(last, std::span(outputs).last(1)), 10u);
+    }
+    const auto scratch = at::full({1}, 7.0, big.options());  // may take the temporary's block
+    deferred.wait_on_device();
+    big.add_(1.0);  // after the wait: the hashes saw the values before it
+    const auto got = deferred.collect();
+    ASSERT_EQ(got.size(), cpu.size());
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_EQ(got[i].shard, want[i].shard) << (side ? "side" : "same") << " stream, tensor " << i;
+      EXPECT_EQ(got[i].xxh3, outputs[i] ? want[i].xxh3 : 0)
+          << (side ? "side" : "same") << " stream, tensor " << i;
+    }
+    EXPECT_TRUE(deferred.collect().empty());
+    EXPECT_EQ(scratch.item<double>(), 7.0);
+  }
+  EXPECT_THROW(DeferredHashes(DeferredHashOptions{.side_share = 0}), std::invalid_argument);
+}
+
 TEST(TraceScalar, KeepsTheBitsOfItsDtype) {
   const auto s = trace_scalar(at::full({}, -0.0, at::kFloat));
   EXPECT_EQ(s.bits, 0x80000000u);
@@ -202,6 +260,7 @@ TEST(AsyncRecorder, CpuStepsAreWrittenAtOnceLikeStep) {
     rec.params({whole_param("w", w)});
     rec.step_async({1, &loss, nullptr, params, {}, {}});
     EXPECT_FALSE(rec.pending());
+    EXPECT_EQ(rec.pending_steps(), 0u);
     EXPECT_EQ(rec.before_update(), 0);
     EXPECT_EQ(read_trace(dir).steps.size(), 1u);
     rec.step({2, &loss, nullptr, params, {}, {}});
@@ -236,9 +295,15 @@ TEST(AsyncRecorder, CudaHashesSeeTheTensorsAsEnqueued) {
     big.add_(1.0);  // the "optimizer step": overwrites what the previous hashes read
     small.mul_(2.0);
     rec.step_async({step, &loss, &norm, params, {}, {}});
-    EXPECT_TRUE(rec.pending());
+    EXPECT_TRUE(rec.pending());  // its own hashes, at least, are still out
+    EXPECT_LE(rec.pending_steps(), Recorder::kMaxPendingSteps);
   }
-  EXPECT_EQ(read_trace(dir).steps.size(), 2u);  // one step late
+  // Earlier steps are written once their hashes are back (by the recorder's own thread), and
+  // never out of order.
+  const auto early = read_trace(dir);
+  EXPECT_LE(early.steps.size(), 2u);
+  for (std::size_t i = 0; i < early.steps.size(); ++i)
+    EXPECT_EQ(early.steps[i].step, static_cast<std::int64_t>(i + 1));
   rec.flush();
   EXPECT_FALSE(rec.pending());
   const auto trace = read_trace(dir);
@@ -262,6 +327,108 @@ TEST(AsyncRecorder, CudaHashesSeeTheTensorsAsEnqueued) {
     EXPECT_EQ(xxh->values[1], hash_block(small_want).xxh3) << "step " << step;
     EXPECT_EQ(shard->values[1], hash_block(small_want).shard) << "step " << step;
   }
+}
+
+// CUDA: the host waits for the hashes only when kMaxPendingSteps steps are out; every step is
+// written, in order, with its own hashes and scalars (a bf16 loss keeps its 2-byte bits), also
+// after a bigger params table and more hashed groups have made the recorder regrow its buffers.
+// Skips without a GPU.
+TEST(AsyncRecorder, CudaQueueIsBoundedAndKeepsStepOrder) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA): async recording not run";
+  testing::TempDir dir;
+  const auto a_cpu = sample({64, 48});
+  const auto b_cpu = sample({5, 9}, at::kBFloat16);
+  const auto a = a_cpu.to(at::kCUDA);
+  const auto b = b_cpu.to(at::kCUDA);
+  const auto cuda = at::TensorOptions().device(at::kCUDA);
+  const auto loss = at::full({}, -1.25, cuda.dtype(at::kBFloat16));  // bits 0xBFA0
+  const auto norm = at::full({}, 3.0, cuda.dtype(at::kFloat));       // bits 0x40400000
+  const std::vector<at::Tensor> one{a};
+  const std::vector<at::Tensor> two{a, b};
+  const auto ga_cpu = a_cpu.mul(2.0);
+  const auto gb_cpu = b_cpu.add(1.0);
+  const std::vector<at::Tensor> grads{ga_cpu.to(at::kCUDA), gb_cpu.to(at::kCUDA)};
+  constexpr std::int64_t kFirst = 2 * static_cast<std::int64_t>(Recorder::kMaxPendingSteps) + 1;
+  {
+    Recorder rec(dir.path(), 0);
+    rec.params({whole_param("a", a_cpu)});
+    for (std::int64_t step = 1; step <= kFirst; ++step) {
+      rec.step_async({step, &loss, &norm, one, {}, {}});
+      EXPECT_GE(rec.pending_steps(), 1u);
+      EXPECT_LE(rec.pending_steps(), Recorder::kMaxPendingSteps);
+    }
+    rec.params({whole_param("a", a_cpu), whole_param("b", b_cpu)});  // writes what is pending
+    EXPECT_FALSE(rec.pending());
+    rec.step_async({kFirst + 1, &loss, nullptr, two, grads, {}});
+    rec.step_async({kFirst + 2, nullptr, &norm, two, {}, {}});
+  }  // the destructor writes the last ones
+  const auto trace = read_trace(dir);
+  ASSERT_TRUE(trace.issues.empty());
+  ASSERT_EQ(trace.steps.size(), static_cast<std::size_t>(kFirst + 2));
+  const auto ha = hash_block(a_cpu);
+  const auto hb = hash_block(b_cpu);
+  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    const auto& s = trace.steps[i];
+    EXPECT_EQ(s.step, static_cast<std::int64_t>(i + 1));
+    EXPECT_TRUE(s.extra.value("recorder_async", false));
+    const auto* xxh = s.find_hashes("param.xxh3");
+    const auto* shard = s.find_hashes("param.shard");
+    ASSERT_TRUE(xxh && shard) << "step " << s.step;
+    EXPECT_EQ(xxh->values[0], ha.xxh3) << "step " << s.step;
+    EXPECT_EQ(shard->values[0], ha.shard) << "step " << s.step;
+    if (s.step <= kFirst) {
+      EXPECT_EQ(xxh->values.size(), 1u);
+      EXPECT_EQ(s.find_hashes("grad.xxh3"), nullptr);
+    } else {
+      ASSERT_EQ(xxh->values.size(), 2u);
+      EXPECT_EQ(xxh->values[1], hb.xxh3);
+      EXPECT_EQ(shard->values[1], hb.shard);
+    }
+    if (s.step != kFirst + 2) {
+      ASSERT_TRUE(s.loss.has_value());
+      EXPECT_EQ(s.loss->dtype, model::DType::BF16);
+      EXPECT_EQ(s.loss->bits, 0xBFA0u);
+    } else {
+      EXPECT_FALSE(s.loss.has_value());
+    }
+    if (s.step != kFirst + 1) {
+      ASSERT_TRUE(s.grad_norm.has_value());
+      EXPECT_EQ(s.grad_norm->bits, 0x40400000u);
+    } else {
+      EXPECT_FALSE(s.grad_norm.has_value());
+    }
+  }
+  const auto& with_grads = trace.steps[static_cast<std::size_t>(kFirst)];
+  const auto* grad_xxh = with_grads.find_hashes("grad.xxh3");
+  const auto* grad_shard = with_grads.find_hashes("grad.shard");
+  ASSERT_TRUE(grad_xxh && grad_shard);
+  EXPECT_EQ(grad_xxh->values, (std::vector<std::uint64_t>{hash_block(ga_cpu).xxh3, hash_block(gb_cpu).xxh3}));
+  EXPECT_EQ(grad_shard->values,
+            (std::vector<std::uint64_t>{hash_block(ga_cpu).shard, hash_block(gb_cpu).shard}));
+}
+
+// GPARITY_RECORDER_PROFILE=1: the recorder says on stderr, when it goes, where its host time went.
+TEST(Recorder, ProfilePrintsThePhasesOnStderr) {
+  testing::TempDir dir;
+  const auto w = sample({6, 4});
+  const auto loss = at::full({}, 1.0, at::kFloat);
+  const std::vector<at::Tensor> params{w};
+  ::setenv("GPARITY_RECORDER_PROFILE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    Recorder rec(dir.path(), 3);
+    rec.params({whole_param("w", w)});
+    for (std::int64_t step = 1; step <= 3; ++step) rec.step_async({step, &loss, nullptr, params, {}, {}});
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("GPARITY_RECORDER_PROFILE");
+  EXPECT_NE(err.find("gparity recorder profile, rank 3: 3 steps"), std::string::npos) << err;
+  EXPECT_NE(err.find("total"), std::string::npos) << err;
+  EXPECT_NE(err.find("write"), std::string::npos) << err;
+  // Without the variable: nothing.
+  ::testing::internal::CaptureStderr();
+  { Recorder quiet(dir.path(), 4); }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 TEST(DebugModel, LossIsDeterministicAndNearLogVocab) {

@@ -94,8 +94,8 @@ TEST(ReplayCausality, CoorNamesTheBuggyRankAsTheOnlyOriginAndItsPartnerAsReceive
   const auto again = diff::judge_replay_run((dir.path() / "run").string());
   ASSERT_EQ(again.size(), 4U);
   for (const auto& v : again) {
-    EXPECT_EQ(v.verdict.text, s.at(v.rank)["verdict"]["text"]) << v.rank;
-    EXPECT_EQ(v.verdict.overall, s.at(v.rank)["verdict"]["overall"]) << v.rank;
+    EXPECT_EQ(v.verdict.text, s.at(v.rank)["verdict"]["text"].get<std::string>()) << v.rank;
+    EXPECT_EQ(v.verdict.overall, s.at(v.rank)["verdict"]["overall"].get<std::string>()) << v.rank;
     EXPECT_EQ(v.verdict.exit_code, 1) << v.rank;
   }
 }

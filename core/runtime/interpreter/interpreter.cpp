@@ -63,29 +63,41 @@ std::string strip_ops(std::string_view target) {
 /// nodes, because a launch per node costs more host time than a node's own kernels. A batch is
 /// enqueued before any op that writes in place (so every tensor is hashed as its node left it),
 /// before collectives, and when it reaches kBatchTensors tensors or kBatchBytes bytes.
+///
+/// With a side stream (InterpretOptions::hash_side_stream) batches are smaller (side_batch_bytes),
+/// so that the hashes of the first nodes run while the later ones compute, and settle() makes
+/// the graph's stream wait for them before an op overwrites what they read.
 struct PendingRecords {
   static constexpr std::size_t kBatchTensors = 512;
   static constexpr std::int64_t kBatchBytes = std::int64_t{1} << 30;
-  PendingRecords(bool xxh3, hash::ShardSpec spec) : hashes(xxh3, spec) {}
+  explicit PendingRecords(const InterpretOptions& o)
+      : hashes(DeferredHashOptions{.xxh3 = o.node_xxh3,
+                                   .spec = o.shard_spec,
+                                   .side_stream = o.hash_side_stream,
+                                   .side_share = o.side_share}),
+        batch_bytes(o.hash_side_stream ? std::max<std::int64_t>(1, o.side_batch_bytes) : kBatchBytes) {}
   struct Entry {
     model::NodeRecord rec;
     std::optional<std::size_t> slot;  // position in hashes.collect(); none: already hashed
     bool output = false;              // one of the graph's outputs
   };
   DeferredHashes hashes;
+  std::int64_t batch_bytes;
   std::vector<Entry> entries;
-  std::vector<at::Tensor> queued;  // not yet enqueued, slots next_slot - queued.size() ...
+  std::vector<at::Tensor> queued;         // not yet enqueued, slots next_slot - queued.size() ...
+  std::vector<std::uint8_t> queued_xxh3;  // per queued tensor: XXH3 too (a graph output)
   std::int64_t queued_bytes = 0;
   std::size_t next_slot = 0;  // slots handed out since the last collect(): > 0 while any waits
   RunProfile profile;
 
   [[nodiscard]] bool waiting() const noexcept { return next_slot > 0; }
 
-  std::size_t queue(const at::Tensor& t) {
+  std::size_t queue(const at::Tensor& t, bool xxh3_too) {
     queued.push_back(t);
+    queued_xxh3.push_back(xxh3_too ? 1 : 0);
     queued_bytes += static_cast<std::int64_t>(t.nbytes());
     const std::size_t slot = next_slot++;
-    if (queued.size() >= kBatchTensors || queued_bytes >= kBatchBytes) enqueue();
+    if (queued.size() >= kBatchTensors || queued_bytes >= batch_bytes) enqueue();
     return slot;
   }
   void enqueue() {
@@ -94,10 +106,17 @@ struct PendingRecords {
     ++profile.batches;
     profile.tensors += queued.size();
     profile.bytes += queued_bytes;
-    (void)hashes.enqueue(queued);
+    (void)hashes.enqueue(queued, queued_xxh3);
     profile.enqueue_ms += ms_since(t0);
     queued.clear();
+    queued_xxh3.clear();
     queued_bytes = 0;
+  }
+  /// Before an op writes in place or a collective: every tensor queued so far is hashed as it is
+  /// now, before the graph's stream goes on (it waits for a side stream's hashes).
+  void settle() {
+    enqueue();
+    hashes.wait_on_device();
   }
   std::vector<BlockHashes> collect() {
     enqueue();
@@ -162,8 +181,12 @@ struct Interpreter::Impl {
     std::vector<std::int64_t> base_stride;
     model::NodeId base_node = model::kNoNode;
     std::int64_t base_output = 0;
+    bool xxh3 = false;  // carries XXH3 (besides the shard hash)
   };
   std::vector<std::map<std::int64_t, HashRef>> node_hashes;
+  /// Nodes the graph's output names (its elements): their tensors get XXH3 whatever node_xxh3
+  /// says (issue 24: graph outputs keep XXH3-64 beside the shard hash).
+  std::vector<bool> output_nodes;
   std::unique_ptr<PendingRecords> own_pending;
 
   Impl(const model::Graph& graph, InterpretOptions options) : g(graph), o(std::move(options)) {}
@@ -215,6 +238,18 @@ struct Interpreter::Impl {
       steps.push_back(std::move(s));
     }
     plan_frees();
+    mark_outputs();
+  }
+
+  void mark_outputs() {
+    output_nodes.assign(g.nodes.size(), false);
+    for (const auto& n : g.nodes) {
+      if (n.kind != NodeKind::Output || n.args.empty()) continue;
+      const auto& out = n.args[0];
+      if (out.kind == ValueKind::Node && out.node < g.nodes.size()) output_nodes[out.node] = true;
+      for (const auto& item : out.items)
+        if (item.kind == ValueKind::Node && item.node < g.nodes.size()) output_nodes[item.node] = true;
+    }
   }
 
   void plan_frees() {
@@ -608,6 +643,7 @@ struct Interpreter::Impl {
     HashRef ref = in;
     ref.slot.reset();
     ref.known = {};
+    ref.xxh3 = false;
     model::NodeView& v = ref.view.emplace();
     v.base_output = in.base_output;
     v.offset = t.storage_offset() - in.base_offset;
@@ -627,13 +663,20 @@ struct Interpreter::Impl {
     if (node_hashes.size() < g.nodes.size()) node_hashes.resize(g.nodes.size());
     std::vector<at::Tensor> cpu;
     std::vector<std::optional<HashRef>> known(ts.size());
+    // A graph output (the output's record, and the node whose tensor it names) carries XXH3
+    // whatever node_xxh3 says (issue 24): an argument's hashes without XXH3 do not do for it.
+    // An output that is a view stays a view (no hash; its base is hashed), as any view does.
+    const auto wants_xxh3 = [&](std::size_t i) {
+      return n.kind == NodeKind::Output || (id < output_nodes.size() && output_nodes[id] && index[i] == 0);
+    };
     for (std::size_t i = 0; i < ts.size(); ++i) {
       if (const auto* ref = known_hash(n, id, index[i])) known[i] = *ref;
       if (!known[i] && alias_of) known[i] = view_in(ts[i], *alias_of);
-      if (!known[i] && same_bytes && ts.size() == 1) {
+      if (!known[i] && same_bytes && ts.size() == 1 && (same_bytes->xxh3 || !wants_xxh3(i))) {
         known[i] = *same_bytes;
         ++pending->profile.same_bytes;
       }
+      if (known[i] && !known[i]->view && !known[i]->xxh3 && wants_xxh3(i)) known[i].reset();
       if (!known[i] && !ts[i].is_cuda()) cpu.push_back(ts[i]);
     }
     const auto cpu_hashes = hash_blocks(cpu, {}, {}, o.shard_spec);
@@ -655,9 +698,11 @@ struct Interpreter::Impl {
         ref = std::move(*known[i]);
       } else {
         if (ts[i].is_cuda()) {
-          ref.slot = pending->queue(ts[i]);
+          ref.xxh3 = o.node_xxh3 || wants_xxh3(i);
+          ref.slot = pending->queue(ts[i], wants_xxh3(i));
         } else {
           ref.known = cpu_hashes[next_cpu++];
+          ref.xxh3 = true;  // hash_blocks computes both on the CPU
         }
         ref.storage = storage_of(ts[i]);
         ref.base_offset = ref.storage ? ts[i].storage_offset() : 0;
@@ -671,7 +716,7 @@ struct Interpreter::Impl {
       }
       r.has_shard = !ref.view;
       r.shard_spec = static_cast<std::uint8_t>(o.shard_spec);
-      r.has_xxh3 = o.node_xxh3 && !ref.view;
+      r.has_xxh3 = ref.xxh3 && (o.node_xxh3 || wants_xxh3(i)) && !ref.view;
       e.slot = ref.slot;
       if (!ref.slot) {
         r.xxh3 = r.has_xxh3 ? ref.known.xxh3 : 0;
@@ -737,14 +782,14 @@ struct Interpreter::Impl {
             env[s.node] = (*operands)[next_operand++];
             break;
           case StepKind::Op:
-            if (s.writes && pending) pending->enqueue();  // hash what it overwrites first
+            if (s.writes && pending) pending->settle();  // hash what it overwrites first
             if (s.writes) forget_hashes();
             env[s.node] = call(s, stack);
             break;
           case StepKind::GetItem: env[s.node] = getitem(n); break;
           case StepKind::Arith: env[s.node] = arith(s); break;
           case StepKind::Collective: {
-            if (pending) pending->enqueue();
+            if (pending) pending->settle();
             forget_hashes();
             std::vector<c10::IValue> args;
             for (const auto* v : s.values) args.push_back(v ? detail::plain_value(*v, ctx()) : c10::IValue());
@@ -831,6 +876,9 @@ struct Interpreter::Impl {
     for (auto* c : {o.keep_collectives, o.take_collectives})
       if (c != nullptr) detail::restart_collectives(*c);
     std::vector<model::NodeRecord> outputs;
+    // With hashes on a side stream, the graph runs on a high-priority stream: its kernels go
+    // before the hashes' when both wait for an SM.
+    const PriorityStreamScope graph_stream(o.device, hash_now && o.hash_side_stream);
     with_pending([&] { execute(inputs, sink, &bound, &outputs); }, sink, &outputs);
     return outputs;
   }
@@ -838,7 +886,7 @@ struct Interpreter::Impl {
   /// Runs `fn` with a record queue (the top level's) and flushes it after.
   template <typename Fn>
   void with_pending(Fn&& fn, const NodeSink& sink, std::vector<model::NodeRecord>* outputs) {
-    if (!own_pending) own_pending = std::make_unique<PendingRecords>(o.node_xxh3, o.shard_spec);
+    if (!own_pending) own_pending = std::make_unique<PendingRecords>(o);
     pending = own_pending.get();
     own_pending->entries.clear();
     (void)own_pending->collect();  // drops what an interrupted run left

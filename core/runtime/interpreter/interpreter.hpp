@@ -49,7 +49,8 @@ struct InterpretOptions {
   bool hash = true;            // hash every node's tensors (on_node gets the records)
   /// XXH3-64 of every node's tensors besides the shard-invariant hash (--node-hash both). Off by
   /// default (issue 24): on a GPU XXH3's scramble chain is sequential per tensor (~16 ns a KiB),
-  /// so one large tensor's chain can take longer than the whole graph.
+  /// so one large tensor's chain can take longer than the whole graph. The graph's outputs (and the
+  /// nodes they name) carry XXH3 whatever this says, unless they are views (issue 24).
   bool node_xxh3 = false;
   /// The shard hash's spec for node records (docs/hashing.md); each record names it in
   /// "shard_spec". `gparity replay` asks for v2 (--node-hash-spec, issue 24); v1 unless asked.
@@ -58,6 +59,14 @@ struct InterpretOptions {
   /// aliased argument's storage (the schema says it aliases; `_unsafe_view`) is recorded with no
   /// hash, naming its base (the hashed tensor it lies in) and where it lies in it (model::NodeView).
   bool view_hashes = false;
+  /// Hash CUDA tensors on a low-priority side stream while the graph goes on, the graph on a
+  /// high-priority stream (--node-hash-stream side; DeferredHashOptions): batches of
+  /// `side_batch_bytes`, the shard kernels capped at `side_share` of the GPU's resident hash
+  /// CTAs; the graph's stream waits for the hashes only before an op that writes in place, a
+  /// collective, and at the end of the run. Off: the hashes run on the graph's own stream.
+  bool hash_side_stream = false;
+  double side_share = 0.25;
+  std::int64_t side_batch_bytes = std::int64_t{64} << 20;
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device call for the recorder's host overhead on one GPU (issue 24, kind nvidia-h200):
+# builds runtime_tests and bench_recorder against the machine's pip LibTorch, CUDA and NCCL, then
+#   1. the runtime tests that cover the recorder, its CUDA ones included (HashBlock*, HashBlocks*,
+#      DeferredHashes*, TraceScalar*, Recorder*, AsyncRecorder*)
+#   2. bench_recorder with GPARITY_BENCH_DEVICE=cuda, twice: with GPARITY_RECORDER_PROFILE=1 (the
+#      per-phase breakdown of the recorder's host time, on stderr) and without (the profile's own
+#      clock reads left out)
+#   bash CARRY/src/scripts/device-recbench-run.sh CARRY     (CARRY made by scripts/device-carry.sh)
+# STEPS (space separated numbers, default "1 2") picks steps; the build always runs.
+set -uo pipefail
+# shellcheck source-path=SCRIPTDIR source=device-common.sh
+source "$(dirname "$0")/device-common.sh"
+device_start "$1" "1 2"
+device_nccl_include
+
+build=${BUILD:-/tmp/recbench-build}  # not /tmp/gparity-build: a warm machine may hold another checkout's build there
+DEVICE_BUILD_SHOW="gparity runtime:" device_build "$carry" "$build" "$out/build.log" runtime_tests bench_recorder
+
+if want 1; then
+  say "1. recorder tests (CUDA ones included)"
+  timeout 150 "$build/tests/runtime/runtime_tests" \
+    --gtest_filter='HashBlock*:HashBlocks*:DeferredHashes*:TraceScalar*:Recorder*:AsyncRecorder*' >"$out/tests.log" 2>&1
+  echo "runtime_tests exit $?"
+  grep -E "^\[ *(FAILED|PASSED|SKIPPED|  OK) |Failure|Expected|Which is|error" "$out/tests.log" | head -40
+fi
+
+if want 2; then
+  say "2. bench_recorder on GPU 0, with the profile, then without"
+  GPARITY_BENCH_DEVICE=cuda GPARITY_RECORDER_PROFILE=1 timeout 120 "$build/bench/bench_recorder" \
+    --benchmark_color=false >"$out/bench-profile.log" 2>&1
+  echo "bench (profile) exit $?"
+  grep -E "^recorder|gparity recorder profile|^  " "$out/bench-profile.log"
+  GPARITY_BENCH_DEVICE=cuda timeout 120 "$build/bench/bench_recorder" --benchmark_color=false >"$out/bench.log" 2>&1
+  echo "bench exit $?"
+  grep -E "^recorder" "$out/bench.log"
+fi
+ls -la "$out"
