@@ -7,17 +7,22 @@ PyTorch, side by side in this one process, in rounds (each mode's steps interlea
 others', so clock and thermal drift hit every mode alike):
 
   plain           the step
-  record_ops      the step under gparity.record_ops (every op recorded, outputs and fresh inputs
-                  hashed on the GPU with XXH3-64 + the shard-invariant hash, deferred: read back
-                  once when the step ends, then the step's records written)
+  record_ops      the step under gparity.record_ops(backend="python") (every op recorded, outputs
+                  and fresh inputs hashed on the GPU with XXH3-64 + the shard-invariant hash,
+                  deferred: read back once when the step ends, then the step's records written)
   record_ops_shard  the same with hashes="shard" (the shard-invariant hash alone)
   record_ops_nohash the recorder without hashing (its dispatch and bookkeeping cost alone)
+  record_ops_cpp, record_ops_cpp_shard, record_ops_cpp_nohash
+                  the same three with backend="cpp" (RecordFunction callbacks in
+                  libgparity_torchops: no Python per op)
+  record_ops_cpp_shard_side
+                  record_ops_cpp_shard with the hashes on a side stream (GPARITY_OPREC_SIDE_STREAM=1)
   debugmode       torch.utils._debug_mode.DebugMode() around the step
   debugmode_hash  DebugMode with log_tensor_hashes(hash_fn="hash_tensor")
   debugmode_norm  DebugMode with log_tensor_hashes(hash_fn="norm")
 
 Every timed step is synchronized before and after (torch.cuda.synchronize). Prints and writes
-(--out JSON) the median milliseconds and each mode's ratio to plain; the goal is record_ops <= 2x.
+(--out JSON) the median milliseconds and each mode's ratio to plain; the goal is record_ops_cpp_shard <= 2x.
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
     python3 bench/ops_recorder_gpu_bench.py --config 2048,2048,4 --config 4096,512,2 --out OUT.json
@@ -85,12 +90,14 @@ class Modes:
     def plain(self):
         step(self.model, self.x)
 
-    def _record(self, hashes):
-        rec = self.recorders.get(hashes)
+    def _record(self, hashes, backend="python"):
+        key = (hashes, backend)
+        rec = self.recorders.get(key)
         if rec is None:
-            rec = gparity.OpRecorder(os.path.join(self.tmp, "ops_" + hashes.replace("+", "_")), model=self.model,
-                                     rank=0, world_size=1, hashes=hashes)
-            self.recorders[hashes] = rec
+            name = "ops_" + hashes.replace("+", "_") + ("_cpp" if backend == "cpp" else "")
+            rec = gparity.OpRecorder(os.path.join(self.tmp, name), model=self.model,
+                                     rank=0, world_size=1, hashes=hashes, backend=backend)
+            self.recorders[key] = rec
         self.counter += 1
         with rec.record(self.counter):
             step(self.model, self.x)
@@ -100,6 +107,23 @@ class Modes:
 
     def record_ops_shard(self):
         self._record("shard")
+
+    def record_ops_cpp(self):
+        self._record("xxh3+shard", "cpp")
+
+    def record_ops_cpp_shard(self):
+        self._record("shard", "cpp")
+
+    def record_ops_cpp_nohash(self):
+        self._record("none", "cpp")
+
+    def record_ops_cpp_shard_side(self):
+        # The hashes on a side stream (GPARITY_OPREC_SIDE_STREAM=1; the default is the op's stream).
+        os.environ["GPARITY_OPREC_SIDE_STREAM"] = "1"
+        try:
+            self._record("shard", "cpp")
+        finally:
+            del os.environ["GPARITY_OPREC_SIDE_STREAM"]
 
     def _debugmode(self, hash_fn):
         from torch.utils._debug_mode import DebugMode
@@ -151,14 +175,16 @@ def bench_config(dim, seq, batch, modes, rounds, warmup):
             for name in modes:
                 if name not in errors:
                     times[name].append(timed(getattr(m, name)))
-        ops_file = os.path.join(tmp, "ops_xxh3_shard", "rank-0.jsonl")
-        ops_per_step = None
-        if os.path.exists(ops_file):
-            with open(ops_file, encoding="utf-8") as f:
-                steps = {}
-                for line in f:
-                    steps[json.loads(line)["step"]] = steps.get(json.loads(line)["step"], 0) + 1
-                ops_per_step = max(steps.values()) if steps else None
+        ops_per_step = {}
+        for backend, name in (("python", "ops_shard"), ("cpp", "ops_shard_cpp")):
+            ops_file = os.path.join(tmp, name, "rank-0.jsonl")
+            if os.path.exists(ops_file):
+                with open(ops_file, encoding="utf-8") as f:
+                    steps = {}
+                    for line in f:
+                        step_no = json.loads(line)["step"]
+                        steps[step_no] = steps.get(step_no, 0) + 1
+                    ops_per_step[backend] = max(steps.values()) if steps else None
     finally:
         for rec in m.recorders.values():
             rec.close()
@@ -180,8 +206,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", default=[],
                     help="dim,seq,batch (repeatable; default 2048,2048,4 and 4096,512,2)")
-    ap.add_argument("--modes", default="plain,record_ops,record_ops_shard,record_ops_nohash,debugmode,"
-                    "debugmode_hash,debugmode_norm")
+    ap.add_argument("--modes", default="plain,record_ops_cpp_shard,record_ops_cpp_shard_side,record_ops_cpp_nohash,"
+                    "record_ops_cpp,record_ops_shard,record_ops_nohash,debugmode,debugmode_hash")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--out", default="")
@@ -202,7 +228,7 @@ def main():
             else:
                 print(f"  {n:18s} failed: {r['errors'].get(n)}", flush=True)
     doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": results,
-           "goal": "record_ops <= 2x plain"}
+           "goal": "record_ops_cpp_shard <= 2x plain"}
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

@@ -531,6 +531,10 @@ class Aligner {
     for (std::uint32_t e = 0; e < e_.size(); ++e) {
       EagerOp& op = a_.eager[e];
       const OpRecord& r = e_.at(e);
+      if (r.view) {
+        anchor_view(e, cursor);
+        continue;
+      }
       // A collective's own output hash is not its value (it was seen by a reader): paired by name.
       if ((op.status != ValueStatus::Matched && op.status != ValueStatus::WeakMatched) ||
           r.output_hash_unreliable)
@@ -565,6 +569,34 @@ class Aligner {
     }
   }
 
+  /// A view op (op records) has no value of its own, but where it reads a hashed value (aten::t
+  /// of a weight) the compiled run's same view op of that value, just after the cursor, is its
+  /// counterpart and an anchor, as its hashed output was before views went unhashed (issue 24).
+  void anchor_view(std::uint32_t e, std::int64_t& cursor) {
+    const OpRecord& r = e_.at(e);
+    if (r.arg_count == 0 || !r.has_input_hashes) return;
+    const ValueKey k = ekey(el().arg(r, 0));
+    if (!k.valid || k.weak) return;
+    const std::string_view base = op_base_name(el().op_name(r));
+    const std::int64_t end = std::min<std::int64_t>(c_.size(), cursor + 1 + 64);
+    for (std::int64_t c = cursor + 1; c < end; ++c) {
+      const auto at = static_cast<std::uint32_t>(c);
+      const OpRecord& cr = c_.at(at);
+      if (!cr.view || cr.arg_count == 0 || op_base_name(cl().op_name(cr)) != base) continue;
+      if (!(cidx_.key(cl().arg(cr, 0)) == k)) continue;
+      EagerOp& op = a_.eager[e];
+      op.first_counterpart = static_cast<std::uint32_t>(a_.counterparts.size());
+      a_.counterparts.push_back(at);
+      op.counterpart_count = 1;
+      op.paired_by = PairedBy::Value;
+      if (a_.compiled_partner[at] < 0) a_.compiled_partner[at] = static_cast<std::int32_t>(e);
+      lo_[e] = hi_[e] = at;
+      anchored_.push_back(e);
+      cursor = c;
+      return;
+    }
+  }
+
   [[nodiscard]] bool is_anchor(std::uint32_t e) const {
     return lo_[e] != std::numeric_limits<std::uint32_t>::max();
   }
@@ -591,15 +623,16 @@ class Aligner {
     std::vector<std::uint32_t> targets;
     // Every op without a counterpart yet: divergent and unhashed ones, and those whose value was
     // seen only by a reader (a collective) or only as a compiled input.
+    // A view op (op records) made no value: not a target.
     for (std::uint32_t e = i; e < j; ++e) {
-      if (a_.eager[e].counterpart_count == 0) targets.push_back(e);
+      if (a_.eager[e].counterpart_count == 0 && !e_.at(e).view) targets.push_back(e);
     }
     if (targets.empty() || prev + 1 >= next) return;  // nothing to pair, or the anchors cross (a reordering)
     const std::int64_t limit = prev + 1 + 4 * static_cast<std::int64_t>(j - i) + 256;
     std::vector<std::uint32_t> window;
     for (std::int64_t c = prev + 1; c < std::min(next, limit); ++c) {
       const auto at = static_cast<std::uint32_t>(c);
-      if (a_.compiled_partner[at] < 0 && !c_.at(at).hash_noise) window.push_back(at);
+      if (a_.compiled_partner[at] < 0 && !c_.at(at).hash_noise && !c_.at(at).view) window.push_back(at);
     }
     if (window.empty()) return;
     std::vector<std::vector<std::uint32_t>> got(targets.size());

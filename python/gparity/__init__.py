@@ -35,6 +35,7 @@ _DTYPES = {
 }
 _MASK64 = (1 << 64) - 1
 _loaded = False
+_loaded_path = None
 
 
 def load_ops(path=None):
@@ -48,6 +49,8 @@ def load_ops(path=None):
         path = os.path.join(here, "..", "..", "build", "core", "torchops", "libgparity_torchops.so")
     torch.ops.load_library(path)
     _loaded = True
+    global _loaded_path
+    _loaded_path = path  # the op recorder's C++ backend calls into the same library (ctypes)
 
 
 def hash_tensor(t, offsets=(), global_shape=()):

@@ -12,13 +12,20 @@ the tensors it reads and writes (an id per tensor object, dtype, shape), the inn
 (forward hooks), the innermost user source line, and the phase (forward until the first backward
 op, backward inside autograd, optimizer after). Outputs are hashed, and inputs that are not an
 earlier output of the step (parameters, optimizer state, a collective's result): their producer's
-hash already says what they hold.
+hash already says what they hold. Views (an output sharing an input's storage, an input that
+is a view of a fresh hashed tensor) are not hashed: their records name their base (issue 24).
 
 The hashes are deferred: torch.ops.gparity.hash_into enqueues both hashes of an op's tensors on
 the device's current stream into a device buffer, and the buffer is read back once, when the step
 ends; then the step's records are written. Nothing synchronizes per op.
+
+Two backends write the same records: backend="cpp" (libgparity_torchops' RecordFunction callbacks,
+core/torchops/op_recorder.cpp: no Python per op) and backend="python" (the TorchDispatchMode here);
+"auto" (the default) takes the C++ one when the loaded library has it. docs/ops.md says where
+what they see differs.
 """
 
+import ctypes
 import os
 import sys
 import threading
@@ -65,6 +72,13 @@ def _backward_codes():
     return codes
 
 
+def _bookkeeping_codes():
+    """record_function's __enter__/__exit__: the profiler ops they call are not observed by
+    RecordFunction (the C++ backend), so what those allocate would look like the step's ops."""
+    rf = getattr(torch.autograd.profiler, "record_function", None)
+    return tuple(getattr(rf, n).__code__ for n in ("__enter__", "__exit__") if rf is not None and hasattr(rf, n))
+
+
 def _op_name(func):
     schema = getattr(func, "_schema", None)
     if schema is not None:
@@ -88,11 +102,33 @@ def _hashable(t):
 
 
 class _Known:
-    """What the step has seen of a tensor object: its record id, the version its hash is of."""
-    __slots__ = ("ref", "id", "version", "fresh")
+    """What the step has seen of a tensor object: its record id, the version its hash is of, and
+    for a view (issue 24) the _Known of the hashed tensor it lies in (never itself a view)."""
+    __slots__ = ("ref", "id", "version", "fresh", "base")
 
     def __init__(self, ref, tid, version, fresh):
-        self.ref, self.id, self.version, self.fresh = ref, tid, version, fresh
+        self.ref, self.id, self.version, self.fresh, self.base = ref, tid, version, fresh, None
+
+    def fresh_hashed(self, t=None):
+        """The _Known whose hash is this tensor's value now (itself, or a view's base: fresh, at
+        the version hashed), or None. A view whose base is gone (a gradient outliving the mm
+        output it is a transpose of) still holds it while `t` is at the version its base had
+        (view ops and detach share the base's counter, so a write through either shows)."""
+        h = self.base or self
+        if not h.fresh:
+            return None
+        b = h.ref()
+        if b is None:
+            return h if h is not self and t is not None and t._version == self.version else None
+        return h if b._version == h.version else None
+
+
+def _storage_key(t):
+    """The identity of a tensor's storage (its StorageImpl), or None."""
+    try:
+        return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage())._cdata
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 class _Mode(TorchDispatchMode):
@@ -111,9 +147,10 @@ class OpRecorder:
     model: names modules by their path in it ("layers.0.mlp"); modules outside it by class.
     hashes: "xxh3+shard" (default) or "shard" (the shard-invariant hash alone: fully parallel on
     the GPU, where XXH3's chain is sequential per tensor; both runs must use the same); "none"
-    records without hashes (the recorder's own cost, for benchmarks: nothing to compare)."""
+    records without hashes (the recorder's own cost, for benchmarks: nothing to compare).
+    backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python"."""
 
-    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
+    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard", backend="auto"):
         from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
 
         d = _dist()
@@ -127,6 +164,13 @@ class OpRecorder:
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         load_ops()
+        if backend not in ("auto", "cpp", "python"):
+            raise ValueError(f"gparity.OpRecorder: backend must be 'auto', 'cpp' or 'python', not {backend!r}")
+        cpp = _cpp_library()
+        if backend == "cpp" and cpp is None:
+            raise RuntimeError("gparity.OpRecorder: backend='cpp' but libgparity_torchops has no C++ op recorder")
+        self.backend = "python" if backend == "python" or cpp is None else "cpp"
+        self._cpp = cpp if self.backend == "cpp" else None
         # Every rank's host and node (one all_gather on every rank, as Recorder's), then the
         # manifest of a trace v1 run (one writer: Recorder's), marked as an op-record run.
         manifest = _ManifestOnly(run_dir, self.rank, self.world_size)
@@ -158,16 +202,50 @@ class OpRecorder:
         self._backward_seen = False
         self._thread = threading.get_ident()
         self._modules = []      # module path stack (forward hooks)
+        if self._cpp is not None:
+            self._begin_cpp(step)
+            return
         self._hooks = [
             torch.nn.modules.module.register_module_forward_pre_hook(self._enter_module),
             torch.nn.modules.module.register_module_forward_hook(self._leave_module),
         ]
+
+    def _begin_cpp(self, step):
+        lib = self._cpp
+        self._module_bytes = {}
+        push, pop, names = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, self._names
+
+        def enter(module, inputs):
+            b = self._module_bytes.get(id(module))
+            if b is None:
+                b = (names.get(id(module)) or type(module).__name__).encode("utf-8", "replace")
+                self._module_bytes[id(module)] = b
+            push(b)
+
+        def leave(module, inputs, output):
+            pop()
+
+        self._hooks = [
+            torch.nn.modules.module.register_module_forward_pre_hook(enter),
+            torch.nn.modules.module.register_module_forward_hook(leave),
+        ]
+        prefixes = "\n".join(_LIBRARY_DIRS).encode("utf-8", "replace")
+        if lib.gparity_oprec_begin(step, self._next_id, int(self.hashes != "none"), int(self._xxh3), prefixes,
+                                   (tuple(self._backward_codes), _bookkeeping_codes(), _cpp_group)) != 0:
+            for h in self._hooks:
+                h.remove()
+            self._hooks = []
+            self._active = False
+            raise RuntimeError(lib.gparity_oprec_error().decode("utf-8", "replace"))
 
     def _end(self):
         for h in self._hooks:
             h.remove()
         self._hooks = []
         self._active = False
+        if self._cpp is not None:
+            self._end_cpp()
+            return
         words = self._collect()
         lines = []
         for index, (op, phase, module, source, args, outs, extra) in enumerate(self._records):
@@ -186,6 +264,16 @@ class OpRecorder:
         self._file.flush()
         self._records = []
         self._known = {}
+
+    def _end_cpp(self):
+        next_id = ctypes.c_int64(0)
+        text = self._cpp.gparity_oprec_end(ctypes.byref(next_id))
+        if text is None:
+            raise RuntimeError(self._cpp.gparity_oprec_error().decode("utf-8", "replace"))
+        self._next_id = next_id.value
+        # One write per step; a crash loses the step in flight, never half a line of another.
+        self._file.write(text.decode("utf-8", "replace"))
+        self._file.flush()
 
     def close(self):
         self._file.close()
@@ -261,29 +349,57 @@ class OpRecorder:
         return k
 
     def _refs(self, tensors, as_input, hash_now=True):
-        """(id, dtype, shape, slot) per tensor; every tensor to hash in one hash_into call per device.
-        An input that is a fresh earlier output of the step is not hashed (its producer's hash
-        says what it holds); an output is hashed unless it is a collective's (not complete yet:
-        marked stale, its next reader hashes it)."""
+        """(id, dtype, shape, slot, view base) per tensor; every tensor to hash in one hash_into
+        call per device. An input that is a fresh earlier output of the step, or a view of one
+        (Tensor._base), is not hashed (its producer's hash says what it holds); an output is
+        hashed unless it is a view of an input (a new tensor sharing an input's storage: issue
+        24; its record names its base) or a collective's (not complete yet: marked stale, its
+        next reader hashes it). The C++ backend applies the same rules (op_recorder.cpp)."""
         refs, todo = [], []
+        if as_input:
+            # The outputs' call comes next for the same op (the mode is not re-entered inside it).
+            self._op_inputs = tensors
+        else:
+            inputs = getattr(self, "_op_inputs", ())
+            self._op_inputs = ()
         for t in tensors:
             k = self._lookup(t)
-            if as_input and k is not None and k.fresh and k.version == t._version:
-                refs.append((k.id, t.dtype, tuple(t.shape), None))
-                continue
+            base = None  # the fresh hashed tensor's _Known whose value this tensor's is in
+            if as_input:
+                if k is not None:
+                    base = k.fresh_hashed(t)
+                if base is None and t._is_view():
+                    kb = self._lookup(t._base)
+                    base = kb.fresh_hashed() if kb is not None else None
+                if base is not None and base is k:
+                    refs.append((k.id, t.dtype, tuple(t.shape), None, None))
+                    continue
+            elif inputs and all(t is not i for i in inputs):
+                key = _storage_key(t)
+                if key:
+                    for i in inputs:
+                        if _storage_key(i) == key:
+                            ki = self._lookup(i)
+                            base = ki.fresh_hashed() if ki is not None else None
+                            break
             tid = k.id if k is not None else self._new_id(t)
             if k is None:
                 k = self._remember(t, tid)
+            if base is not None:
+                if k is not None:
+                    k.version, k.fresh, k.base = base.version, False, base  # shares the base's counter
+                refs.append((tid, t.dtype, tuple(t.shape), None, base.id))
+                continue
             want = hash_now and self.hashes != "none" and _hashable(t)
             if k is not None:
-                k.version, k.fresh = t._version, want
+                k.version, k.fresh, k.base = t._version, want, None
             if want:
                 todo.append((len(refs), t))
-            refs.append((tid, t.dtype, tuple(t.shape), None))
+            refs.append((tid, t.dtype, tuple(t.shape), None, None))
         if todo:
             for (i, _), slot in zip(todo, self._hash_many([t for _, t in todo])):
-                tid, dtype, shape, _ = refs[i]
-                refs[i] = (tid, dtype, shape, slot)
+                tid, dtype, shape, _, view = refs[i]
+                refs[i] = (tid, dtype, shape, slot, view)
         return refs
 
     def _new_id(self, t):
@@ -328,8 +444,10 @@ class OpRecorder:
         return words
 
     def _tensor_json(self, ref, words):
-        tid, dtype, shape, slot = ref
+        tid, dtype, shape, slot, view = ref
         j = {"id": tid, "dtype": _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", "")), "shape": list(shape)}
+        if view is not None:
+            j["view"] = {"base": view}
         if slot is not None:
             dev, chunk, i = slot
             w = words[dev][chunk]
@@ -337,6 +455,42 @@ class OpRecorder:
                 j["xxh3"] = format(w[2 * i] & _MASK64, "016x")
             j["shard"] = format(w[2 * i + 1] & _MASK64, "016x")
         return j
+
+
+def _cpp_group(op, args):
+    """A collective's group fields for the C++ recorder's record (the same rules as this one's:
+    _collective_group, called while the collective's caller is on the stack)."""
+    return _dumps(_collective_group(op, tuple(args), {}))[1:-1]
+
+
+_cpp_lib = []
+
+
+def _cpp_library():
+    """libgparity_torchops' C++ op recorder (ctypes; PyDLL: called with the GIL held), or None."""
+    if _cpp_lib:
+        return _cpp_lib[0]
+    from . import load_ops
+    load_ops()
+    from . import _loaded_path
+    lib = None
+    try:
+        lib = ctypes.PyDLL(_loaded_path)
+        lib.gparity_oprec_features.restype = ctypes.c_int
+        lib.gparity_oprec_begin.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+                                            ctypes.c_char_p, ctypes.py_object]
+        lib.gparity_oprec_begin.restype = ctypes.c_int
+        lib.gparity_oprec_end.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        lib.gparity_oprec_end.restype = ctypes.c_char_p
+        lib.gparity_oprec_error.restype = ctypes.c_char_p
+        lib.gparity_oprec_push_module.argtypes = [ctypes.c_char_p]
+        lib.gparity_oprec_push_module.restype = None
+        lib.gparity_oprec_pop_module.restype = None
+        lib.features = lib.gparity_oprec_features()
+    except (OSError, AttributeError, TypeError):  # an older library, or none loaded from a path
+        lib = None
+    _cpp_lib.append(lib)
+    return lib
 
 
 def _collective_group(op, args, kwargs):
@@ -448,12 +602,14 @@ class _StepScope:
 
     def __enter__(self):
         self._rec._begin(self._step)
-        self._mode = _Mode(self._rec)
-        self._mode.__enter__()
+        if self._rec._cpp is None:
+            self._mode = _Mode(self._rec)
+            self._mode.__enter__()
         return self._rec
 
     def __exit__(self, *exc):
-        self._mode.__exit__(*exc)
+        if self._mode is not None:
+            self._mode.__exit__(*exc)
         self._rec._end()
         return False
 
@@ -481,12 +637,13 @@ def _code_line(filename, lineno):
 _recorders = {}
 
 
-def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="xxh3+shard"):
+def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="xxh3+shard", backend="auto"):
     """`with gparity.record_ops(run_dir, step=N, model=model):` records one step's ops. The first
-    call for a run directory in this process starts its rank file; later steps append to it."""
+    call for a run directory in this process starts its rank file; later steps append to it.
+    backend: "auto" (the C++ recorder when libgparity_torchops has it), "cpp" or "python"."""
     key = os.path.abspath(run_dir)
     rec = _recorders.get(key)
     if rec is None:
-        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes)
+        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes, backend=backend)
         _recorders[key] = rec
     return rec.record(step)

@@ -6,10 +6,11 @@ gparity.record_ops on every step. Runs, each a trace directory of op records und
   compiled     aot_module, no decomposition
   wrong_all    aot_module with a wrong gelu decomposition (the tanh approximation) on every rank
   wrong_rank1  the same on rank 1 only
-and, for the gate, step traces (gparity.Recorder: loss and weight hashes) of each run in
-steps_<run>.
+recorded by each backend of BACKENDS (python: the TorchDispatchMode; cpp: libgparity_torchops'
+RecordFunction callbacks) under OUT/<backend>/<run>, and, for the gate, step traces
+(gparity.Recorder: loss and weight hashes) of each run in OUT/steps_<run> (the first backend's).
 
-Usage: op_recorder_train.py OUT STORE_FILE RANK WORLD_SIZE
+Usage: op_recorder_train.py OUT STORE_FILE RANK WORLD_SIZE [BACKENDS, default python,cpp]
 """
 
 import math
@@ -62,7 +63,7 @@ def run_fx(gm, example_inputs):
     return make_boxed_func(gm.forward)
 
 
-def train(out, variant, rank, world):
+def train(out, variant, rank, world, backend, steps_dir=None):
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -76,12 +77,12 @@ def train(out, variant, rank, world):
         net(torch.zeros(8, 16)).sum().backward()
         opt.zero_grad(set_to_none=True)
     gen = torch.Generator().manual_seed(100 + rank)
-    run_dir = os.path.join(out, variant)
-    steps = gparity.Recorder(os.path.join(out, "steps_" + variant))
+    run_dir = os.path.join(out, backend, variant)
+    steps = gparity.Recorder(steps_dir) if steps_dir else None
     for step in (1, 2):
         x = torch.randn(8, 16, generator=gen)
         y = torch.randn(8, 4, generator=gen)
-        with gparity.record_ops(run_dir, step=step, model=model):
+        with gparity.record_ops(run_dir, step=step, model=model, backend=backend):
             loss = F.mse_loss(net(x), y)
             loss.backward()
             for p in model.parameters():
@@ -89,17 +90,21 @@ def train(out, variant, rank, world):
                 p.grad.div_(world)
             opt.step()
             opt.zero_grad()
-        steps.step(step, loss, model=model)
-    steps.close()
+        if steps:
+            steps.step(step, loss, model=model)
+    if steps:
+        steps.close()
 
 
 def main():
     out, store_file, rank, world = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    backends = (sys.argv[5] if len(sys.argv) > 5 else "python,cpp").split(",")
     store = dist.FileStore(store_file, world)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
-    for variant in ("eager", "compiled", "wrong_all", "wrong_rank1"):
-        train(out, variant, rank, world)
-        dist.barrier()
+    for i, backend in enumerate(backends):
+        for variant in ("eager", "compiled", "wrong_all", "wrong_rank1"):
+            train(out, variant, rank, world, backend, os.path.join(out, "steps_" + variant) if i == 0 else None)
+            dist.barrier()
     dist.destroy_process_group()
 
 

@@ -149,6 +149,9 @@ struct OpRecord {
   /// log_tensor_hashes runs around a launch: _to_copy, linalg_vector_norm, hash_tensor,
   /// _local_scalar_dense): not the program's.
   bool hash_noise = false;
+  /// Every output is a view (op records, `"view"`: issue 24): the op made no value of its own,
+  /// so it is neither an anchor nor a pairing target, and its readers read its base.
+  bool view = false;
 };
 
 /// A line that could not be used: it costs at most its own record.

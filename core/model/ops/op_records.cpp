@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/model/base/mapped_file.hpp"
 
@@ -89,7 +90,7 @@ class Reader {
   }
 
  private:
-  bool tensor(const json& t, std::string& problem, bool& any_xxh3) {
+  bool tensor(const json& t, bool arg, std::string& problem, bool& any_xxh3) {
     if (!t.is_object()) return problem = "a tensor is not an object", false;
     TensorRef r;
     const auto id = t.find("id");
@@ -131,8 +132,35 @@ class Reader {
     } else if (has_x) {
       return problem = "tensor " + std::to_string(r.id) + ": \"xxh3\" without \"shard\"", false;
     }
+    if (const auto v = t.find("view"); v != t.end()) {
+      const auto b = v->is_object() ? v->find("base") : v->end();
+      if (!v->is_object() || b == v->end() || !b->is_number_integer() || b->get<std::int64_t>() < 0)
+        return problem = "tensor " + std::to_string(r.id) + ": \"view\" without a non-negative \"base\"",
+               false;
+      if (has_s) return problem = "tensor " + std::to_string(r.id) + ": a view with hashes", false;
+      if (arg) {
+        view_arg(r, b->get<std::int64_t>());
+      } else {
+        ++views_;
+      }
+    } else if (has_s) {
+      last_hashed_[r.id] = r;
+    }
     pending_.push_back(r);
     return true;
+  }
+
+  /// A view read by an op is read as its base (issue 24: a view has no value of its own): the
+  /// base's id, so that the op's input is the base's producer's output, and the base's last
+  /// hashes where the view has the base's dtype and size (a transpose, a reshape), so that the
+  /// input's value is looked up as the base's.
+  void view_arg(TensorRef& r, std::int64_t base) {
+    r.id = base;
+    const auto it = last_hashed_.find(base);
+    if (it == last_hashed_.end() || it->second.dtype != r.dtype || it->second.numel != r.numel || r.numel < 0)
+      return;
+    r.first_hash = it->second.first_hash;
+    r.hash_count = it->second.hash_count;
   }
 
   bool record(const json& j, std::int64_t line_no, std::string& problem, bool& any_xxh3) {
@@ -156,15 +184,17 @@ class Reader {
       r.module = log_.strings.intern(m->get_ref<const std::string&>());
     if (const auto s = j.find("source"); s != j.end() && s->is_object()) r.source = source(*s);
     pending_.clear();
+    views_ = 0;
     std::uint32_t args = 0, outs = 0;
     for (const char* key : {"args", "outs"}) {
       const auto list = j.find(key);
       if (list == j.end() || !list->is_array())
         return problem = std::string("no \"") + key + "\" list", false;
       for (const auto& t : *list)
-        if (!tensor(t, problem, any_xxh3)) return false;
+        if (!tensor(t, key[0] == 'a', problem, any_xxh3)) return false;
       (key[0] == 'a' ? args : outs) = static_cast<std::uint32_t>(list->size());
     }
+    r.view = outs > 0 && views_ == outs;
     r.first_arg = static_cast<std::uint32_t>(log_.tensors.size());
     r.arg_count = args;
     r.first_out = r.first_arg + args;
@@ -249,6 +279,8 @@ class Reader {
   std::string_view text_;
   OpLog log_;
   std::vector<TensorRef> pending_;
+  std::uint32_t views_ = 0;  // outputs of the record being read that are views
+  std::unordered_map<std::int64_t, TensorRef> last_hashed_;  // by id: its last hashed appearance
   std::map<std::tuple<std::string, std::int64_t, std::string>, std::uint32_t> source_ids_;
 };
 

@@ -5,7 +5,9 @@
 // source line and phase. They become the same OpLog the DebugMode reader makes, so the op
 // alignment and verdicts (diff/ops) work on them unchanged: hash functions "xxh3" and "shard"
 // (identities, not DebugMode's order-blind hash_tensor), an input without hashes holds its
-// producer's output, a collective's outputs (`"async": true`) are seen by their next reader.
+// producer's output, a collective's outputs (`"async": true`) are seen by their next reader, a
+// view argument (`"view": {"base": id}`) is read as its base (the base's id, and its hashes where
+// dtype and size match), so a view op has no verdict of its own.
 // A run is a trace directory (manifest.json + rank-<r>.jsonl) whose rank files hold op records.
 // Tolerant like the other readers: a line that does not parse, or an op record that lacks a
 // field, costs that record (an issue with its line); a cut last line marks the log truncated;

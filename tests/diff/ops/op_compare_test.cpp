@@ -400,6 +400,51 @@ TEST(OpRecordsCompare, ReceivedThroughAnAsyncAllReduceNamesTheOriginOnTheOtherRa
   EXPECT_EQ(divs[0]->values["origin"]["rank"], 1);
 }
 
+std::string view(int id, int base) {
+  return R"({"id":)" + std::to_string(id) + R"(,"dtype":"float32","shape":[4],"view":{"base":)" +
+         std::to_string(base) + "}}";
+}
+
+TEST(OpRecordsCompare, AViewHasNoVerdictOfItsOwnItFollowsItsBase) {
+  // The op recorder hashes no view (issue 24): aten::t of a weight and aten::view of the mm's
+  // output name their bases. A differing mm output is the origin and the gelu reading its view
+  // is propagated from it; a differing weight shows at the mm that reads its transpose.
+  auto step = [](std::uint64_t weight, std::uint64_t mm, std::uint64_t gelu) {
+    return rec(1, "aten::t", t(0, weight), view(1, 0)) +
+           rec(1, "aten::mm", t(2, 12) + "," + view(1, 0), t(3, mm)) +
+           rec(1, "aten::view", t(3), view(4, 3)) + rec(1, "aten::gelu", view(4, 3), t(5, gelu));
+  };
+  const auto e = records_of({step(11, 13, 15)});
+  ASSERT_TRUE(e[0].logs.front().issues.empty()) << e[0].logs.front().issues.front().problem;
+  const auto same = judge(e, records_of({step(11, 13, 15)}));
+  EXPECT_FALSE(same[0].steps[0].first);
+  const auto v = judge(e, records_of({step(11, 23, 25)}));
+  const StepVerdict& s = v[0].steps[0];
+  ASSERT_TRUE(s.first);
+  EXPECT_EQ(op_of(s.eager, s.first->record), "aten::mm");
+  EXPECT_EQ(s.first->cause, OpCause::Origin);
+  EXPECT_EQ(s.alignment.eager[3].status, ValueStatus::Divergent);  // the gelu
+  EXPECT_EQ(s.alignment.eager[2].status, ValueStatus::Unhashed);   // the view op: no verdict
+  // The weight's transpose is paired with the compiled one (it read the same weight): an anchor.
+  EXPECT_EQ(s.alignment.eager[0].status, ValueStatus::Unhashed);
+  ASSERT_EQ(s.alignment.eager[0].counterpart_count, 1u);
+  EXPECT_EQ(s.alignment.counterparts[s.alignment.eager[0].first_counterpart], 0u);
+  const std::uint32_t gelu_arg = s.alignment.arg_first[3];
+  EXPECT_EQ(s.alignment.arg_producer[gelu_arg], 1);  // the mm, through the view
+  EXPECT_EQ(s.alignment.arg_value[gelu_arg], 2);     // read as the mm's output: not in the compiled run
+  ASSERT_EQ(s.first->carried_total, 1u);             // the gelu carries it on
+  // The weight differs: the mm's input (the weight's transpose) differs, read as the weight.
+  const auto w = judge(e, records_of({step(21, 23, 25)}));
+  const StepVerdict& ws = w[0].steps[0];
+  ASSERT_TRUE(ws.first);
+  EXPECT_EQ(op_of(ws.eager, ws.first->record), "aten::mm");
+  EXPECT_NE(ws.first->cause, OpCause::Origin);
+  ASSERT_EQ(ws.first->inputs.size(), 2u);
+  EXPECT_EQ(ws.first->inputs[0].state, InputState::Equal);
+  EXPECT_EQ(ws.first->inputs[1].state, InputState::Differs);
+  EXPECT_TRUE(ws.first->inputs[1].by_hash);
+}
+
 TEST(OpRecordsCompare, EveryAllReduceOfTheStepIsReceivedNoneIsAnOtherOrigin) {
   // Two all-reduces in one step (hashed when they return, like Gloo's on the CPU); rank 1's gelu
   // differs, so rank 1's inputs to both differ. Rank 0's inputs to both are equal and both of

@@ -90,6 +90,47 @@ TEST(OpRecords, DamageCostsOneRecordAndACutLastLineMarksTheLogTruncated) {
   EXPECT_EQ(log.issues[3].line, 7);
 }
 
+TEST(OpRecords, AViewIsReadAsItsBase) {
+  // aten::t of a weight (hashed as the op's input) makes a view: no hash, its base named. The mm
+  // reading it reads the weight (its id, and its hashes: same dtype and size); a slice of the
+  // weight (fewer elements) reads the weight's id without a hash.
+  const std::string text =
+      R"({"type":"op","step":1,"op":"aten::t","args":[{"id":0,"dtype":"float32","shape":[4,2],"xxh3":"00000000000000aa","shard":"00000000000000bb"}],)"
+      R"("outs":[{"id":1,"dtype":"float32","shape":[2,4],"view":{"base":0}}]})"
+      "\n"
+      R"({"type":"op","step":1,"op":"aten::mm","args":[{"id":2,"dtype":"float32","shape":[3,2],"shard":"0000000000000001","xxh3":"0000000000000002"},)"
+      R"({"id":1,"dtype":"float32","shape":[2,4],"view":{"base":0}}],"outs":[{"id":3,"dtype":"float32","shape":[3,4],"xxh3":"0000000000000003","shard":"0000000000000004"}]})"
+      "\n"
+      R"({"type":"op","step":1,"op":"aten::relu","args":[{"id":5,"dtype":"float32","shape":[2],"view":{"base":0}}],"outs":[{"id":6,"dtype":"float32","shape":[2],"xxh3":"0000000000000005","shard":"0000000000000006"}]})"
+      "\n";
+  const OpLog log = parse_op_records(text, "r", 0);
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  const TensorRef& view = log.out(log.records[0], 0);
+  EXPECT_EQ(view.id, 1);  // the view op's output keeps its id: nothing reads it by that id
+  EXPECT_FALSE(view.hashed());
+  EXPECT_TRUE(log.records[0].view);  // made no value of its own
+  EXPECT_FALSE(log.records[1].view);
+  const TensorRef& read = log.arg(log.records[1], 1);
+  EXPECT_EQ(read.id, 0);
+  ASSERT_EQ(read.hash_count, 2);
+  EXPECT_EQ(log.hash(read, 0).bits, 0xaau);
+  EXPECT_EQ(log.hash(read, 1).bits, 0xbbu);
+  const TensorRef& slice = log.arg(log.records[2], 0);
+  EXPECT_EQ(slice.id, 0);
+  EXPECT_FALSE(slice.hashed());
+  // A view with hashes, or without a base: the record is an issue.
+  const std::string bad =
+      R"({"type":"op","step":1,"op":"aten::t","args":[],"outs":[{"id":1,"dtype":"float32","shape":[2],"view":{"base":0},"shard":"01"}]})"
+      "\n"
+      R"({"type":"op","step":1,"op":"aten::t","args":[],"outs":[{"id":1,"dtype":"float32","shape":[2],"view":{"base":"x"}}]})"
+      "\n";
+  const OpLog damaged = parse_op_records(bad, "r", 0);
+  EXPECT_TRUE(damaged.records.empty());
+  ASSERT_EQ(damaged.issues.size(), 2u);
+  EXPECT_NE(damaged.issues[0].problem.find("a view with hashes"), std::string::npos);
+  EXPECT_NE(damaged.issues[1].problem.find("\"base\""), std::string::npos);
+}
+
 TEST(OpRecords, CollectivesNameTheirGroupAndItsMembers) {
   // A TP all-reduce of a 2x2 mesh on rank 3: group "2" of ranks 2 and 3. A record of the older
   // recorder ("default", no members) still reads as all ranks: no member list.
