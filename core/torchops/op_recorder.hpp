@@ -7,8 +7,9 @@
 // built with Python's headers), and each tensor read or written: an id (TensorImpl identity within
 // the step), dtype, shape and, for outputs and inputs that are not a fresh earlier output, both
 // hashes enqueued on the tensor's device without a wait; a view (an output sharing an input's
-// storage, or an input that is a view of a fresh hashed tensor) is not hashed and names its base. end_step() reads the hashes back once
-// and returns the step's records as trace v1 JSON lines (docs/trace-format.md, "op").
+// storage, or an input that is a view of a fresh hashed tensor) is not hashed and names its base. end_step()
+// reads the hashes back once and returns the step's records as trace v1 JSON lines (docs/trace-format.md,
+// "op").
 //
 // Records the Python backend also writes, with the same rules: which tensors are hashed (ids and
 // version counters), collectives' outputs unhashed and marked (c10d ops), profiler ops skipped.

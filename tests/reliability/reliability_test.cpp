@@ -97,8 +97,7 @@ TEST_P(AuditTable, Row) {
   const AuditRow& row = GetParam();
   SCOPED_TRACE("docs/reliability.md:" + std::to_string(row.line) + " (" + row.section + ")");
   const HostileInput* input = input_named(row.input);
-  ASSERT_NE(input, nullptr) << "no hostile input named '" << row.input
-                            << "' (tests/reliability/hostile/)";
+  ASSERT_NE(input, nullptr) << "no hostile input named '" << row.input << "' (tests/reliability/hostile/)";
   if ((row.command[0] == "run" || row.command[0] == "replay") && !runtime_built())
     GTEST_SKIP() << "gparity-run is built only with LibTorch";
   TempDir dir;
