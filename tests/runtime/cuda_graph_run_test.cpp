@@ -17,6 +17,7 @@
 #include "core/model/run/trace_writer.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/visible_gpus.hpp"
 
 namespace gparity {
 namespace {
@@ -24,24 +25,7 @@ namespace {
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
-/// GPUs this machine shows (/dev/nvidia<N>), without initialising CUDA in the test process:
-/// the runs are child processes.
-int gpus() {
-  static const int n = [] {
-    int count = 0;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-      const auto name = e.path().filename().string();
-      if (name.size() > 6 && name.starts_with("nvidia") &&
-          std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        ++count;
-    }
-    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr)
-      count = std::min(count, *v ? static_cast<int>(std::count(v, v + std::strlen(v), ',')) + 1 : 0);
-    return count;
-  }();
-  return n;
-}
+using gparity::testing::visible_gpus;
 
 /// Skips (returns true) when this build of gparity cannot run on CUDA (a CPU LibTorch on a
 /// machine that has a GPU); any other failure of the probe is the test's to report.
@@ -60,7 +44,7 @@ bool build_lacks_cuda(const std::filesystem::path& dir) {
 
 #define SKIP_WITHOUT_GPUS(n)                                                         \
   do {                                                                               \
-    if (gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s)";                  \
+    if (visible_gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s)";          \
     TempDir probe_dir;                                                               \
     if (build_lacks_cuda(probe_dir.path())) GTEST_SKIP() << "no CUDA in this build"; \
   } while (false)
@@ -119,7 +103,7 @@ TEST(CudaGraphRun, OptionsAreChecked) {
 
 TEST(CudaGraphRun, ReplayIsBitwiseEqualToEager) {
   SKIP_WITHOUT_GPUS(1);
-  const int nproc = std::min(gpus(), 2);
+  const int nproc = std::min(visible_gpus(), 2);
   for (const char* dtype : {"f32", "bf16"}) {
     TempDir dir;
     const auto eager = dir.path() / "eager", graph = dir.path() / "graph";

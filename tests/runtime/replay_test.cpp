@@ -26,6 +26,7 @@
 #include "hash/xxh3.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/visible_gpus.hpp"
 
 namespace gparity {
 namespace {
@@ -624,20 +625,7 @@ TEST(Replay, GraphOutputsKeepXxh3WhateverNodeHashSays) {
   expect_bad(replay(shard, {graph, "--node-hash-side-share", "0"}), {"--node-hash-side-share"});
 }
 
-/// GPUs this process may use (/dev/nvidiaN, CUDA_VISIBLE_DEVICES).
-int visible_gpus() {
-  int count = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-    const auto name = e.path().filename().string();
-    if (name.size() > 6 && name.starts_with("nvidia") &&
-        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      ++count;
-  }
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr)
-    count = std::min(count, *v ? static_cast<int>(std::count(v, v + std::strlen(v), ',')) + 1 : 0);
-  return count;
-}
+using gparity::testing::visible_gpus;
 
 // Issue 24: node records hashed on the GPU (shard hash spec v2, the default; XXH3 where asked)
 // equal the CPU's for the same node values, on the graph's own stream and on a side stream with
