@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "hash/cuda/hash_pair_cuda.hpp"
@@ -163,6 +165,85 @@ TEST_F(Xxh3Cuda, HashPairsMatchTheCpuAndTheCallersStreamWaitsForTheChains) {
     EXPECT_EQ(got[2 * i], cpu(host, off, n)) << "xxh3 of buffer " << i;
     const BlockView host_block{host.data() + off, 2, shapes[i], {}};
     EXPECT_EQ(got[2 * i + 1], shard_hash(host_block, {})) << "shard hash of buffer " << i;
+  }
+}
+
+// Both hashes of `parts` (offset, bytes; bf16 blocks for the shard hash) of `dev` in one call on
+// `stream`, into `out`; nothing waited for.
+void enqueue_pairs(const DeviceBuffer& dev, const std::vector<std::pair<std::size_t, std::size_t>>& parts,
+                   std::vector<std::vector<std::int64_t>>& shapes, const DeviceBuffer& out,
+                   cudaStream_t stream) {
+  std::vector<DeviceBytes> bytes;
+  std::vector<BlockView> blocks;
+  shapes.clear();
+  for (const auto& [off, n] : parts) shapes.push_back({static_cast<std::int64_t>(n / 2)});
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    bytes.push_back({parts[i].second ? dev.data() + parts[i].first : nullptr, parts[i].second});
+    blocks.push_back({dev.data() + parts[i].first, 2, shapes[i], {}});
+  }
+  const std::vector<GlobalPlacement> placements(parts.size());
+  hash_pairs_cuda_batch(bytes, blocks, placements, out.words(), 2, stream);
+}
+
+void expect_pairs(const std::vector<std::byte>& host,
+                  const std::vector<std::pair<std::size_t, std::size_t>>& parts,
+                  const std::vector<std::vector<std::int64_t>>& shapes, const DeviceBuffer& out,
+                  const char* what) {
+  std::vector<std::uint64_t> got(parts.size() * 2);
+  ASSERT_EQ(cudaMemcpy(got.data(), out.words(), got.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto [off, n] = parts[i];
+    EXPECT_EQ(got[2 * i], cpu(host, off, n)) << what << ": xxh3 of buffer " << i;
+    const BlockView host_block{host.data() + off, 2, shapes[i], {}};
+    EXPECT_EQ(got[2 * i + 1], shard_hash(host_block, {})) << what << ": shard hash of buffer " << i;
+  }
+}
+
+// The XXH3 scratch (the block sums) is kept from call to call. Three calls in a row on two
+// streams that do not wait for each other, none waited for on the host: the second (stream B)
+// needs a larger scratch than the first, the third (stream A again) a smaller one. If a call's
+// block sums did not wait for the previous call's chains (about 1 ms for 64 MiB), they would
+// overwrite sums a chain had not read yet and that call's digest would be wrong.
+TEST_F(Xxh3Cuda, ReusedScratchWaitsForTheChainsOfEarlierCallsOnOtherStreams) {
+  const std::size_t big = std::size_t{64} << 20;
+  const auto host = testing::random_storage(2 * big + 8192, 57);
+  const DeviceBuffer dev(host);
+  const std::vector<std::byte> zeros(16 * 2 * sizeof(std::uint64_t));
+  const DeviceBuffer out1(zeros), out2(zeros), out3(zeros);
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  const std::vector<std::pair<std::size_t, std::size_t>> first = {{0, big}, {8, 5000}};
+  const std::vector<std::pair<std::size_t, std::size_t>> second = {{big, big + 4096}, {2, 3000}, {64, 241}};
+  const std::vector<std::pair<std::size_t, std::size_t>> third = {{4096, big / 2}, {96, 100000}};
+  std::vector<std::vector<std::int64_t>> s1, s2, s3;
+  enqueue_pairs(dev, first, s1, out1, a);
+  enqueue_pairs(dev, second, s2, out2, b);
+  enqueue_pairs(dev, third, s3, out3, a);
+  ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  expect_pairs(host, first, s1, out1, "first call (stream A)");
+  expect_pairs(host, second, s2, out2, "second call (stream B, larger scratch)");
+  expect_pairs(host, third, s3, out3, "third call (stream A, smaller)");
+}
+
+// Each launch's parameter block is the smallest that holds the call's buffers (XXH3: 32, 128 or
+// 512 segments; the shard batch: 16, 64 or 256 blocks): calls of every size class between.
+TEST_F(Xxh3Cuda, HashPairsMatchTheCpuAtEveryBatchCapacity) {
+  const auto host = testing::random_storage(1 << 20, 91);
+  const DeviceBuffer dev(host);
+  for (const std::size_t count : {1, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 700}) {
+    std::vector<std::pair<std::size_t, std::size_t>> parts;
+    for (std::size_t i = 0; i < count; ++i)
+      parts.emplace_back((i * 7919) % 500000 & ~std::size_t{1}, (i * 104729) % 5000);
+    const std::vector<std::byte> zeros(count * 2 * sizeof(std::uint64_t));
+    const DeviceBuffer out(zeros);
+    std::vector<std::vector<std::int64_t>> shapes;
+    enqueue_pairs(dev, parts, shapes, out, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_pairs(host, parts, shapes, out, ("a batch of " + std::to_string(count)).c_str());
   }
 }
 
