@@ -249,52 +249,89 @@ cudaError_t join(cudaStream_t waiting, cudaStream_t on) {
   return e;
 }
 
-/// This thread's XXH3 scratch (the block sums) on each device, grown when a batch needs more and
-/// kept, with an event recorded after the last kernels that read it: the next batch's stream
-/// waits for that event before its block sums overwrite it, whatever stream it is. Replaces a
-/// stream-ordered allocation and free a call (not under graph capture: there the scratch stays
-/// stream-ordered, so that a graph never holds an address reused outside it). Freed when the
-/// thread ends, after the event.
+/// A reused XXH3 scratch (the block sums of a call) and the event recorded after the last
+/// kernels that read it.
 struct Scratch {
+  int device = -1;
+  cudaStream_t stream = nullptr;  // the stream whose calls take it (only picks the buffer)
   void* ptr = nullptr;
   std::uint64_t bytes = 0;
-  cudaEvent_t done = nullptr;  // recorded after the last kernels that used ptr
+  cudaEvent_t done = nullptr;
+  std::uint64_t last_use = 0;
 };
-struct ThreadScratch {
-  Scratch by_device[kMaxDevices];
-  ThreadScratch() = default;
-  ThreadScratch(const ThreadScratch&) = delete;
-  ThreadScratch& operator=(const ThreadScratch&) = delete;
-  ~ThreadScratch() {
-    for (Scratch& sc : by_device) {  // errors ignored: the runtime may be going down
-      if (sc.done != nullptr) cudaEventSynchronize(sc.done);
-      if (sc.ptr != nullptr) cudaFree(sc.ptr);  // the kernels that read it are done
+
+/// This thread's scratches, one per device and stream of its calls (at most kMaxScratches; the
+/// least recently used one is freed for another), grown when a call needs more and kept. Safety
+/// never rests on the stream: every call's stream waits for its scratch's `done` event before its
+/// block sums overwrite it, so a stream handle reused by a new stream, or a call on another
+/// stream, only ever waits. The stream picks the buffer so that calls on unrelated streams (the
+/// recorder's and a replay's side stream) do not wait for each other's chains. Freed when the
+/// thread ends, after their events.
+struct ThreadScratches {
+  static constexpr std::size_t kMaxScratches = 4;
+  Scratch slots[kMaxScratches];
+  std::uint64_t uses = 0;
+  ThreadScratches() = default;
+  ThreadScratches(const ThreadScratches&) = delete;
+  ThreadScratches& operator=(const ThreadScratches&) = delete;
+  ~ThreadScratches() {
+    for (Scratch& sc : slots) {  // errors ignored: the runtime may be going down
+      if (sc.ptr != nullptr) free_when_read(sc);
       if (sc.done != nullptr) cudaEventDestroy(sc.done);
     }
   }
+
+  /// Frees a scratch's buffer on its device once the kernels that read it are done; the host
+  /// waits for them (thread exit, or a slot taken from another device: rare).
+  static cudaError_t free_when_read(Scratch& sc) {
+    int current = 0;
+    cudaError_t e = cudaGetDevice(&current);
+    if (e == cudaSuccess && current != sc.device) e = cudaSetDevice(sc.device);
+    if (e == cudaSuccess && sc.done != nullptr) e = cudaEventSynchronize(sc.done);
+    if (e == cudaSuccess) e = cudaFreeAsync(sc.ptr, cudaStreamPerThread);
+    if (current != sc.device) cudaSetDevice(current);
+    sc.ptr = nullptr;
+    return e;
+  }
 };
 
-/// `bytes` of scratch for block sums enqueued on `stream` next (current device), in this
-/// thread's cache; `stream` has been made to wait for every earlier user of it. The caller
-/// records `done` on the stream of its last kernel that reads it, once that is enqueued.
-Scratch* reusable_scratch(std::uint64_t bytes, cudaStream_t stream) {
-  thread_local ThreadScratch cache;
+/// `bytes` of scratch for block sums enqueued on `stream` next (current device), from this
+/// thread's scratches; `stream` has been made to wait for every earlier user of the buffer. The
+/// caller records `done` on the stream of its last kernel that reads it, once that is enqueued.
+Scratch& reusable_scratch(std::uint64_t bytes, cudaStream_t stream) {
+  thread_local ThreadScratches cache;
   const int device = current_device();
-  if (device >= kMaxDevices) return nullptr;
-  Scratch& sc = cache.by_device[device];
-  if (sc.done == nullptr)
-    check(cudaEventCreateWithFlags(&sc.done, cudaEventDisableTiming), "cudaEventCreate");
-  if (sc.ptr != nullptr) check(cudaStreamWaitEvent(stream, sc.done, 0), "cudaStreamWaitEvent");
-  if (sc.bytes < bytes) {
-    if (sc.ptr != nullptr) check(cudaFreeAsync(sc.ptr, stream), "cudaFreeAsync");  // after its readers
-    sc.ptr = nullptr;
-    sc.bytes = 0;
+  Scratch* sc = nullptr;
+  for (Scratch& slot : cache.slots)
+    if (slot.device == device && slot.stream == stream) sc = &slot;
+  if (sc == nullptr) {  // an unused slot, else the least recently used one
+    sc = &cache.slots[0];
+    for (Scratch& slot : cache.slots)
+      if (slot.last_use < sc->last_use) sc = &slot;
+    if (sc->ptr != nullptr) {  // another stream's (or device's): freed once its readers are done
+      if (sc->device == device) {
+        check(cudaStreamWaitEvent(stream, sc->done, 0), "cudaStreamWaitEvent");
+        check(cudaFreeAsync(sc->ptr, stream), "cudaFreeAsync");
+      } else {
+        check(ThreadScratches::free_when_read(*sc), "freeing an XXH3 scratch");
+      }
+    }
+    if (sc->done != nullptr) cudaEventDestroy(sc->done);
+    *sc = Scratch{device, stream};
+    check(cudaEventCreateWithFlags(&sc->done, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  sc->last_use = ++cache.uses;
+  if (sc->ptr != nullptr) check(cudaStreamWaitEvent(stream, sc->done, 0), "cudaStreamWaitEvent");
+  if (sc->bytes < bytes) {
+    if (sc->ptr != nullptr) check(cudaFreeAsync(sc->ptr, stream), "cudaFreeAsync");  // after its readers
+    sc->ptr = nullptr;
+    sc->bytes = 0;
     constexpr std::uint64_t kGrain = std::uint64_t{1} << 20;  // fewer regrowths as sizes creep up
     const std::uint64_t want = (bytes + kGrain - 1) / kGrain * kGrain;
-    check(cudaMallocAsync(&sc.ptr, want, stream), "cudaMallocAsync");
-    sc.bytes = want;
+    check(cudaMallocAsync(&sc->ptr, want, stream), "cudaMallocAsync");
+    sc->bytes = want;
   }
-  return &sc;
+  return *sc;
 }
 
 unsigned sums_grid(std::uint64_t total_blocks) {
@@ -409,18 +446,18 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
   if (n == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   const auto cs = chain_stream != nullptr ? static_cast<cudaStream_t>(chain_stream) : s;
-  // One scratch for the block sums of every input: this thread's reused one, or under graph
-  // capture (or past kMaxDevices) a stream-ordered one.
+  // One scratch for the block sums of every input: one of this thread's reused ones, or under
+  // graph capture a stream-ordered one (a graph must not hold an address reused outside it).
   const std::uint64_t scratch_bytes = total_blocks * kXxh3Lanes * sizeof(std::uint64_t);
   Scratch* kept = nullptr;
   void* scratch = nullptr;
   if (total_blocks > 0) {
-    if (!stream_capturing(stream)) kept = reusable_scratch(scratch_bytes, s);
-    if (kept != nullptr) {
-      scratch = kept->ptr;
-    } else {
+    if (stream_capturing(stream)) {
       keep_pool_memory();
       check(cudaMallocAsync(&scratch, scratch_bytes, s), "cudaMallocAsync");
+    } else {
+      kept = &reusable_scratch(scratch_bytes, s);
+      scratch = kept->ptr;
     }
   }
   auto* sums = static_cast<std::uint64_t*>(scratch);

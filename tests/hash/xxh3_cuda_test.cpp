@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -199,11 +201,11 @@ void expect_pairs(const std::vector<std::byte>& host,
   }
 }
 
-// The XXH3 scratch (the block sums) is kept from call to call. Three calls in a row on two
-// streams that do not wait for each other, none waited for on the host: the second (stream B)
-// needs a larger scratch than the first, the third (stream A again) a smaller one. If a call's
-// block sums did not wait for the previous call's chains (about 1 ms for 64 MiB), they would
-// overwrite sums a chain had not read yet and that call's digest would be wrong.
+// The XXH3 scratch (the block sums) is kept from call to call, one per thread, device and
+// stream. Three calls in a row on two streams that do not wait for each other, none waited for
+// on the host: stream B's call takes a scratch of its own while stream A's chains (about 1 ms for
+// 64 MiB) may still read A's; the third call (stream A again, smaller) reuses A's. A call whose
+// block sums overwrote sums a chain had not read yet would get a wrong digest.
 TEST_F(Xxh3Cuda, ReusedScratchWaitsForTheChainsOfEarlierCallsOnOtherStreams) {
   const std::size_t big = std::size_t{64} << 20;
   const auto host = testing::random_storage(2 * big + 8192, 57);
@@ -227,6 +229,59 @@ TEST_F(Xxh3Cuda, ReusedScratchWaitsForTheChainsOfEarlierCallsOnOtherStreams) {
   expect_pairs(host, first, s1, out1, "first call (stream A)");
   expect_pairs(host, second, s2, out2, "second call (stream B, larger scratch)");
   expect_pairs(host, third, s3, out3, "third call (stream A, smaller)");
+}
+
+// The same stream's next call takes the same scratch: with its chains on a chain stream that
+// the caller has not joined, the next call's block sums must still wait for them.
+TEST_F(Xxh3Cuda, ACallsBlockSumsWaitForTheUnjoinedChainsOfTheCallBefore) {
+  const std::size_t big = std::size_t{64} << 20;
+  const auto host = testing::random_storage(2 * big, 58);
+  const DeviceBuffer dev(host);
+  const std::vector<std::byte> zeros(sizeof(std::uint64_t));
+  const DeviceBuffer out1(zeros), out2(zeros);
+  cudaStream_t a = nullptr, chains = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&chains, cudaStreamNonBlocking), cudaSuccess);
+  const DeviceBytes first{dev.data(), big}, second{dev.data() + big, big};
+  xxh3_64_cuda_batch(std::span(&first, 1), out1.words(), 1, a, true, chains);
+  xxh3_64_cuda_batch(std::span(&second, 1), out2.words(), 1, a);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(chains);
+  std::uint64_t got1 = 0, got2 = 0;
+  ASSERT_EQ(cudaMemcpy(&got1, out1.words(), 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&got2, out2.words(), 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got1, cpu(host, 0, big)) << "the first call's chains read sums the second call overwrote";
+  EXPECT_EQ(got2, cpu(host, big, big));
+}
+
+// More streams than a thread keeps scratches for (4): each new stream takes the least recently
+// used one, which is freed once its chains are done. Nothing waited for between the calls.
+TEST_F(Xxh3Cuda, CallsOnMoreStreamsThanScratchesMatchTheCpu) {
+  const std::size_t part = std::size_t{16} << 20;
+  constexpr std::size_t kStreams = 7;
+  const auto host = testing::random_storage(kStreams * part + 64, 59);
+  const DeviceBuffer dev(host);
+  const std::vector<std::byte> zeros(2 * 2 * sizeof(std::uint64_t));
+  std::vector<std::unique_ptr<DeviceBuffer>> outs;
+  std::vector<cudaStream_t> streams(kStreams);
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> parts;
+  std::vector<std::vector<std::vector<std::int64_t>>> shapes(2 * kStreams);
+  for (std::size_t round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < kStreams; ++i) {
+      if (round == 0) {
+        ASSERT_EQ(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), cudaSuccess);
+      }
+      const std::size_t k = round * kStreams + i;
+      parts.push_back({{((i + round) % kStreams) * part, part - 2 * round * i}, {2 * i, 3000 + 1000 * i}});
+      outs.push_back(std::make_unique<DeviceBuffer>(zeros));
+      enqueue_pairs(dev, parts[k], shapes[k], *outs[k], streams[i]);
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    expect_pairs(host, parts[k], shapes[k], *outs[k], ("call " + std::to_string(k)).c_str());
 }
 
 // Each launch's parameter block is the smallest that holds the call's buffers (XXH3: 32, 128 or
