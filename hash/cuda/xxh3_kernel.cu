@@ -318,8 +318,9 @@ Scratch& reusable_scratch(std::uint64_t bytes, cudaStream_t stream) {
     }
     if (sc->done != nullptr) cudaEventDestroy(sc->done);
     *sc = Scratch{device, stream};
-    check(cudaEventCreateWithFlags(&sc->done, cudaEventDisableTiming), "cudaEventCreate");
   }
+  if (sc->done == nullptr)  // a new slot (or one whose event could not be made last time)
+    check(cudaEventCreateWithFlags(&sc->done, cudaEventDisableTiming), "cudaEventCreate");
   sc->last_use = ++cache.uses;
   if (sc->ptr != nullptr) check(cudaStreamWaitEvent(stream, sc->done, 0), "cudaStreamWaitEvent");
   if (sc->bytes < bytes) {
