@@ -4,10 +4,14 @@
 // spec v1 reads a tensor at >= 80% of the copy's bandwidth (copy bytes read plus written; issue
 // 2); spec v2 at >= 90% of the read-only reduction for f32, bf16/f16 and u8/fp8, and a bf16 column
 // shard at >= 70% of the dense bf16 rate (issue 24). Prints ratio tables at the end.
+// BM_cuda_hash_pairs_enqueue_host: the host time of one hash_pairs_cuda_batch call (the
+// recorder's `hash` phase, issue 24's < 1 % goal), GPU time not counted; run it alone with
+// --benchmark_filter=enqueue_host (it allocates 64 KiB a block, not the 4 GiB of the others).
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "bench/read_reduce_kernel.hpp"
+#include "hash/cuda/hash_pair_cuda.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
 
 namespace {
@@ -159,6 +164,48 @@ void BM_cuda_d2d_copy(benchmark::State& st) {
   });
 }
 
+// Host time of one hash_pairs_cuda_batch call over `n` dense f32 blocks of 64 KiB (a small
+// model's weights), as the recorder makes it: a non-blocking stream of the caller's, the XXH3
+// chains on the side stream, no pointer checks. The stream is drained between calls, outside
+// the timing, so every call finds the GPU idle, as the recorder's steps do (docs/performance.md).
+void BM_cuda_hash_pairs_enqueue_host(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  constexpr std::int64_t kElems = 16384;
+  constexpr std::size_t kBytes = kElems * 4;
+  std::byte* data = nullptr;
+  std::uint64_t* words = nullptr;
+  ok(cudaMalloc(&data, n * kBytes), "cudaMalloc blocks");
+  ok(cudaMalloc(&words, n * 2 * sizeof(std::uint64_t)), "cudaMalloc words");
+  ok(cudaMemset(data, 0x5A, n * kBytes), "cudaMemset");
+  cudaStream_t stream = nullptr;
+  ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  const std::int64_t shape[1] = {kElems};
+  std::vector<gparity::hash::DeviceBytes> bytes;
+  std::vector<gparity::hash::BlockView> blocks;
+  const std::vector<gparity::hash::GlobalPlacement> placements(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    bytes.push_back({data + i * kBytes, kBytes});
+    blocks.push_back({data + i * kBytes, 4, shape, {}});
+  }
+  const auto call = [&] {
+    gparity::hash::hash_pairs_cuda_batch(bytes, blocks, placements, words, 2, stream,
+                                         /*check_pointers=*/false);
+  };
+  call();  // first launches, the side stream, the scratch
+  ok(cudaStreamSynchronize(stream), "warm-up");
+  for (auto _ : st) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    const auto stop = std::chrono::steady_clock::now();
+    st.SetIterationTime(std::chrono::duration<double>(stop - start).count());
+    ok(cudaStreamSynchronize(stream), "sync");
+  }
+  ok(cudaGetLastError(), "after run");
+  cudaStreamDestroy(stream);
+  cudaFree(words);
+  cudaFree(data);
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t n = std::int64_t{64} << 20; n <= max_bytes(); n *= 4) b->Arg(n);
   b->UseManualTime()->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
@@ -232,6 +279,15 @@ BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 4)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 2)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 1)->Apply(sizes);
 BENCHMARK(BM_cuda_shard_hash_v2_columns_bf16)->Apply(sizes);
+// 24: about the small bench_recorder model's weights; 56: the medium one's; 200: over every
+// launch's largest parameter block.
+BENCHMARK(BM_cuda_hash_pairs_enqueue_host)
+    ->Arg(1)
+    ->Arg(24)
+    ->Arg(56)
+    ->Arg(200)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

@@ -6,16 +6,20 @@
 #   2. bench_recorder with GPARITY_BENCH_DEVICE=cuda, twice: with GPARITY_RECORDER_PROFILE=1 (the
 #      per-phase breakdown of the recorder's host time, on stderr) and without (the profile's own
 #      clock reads left out)
+#   3. hash_cuda_tests (the GPU-vs-CPU hash tests, the reused XXH3 scratch and the parameter
+#      block capacities included), then bench_hash_cuda's host time of one hash_pairs_cuda_batch
+#      call (BM_cuda_hash_pairs_enqueue_host: 1, 24, 56, 200 blocks)
 #   bash CARRY/src/scripts/device-recbench-run.sh CARRY     (CARRY made by scripts/device-carry.sh)
-# STEPS (space separated numbers, default "1 2") picks steps; the build always runs.
+# STEPS (space separated numbers, default "1 2 3") picks steps; the build always runs.
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=device-common.sh
 source "$(dirname "$0")/device-common.sh"
-device_start "$1" "1 2"
+device_start "$1" "1 2 3"
 device_nccl_include
 
 build=${BUILD:-/tmp/recbench-build}  # not /tmp/gparity-build: a warm machine may hold another checkout's build there
-DEVICE_BUILD_SHOW="gparity runtime:" device_build "$carry" "$build" "$out/build.log" runtime_tests bench_recorder
+DEVICE_BUILD_SHOW="gparity runtime:" device_build "$carry" "$build" "$out/build.log" runtime_tests bench_recorder \
+  hash_cuda_tests bench_hash_cuda
 
 if want 1; then
   say "1. recorder tests (CUDA ones included)"
@@ -34,5 +38,16 @@ if want 2; then
   GPARITY_BENCH_DEVICE=cuda timeout 120 "$build/bench/bench_recorder" --benchmark_color=false >"$out/bench.log" 2>&1
   echo "bench exit $?"
   grep -E "^recorder" "$out/bench.log"
+fi
+
+if want 3; then
+  say "3. hash_cuda_tests, then the host time of one hash_pairs_cuda_batch call"
+  timeout 150 "$build/tests/hash/hash_cuda_tests" >"$out/hash-tests.log" 2>&1
+  echo "hash_cuda_tests exit $?"
+  grep -E "^\[ *(FAILED|PASSED|SKIPPED) |Failure|Expected|Which is|error" "$out/hash-tests.log" | head -40
+  timeout 120 "$build/bench/bench_hash_cuda" --benchmark_filter=enqueue_host --benchmark_color=false \
+    >"$out/bench-enqueue.log" 2>&1
+  echo "bench_hash_cuda exit $?"
+  grep -E "enqueue_host" "$out/bench-enqueue.log"
 fi
 ls -la "$out"

@@ -222,17 +222,20 @@ struct DenseSegment {
 /// Dense blocks of one launch, passed by value as the kernel's parameter (up to 32 KiB on sm_70+
 /// with CUDA 12.1+): no device table to allocate and copy, a pageable host-to-device copy being
 /// one the driver may serialise with the stream, so that enqueueing a batch would wait for the
-/// work before it.
+/// work before it. The driver copies the whole parameter block at every launch, so a batch
+/// takes the smallest capacity that holds its blocks (1.2 KiB for up to 16, 18 KiB for 256).
 constexpr std::uint32_t kSegmentsPerLaunch = 256;
+template <std::uint32_t Capacity>
 struct DenseBatch {
   std::uint32_t n;
-  DenseSegment segs[kSegmentsPerLaunch];
+  DenseSegment segs[Capacity];
 };
-static_assert(sizeof(DenseBatch) <= 32000, "kernel parameters are limited to 32 KiB");
+static_assert(sizeof(DenseBatch<kSegmentsPerLaunch>) <= 32000, "kernel parameters are limited to 32 KiB");
 
 /// The share of virtual CTA `vcta` of a batch: it finds its block by binary search (first_cta
 /// ascending); the element size is uniform across a CTA.
-__device__ __forceinline__ void dense_batch_cta(const DenseBatch& batch, std::uint32_t vcta) {
+template <std::uint32_t Capacity>
+__device__ __forceinline__ void dense_batch_cta(const DenseBatch<Capacity>& batch, std::uint32_t vcta) {
   std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= vcta
   while (hi - lo > 1) {
     const std::uint32_t mid = (lo + hi) / 2;
@@ -255,15 +258,19 @@ __device__ __forceinline__ void dense_batch_cta(const DenseBatch& batch, std::ui
 }
 
 /// Every dense block of a batch in one launch, one CTA a virtual CTA.
-__global__ void __launch_bounds__(kThreads) dense_batch_kernel(const __grid_constant__ DenseBatch batch) {
+template <std::uint32_t Capacity>
+__global__ void __launch_bounds__(kThreads)
+    dense_batch_kernel(const __grid_constant__ DenseBatch<Capacity> batch) {
   dense_batch_cta(batch, blockIdx.x);
 }
 
 /// The same with a capped grid: each CTA takes virtual CTAs blockIdx.x, + gridDim.x, ... up to
 /// `virtual_ctas` in turn (the sums are the same: each virtual CTA's threads cover the same
 /// elements, and addition mod 2^64 does not depend on the order).
+template <std::uint32_t Capacity>
 __global__ void __launch_bounds__(kThreads)
-    dense_batch_capped_kernel(const __grid_constant__ DenseBatch batch, std::uint32_t virtual_ctas) {
+    dense_batch_capped_kernel(const __grid_constant__ DenseBatch<Capacity> batch,
+                              std::uint32_t virtual_ctas) {
   for (std::uint32_t v = blockIdx.x; v < virtual_ctas; v += gridDim.x) {
     dense_batch_cta(batch, v);
     __syncthreads();  // block_add's shared sums are reused by the next virtual CTA
@@ -490,19 +497,24 @@ void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* 
   }
 }
 
-void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, void* stream,
-                             std::uint32_t max_ctas) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  const std::uint64_t full = resident_ctas<dense_batch_kernel>();
-  auto batch = std::make_unique<DenseBatch>();  // 16 KiB: not on the stack
+namespace {
+
+/// launch_shard_hash_batch with parameter blocks of `Capacity` dense blocks.
+template <std::uint32_t Capacity>
+void launch_batches(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, cudaStream_t s,
+                    std::uint32_t max_ctas) {
+  // Every capacity's grid is sized by the largest one's occupancy, as before there were several.
+  const std::uint64_t full = resident_ctas<dense_batch_kernel<kSegmentsPerLaunch>>();
+  auto batch = std::make_unique<DenseBatch<Capacity>>();  // up to 18 KiB: not on the stack
   batch->n = 0;
   std::uint64_t ctas = 0;
   const auto launch = [&] {
     if (batch->n == 0) return;
     if (max_ctas > 0 && ctas > max_ctas)
-      dense_batch_capped_kernel<<<max_ctas, kThreads, 0, s>>>(*batch, static_cast<std::uint32_t>(ctas));
+      dense_batch_capped_kernel<Capacity>
+          <<<max_ctas, kThreads, 0, s>>>(*batch, static_cast<std::uint32_t>(ctas));
     else
-      dense_batch_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
+      dense_batch_kernel<Capacity><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
     check(cudaGetLastError(), "shard hash batch");
     batch->n = 0;
     ctas = 0;
@@ -511,14 +523,14 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
     const LaunchPlan& plan = plans[i];
     if (plan.total == 0) continue;
     if (!is_dense(plan) || plan.elem_size > 8 || (plan.elem_size & (plan.elem_size - 1)) != 0) {
-      launch_shard_hash(plan, sums[i], stream, max_ctas);  // strided blocks (and bad sizes, which it rejects)
+      launch_shard_hash(plan, sums[i], s, max_ctas);  // strided blocks (and bad sizes, which it rejects)
       continue;
     }
     const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(plan.data), plan.elem_size,
                                          static_cast<std::uint64_t>(plan.total));
     const std::uint64_t needed = (dense_work(split) + kThreads - 1) / kThreads;
     const auto mine = static_cast<std::uint32_t>(needed < full ? (needed > 0 ? needed : 1) : full);
-    if (batch->n == kSegmentsPerLaunch || ctas + mine > 0x7FFFFFFFU) launch();
+    if (batch->n == Capacity || ctas + mine > 0x7FFFFFFFU) launch();
     batch->segs[batch->n++] = {plan.data,      plan.global_base,        split, sums[i], ctas, mine,
                                plan.elem_size, plan.spec == 2 ? 2U : 1U};
     ctas += mine;
@@ -526,8 +538,22 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
   launch();
 }
 
+}  // namespace
+
+void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, void* stream,
+                             std::uint32_t max_ctas) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  // The smallest parameter block that holds every block of the call (n bounds the dense ones).
+  if (n <= 16)
+    launch_batches<16>(plans, n, sums, s, max_ctas);
+  else if (n <= 64)
+    launch_batches<64>(plans, n, sums, s, max_ctas);
+  else
+    launch_batches<kSegmentsPerLaunch>(plans, n, sums, s, max_ctas);
+}
+
 std::uint32_t batch_resident_ctas() {
-  return static_cast<std::uint32_t>(resident_ctas<dense_batch_kernel>());
+  return static_cast<std::uint32_t>(resident_ctas<dense_batch_kernel<kSegmentsPerLaunch>>());
 }
 
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream) {

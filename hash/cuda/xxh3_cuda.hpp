@@ -24,7 +24,8 @@ struct DeviceBytes {
 std::uint64_t xxh3_64_cuda(DeviceBytes bytes, void* stream = nullptr);
 
 /// Enqueues the digests of `buffers` on `stream`, digest i into device_out[i * out_stride],
-/// without waiting (two kernel launches for the whole batch). The buffers must stay alive and
+/// without waiting (two kernel launches for the whole batch; the block sums' scratch, 64 bytes a
+/// KiB hashed, is kept by the calling thread for its next call). The buffers must stay alive and
 /// unchanged until the stream reaches that point. `check_pointers` false skips asking the driver
 /// whether each pointer is device memory, for callers that know it is (PyTorch CUDA tensors).
 /// With a `chain_stream`, the scramble chains run there once the block sums are done (see

@@ -31,13 +31,17 @@ __device__ __forceinline__ std::uint64_t word_of(const uint4& v, int half) {
 /// The inputs of one launch, passed by value as the kernels' parameter (up to 32 KiB on sm_70+
 /// with CUDA 12.1+): no device table to copy, a pageable host-to-device copy being one the
 /// driver may serialise with the stream. first_block counts from the launch's first block.
+/// The driver copies the whole parameter block at every launch, used or not, so a launch takes
+/// the smallest capacity that holds its segments (32, 128 or 512; launch_xxh3): 1 KiB for a
+/// model of a few dozen tensors rather than 16 KiB.
 constexpr std::uint32_t kSegmentsPerLaunch = 512;
+template <std::uint32_t Capacity>
 struct Xxh3Batch {
   std::uint32_t n;
   std::uint64_t total_blocks;
-  Xxh3Segment segs[kSegmentsPerLaunch];
+  Xxh3Segment segs[Capacity];
 };
-static_assert(sizeof(Xxh3Batch) + sizeof(Xxh3Secret) + 64 <= 32000,
+static_assert(sizeof(Xxh3Batch<kSegmentsPerLaunch>) + sizeof(Xxh3Secret) + 64 <= 32000,
               "kernel parameters are limited to 32 KiB");
 
 /// Index of the segment holding global block g (first_block ascending, full_blocks > 0).
@@ -54,8 +58,10 @@ __device__ __forceinline__ std::uint32_t find_segment(const Xxh3Segment* segs, s
   return lo;
 }
 
+template <std::uint32_t Capacity>
 __global__ void __launch_bounds__(kThreads)
-    block_sums_kernel(const __grid_constant__ Xxh3Batch batch, const Xxh3Secret secret, std::uint64_t* sums) {
+    block_sums_kernel(const __grid_constant__ Xxh3Batch<Capacity> batch, const Xxh3Secret secret,
+                      std::uint64_t* sums) {
   const Xxh3Segment* segs = batch.segs;
   const std::uint32_t nsegs = batch.n;
   const std::uint64_t total_blocks = batch.total_blocks;
@@ -178,9 +184,10 @@ __device__ std::uint64_t chain_lanes(const std::uint64_t* sums, std::uint64_t nb
   return (static_cast<std::uint64_t>(z.hi) << 32) | z.lo;
 }
 
+template <std::uint32_t Capacity>
 __global__ void __launch_bounds__(32)
-    chain_kernel(const __grid_constant__ Xxh3Batch batch, const std::uint64_t* sums, const Xxh3Secret secret,
-                 std::uint64_t* out, std::size_t out_stride, std::uint32_t p) {
+    chain_kernel(const __grid_constant__ Xxh3Batch<Capacity> batch, const std::uint64_t* sums,
+                 const Xxh3Secret secret, std::uint64_t* out, std::size_t out_stride, std::uint32_t p) {
   const Xxh3Segment& seg = batch.segs[blockIdx.x];
   const int t = static_cast<int>(threadIdx.x);
   const int lane = t & (kXxh3Lanes - 1);
@@ -201,20 +208,135 @@ __global__ void __launch_bounds__(32)
   }
 }
 
+constexpr int kMaxDevices = 64;
+
+int current_device() {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
+/// This thread's join event on each device, made on first use and destroyed when the thread
+/// ends. One a device is enough: cudaStreamWaitEvent waits for the work the event had captured
+/// when the wait was enqueued, so the event can be recorded again right after (creating and
+/// destroying an event a join cost more host time than the join itself).
+struct JoinEvents {
+  cudaEvent_t by_device[kMaxDevices] = {};
+  JoinEvents() = default;
+  JoinEvents(const JoinEvents&) = delete;
+  JoinEvents& operator=(const JoinEvents&) = delete;
+  ~JoinEvents() {
+    for (cudaEvent_t ev : by_device)
+      if (ev != nullptr) cudaEventDestroy(ev);  // errors ignored: the runtime may be going down
+  }
+};
+
 /// `waiting` waits, on the device, for what `on` has enqueued so far.
 cudaError_t join(cudaStream_t waiting, cudaStream_t on) {
-  cudaEvent_t ev = nullptr;
-  cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  thread_local JoinEvents events;
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
-  e = cudaEventRecord(ev, on);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(waiting, ev, 0);
-  cudaEventDestroy(ev);  // released once the wait has been satisfied
+  cudaEvent_t made = nullptr;
+  cudaEvent_t* ev = device < kMaxDevices ? &events.by_device[device] : &made;
+  if (*ev == nullptr) {
+    e = cudaEventCreateWithFlags(ev, cudaEventDisableTiming);
+    if (e != cudaSuccess) return e;
+  }
+  e = cudaEventRecord(*ev, on);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(waiting, *ev, 0);
+  if (made != nullptr) cudaEventDestroy(made);  // released once the wait has been satisfied
   return e;
+}
+
+/// A reused XXH3 scratch (the block sums of a call) and the event recorded after the last
+/// kernels that read it.
+struct Scratch {
+  int device = -1;
+  cudaStream_t stream = nullptr;  // the stream whose calls take it (only picks the buffer)
+  void* ptr = nullptr;
+  std::uint64_t bytes = 0;
+  cudaEvent_t done = nullptr;
+  std::uint64_t last_use = 0;
+};
+
+/// This thread's scratches, one per device and stream of its calls (at most kMaxScratches; the
+/// least recently used one is freed for another), grown when a call needs more and kept. Safety
+/// never rests on the stream: every call's stream waits for its scratch's `done` event before its
+/// block sums overwrite it, so a stream handle reused by a new stream, or a call on another
+/// stream, only ever waits. The stream picks the buffer so that calls on unrelated streams (the
+/// recorder's and a replay's side stream) do not wait for each other's chains. Freed when the
+/// thread ends, after their events.
+struct ThreadScratches {
+  static constexpr std::size_t kMaxScratches = 4;
+  Scratch slots[kMaxScratches];
+  std::uint64_t uses = 0;
+  ThreadScratches() = default;
+  ThreadScratches(const ThreadScratches&) = delete;
+  ThreadScratches& operator=(const ThreadScratches&) = delete;
+  ~ThreadScratches() {
+    for (Scratch& sc : slots) {  // errors ignored: the runtime may be going down
+      if (sc.ptr != nullptr) free_when_read(sc);
+      if (sc.done != nullptr) cudaEventDestroy(sc.done);
+    }
+  }
+
+  /// Frees a scratch's buffer on its device once the kernels that read it are done; the host
+  /// waits for them (thread exit, or a slot taken from another device: rare).
+  static cudaError_t free_when_read(Scratch& sc) {
+    int current = 0;
+    cudaError_t e = cudaGetDevice(&current);
+    if (e == cudaSuccess && current != sc.device) e = cudaSetDevice(sc.device);
+    if (e == cudaSuccess && sc.done != nullptr) e = cudaEventSynchronize(sc.done);
+    if (e == cudaSuccess) e = cudaFreeAsync(sc.ptr, cudaStreamPerThread);
+    if (current != sc.device) cudaSetDevice(current);
+    sc.ptr = nullptr;
+    return e;
+  }
+};
+
+/// `bytes` of scratch for block sums enqueued on `stream` next (current device), from this
+/// thread's scratches; `stream` has been made to wait for every earlier user of the buffer. The
+/// caller records `done` on the stream of its last kernel that reads it, once that is enqueued.
+Scratch& reusable_scratch(std::uint64_t bytes, cudaStream_t stream) {
+  thread_local ThreadScratches cache;
+  const int device = current_device();
+  Scratch* sc = nullptr;
+  for (Scratch& slot : cache.slots)
+    if (slot.device == device && slot.stream == stream) sc = &slot;
+  if (sc == nullptr) {  // an unused slot, else the least recently used one
+    sc = &cache.slots[0];
+    for (Scratch& slot : cache.slots)
+      if (slot.last_use < sc->last_use) sc = &slot;
+    if (sc->ptr != nullptr) {  // another stream's (or device's): freed once its readers are done
+      if (sc->device == device) {
+        check(cudaStreamWaitEvent(stream, sc->done, 0), "cudaStreamWaitEvent");
+        check(cudaFreeAsync(sc->ptr, stream), "cudaFreeAsync");
+      } else {
+        check(ThreadScratches::free_when_read(*sc), "freeing an XXH3 scratch");
+      }
+    }
+    if (sc->done != nullptr) cudaEventDestroy(sc->done);
+    *sc = Scratch{device, stream};
+  }
+  if (sc->done == nullptr)  // a new slot (or one whose event could not be made last time)
+    check(cudaEventCreateWithFlags(&sc->done, cudaEventDisableTiming), "cudaEventCreate");
+  sc->last_use = ++cache.uses;
+  if (sc->ptr != nullptr) check(cudaStreamWaitEvent(stream, sc->done, 0), "cudaStreamWaitEvent");
+  if (sc->bytes < bytes) {
+    if (sc->ptr != nullptr) check(cudaFreeAsync(sc->ptr, stream), "cudaFreeAsync");  // after its readers
+    sc->ptr = nullptr;
+    sc->bytes = 0;
+    constexpr std::uint64_t kGrain = std::uint64_t{1} << 20;  // fewer regrowths as sizes creep up
+    const std::uint64_t want = (bytes + kGrain - 1) / kGrain * kGrain;
+    check(cudaMallocAsync(&sc->ptr, want, stream), "cudaMallocAsync");
+    sc->bytes = want;
+  }
+  return *sc;
 }
 
 unsigned sums_grid(std::uint64_t total_blocks) {
   // The device queries cost more than a launch: asked once per device.
-  constexpr int kMaxDevices = 64;
   static std::atomic<std::uint64_t> known[kMaxDevices];  // 0: not asked yet
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -222,7 +344,8 @@ unsigned sums_grid(std::uint64_t total_blocks) {
   if (full == 0) {
     int sms = 0, per_sm = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums_kernel, kThreads, 0),
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums_kernel<kSegmentsPerLaunch>,
+                                                        kThreads, 0),
           "occupancy query");
     full =
         static_cast<std::uint64_t>(sms > 0 ? sms : 1) * static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1);
@@ -237,7 +360,6 @@ unsigned sums_grid(std::uint64_t total_blocks) {
 /// memory back at every synchronisation, so each call would map fresh memory. Keep up to 256 MiB
 /// cached there (only ever raised, once per device).
 void keep_pool_memory() {
-  constexpr int kMaxDevices = 64;
   static std::atomic<bool> done[kMaxDevices];
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -259,7 +381,6 @@ void join_streams(void* waiting, void* on) {
 }
 
 void* side_stream() {
-  constexpr int kMaxDevices = 64;
   static std::atomic<cudaStream_t> made[kMaxDevices];
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -282,22 +403,17 @@ bool stream_capturing(void* stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total_blocks,
-                 const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride, void* stream,
-                 void* chain_stream) {
-  if (n == 0) return;
-  const auto s = static_cast<cudaStream_t>(stream);
-  const auto cs = chain_stream != nullptr ? static_cast<cudaStream_t>(chain_stream) : s;
-  keep_pool_memory();
-  // One stream-ordered scratch for the block sums of every input.
-  void* scratch = nullptr;
-  if (total_blocks > 0)
-    check(cudaMallocAsync(&scratch, total_blocks * kXxh3Lanes * sizeof(std::uint64_t), s), "cudaMallocAsync");
-  auto* sums = static_cast<std::uint64_t*>(scratch);
-  auto batch = std::make_unique<Xxh3Batch>();  // 16 KiB: not on the stack
+namespace {
+
+/// The launches of launch_xxh3 with parameter blocks of `Capacity` segments.
+template <std::uint32_t Capacity>
+cudaError_t launch_groups(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums,
+                          const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride,
+                          cudaStream_t s, cudaStream_t cs) {
+  auto batch = std::make_unique<Xxh3Batch<Capacity>>();  // up to 16 KiB: not on the stack
   cudaError_t e = cudaSuccess;
-  for (std::size_t first = 0; first < n && e == cudaSuccess; first += kSegmentsPerLaunch) {
-    const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, kSegmentsPerLaunch));
+  for (std::size_t first = 0; first < n && e == cudaSuccess; first += Capacity) {
+    const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, Capacity));
     const std::uint64_t base = segments[first].first_block;
     batch->n = count;
     for (std::uint32_t i = 0; i < count; ++i) {
@@ -308,17 +424,59 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
     batch->total_blocks = last.first_block + last.full_blocks;
     std::uint64_t* group_sums = sums ? sums + base * kXxh3Lanes : nullptr;
     if (batch->total_blocks > 0) {
-      block_sums_kernel<<<sums_grid(batch->total_blocks), kThreads, 0, s>>>(*batch, secret, group_sums);
+      block_sums_kernel<Capacity>
+          <<<sums_grid(batch->total_blocks), kThreads, 0, s>>>(*batch, secret, group_sums);
       e = cudaGetLastError();
     }
     if (e == cudaSuccess && cs != s) e = join(cs, s);
     if (e == cudaSuccess) {
-      chain_kernel<<<count, 32, 0, cs>>>(*batch, group_sums, secret, device_out + first * out_stride,
-                                         out_stride, static_cast<std::uint32_t>(kP32_1));
+      chain_kernel<Capacity><<<count, 32, 0, cs>>>(*batch, group_sums, secret,
+                                                   device_out + first * out_stride, out_stride,
+                                                   static_cast<std::uint32_t>(kP32_1));
       e = cudaGetLastError();
     }
   }
-  if (scratch) cudaFreeAsync(scratch, cs);  // after the chains that read it
+  return e;
+}
+
+}  // namespace
+
+void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total_blocks,
+                 const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride, void* stream,
+                 void* chain_stream) {
+  if (n == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto cs = chain_stream != nullptr ? static_cast<cudaStream_t>(chain_stream) : s;
+  // One scratch for the block sums of every input: one of this thread's reused ones, or under
+  // graph capture a stream-ordered one (a graph must not hold an address reused outside it).
+  const std::uint64_t scratch_bytes = total_blocks * kXxh3Lanes * sizeof(std::uint64_t);
+  Scratch* kept = nullptr;
+  void* scratch = nullptr;
+  if (total_blocks > 0) {
+    if (stream_capturing(stream)) {
+      keep_pool_memory();
+      check(cudaMallocAsync(&scratch, scratch_bytes, s), "cudaMallocAsync");
+    } else {
+      kept = &reusable_scratch(scratch_bytes, s);
+      scratch = kept->ptr;
+    }
+  }
+  auto* sums = static_cast<std::uint64_t*>(scratch);
+  cudaError_t e = cudaSuccess;
+  if (n <= 32)
+    e = launch_groups<32>(segments, n, sums, secret, device_out, out_stride, s, cs);
+  else if (n <= 128)
+    e = launch_groups<128>(segments, n, sums, secret, device_out, out_stride, s, cs);
+  else
+    e = launch_groups<kSegmentsPerLaunch>(segments, n, sums, secret, device_out, out_stride, s, cs);
+  // After the chains that read the scratch (also when a launch failed: the next user then waits
+  // for what did get enqueued).
+  if (kept != nullptr) {
+    const cudaError_t recorded = cudaEventRecord(kept->done, cs);
+    if (e == cudaSuccess) e = recorded;
+  } else if (scratch != nullptr) {
+    cudaFreeAsync(scratch, cs);
+  }
   check(e, "xxh3 kernels");
 }
 

@@ -272,10 +272,11 @@ inline std::uint64_t xxh3_by_blocks(const unsigned char* p, std::uint64_t len, c
 
 /// Enqueues the digests of `n` segments (host array; their first_block fields numbered over
 /// `total_blocks` full blocks) on `stream`, writing digest i to device_out[i * out_stride].
-/// Stream-ordered scratch; returns without waiting. With a `chain_stream` other than `stream`,
-/// the block sums run on `stream` and the scramble chains on `chain_stream` once they are done,
-/// so that work enqueued on `stream` next runs beside the chains; the digests are then written in
-/// `chain_stream`'s order (the caller joins it).
+/// The block sums go to a scratch the calling thread keeps per device and stream (a
+/// stream-ordered one under graph capture); returns without waiting. With a `chain_stream` other
+/// than `stream`, the block sums run on `stream` and the scramble chains on `chain_stream` once
+/// they are done, so that work enqueued on `stream` next runs beside the chains; the digests are
+/// then written in `chain_stream`'s order (the caller joins it).
 void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total_blocks,
                  const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride, void* stream,
                  void* chain_stream = nullptr);

@@ -8,6 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "hash/cuda/hash_pair_cuda.hpp"
@@ -163,6 +167,138 @@ TEST_F(Xxh3Cuda, HashPairsMatchTheCpuAndTheCallersStreamWaitsForTheChains) {
     EXPECT_EQ(got[2 * i], cpu(host, off, n)) << "xxh3 of buffer " << i;
     const BlockView host_block{host.data() + off, 2, shapes[i], {}};
     EXPECT_EQ(got[2 * i + 1], shard_hash(host_block, {})) << "shard hash of buffer " << i;
+  }
+}
+
+// Both hashes of `parts` (offset, bytes; bf16 blocks for the shard hash) of `dev` in one call on
+// `stream`, into `out`; nothing waited for.
+void enqueue_pairs(const DeviceBuffer& dev, const std::vector<std::pair<std::size_t, std::size_t>>& parts,
+                   std::vector<std::vector<std::int64_t>>& shapes, const DeviceBuffer& out,
+                   cudaStream_t stream) {
+  std::vector<DeviceBytes> bytes;
+  std::vector<BlockView> blocks;
+  shapes.clear();
+  for (const auto& [off, n] : parts) shapes.push_back({static_cast<std::int64_t>(n / 2)});
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    bytes.push_back({parts[i].second ? dev.data() + parts[i].first : nullptr, parts[i].second});
+    blocks.push_back({dev.data() + parts[i].first, 2, shapes[i], {}});
+  }
+  const std::vector<GlobalPlacement> placements(parts.size());
+  hash_pairs_cuda_batch(bytes, blocks, placements, out.words(), 2, stream);
+}
+
+void expect_pairs(const std::vector<std::byte>& host,
+                  const std::vector<std::pair<std::size_t, std::size_t>>& parts,
+                  const std::vector<std::vector<std::int64_t>>& shapes, const DeviceBuffer& out,
+                  const char* what) {
+  std::vector<std::uint64_t> got(parts.size() * 2);
+  ASSERT_EQ(cudaMemcpy(got.data(), out.words(), got.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto [off, n] = parts[i];
+    EXPECT_EQ(got[2 * i], cpu(host, off, n)) << what << ": xxh3 of buffer " << i;
+    const BlockView host_block{host.data() + off, 2, shapes[i], {}};
+    EXPECT_EQ(got[2 * i + 1], shard_hash(host_block, {})) << what << ": shard hash of buffer " << i;
+  }
+}
+
+// The XXH3 scratch (the block sums) is kept from call to call, one per thread, device and
+// stream. Three calls in a row on two streams that do not wait for each other, none waited for
+// on the host: stream B's call takes a scratch of its own while stream A's chains (about 1 ms for
+// 64 MiB) may still read A's; the third call (stream A again, smaller) reuses A's. A call whose
+// block sums overwrote sums a chain had not read yet would get a wrong digest.
+TEST_F(Xxh3Cuda, ReusedScratchWaitsForTheChainsOfEarlierCallsOnOtherStreams) {
+  const std::size_t big = std::size_t{64} << 20;
+  const auto host = testing::random_storage(2 * big + 8192, 57);
+  const DeviceBuffer dev(host);
+  const std::vector<std::byte> zeros(16 * 2 * sizeof(std::uint64_t));
+  const DeviceBuffer out1(zeros), out2(zeros), out3(zeros);
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  const std::vector<std::pair<std::size_t, std::size_t>> first = {{0, big}, {8, 5000}};
+  const std::vector<std::pair<std::size_t, std::size_t>> second = {{big, big + 4096}, {2, 3000}, {64, 241}};
+  const std::vector<std::pair<std::size_t, std::size_t>> third = {{4096, big / 2}, {96, 100000}};
+  std::vector<std::vector<std::int64_t>> s1, s2, s3;
+  enqueue_pairs(dev, first, s1, out1, a);
+  enqueue_pairs(dev, second, s2, out2, b);
+  enqueue_pairs(dev, third, s3, out3, a);
+  ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  expect_pairs(host, first, s1, out1, "first call (stream A)");
+  expect_pairs(host, second, s2, out2, "second call (stream B, larger scratch)");
+  expect_pairs(host, third, s3, out3, "third call (stream A, smaller)");
+}
+
+// The same stream's next call takes the same scratch: with its chains on a chain stream that
+// the caller has not joined, the next call's block sums must still wait for them.
+TEST_F(Xxh3Cuda, ACallsBlockSumsWaitForTheUnjoinedChainsOfTheCallBefore) {
+  const std::size_t big = std::size_t{64} << 20;
+  const auto host = testing::random_storage(2 * big, 58);
+  const DeviceBuffer dev(host);
+  const std::vector<std::byte> zeros(sizeof(std::uint64_t));
+  const DeviceBuffer out1(zeros), out2(zeros);
+  cudaStream_t a = nullptr, chains = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&chains, cudaStreamNonBlocking), cudaSuccess);
+  const DeviceBytes first{dev.data(), big}, second{dev.data() + big, big};
+  xxh3_64_cuda_batch(std::span(&first, 1), out1.words(), 1, a, true, chains);
+  xxh3_64_cuda_batch(std::span(&second, 1), out2.words(), 1, a);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(chains);
+  std::uint64_t got1 = 0, got2 = 0;
+  ASSERT_EQ(cudaMemcpy(&got1, out1.words(), 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&got2, out2.words(), 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(got1, cpu(host, 0, big)) << "the first call's chains read sums the second call overwrote";
+  EXPECT_EQ(got2, cpu(host, big, big));
+}
+
+// More streams than a thread keeps scratches for (4): each new stream takes the least recently
+// used one, which is freed once its chains are done. Nothing waited for between the calls.
+TEST_F(Xxh3Cuda, CallsOnMoreStreamsThanScratchesMatchTheCpu) {
+  const std::size_t part = std::size_t{16} << 20;
+  constexpr std::size_t kStreams = 7;
+  const auto host = testing::random_storage(kStreams * part + 64, 59);
+  const DeviceBuffer dev(host);
+  const std::vector<std::byte> zeros(2 * 2 * sizeof(std::uint64_t));
+  std::vector<std::unique_ptr<DeviceBuffer>> outs;
+  std::vector<cudaStream_t> streams(kStreams);
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> parts;
+  std::vector<std::vector<std::vector<std::int64_t>>> shapes(2 * kStreams);
+  for (std::size_t round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < kStreams; ++i) {
+      if (round == 0) {
+        ASSERT_EQ(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), cudaSuccess);
+      }
+      const std::size_t k = round * kStreams + i;
+      parts.push_back({{((i + round) % kStreams) * part, part - 2 * round * i}, {2 * i, 3000 + 1000 * i}});
+      outs.push_back(std::make_unique<DeviceBuffer>(zeros));
+      enqueue_pairs(dev, parts[k], shapes[k], *outs[k], streams[i]);
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    expect_pairs(host, parts[k], shapes[k], *outs[k], ("call " + std::to_string(k)).c_str());
+}
+
+// Each launch's parameter block is the smallest that holds the call's buffers (XXH3: 32, 128 or
+// 512 segments; the shard batch: 16, 64 or 256 blocks): calls of every size class between.
+TEST_F(Xxh3Cuda, HashPairsMatchTheCpuAtEveryBatchCapacity) {
+  const auto host = testing::random_storage(1 << 20, 91);
+  const DeviceBuffer dev(host);
+  for (const std::size_t count : {1, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 700}) {
+    std::vector<std::pair<std::size_t, std::size_t>> parts;
+    for (std::size_t i = 0; i < count; ++i)
+      parts.emplace_back((i * 7919) % 500000 & ~std::size_t{1}, (i * 104729) % 5000);
+    const std::vector<std::byte> zeros(count * 2 * sizeof(std::uint64_t));
+    const DeviceBuffer out(zeros);
+    std::vector<std::vector<std::int64_t>> shapes;
+    enqueue_pairs(dev, parts, shapes, out, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_pairs(host, parts, shapes, out, ("a batch of " + std::to_string(count)).c_str());
   }
 }
 
