@@ -356,14 +356,17 @@ TEST(OpAlign, AnAttentionsRngStateIsNoValueInDebugModeLogs) {
   EXPECT_EQ(v[0].steps[0].alignment.eager[0].status, ValueStatus::Matched);  // by its output
   EXPECT_EQ(compare(e, c).code, 0);
   // Alone (no reader whose agreement would make a differing output unobserved): still parity.
-  const auto alone =
-      judge(logs_of({attention_step("_scaled_dot_product_cudnn_attention", 100, 200, 300, false)}, "e"),
-            logs_of({attention_step("_scaled_dot_product_cudnn_attention", 101, 201, 301, false)}, "c"));
+  const auto alone_e =
+      logs_of({attention_step("_scaled_dot_product_cudnn_attention", 100, 200, 300, false)}, "e");
+  const auto alone_c =
+      logs_of({attention_step("_scaled_dot_product_cudnn_attention", 101, 201, 301, false)}, "c");
+  const auto alone = judge(alone_e, alone_c);
   EXPECT_FALSE(alone[0].steps[0].first);
   EXPECT_EQ(alone[0].steps[0].alignment.eager[0].status, ValueStatus::Matched);
   // Other ops' outputs are values: the same outputs of an op without that schema diverge.
-  const auto other = judge(logs_of({attention_step("my_attention", 100, 200, 300, false)}, "e"),
-                           logs_of({attention_step("my_attention", 101, 201, 301, false)}, "c"));
+  const auto other_e = logs_of({attention_step("my_attention", 100, 200, 300, false)}, "e");
+  const auto other_c = logs_of({attention_step("my_attention", 101, 201, 301, false)}, "c");
+  const auto other = judge(other_e, other_c);
   ASSERT_TRUE(other[0].steps[0].first);
   EXPECT_EQ(op_of(other[0].steps[0].eager, other[0].steps[0].first->record), "aten::my_attention");
 }
