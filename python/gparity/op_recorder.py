@@ -105,13 +105,16 @@ def _unhashed_return(name):
     return "debug" if name in _DEBUG_RETURNS else None
 
 
-def _unhashed_outputs(func, out):
+def _unhashed_outputs(func, out, cache={}):
     """Per tensor of _flat_tensors(out): its "unhashed" marker or None; None when the op's returns
-    are all values (the common case: no per-return flattening)."""
-    schema = getattr(func, "_schema", None)
-    returns = getattr(schema, "returns", None) or ()
-    marks = [_unhashed_return(r.name) for r in returns]
-    if not any(marks):
+    are all values (the common case: one dict lookup, no per-return flattening)."""
+    marks = cache.get(func, ())
+    if marks == ():
+        schema = getattr(func, "_schema", None)
+        returns = getattr(schema, "returns", None) or ()
+        marks = [_unhashed_return(r.name) for r in returns]
+        marks = cache[func] = marks if any(marks) else None
+    if marks is None:
         return None
     if not isinstance(out, (tuple, list)) or len(out) != len(marks):
         return None
