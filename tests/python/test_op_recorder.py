@@ -369,19 +369,41 @@ class RngStateOutputs(unittest.TestCase):
     def record(self, backend):
         import torch
         import gparity
+
+        class Attention(torch.autograd.Function):
+            """As SDPA's autograd: the RNG state outputs saved (not differentiable: autograd keeps
+            the original tensors) and read by the backward op."""
+
+            @staticmethod
+            def forward(ctx, q):
+                out, _, seed, offset, _ = torch.ops.gparity_rng_test.attn(q)
+                ctx.mark_non_differentiable(seed, offset)
+                ctx.save_for_backward(seed, offset)
+                return out, seed, offset
+
+            @staticmethod
+            def backward(ctx, grad, *_):
+                seed, offset = ctx.saved_tensors
+                return torch.ops.gparity_rng_test.attn_backward(grad, seed, offset)
+
         q = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+        qg = q.clone().requires_grad_()
         with tempfile.TemporaryDirectory() as d:
             rec = gparity.OpRecorder(d, rank=0, world_size=1, backend=backend)
             with rec.record(1):
                 out, lse, seed, offset, mask = torch.ops.gparity_rng_test.attn(q)
                 torch.ops.gparity_rng_test.attn_backward(out, seed, offset)
                 torch.ops.gparity_rng_test.dropout(out)
+                Attention.apply(qg)[0].sum().backward()
             rec.close()
             with open(os.path.join(d, "rank-0.jsonl"), encoding="utf-8") as f:
                 return [json.loads(line) for line in f]
 
     def check(self, backend):
-        recs = {r["op"]: r for r in self.record(backend)}
+        records = self.record(backend)
+        recs = {}
+        for r in records:
+            recs.setdefault(r["op"], r)
         attn = recs["gparity_rng_test::attn"]["outs"]
         self.assertEqual(len(attn), 5, backend)
         for t in attn[:2]:
@@ -398,6 +420,12 @@ class RngStateOutputs(unittest.TestCase):
             self.assertNotIn("shard", t, backend)
         drop = recs["gparity_rng_test::dropout"]["outs"]
         self.assertEqual([("shard" in t, t.get("unhashed")) for t in drop], [(True, None), (True, None)], backend)
+        # Through autograd: the saved RNG state, read by the backward op, is marked and unhashed.
+        backs = [r for r in records if r["op"] == "gparity_rng_test::attn_backward"]
+        self.assertEqual(len(backs), 2, backend)
+        self.assertEqual([t.get("unhashed") for t in backs[1]["args"]], [None, "rng_state", "rng_state"], backend)
+        for t in backs[1]["args"][1:]:
+            self.assertNotIn("shard", t, backend)
 
     def test_rng_state_outputs_are_unhashed_and_marked_in_both_backends(self):
         self.check("python")
