@@ -58,6 +58,7 @@ nlohmann::ordered_json tensor_json(const OpLog& log, const TensorRef& t) {
   if (t.dtype != 0 || t.shape != 0) j["shape"] = log.str(t.shape);
   if (t.numel >= 0) j["numel"] = t.numel;
   if (t.placement != 0) j["placement"] = log.str(t.placement);
+  if (t.unhashed != model::ops::Unhashed::No) j["unhashed"] = model::ops::unhashed_name(t.unhashed);
   if (t.hashed()) {
     nlohmann::ordered_json hashes = nlohmann::ordered_json::object();
     for (std::uint32_t i = 0; i < t.hash_count; ++i) {
@@ -113,7 +114,8 @@ std::string hashes_text(const OpLog& log, const OpRecord& r) {
     const TensorRef& t = log.out(r, i);
     if (!s.empty()) s += ", ";
     if (!t.hashed()) {
-      s += "-";
+      s += t.unhashed != model::ops::Unhashed::No ? "-" + std::string(model::ops::unhashed_name(t.unhashed))
+                                                  : "-";
       continue;
     }
     for (std::uint32_t k = 0; k < t.hash_count; ++k) s += (k ? "/" : "") + log.hash_text(log.hash(t, k));

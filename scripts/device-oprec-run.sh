@@ -9,9 +9,10 @@
 #   bash CARRY/src/scripts/device-oprec-run.sh CARRY
 #     CARRY  made by scripts/device-carry.sh
 #   BENCH_ARGS  extra arguments for the benchmark (e.g. "--rounds 3")
+#   SKIP_BENCH=1  the smoke test and the two backends' comparison only
 set -uo pipefail
 if [ $# -lt 1 ]; then
-  sed -n '2,11p' "$0"
+  sed -n '2,12p' "$0"
   exit 2
 fi
 # shellcheck source-path=SCRIPTDIR source=device-common.sh
@@ -69,7 +70,17 @@ for backend, recs in by.items():
                 print("only", backend, r["index"], r["phase"], r["op"], "out", i, o["dtype"], o["shape"], o["shard"])
 for backend, recs in by.items():
     print(backend, " ".join(r["op"].replace("aten::", "") for r in recs[:40]))
+# The attention ops' RNG state and debug outputs: unhashed and marked in both backends (docs/ops.md).
+for backend, recs in by.items():
+    marked = [(r["op"].replace("aten::", ""), io, i, t["unhashed"], "shard" in t)
+              for r in recs for io, ts in (("out", r["outs"]), ("arg", r["args"])) for i, t in enumerate(ts)
+              if "unhashed" in t]
+    print(backend, "unhashed:", len(marked), marked[:8])
 PY
+if [ "${SKIP_BENCH:-0}" = 1 ]; then
+  say "benchmark skipped (SKIP_BENCH=1)"
+  exit 0
+fi
 say "benchmark"
 timeout 420 python3 bench/ops_recorder_gpu_bench.py --out "$out/ops_recorder_gpu_bench.json" \
   ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.txt"

@@ -48,7 +48,19 @@ struct OpInfo {
   bool skip = false;         // profiler:: bookkeeping and gparity's own ops: neither it nor its parts
   bool collective = false;   // c10d ops: outputs not complete at the call
   bool waits = false;        // wait_tensor: a collective's completion
+  /// Per schema return: its "unhashed" marker (docs/trace-format.md, "op"), "" for a value. The
+  /// attention ops' RNG state (philox_seed, philox_offset, rng_state, ...) and debug_attn_mask
+  /// hold no value of the computation and may be uninitialized bytes on CUDA (dropout 0).
+  std::vector<const char*> unhashed_returns;
+  bool any_unhashed = false;
 };
+
+/// The Python recorder's rule (op_recorder.py, _unhashed_return; core/model/ops/op_log.hpp).
+const char* unhashed_return(std::string_view name) {
+  for (const std::string_view rng : {"philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"})
+    if (name == rng) return "rng_state";
+  return name == "debug_attn_mask" ? "debug" : "";
+}
 
 std::string display_name(const c10::OperatorName& op) {
   if (op.overload_name.empty() || op.overload_name == "default") return op.name;
@@ -67,6 +79,12 @@ std::unique_ptr<OpInfo> classify(const c10::OperatorName& op) {
                      starts_with(op.name, "c10d_functional::");
   info->waits = info->collective && op.name.find("wait_tensor") != std::string::npos;
   if (auto handle = c10::Dispatcher::singleton().findOp(op)) {
+    if (handle->hasSchema()) {
+      for (const auto& ret : handle->schema().returns()) {
+        info->unhashed_returns.push_back(unhashed_return(ret.name()));
+        info->any_unhashed = info->any_unhashed || info->unhashed_returns.back()[0] != '\0';
+      }
+    }
     // An op with only a CompositeImplicitAutograd kernel is decomposed above autograd: the
     // Python dispatch mode sees its parts, so they are the records here too.
     // (Not checking the Autograd alias: linear and matmul register one there for nested tensors.)
@@ -158,6 +176,7 @@ struct TensorRef {
   int chunk = 0;
   std::int64_t slot = 0;
   std::int64_t view_base = -1;  // a view (issue 24): the id of the hashed tensor it lies in; no hash
+  const char* unhashed = "";    // RNG state / debug output ("rng_state", "debug"): no hash
 };
 
 /// What the step has seen of a tensor: its id, the version its hash is of. The weak reference
@@ -172,6 +191,7 @@ struct Known {
   // base's while the base is fresh (views share their base's version counter).
   const c10::TensorImpl* base = nullptr;
   std::int64_t base_id = -1;
+  const char* unhashed = "";  // an RNG state / debug output: read later, still no value
 };
 
 struct DeviceWords {
@@ -334,11 +354,13 @@ const Known* fresh_base_of(State& s, const at::Tensor& t) {
 /// hashes it). `inputs`: for outputs, the op's inputs' storages.
 std::vector<TensorRef> refs_of(
     State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now,
-    const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs = {}) {
+    const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs = {},
+    const std::vector<const char*>& unhashed = {}) {
   std::vector<TensorRef> refs;
   refs.reserve(tensors.size());
   std::vector<std::pair<std::size_t, at::Tensor>> todo;
-  for (const auto& t : tensors) {
+  for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+    const auto& t = tensors[ti];
     const auto version = version_of(t);
     auto* impl = t.unsafeGetTensorImpl();
     auto it = s.known.find(impl);
@@ -346,6 +368,13 @@ std::vector<TensorRef> refs_of(
     ref.dtype = t.scalar_type();
     ref.shape = t.sizes().vec();
     const Known* base = nullptr;  // the fresh hashed tensor this one's value is in, if any
+    if (as_input && it != s.known.end() && it->second.unhashed[0] != '\0' && it->second.version == version) {
+      // An RNG state output read back (the attention backward): the same bytes, no value.
+      ref.id = it->second.id;
+      ref.unhashed = it->second.unhashed;
+      refs.push_back(std::move(ref));
+      continue;
+    }
     if (as_input) {
       if (it != s.known.end()) {
         if (it->second.base || it->second.version == version) base = fresh_hashed(s, it->second, &t);
@@ -376,6 +405,15 @@ std::vector<TensorRef> refs_of(
     }
     ref.id = it->second.id;
     it->second.version = version;
+    it->second.unhashed = "";
+    if (!as_input && ti < unhashed.size() && unhashed[ti][0] != '\0') {
+      it->second.fresh = false;
+      it->second.base = nullptr;
+      it->second.base_id = -1;
+      it->second.unhashed = ref.unhashed = unhashed[ti];
+      refs.push_back(std::move(ref));
+      continue;
+    }
     if (base) {
       // A view of a fresh hashed tensor: not hashed, names its base; its version is the base's
       // (shared once autograd has made it a view).
@@ -587,7 +625,14 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
 
 void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
   const auto& outputs = fn.outputs();
-  auto outs = flat_tensors(c10::ArrayRef<const c10::IValue>(outputs.data(), outputs.size()));
+  std::vector<at::Tensor> outs;
+  std::vector<const char*> unhashed;  // per output tensor, for an op with RNG state returns
+  const OpInfo* info = op_info(fn);   // cached since on_start
+  const bool by_return = info && info->any_unhashed && outputs.size() == info->unhashed_returns.size();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    add_tensors(outputs[i], outs);
+    if (by_return) unhashed.resize(outs.size(), info->unhashed_returns[i]);
+  }
   std::lock_guard lock(s.mutex);
   if (!s.active || index >= static_cast<std::int64_t>(s.records.size())) return;
   auto& r = s.records[static_cast<std::size_t>(index)];
@@ -595,7 +640,7 @@ void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
   if (r.op->collective && !r.op->waits && outs.empty()) outs = std::move(r.collective_inputs);
   r.collective_inputs.clear();
   r.async_collective = r.op->collective && !r.op->waits;
-  r.outs = refs_of(s, outs, /*as_input=*/false, /*hash_now=*/!r.async_collective, r.input_storages);
+  r.outs = refs_of(s, outs, /*as_input=*/false, /*hash_now=*/!r.async_collective, r.input_storages, unhashed);
   r.input_storages.clear();
   r.input_storages.shrink_to_fit();
 }
@@ -757,6 +802,11 @@ std::string end_step(std::int64_t& next_tensor_id) {
       out += std::to_string(t.shape[i]);
     }
     out += ']';
+    if (t.unhashed[0] != '\0') {
+      out += ",\"unhashed\":\"";
+      out += t.unhashed;
+      out += '"';
+    }
     if (t.view_base >= 0) {
       out += ",\"view\":{\"base\":";
       out += std::to_string(t.view_base);

@@ -89,6 +89,41 @@ def _op_name(func):
     return name if not overload or overload == "default" else f"{name}.{overload}"
 
 
+# Schema return names of outputs that hold no value of the computation (docs/trace-format.md, "op",
+# "unhashed"): the attention ops' RNG state (_scaled_dot_product_{cudnn,flash,efficient}_attention,
+# _flash_attention_forward, _efficient_attention_forward: on CUDA with dropout 0 possibly
+# uninitialized bytes) and their debug mask. Recorded without hashes, marked. native_dropout's mask
+# is a value (its returns are unnamed). The C++ backend has the same rule (op_recorder.cpp).
+_RNG_STATE_RETURNS = frozenset(("philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"))
+_DEBUG_RETURNS = frozenset(("debug_attn_mask",))
+
+
+def _unhashed_return(name):
+    """The "unhashed" marker of a schema return name: "rng_state", "debug" or None (a value)."""
+    if name in _RNG_STATE_RETURNS:
+        return "rng_state"
+    return "debug" if name in _DEBUG_RETURNS else None
+
+
+def _unhashed_outputs(func, out, cache={}):
+    """Per tensor of _flat_tensors(out): its "unhashed" marker or None; None when the op's returns
+    are all values (the common case: one dict lookup, no per-return flattening)."""
+    marks = cache.get(func, ())
+    if marks == ():
+        schema = getattr(func, "_schema", None)
+        returns = getattr(schema, "returns", None) or ()
+        marks = [_unhashed_return(r.name) for r in returns]
+        marks = cache[func] = marks if any(marks) else None
+    if marks is None:
+        return None
+    if not isinstance(out, (tuple, list)) or len(out) != len(marks):
+        return None
+    result = []
+    for value, mark in zip(out, marks):
+        result.extend([mark] * len(_flat_tensors(value)))
+    return result
+
+
 def _flat_tensors(obj):
     if tree_flatten is not None:
         leaves, _ = tree_flatten(obj)
@@ -104,10 +139,11 @@ def _hashable(t):
 class _Known:
     """What the step has seen of a tensor object: its record id, the version its hash is of, and
     for a view (issue 24) the _Known of the hashed tensor it lies in (never itself a view)."""
-    __slots__ = ("ref", "id", "version", "fresh", "base")
+    __slots__ = ("ref", "id", "version", "fresh", "base", "unhashed")
 
     def __init__(self, ref, tid, version, fresh):
         self.ref, self.id, self.version, self.fresh, self.base = ref, tid, version, fresh, None
+        self.unhashed = None  # an RNG state / debug output's marker: read later, still no value
 
     def fresh_hashed(self, t=None):
         """The _Known whose hash is this tensor's value now (itself, or a view's base: fresh, at
@@ -314,7 +350,7 @@ class OpRecorder:
             # c10d::allreduce_ (torch 1.13) returns a Work: the tensors it reduces in place are its outputs.
             outs = list(ins)
         unreliable = collective and not waits
-        out_refs = self._refs(outs, as_input=False, hash_now=not unreliable)
+        out_refs = self._refs(outs, as_input=False, hash_now=not unreliable, unhashed=_unhashed_outputs(func, out))
         extra = None
         if unreliable:
             extra = {"collective": True}
@@ -348,13 +384,15 @@ class OpRecorder:
             k = None  # the id was reused by another object
         return k
 
-    def _refs(self, tensors, as_input, hash_now=True):
+    def _refs(self, tensors, as_input, hash_now=True, unhashed=None):
         """(id, dtype, shape, slot, view base) per tensor; every tensor to hash in one hash_into
         call per device. An input that is a fresh earlier output of the step, or a view of one
         (Tensor._base), is not hashed (its producer's hash says what it holds); an output is
         hashed unless it is a view of an input (a new tensor sharing an input's storage: issue
         24; its record names its base) or a collective's (not complete yet: marked stale, its
-        next reader hashes it). The C++ backend applies the same rules (op_recorder.cpp)."""
+        next reader hashes it). An output whose schema return is RNG state or a debug output
+        (`unhashed`: a marker per tensor) is not hashed and is marked, and so is an input that is
+        such an output, unchanged. The C++ backend applies the same rules (op_recorder.cpp)."""
         refs, todo = [], []
         if as_input:
             # The outputs' call comes next for the same op (the mode is not re-entered inside it).
@@ -362,9 +400,23 @@ class OpRecorder:
         else:
             inputs = getattr(self, "_op_inputs", ())
             self._op_inputs = ()
-        for t in tensors:
+        for n, t in enumerate(tensors):
             k = self._lookup(t)
             base = None  # the fresh hashed tensor's _Known whose value this tensor's is in
+            if as_input and k is not None and k.unhashed and k.version == t._version:
+                refs.append((k.id, t.dtype, tuple(t.shape), None, None, k.unhashed))
+                continue
+            mark = unhashed[n] if unhashed is not None and n < len(unhashed) else None
+            if mark:
+                tid = k.id if k is not None else self._new_id(t)
+                if k is None:
+                    k = self._remember(t, tid)
+                if k is not None:
+                    k.version, k.fresh, k.base, k.unhashed = t._version, False, None, mark
+                refs.append((tid, t.dtype, tuple(t.shape), None, None, mark))
+                continue
+            if k is not None:
+                k.unhashed = None
             if as_input:
                 if k is not None:
                     base = k.fresh_hashed(t)
@@ -372,7 +424,7 @@ class OpRecorder:
                     kb = self._lookup(t._base)
                     base = kb.fresh_hashed() if kb is not None else None
                 if base is not None and base is k:
-                    refs.append((k.id, t.dtype, tuple(t.shape), None, None))
+                    refs.append((k.id, t.dtype, tuple(t.shape), None, None, None))
                     continue
             elif inputs and all(t is not i for i in inputs):
                 key = _storage_key(t)
@@ -388,18 +440,18 @@ class OpRecorder:
             if base is not None:
                 if k is not None:
                     k.version, k.fresh, k.base = base.version, False, base  # shares the base's counter
-                refs.append((tid, t.dtype, tuple(t.shape), None, base.id))
+                refs.append((tid, t.dtype, tuple(t.shape), None, base.id, None))
                 continue
             want = hash_now and self.hashes != "none" and _hashable(t)
             if k is not None:
                 k.version, k.fresh, k.base = t._version, want, None
             if want:
                 todo.append((len(refs), t))
-            refs.append((tid, t.dtype, tuple(t.shape), None, None))
+            refs.append((tid, t.dtype, tuple(t.shape), None, None, None))
         if todo:
             for (i, _), slot in zip(todo, self._hash_many([t for _, t in todo])):
-                tid, dtype, shape, _, view = refs[i]
-                refs[i] = (tid, dtype, shape, slot, view)
+                tid, dtype, shape, _, view, mark = refs[i]
+                refs[i] = (tid, dtype, shape, slot, view, mark)
         return refs
 
     def _new_id(self, t):
@@ -444,8 +496,10 @@ class OpRecorder:
         return words
 
     def _tensor_json(self, ref, words):
-        tid, dtype, shape, slot, view = ref
+        tid, dtype, shape, slot, view, unhashed = ref
         j = {"id": tid, "dtype": _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", "")), "shape": list(shape)}
+        if unhashed:
+            j["unhashed"] = unhashed
         if view is not None:
             j["view"] = {"base": view}
         if slot is not None:

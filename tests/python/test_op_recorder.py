@@ -314,6 +314,124 @@ class Views(unittest.TestCase):
         self.assertEqual(shape(py), shape(cpp))
 
 
+class RngStateOutputs(unittest.TestCase):
+    """The attention ops' RNG state and debug outputs (philox_seed, philox_offset, rng_state,
+    debug_attn_mask: on CUDA with dropout 0 possibly uninitialized bytes) are recorded without
+    hashes and marked "unhashed", in both backends, by their schema return names. torch 1.13 has
+    no _scaled_dot_product_*_attention ops: an op of this test's own library with the cuDNN
+    attention's return names stands in, its RNG state different at every call."""
+
+    lib = None
+    calls = [0]
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        if cls.lib is None:
+            cls.lib = torch.library.Library("gparity_rng_test", "DEF")
+            cls.lib.define("attn(Tensor q) -> (Tensor output, Tensor logsumexp, Tensor philox_seed, "
+                           "Tensor philox_offset, Tensor debug_attn_mask)")
+            cls.lib.define("attn_backward(Tensor grad, Tensor philox_seed, Tensor philox_offset) -> Tensor")
+            cls.lib.define("dropout(Tensor x) -> (Tensor, Tensor)")  # native_dropout's: unnamed, values
+
+            def attn(q):
+                cls.calls[0] += 1
+                n = cls.calls[0]
+                return (q * 2, q.sum(-1), torch.full((), n, dtype=torch.int64),
+                        torch.full((), 1000 + n, dtype=torch.int64), torch.full((2,), float(n)))
+
+            def attn_backward(grad, seed, offset):
+                return grad * 2
+
+            def dropout(x):
+                return x * 1, x > 0
+
+            cls.lib.impl("attn", attn, "CPU")
+            cls.lib.impl("attn_backward", attn_backward, "CPU")
+            cls.lib.impl("dropout", dropout, "CPU")
+
+    def test_the_name_rule(self):
+        from gparity import op_recorder
+        for name in ("philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"):
+            self.assertEqual(op_recorder._unhashed_return(name), "rng_state", name)
+        self.assertEqual(op_recorder._unhashed_return("debug_attn_mask"), "debug")
+        for name in ("", "output", "logsumexp", "softmax_logsumexp", "cum_seq_q", "mask", "seed_"):
+            self.assertIsNone(op_recorder._unhashed_return(name), name)
+        import torch
+        marks = op_recorder._unhashed_outputs(torch.ops.gparity_rng_test.attn.default,
+                                              torch.ops.gparity_rng_test.attn(torch.ones(2, 3)))
+        self.assertEqual(marks, [None, None, "rng_state", "rng_state", "debug"])
+        # native_dropout's mask is a value: unnamed returns, nothing marked.
+        self.assertIsNone(op_recorder._unhashed_outputs(torch.ops.aten.native_dropout.default,
+                                                        torch.native_dropout(torch.ones(3), 0.0, True)))
+
+    def record(self, backend):
+        import torch
+        import gparity
+
+        class Attention(torch.autograd.Function):
+            """As SDPA's autograd: the RNG state outputs saved (not differentiable: autograd keeps
+            the original tensors) and read by the backward op."""
+
+            @staticmethod
+            def forward(ctx, q):
+                out, _, seed, offset, _ = torch.ops.gparity_rng_test.attn(q)
+                ctx.mark_non_differentiable(seed, offset)
+                ctx.save_for_backward(seed, offset)
+                return out, seed, offset
+
+            @staticmethod
+            def backward(ctx, grad, *_):
+                seed, offset = ctx.saved_tensors
+                return torch.ops.gparity_rng_test.attn_backward(grad, seed, offset)
+
+        q = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+        qg = q.clone().requires_grad_()
+        with tempfile.TemporaryDirectory() as d:
+            rec = gparity.OpRecorder(d, rank=0, world_size=1, backend=backend)
+            with rec.record(1):
+                out, lse, seed, offset, mask = torch.ops.gparity_rng_test.attn(q)
+                torch.ops.gparity_rng_test.attn_backward(out, seed, offset)
+                torch.ops.gparity_rng_test.dropout(out)
+                Attention.apply(qg)[0].sum().backward()
+            rec.close()
+            with open(os.path.join(d, "rank-0.jsonl"), encoding="utf-8") as f:
+                return [json.loads(line) for line in f]
+
+    def check(self, backend):
+        records = self.record(backend)
+        recs = {}
+        for r in records:
+            recs.setdefault(r["op"], r)
+        attn = recs["gparity_rng_test::attn"]["outs"]
+        self.assertEqual(len(attn), 5, backend)
+        for t in attn[:2]:
+            self.assertIn("shard", t, backend)
+            self.assertNotIn("unhashed", t, backend)
+        for t, mark in zip(attn[2:], ("rng_state", "rng_state", "debug")):
+            self.assertEqual(t.get("unhashed"), mark, (backend, t))
+            self.assertNotIn("shard", t, backend)
+            self.assertNotIn("xxh3", t, backend)
+        back = recs["gparity_rng_test::attn_backward"]["args"]
+        self.assertEqual([t.get("unhashed") for t in back], [None, "rng_state", "rng_state"], backend)
+        self.assertEqual([t["id"] for t in back[1:]], [attn[2]["id"], attn[3]["id"]], backend)
+        for t in back[1:]:
+            self.assertNotIn("shard", t, backend)
+        drop = recs["gparity_rng_test::dropout"]["outs"]
+        self.assertEqual([("shard" in t, t.get("unhashed")) for t in drop], [(True, None), (True, None)], backend)
+        # Through autograd: the saved RNG state, read by the backward op, is marked and unhashed.
+        backs = [r for r in records if r["op"] == "gparity_rng_test::attn_backward"]
+        self.assertEqual(len(backs), 2, backend)
+        self.assertEqual([t.get("unhashed") for t in backs[1]["args"]], [None, "rng_state", "rng_state"], backend)
+        for t in backs[1]["args"][1:]:
+            self.assertNotIn("shard", t, backend)
+
+    def test_rng_state_outputs_are_unhashed_and_marked_in_both_backends(self):
+        self.check("python")
+        self.check("cpp")
+
+
 class OpRecorderMesh2x2(unittest.TestCase):
     """4 ranks on a 2x2 mesh (tests/python/op_recorder_mesh.py): rank 3's gelu is the origin; the
     TP all-reduce of {2, 3} makes rank 2 received from rank 3, and ranks 0 and 1 (the other TP

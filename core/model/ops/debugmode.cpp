@@ -325,8 +325,9 @@ void Reader::call_line(std::string_view body, std::uint32_t depth, std::int64_t 
   }
   r.arg_count = static_cast<std::uint32_t>(log_.tensors.size()) - r.first_arg;
   r.first_out = static_cast<std::uint32_t>(log_.tensors.size());
-  if (out_node != kNone) zip(out_node, hash_node, 0, mismatch);
+  if (out_node != kNone) zip_outputs(name, out_node, hash_node, mismatch);
   r.out_count = static_cast<std::uint32_t>(log_.tensors.size()) - r.first_out;
+  mark_unhashed(r);
   r.output_hash_unreliable = unreliable_collective(name);
   if (mismatch) issue(ln, "hashes do not match the tensors' structure; unmatched hashes not used");
   flush_spec_issue(ln);
@@ -400,6 +401,57 @@ OpRecord Reader::begin_record(RecordKind kind, std::string_view name, std::uint3
   r.phase = phase_;
   r.step = step_;
   return r;
+}
+
+void Reader::zip_outputs(std::string_view op, std::uint32_t out, std::uint32_t hash, bool& mismatch) {
+  const auto returns = attention_returns(op);
+  const auto& n = arena_.nodes;
+  if (returns.empty() || !n[out].container() || arena_.child_count(out) != returns.size()) {
+    zip(out, hash, 0, mismatch);
+    return;
+  }
+  // An attention op: its outputs one by one, to mark its RNG state and debug outputs by their
+  // return's position (DebugMode hashes them; on CUDA with dropout 0 they may be uninitialized).
+  const bool pair = hash != kNone && n[hash].container() && arena_.child_count(hash) == returns.size();
+  if (hash != kNone && !pair && n[hash].kind != PyNode::Kind::None) mismatch = true;
+  std::uint32_t hc = pair ? hash + 1 : kNone;
+  std::size_t i = 0;
+  for (std::uint32_t c = out + 1; c < n[out].end; c = n[c].end, ++i) {
+    const auto first = log_.tensors.size();
+    zip(c, hc, 0, mismatch);
+    if (hc != kNone) hc = n[hc].end;
+    const Unhashed why = unhashed_return(returns[i]);
+    for (auto t = first; t < log_.tensors.size() && why != Unhashed::No; ++t) {
+      log_.tensors[t].unhashed = why;
+      log_.tensors[t].hash_count = 0;
+    }
+  }
+}
+
+void Reader::mark_unhashed(const OpRecord& r) {
+  // An RNG state output read later (the attention backward's philox_seed, philox_offset) is the
+  // same bytes: its input hash is no value either. Ids are a step's (one DebugMode per step).
+  if (r.step != unhashed_step_) {
+    unhashed_ids_.clear();
+    unhashed_step_ = r.step;
+  }
+  for (std::uint32_t i = 0; i < r.arg_count; ++i) {
+    TensorRef& t = log_.tensors[r.first_arg + i];
+    if (t.id < 0) continue;
+    if (const auto it = unhashed_ids_.find(t.id); it != unhashed_ids_.end()) {
+      t.unhashed = it->second;
+      t.hash_count = 0;
+    }
+  }
+  for (std::uint32_t i = 0; i < r.out_count; ++i) {
+    const TensorRef& t = log_.tensors[r.first_out + i];
+    if (t.id < 0) continue;
+    if (t.unhashed != Unhashed::No) {
+      unhashed_ids_[t.id] = t.unhashed;
+    } else {
+      unhashed_ids_.erase(t.id);
+    }
+  }
 }
 
 void Reader::commit(OpRecord& r) {

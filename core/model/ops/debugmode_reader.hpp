@@ -101,6 +101,12 @@ class Reader {
   /// Walks a value and its hash tree together, adding a TensorRef for every tensor.
   void zip(std::uint32_t v, std::uint32_t h, std::uint32_t name, bool& mismatch);
 
+  /// An op's outputs; an attention op's RNG state and debug outputs (attention_returns) are
+  /// marked and lose their hashes.
+  void zip_outputs(std::string_view op, std::uint32_t out, std::uint32_t hash, bool& mismatch);
+  /// Arguments that are an earlier unhashed output (by id) are marked too and lose their hashes.
+  void mark_unhashed(const OpRecord& r);
+
   /// One tensor's hashes: a number, or a tuple of numbers (several hash functions).
   void add_hash_group(std::uint32_t h, TensorRef& ref, bool& mismatch);
   std::string_view hash_value(const PyNode& node, HashValue& hv);
@@ -142,6 +148,8 @@ class Reader {
   std::unordered_map<std::uint32_t, std::uint32_t> source_index_;  // interned header -> sources index
   std::vector<std::pair<std::uint32_t, std::uint32_t>> modules_;   // (depth, module string id)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> calls_;     // (depth, record) of open calls
+  std::unordered_map<std::int64_t, Unhashed> unhashed_ids_;        // ids of unhashed outputs, by marker
+  std::int64_t unhashed_step_ = -1;
   std::uint32_t source_ = 0;
   std::int64_t step_given_ = 0;
   std::int64_t step_ = 1;

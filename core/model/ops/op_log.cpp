@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 namespace gparity::model::ops {
 
@@ -64,6 +65,44 @@ int HashSpec::index_of(std::string_view name) const noexcept {
     if (functions[i] == name) return static_cast<int>(i);
   }
   return -1;
+}
+
+std::string_view unhashed_name(Unhashed u) noexcept {
+  switch (u) {
+    case Unhashed::No: return "";
+    case Unhashed::RngState: return "rng_state";
+    case Unhashed::Debug: return "debug";
+  }
+  return "";
+}
+
+Unhashed unhashed_return(std::string_view return_name) noexcept {
+  for (const std::string_view rng : {"philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"})
+    if (return_name == rng) return Unhashed::RngState;
+  return return_name == "debug_attn_mask" ? Unhashed::Debug : Unhashed::No;
+}
+
+std::vector<std::string_view> attention_returns(std::string_view op) {
+  if (op.starts_with("aten::")) op.remove_prefix(6);
+  if (const auto dot = op.find('.'); dot != std::string_view::npos) op = op.substr(0, dot);
+  // torch 2.11 native_functions.yaml. Non-tensor returns (SymInt) keep their place: DebugMode
+  // prints every return.
+  static constexpr std::string_view kSdpaFused[] = {"output",      "logsumexp",     "cum_seq_q",
+                                                    "cum_seq_k",   "max_q",         "max_k",
+                                                    "philox_seed", "philox_offset", "debug_attn_mask"};
+  static constexpr std::string_view kEfficient[] = {"output", "log_sumexp", "philox_seed", "philox_offset"};
+  static constexpr std::string_view kEfficientForward[] = {
+      "output", "logsumexp", "philox_seed", "philox_offset", "max_seqlen_batch_q", "max_seqlen_batch_k"};
+  static constexpr std::string_view kFlashForward[] = {"output", "softmax_logsumexp", "rng_state", "unused",
+                                                       "debug_attn_mask"};
+  if (op == "_scaled_dot_product_cudnn_attention" || op == "_scaled_dot_product_flash_attention" ||
+      op == "_scaled_dot_product_fused_attention_overrideable")
+    return {std::begin(kSdpaFused), std::end(kSdpaFused)};
+  if (op == "_scaled_dot_product_efficient_attention") return {std::begin(kEfficient), std::end(kEfficient)};
+  if (op == "_efficient_attention_forward")
+    return {std::begin(kEfficientForward), std::end(kEfficientForward)};
+  if (op == "_flash_attention_forward") return {std::begin(kFlashForward), std::end(kFlashForward)};
+  return {};
 }
 
 std::string_view record_kind_name(RecordKind k) noexcept {

@@ -82,6 +82,24 @@ struct HashSpec {
 
 enum class TensorKind : std::uint8_t { Plain, DTensor, Fake };
 
+/// Why a tensor holds no value of the computation and is not hashed (op records' `"unhashed"`;
+/// docs/trace-format.md, "op"): the attention ops' RNG state (`philox_seed`, `philox_offset`,
+/// `rng_state`: with dropout 0 possibly uninitialized bytes on CUDA) and debug outputs
+/// (`debug_attn_mask`). Such a tensor is neither a value anchor nor a divergence (diff/ops).
+enum class Unhashed : std::uint8_t { No, RngState, Debug };
+/// "rng_state", "debug" ("" for No).
+std::string_view unhashed_name(Unhashed u) noexcept;
+/// The marker of an op schema's return name (the recorders' rule, in both backends): RngState
+/// for philox_seed, philox_offset, rng_state, unused (flash's second RNG word), seed, offset;
+/// Debug for debug_attn_mask; No otherwise (native_dropout's mask is a value: its returns are
+/// unnamed).
+Unhashed unhashed_return(std::string_view return_name) noexcept;
+/// The schema return names (torch 2.11 native_functions.yaml) of an attention op whose returns
+/// include RNG state, by name with or without "aten::" and overload
+/// ("aten::_scaled_dot_product_cudnn_attention"); empty for any other op. DebugMode logs have no
+/// schema: its reader marks those outputs by position with these.
+std::vector<std::string_view> attention_returns(std::string_view op);
+
 /// A tensor argument or output of a record.
 struct TensorRef {
   std::int64_t id = -1;          // DebugMode's t$N / dt$N (record_ids=True); -1 without ids
@@ -93,6 +111,7 @@ struct TensorRef {
   std::uint32_t first_hash = 0;  // into OpLog::hashes
   std::uint8_t hash_count = 0;   // 0: no hash recorded for this tensor
   TensorKind kind = TensorKind::Plain;
+  Unhashed unhashed = Unhashed::No;  // RNG state / debug output: never hashed (hash_count 0)
   [[nodiscard]] bool hashed() const noexcept { return hash_count > 0; }
 };
 

@@ -132,6 +132,16 @@ class Reader {
     } else if (has_x) {
       return problem = "tensor " + std::to_string(r.id) + ": \"xxh3\" without \"shard\"", false;
     }
+    if (const auto u = t.find("unhashed"); u != t.end()) {
+      // RNG state / a debug output (docs/trace-format.md, "op"): no value, never hashed.
+      const std::string why = u->is_string() ? u->get<std::string>() : "";
+      r.unhashed = why == "rng_state" ? Unhashed::RngState : why == "debug" ? Unhashed::Debug : Unhashed::No;
+      if (r.unhashed == Unhashed::No)
+        return problem =
+                   "tensor " + std::to_string(r.id) + ": \"unhashed\" is not \"rng_state\" or \"debug\"",
+               false;
+      if (has_s) return problem = "tensor " + std::to_string(r.id) + ": \"unhashed\" with hashes", false;
+    }
     if (const auto v = t.find("view"); v != t.end()) {
       const auto b = v->is_object() ? v->find("base") : v->end();
       if (!v->is_object() || b == v->end() || !b->is_number_integer() || b->get<std::int64_t>() < 0)

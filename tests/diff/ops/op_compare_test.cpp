@@ -306,6 +306,71 @@ TEST(OpAlign, HashZeroIsNeverEvidence) {
   EXPECT_EQ(weak_only.report.verdict.data["nothing_compared"], true);
 }
 
+/// DebugMode's line of a cuDNN attention (torch 2.11 returns: output, logsumexp, cum_seq_q,
+/// cum_seq_k, max_q, max_k, philox_seed, philox_offset, debug_attn_mask), its backward reading
+/// the RNG state, and a mul reading the output. `seed`, `offset`, `mask`: the hashes DebugMode
+/// printed of the RNG state and debug outputs (uninitialized bytes on CUDA: any value).
+std::string attention_step(const std::string& name, std::uint64_t seed, std::uint64_t offset,
+                           std::uint64_t mask, bool readers = true) {
+  const std::string s = std::to_string(seed), o = std::to_string(offset), m = std::to_string(mask);
+  const std::string attention =
+      "    aten::" + name +
+      "(t$0: f32[4], t$1: f32[4], t$2: f32[4], None, True, 0.0, True, False)  ->  ('t$3: f32[4]', "
+      "'t$4: f32[4]', 'None', 'None', 32, 32, 't$5: i64[]', 't$6: i64[]', 't$7: f32[0]')  # "
+      "{'input_hash': (((11,), (12,), (13,), None, None, None, None, None), {}), 'hash': ((14,), (15,), "
+      "None, None, None, None, (" +
+      s + ",), (" + o + ",), (" + m + ",))}\n";
+  if (!readers) return attention;
+  return attention +
+         op("aten::mul.Tensor", {{"t$3: f32[4]", 14}, {"t$1: f32[4]", 12}}, {{"t$8: f32[4]", 16}}) +
+         "    aten::" + name +
+         "_backward(t$8: f32[4], t$0: f32[4], t$5: i64[], t$6: i64[])  ->  ('t$9: f32[4]', "
+         "'t$10: f32[4]')  # {'input_hash': (((16,), (11,), (" +
+         s + ",), (" + o + ",)), {}), 'hash': ((17,), (18,))}\n";
+}
+
+TEST(OpAlign, AnAttentionsRngStateIsNoValueInDebugModeLogs) {
+  // On CUDA with dropout 0 the RNG state and debug mask may be uninitialized bytes: their hashes
+  // differ between two runs of the same computation. Not values: parity.
+  const auto e = logs_of({attention_step("_scaled_dot_product_cudnn_attention", 100, 200, 300)}, "e");
+  const auto c = logs_of({attention_step("_scaled_dot_product_cudnn_attention", 101, 201, 301)}, "c");
+  const OpLog& log = e[0].logs.front();
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  const auto& attn = log.records[0];
+  ASSERT_EQ(attn.out_count, 5u);  // output, logsumexp, philox_seed, philox_offset, debug_attn_mask
+  EXPECT_TRUE(log.out(attn, 0).hashed());
+  EXPECT_TRUE(log.out(attn, 1).hashed());
+  for (std::uint32_t i = 2; i < 5; ++i) EXPECT_FALSE(log.out(attn, i).hashed()) << i;
+  EXPECT_EQ(log.out(attn, 2).unhashed, model::ops::Unhashed::RngState);
+  EXPECT_EQ(log.out(attn, 3).unhashed, model::ops::Unhashed::RngState);
+  EXPECT_EQ(log.out(attn, 4).unhashed, model::ops::Unhashed::Debug);
+  // The backward reads the same bytes: no input value either.
+  const auto& back = log.records[2];
+  ASSERT_EQ(back.arg_count, 4u);
+  EXPECT_TRUE(log.arg(back, 1).hashed());
+  EXPECT_EQ(log.arg(back, 2).unhashed, model::ops::Unhashed::RngState);
+  EXPECT_FALSE(log.arg(back, 2).hashed());
+  EXPECT_FALSE(log.arg(back, 3).hashed());
+  const auto v = judge(e, c);
+  EXPECT_FALSE(v[0].steps[0].first);
+  EXPECT_EQ(v[0].steps[0].alignment.eager[0].status, ValueStatus::Matched);  // by its output
+  EXPECT_EQ(compare(e, c).code, 0);
+  // Alone (no reader whose agreement would make a differing output unobserved): still parity.
+  const auto alone_e =
+      logs_of({attention_step("_scaled_dot_product_cudnn_attention", 100, 200, 300, false)}, "e");
+  const auto alone_c =
+      logs_of({attention_step("_scaled_dot_product_cudnn_attention", 101, 201, 301, false)}, "c");
+  const auto alone = judge(alone_e, alone_c);
+  EXPECT_FALSE(alone[0].steps[0].first);
+  EXPECT_EQ(alone[0].steps[0].alignment.eager[0].status, ValueStatus::Matched);
+  // Other ops' outputs are values: the same outputs of an op without that schema diverge.
+  const auto other_e = logs_of({attention_step("my_attention", 100, 200, 300, false)}, "e");
+  const auto other_c = logs_of({attention_step("my_attention", 101, 201, 301, false)}, "c");
+  const auto other = judge(other_e, other_c);
+  ASSERT_TRUE(other[0].steps[0].first);
+  EXPECT_EQ(op_of(other[0].steps[0].eager, other[0].steps[0].first->record), "aten::my_attention");
+}
+
 TEST(OpAlign, ReceivedThroughAFunctionalCollectiveNamesTheRanksWhoseInputsDiffer) {
   // Rank 1 computes x wrong before an all-reduce; rank 0's x is right, its reduced value is not.
   // The all_reduce's own output hash is taken before the wait: the wait_tensor's is the value.
@@ -443,6 +508,54 @@ TEST(OpRecordsCompare, AViewHasNoVerdictOfItsOwnItFollowsItsBase) {
   EXPECT_EQ(ws.first->inputs[0].state, InputState::Equal);
   EXPECT_EQ(ws.first->inputs[1].state, InputState::Differs);
   EXPECT_TRUE(ws.first->inputs[1].by_hash);
+}
+
+TEST(OpRecordsCompare, AnAttentionsRngStateIsUnhashedAndNoDivergence) {
+  // The recorders write the RNG state and debug outputs unhashed and marked, and so an input that
+  // is one of them: an attention whose outputs 3 and 4 (philox_seed, philox_offset) differ between
+  // runs is compared by its output and logsumexp alone.
+  auto step = [](std::uint64_t out, const char* seed_extra, bool readers = true) {
+    const std::string rng =
+        std::string(R"(,"dtype":"int64","shape":[],"unhashed":"rng_state")") + seed_extra + "}";
+    return rec(1, "aten::_scaled_dot_product_cudnn_attention", t(0, 11) + "," + t(1, 12) + "," + t(2, 13),
+               t(3, out) + "," + t(4, 15) + R"(,{"id":5)" + rng + R"(,{"id":6)" + rng +
+                   R"(,{"id":7,"dtype":"float32","shape":[0],"unhashed":"debug"})") +
+           (readers ? rec(1, "aten::_scaled_dot_product_cudnn_attention_backward",
+                          t(3) + "," + t(8, 16) + R"(,{"id":5)" + rng + R"(,{"id":6)" + rng, t(9, out + 3))
+                    : "");
+  };
+  const auto e = records_of({step(14, "")});
+  const OpLog& log = e[0].logs.front();
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  const auto& attn = log.records[0];
+  ASSERT_EQ(attn.out_count, 5u);
+  EXPECT_EQ(log.out(attn, 2).unhashed, model::ops::Unhashed::RngState);
+  EXPECT_EQ(log.out(attn, 3).unhashed, model::ops::Unhashed::RngState);
+  EXPECT_EQ(log.out(attn, 4).unhashed, model::ops::Unhashed::Debug);
+  EXPECT_EQ(log.out(attn, 1).unhashed, model::ops::Unhashed::No);
+  EXPECT_FALSE(log.out(attn, 2).hashed());
+  EXPECT_EQ(log.arg(log.records[1], 2).unhashed, model::ops::Unhashed::RngState);
+  EXPECT_EQ(model::ops::unhashed_name(log.out(attn, 2).unhashed), "rng_state");
+  EXPECT_EQ(model::ops::unhashed_name(log.out(attn, 4).unhashed), "debug");
+  const auto same = judge(e, records_of({step(14, "")}));
+  EXPECT_FALSE(same[0].steps[0].first);
+  EXPECT_EQ(same[0].steps[0].alignment.eager[0].status, ValueStatus::Matched);
+  EXPECT_EQ(compare(e, records_of({step(14, "")})).code, 0);
+  EXPECT_FALSE(judge(records_of({step(14, "", false)}), records_of({step(14, "", false)}))[0].steps[0].first);
+  // The output differs: the attention is the origin (its RNG state takes no part).
+  const auto v = judge(e, records_of({step(24, "")}));
+  ASSERT_TRUE(v[0].steps[0].first);
+  EXPECT_EQ(op_of(v[0].steps[0].eager, v[0].steps[0].first->record),
+            "aten::_scaled_dot_product_cudnn_attention");
+  // A marked tensor with hashes, or an unknown marker, is a damaged record.
+  const auto bad = records_of({step(14, R"(,"shard":"0000000000000001")")});
+  ASSERT_FALSE(bad[0].logs.front().issues.empty());
+  EXPECT_NE(bad[0].logs.front().issues.front().problem.find("\"unhashed\" with hashes"), std::string::npos);
+  const auto unknown =
+      records_of({rec(1, "aten::x", "", R"({"id":1,"dtype":"int64","shape":[],"unhashed":"nonce"})")});
+  ASSERT_FALSE(unknown[0].logs.front().issues.empty());
+  EXPECT_NE(unknown[0].logs.front().issues.front().problem.find("is not \"rng_state\" or \"debug\""),
+            std::string::npos);
 }
 
 TEST(OpRecordsCompare, EveryAllReduceOfTheStepIsReceivedNoneIsAnOtherOrigin) {

@@ -204,5 +204,39 @@ TEST(OpRecordRun, ATraceDirectoryOfOpRecordsIsAnOpRun) {
   EXPECT_EQ(log.op_name(log.records[0]), "aten::mul.Tensor");
 }
 
+TEST(OpRecords, TheUnhashedMarkerOfRngStateOutputsIsReadBack) {
+  const std::string text =
+      R"({"type":"op","step":1,"op":"aten::_scaled_dot_product_efficient_attention","phase":"forward",)"
+      R"("args":[{"id":0,"dtype":"float32","shape":[4],"xxh3":"0000000000000001","shard":"0000000000000002"}],)"
+      R"("outs":[{"id":1,"dtype":"float32","shape":[4],"xxh3":"0000000000000003","shard":"0000000000000004"},)"
+      R"({"id":2,"dtype":"int64","shape":[],"unhashed":"rng_state"},{"id":3,"dtype":"float32","shape":[0],"unhashed":"debug"}]})"
+      "\n";
+  const OpLog log = parse_op_records(text, "rank-0.jsonl", 0);
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  const OpRecord& r = log.records.at(0);
+  ASSERT_EQ(r.out_count, 3u);
+  EXPECT_EQ(log.out(r, 0).unhashed, Unhashed::No);
+  EXPECT_TRUE(log.out(r, 0).hashed());
+  EXPECT_EQ(log.out(r, 1).unhashed, Unhashed::RngState);
+  EXPECT_FALSE(log.out(r, 1).hashed());
+  EXPECT_EQ(log.out(r, 2).unhashed, Unhashed::Debug);
+}
+
+TEST(OpRecords, TheNameRuleOfUnhashedReturns) {
+  for (const char* rng : {"philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"})
+    EXPECT_EQ(unhashed_return(rng), Unhashed::RngState) << rng;
+  EXPECT_EQ(unhashed_return("debug_attn_mask"), Unhashed::Debug);
+  for (const char* value : {"", "output", "logsumexp", "cum_seq_q", "mask"})
+    EXPECT_EQ(unhashed_return(value), Unhashed::No) << value;
+  const auto cudnn = attention_returns("aten::_scaled_dot_product_cudnn_attention");
+  ASSERT_EQ(cudnn.size(), 9u);
+  EXPECT_EQ(cudnn[6], "philox_seed");
+  EXPECT_EQ(cudnn[8], "debug_attn_mask");
+  EXPECT_EQ(attention_returns("aten::_scaled_dot_product_efficient_attention.default").size(), 4u);
+  EXPECT_EQ(attention_returns("_flash_attention_forward")[2], "rng_state");
+  EXPECT_TRUE(attention_returns("aten::native_dropout").empty());  // its mask is a value
+  EXPECT_TRUE(attention_returns("aten::_scaled_dot_product_efficient_attention_backward").empty());
+}
+
 }  // namespace
 }  // namespace gparity::model::ops
