@@ -40,6 +40,23 @@ class DeviceBytes {
   std::size_t size_;
 };
 
+/// Every standard case copied to the device, with its device view and placement, for the batch
+/// tests (the device copies live as long as this).
+struct CasesOnDevice {
+  std::vector<testing::Case> cases = testing::standard_cases();
+  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<BlockView> views;
+  std::vector<GlobalPlacement> placements;
+
+  CasesOnDevice() {
+    for (const auto& c : cases) {
+      dev.push_back(std::make_unique<DeviceBytes>(c.storage));
+      views.push_back(c.view(dev.back()->data()));
+      placements.push_back(c.placement());
+    }
+  }
+};
+
 class ShardHashCuda : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -61,15 +78,10 @@ TEST_F(ShardHashCuda, MatchesCpuOnEveryStandardCase) {
 // Every standard case (all element sizes, dense and strided, unaligned, empty) in one batch: the
 // dense ones share one launch, and each block's sum lands in its own strided slot.
 TEST_F(ShardHashCuda, BatchMatchesTheCpuBlockByBlock) {
-  const auto cases = testing::standard_cases();
-  std::vector<std::unique_ptr<DeviceBytes>> dev;
-  std::vector<BlockView> views;
-  std::vector<GlobalPlacement> placements;
-  for (const auto& c : cases) {
-    dev.push_back(std::make_unique<DeviceBytes>(c.storage));
-    views.push_back(c.view(dev.back()->data()));
-    placements.push_back(c.placement());
-  }
+  CasesOnDevice on_device;
+  const auto& cases = on_device.cases;
+  auto& views = on_device.views;
+  auto& placements = on_device.placements;
   constexpr std::size_t kStride = 3;
   std::uint64_t* out = nullptr;
   cuda_ok(cudaMalloc(&out, cases.size() * kStride * sizeof(std::uint64_t)));
@@ -259,15 +271,10 @@ TEST_F(ShardHashCuda, SpecV2MatchesCpuOnEveryStandardCaseAndInABatch) {
 // one, under both specs: each CTA takes several virtual CTAs' shares of the dense launch in turn,
 // and the strided kernels walk more elements a thread. One CTA, a few, and more than the work needs.
 TEST_F(ShardHashCuda, CappedGridsMatchTheCpu) {
-  const auto cases = testing::standard_cases();
-  std::vector<std::unique_ptr<DeviceBytes>> dev;
-  std::vector<BlockView> views;
-  std::vector<GlobalPlacement> placements;
-  for (const auto& c : cases) {
-    dev.push_back(std::make_unique<DeviceBytes>(c.storage));
-    views.push_back(c.view(dev.back()->data()));
-    placements.push_back(c.placement());
-  }
+  CasesOnDevice on_device;
+  const auto& cases = on_device.cases;
+  auto& views = on_device.views;
+  auto& placements = on_device.placements;
   // And one large dense block, whose uncapped launch has many CTAs.
   const auto big = testing::random_storage(std::size_t{48} << 20, 7);
   const DeviceBytes big_dev(big);
