@@ -7,23 +7,15 @@
 #include <random>
 #include <vector>
 
+#include "tests/hash/shard_hash_properties.hpp"
+
 namespace gparity::hash {
 namespace {
 
+using testing::iota_bytes;
+using testing::random_bytes;
+
 using Shape = std::vector<std::int64_t>;
-
-std::vector<std::byte> iota_bytes(std::size_t n) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(i & 0xFF);
-  return v;
-}
-
-std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> v(n);
-  for (auto& b : v) b = static_cast<std::byte>(rng() & 0xFF);
-  return v;
-}
 
 Shape row_major_strides(const Shape& shape) {
   Shape s(shape.size(), 1);
@@ -111,32 +103,13 @@ TEST(ShardHash, FeistelMixIsBijectiveOnSamples) {
 }
 
 TEST(ShardHash, EverySingleBitFlipChangesTheHash) {
-  for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
-    auto raw = random_bytes(es * 64, 100 + es);
-    const std::uint64_t base = shard_hash_contiguous(raw, es);
-    for (std::size_t byte = 0; byte < raw.size(); ++byte) {
-      for (int bit = 0; bit < 8; ++bit) {
-        raw[byte] ^= static_cast<std::byte>(1 << bit);
-        EXPECT_NE(shard_hash_contiguous(raw, es), base) << "es " << es << " byte " << byte << " bit " << bit;
-        raw[byte] ^= static_cast<std::byte>(1 << bit);
-      }
-    }
-  }
+  testing::expect_every_bit_flip_changes(
+      [](const std::vector<std::byte>& raw, std::size_t es) { return shard_hash_contiguous(raw, es); });
 }
 
 TEST(ShardHash, SwappingTwoDifferentElementsChangesTheHash) {
-  for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
-    auto raw = random_bytes(es * 40, 200 + es);
-    const std::uint64_t base = shard_hash_contiguous(raw, es);
-    for (std::size_t i = 0; i < 40; ++i) {
-      for (std::size_t j = i + 1; j < 40; ++j) {
-        if (std::memcmp(&raw[i * es], &raw[j * es], es) == 0) continue;
-        std::swap_ranges(raw.begin() + i * es, raw.begin() + (i + 1) * es, raw.begin() + j * es);
-        EXPECT_NE(shard_hash_contiguous(raw, es), base) << "swap " << i << "," << j;
-        std::swap_ranges(raw.begin() + i * es, raw.begin() + (i + 1) * es, raw.begin() + j * es);
-      }
-    }
-  }
+  testing::expect_swaps_of_different_elements_change(
+      [](const std::vector<std::byte>& raw, std::size_t es) { return shard_hash_contiguous(raw, es); });
 }
 
 TEST(ShardHash, BlocksAlongAnyDimensionSumToTheFullHash) {
