@@ -112,7 +112,7 @@ void BM_cuda_shard_hash(benchmark::State& st) {
 }
 
 // A tensor-parallel column shard: bf16 [rows, 8192] global, this rank's columns [4096, 8192).
-void BM_cuda_shard_hash_columns_bf16(benchmark::State& st) {
+void column_shard_bf16(benchmark::State& st, gparity::hash::ShardSpec spec) {
   const std::int64_t n = st.range(0);
   const std::int64_t global[2] = {n / 2 / 8192, 8192};
   const std::int64_t block[2] = {global[0], 4096};
@@ -120,9 +120,13 @@ void BM_cuda_shard_hash_columns_bf16(benchmark::State& st) {
   const std::int64_t offsets[2] = {0, 4096};
   Device& d = device();
   timed(st, n / 2, [&] {
-    gparity::hash::shard_hash_cuda_accumulate({d.src + 4096 * 2, 2, block, strides}, {offsets, global},
-                                              d.sum);
+    gparity::hash::shard_hash_cuda_accumulate({d.src + 4096 * 2, 2, block, strides}, {offsets, global}, d.sum,
+                                              nullptr, spec);
   });
+}
+
+void BM_cuda_shard_hash_columns_bf16(benchmark::State& st) {
+  column_shard_bf16(st, gparity::hash::ShardSpec::V1);
 }
 
 template <std::size_t ES>
@@ -138,16 +142,7 @@ void BM_cuda_shard_hash_v2(benchmark::State& st) {
 
 // The same column shard under spec v2 (the rows kernel).
 void BM_cuda_shard_hash_v2_columns_bf16(benchmark::State& st) {
-  const std::int64_t n = st.range(0);
-  const std::int64_t global[2] = {n / 2 / 8192, 8192};
-  const std::int64_t block[2] = {global[0], 4096};
-  const std::int64_t strides[2] = {8192, 1};
-  const std::int64_t offsets[2] = {0, 4096};
-  Device& d = device();
-  timed(st, n / 2, [&] {
-    gparity::hash::shard_hash_cuda_accumulate({d.src + 4096 * 2, 2, block, strides}, {offsets, global}, d.sum,
-                                              nullptr, gparity::hash::ShardSpec::V2);
-  });
+  column_shard_bf16(st, gparity::hash::ShardSpec::V2);
 }
 
 void BM_cuda_read_reduce(benchmark::State& st) {
