@@ -30,4 +30,24 @@ inline model::Graph fx_graph(std::string_view body, int device = 0) {
   return model::parse_fx_text(replace_all(text, "{d}", std::to_string(device)), "test.py");
 }
 
+/// A small FX body with one rank's plants: the slice bounds {lo}..{hi} (rank-derived offsets),
+/// the constant {c} and the device literal's index {dev} (the graph's own device is {d}, set by
+/// fx_graph). The graph-ranks tests build each rank's version from it with planted_body().
+inline const std::string kPlantedRankBody =
+    R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
+slice_1: "f32[8, 16][64, 1]cuda:{d}" = torch.ops.aten.slice.Tensor(mm, 1, {lo}, {hi})
+full: "f32[8, 16][16, 1]cuda:{d}" = torch.ops.aten.full.default([8, 16], {c}, dtype = torch.float32, device = device(type='cuda', index={dev}))
+add: "f32[8, 16][16, 1]cuda:{d}" = torch.ops.aten.add.Tensor(slice_1, full)
+sin: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.sin.default(x)
+cos: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.cos.default(w)
+return (add, sin, cos))";
+
+/// `body` (kPlantedRankBody or a variant of it) with its plants filled in.
+inline std::string planted_body(const std::string& body, int lo, int hi, int c, int dev) {
+  std::string b = replace_all(body, "{lo}", std::to_string(lo));
+  b = replace_all(b, "{hi}", std::to_string(hi));
+  b = replace_all(b, "{c}", std::to_string(c));
+  return replace_all(b, "{dev}", std::to_string(dev));
+}
+
 }  // namespace gparity::testing

@@ -24,13 +24,7 @@ using gparity::model::Graph;
 using gparity::testing::fx_graph;
 using gparity::testing::replace_all;
 
-const std::string kBody = R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
-slice_1: "f32[8, 16][64, 1]cuda:{d}" = torch.ops.aten.slice.Tensor(mm, 1, {lo}, {hi})
-full: "f32[8, 16][16, 1]cuda:{d}" = torch.ops.aten.full.default([8, 16], {c}, dtype = torch.float32, device = device(type='cuda', index={dev}))
-add: "f32[8, 16][16, 1]cuda:{d}" = torch.ops.aten.add.Tensor(slice_1, full)
-sin: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.sin.default(x)
-cos: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.cos.default(w)
-return (add, sin, cos))";
+using gparity::testing::kPlantedRankBody;
 
 struct Plant {
   int lo = 0, hi = 16, c = 1;
@@ -38,15 +32,11 @@ struct Plant {
 };
 
 std::vector<Graph> graphs_for(int world, const std::function<Plant(int)>& plant,
-                              const std::string& body = kBody) {
+                              const std::string& body = kPlantedRankBody) {
   std::vector<Graph> out;
   for (int r = 0; r < world; ++r) {
     const Plant p = plant(r);
-    std::string b = replace_all(body, "{lo}", std::to_string(p.lo));
-    b = replace_all(b, "{hi}", std::to_string(p.hi));
-    b = replace_all(b, "{c}", std::to_string(p.c));
-    b = replace_all(b, "{dev}", std::to_string(p.dev));
-    out.push_back(fx_graph(b, r));
+    out.push_back(fx_graph(gparity::testing::planted_body(body, p.lo, p.hi, p.c, p.dev), r));
   }
   return out;
 }
@@ -137,8 +127,7 @@ TEST(GraphRanks, MeshCoordinateConstantOn2x4Mesh) {
 TEST(GraphRanks, OtherTargetIsDivergent) {
   const auto c = [&] {
     auto gs = graphs_for(4, [](int) { return Plant{}; });
-    std::string b = replace_all(
-        replace_all(replace_all(replace_all(kBody, "{lo}", "0"), "{hi}", "16"), "{c}", "1"), "{dev}", "0");
+    const std::string b = gparity::testing::planted_body(kPlantedRankBody, 0, 16, 1, 0);
     gs[2] = fx_graph(replace_all(b, "aten.sin.default", "aten.tanh.default"), 2);
     return classify(gs);
   }();
@@ -155,15 +144,14 @@ TEST(GraphRanks, OtherTargetIsDivergent) {
 }
 
 std::string fill(const std::string& body) {
-  return replace_all(replace_all(replace_all(replace_all(body, "{lo}", "0"), "{hi}", "16"), "{c}", "1"),
-                     "{dev}", "0");
+  return gparity::testing::planted_body(body, 0, 16, 1, 0);
 }
 
 TEST(GraphRanks, ExtraNodeOnOneRankIsDivergent) {
   std::vector<Graph> gs;
-  for (int r = 0; r < 3; ++r) gs.push_back(fx_graph(fill(kBody), r));
+  for (int r = 0; r < 3; ++r) gs.push_back(fx_graph(fill(kPlantedRankBody), r));
   gs.push_back(
-      fx_graph(fill(replace_all(kBody, "return (add, sin, cos)",
+      fx_graph(fill(replace_all(kPlantedRankBody, "return (add, sin, cos)",
                                 "neg: \"f32[8, 64][64, 1]cuda:{d}\" = torch.ops.aten.neg.default(x)\n"
                                 "return (add, sin, cos)")),
                3));
@@ -184,8 +172,8 @@ TEST(GraphRanks, ExtraNodeOnOneRankIsDivergent) {
 TEST(GraphRanks, ReorderingOnOneRankIsDivergent) {
   std::vector<Graph> gs;
   const std::string cos = "cos: \"f32[8, 64][64, 1]cuda:{d}\" = torch.ops.aten.cos.default(w)\n";
-  gs.push_back(fx_graph(fill(kBody), 0));
-  gs.push_back(fx_graph(fill(cos + replace_all(kBody, cos, "")), 1));
+  gs.push_back(fx_graph(fill(kPlantedRankBody), 0));
+  gs.push_back(fx_graph(fill(cos + replace_all(kPlantedRankBody, cos, "")), 1));
   const auto c = classify(gs);
   EXPECT_EQ(c.verdict, GraphVerdict::Divergent);
   ASSERT_EQ(c.findings.size(), 1U);
@@ -195,8 +183,9 @@ TEST(GraphRanks, ReorderingOnOneRankIsDivergent) {
 
 TEST(GraphRanks, RenamedNodesOnOneRankAreIdentical) {
   std::vector<Graph> gs;
-  gs.push_back(fx_graph(fill(kBody), 0));
-  gs.push_back(fx_graph(replace_all(replace_all(fill(kBody), "sin", "sine"), "aten.sine", "aten.sin"), 1));
+  gs.push_back(fx_graph(fill(kPlantedRankBody), 0));
+  gs.push_back(
+      fx_graph(replace_all(replace_all(fill(kPlantedRankBody), "sin", "sine"), "aten.sine", "aten.sin"), 1));
   ASSERT_EQ(gs[1].find_node("sine") != gparity::model::kNoNode, true);
   EXPECT_EQ(classify(gs).verdict, GraphVerdict::Identical);
 }

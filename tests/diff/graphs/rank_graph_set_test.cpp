@@ -74,14 +74,6 @@ GraphClassification expect_same(const std::vector<Graph>& graphs, const GraphNor
   return want;
 }
 
-const std::string kBody = R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
-slice_1: "f32[8, 16][64, 1]cuda:{d}" = torch.ops.aten.slice.Tensor(mm, 1, {lo}, {hi})
-full: "f32[8, 16][16, 1]cuda:{d}" = torch.ops.aten.full.default([8, 16], {c}, dtype = torch.float32, device = device(type='cuda', index={dev}))
-add: "f32[8, 16][16, 1]cuda:{d}" = torch.ops.aten.add.Tensor(slice_1, full)
-sin: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.sin.default(x)
-cos: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.cos.default(w)
-return (add, sin, cos))";
-
 std::vector<Graph> small_graphs(int world, const std::function<std::string(int)>& body_of) {
   std::vector<Graph> out;
   for (int r = 0; r < world; ++r) out.push_back(fx_graph(body_of(r), r));
@@ -89,10 +81,7 @@ std::vector<Graph> small_graphs(int world, const std::function<std::string(int)>
 }
 
 std::string body(int lo, int hi, int c, int dev) {
-  std::string b = replace_all(kBody, "{lo}", std::to_string(lo));
-  b = replace_all(b, "{hi}", std::to_string(hi));
-  b = replace_all(b, "{c}", std::to_string(c));
-  return replace_all(b, "{dev}", std::to_string(dev));
+  return gparity::testing::planted_body(gparity::testing::kPlantedRankBody, lo, hi, c, dev);
 }
 
 TEST(RankGraphSet, EachClassOfDifferenceAsTheStraightforwardPath) {
