@@ -1,6 +1,7 @@
 // The op recorder: the step's hashes, enqueued on each tensor's device without a wait, and read
 // back once when the step ends (op_recorder_state.hpp).
 
+#include <ATen/core/grad_mode.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
