@@ -9,11 +9,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <string>
 
+#include "bench/synthetic_trace.hpp"
 #include "core/model/run/run_source.hpp"
-#include "core/model/run/trace_writer.hpp"
 #include "diff/runs/run_compare.hpp"
 
 namespace {
@@ -21,10 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gparity;
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
+using bench::env_int;
 
 const int kRanks = env_int("GPARITY_BENCH_RANKS", 64);
 const int kSteps = env_int("GPARITY_BENCH_STEPS", 1000);
@@ -42,19 +38,7 @@ void write_run(const fs::path& dir) {
           {"layers." + std::to_string(i) + ".weight", model::DType::F32, {1024}, {0}, {1024}, {}, r == 0});
     }
     w.write_params(p);
-    std::mt19937_64 rng(static_cast<std::uint64_t>(r));
-    model::StepRecord s;
-    s.hashes = {{"param.xxh3", std::vector<std::uint64_t>(static_cast<std::size_t>(kParams))},
-                {"param.shard", std::vector<std::uint64_t>(static_cast<std::size_t>(kParams))}};
-    for (int step = 1; step <= kSteps; ++step) {
-      s.step = step;
-      s.loss = model::TraceScalar::from_f32(1.0F / static_cast<float>(step));
-      s.grad_norm = model::TraceScalar::from_f32(0.5F);
-      for (auto& h : s.hashes) {
-        for (auto& v : h.values) v = rng();
-      }
-      w.write_step(s);
-    }
+    bench::write_random_steps(w, static_cast<std::uint64_t>(r), kSteps, kParams, 1.0F);
   }
 }
 

@@ -38,30 +38,11 @@ import tempfile
 import time
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import gparity  # noqa: E402
-
-
-class Block(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.norm1 = nn.RMSNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
-        self.proj = nn.Linear(dim, dim, bias=False)
-        self.norm2 = nn.RMSNorm(dim)
-        self.w1 = nn.Linear(dim, 4 * dim, bias=False)
-        self.w2 = nn.Linear(4 * dim, dim, bias=False)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.w2(F.gelu(self.w1(self.norm2(x))))
+from transformer_block import Block  # noqa: E402  (bench/, this script's folder)
 
 
 class Net(nn.Module):

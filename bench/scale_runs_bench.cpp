@@ -21,11 +21,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/synthetic_trace.hpp"
 #include "core/model/run/trace_writer.hpp"
 
 namespace {
@@ -33,10 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gparity;
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
+using bench::env_int;
 
 std::vector<int> env_list(const char* name, std::vector<int> fallback) {
   const char* v = std::getenv(name);
@@ -66,20 +63,10 @@ void write_rank(const fs::path& dir, int rank, int diverge_from) {
          rank == 0});
   }
   w.write_params(p);
-  std::mt19937_64 rng(static_cast<std::uint64_t>(rank) * 7919U + 1);
-  model::StepRecord s;
-  s.hashes = {{"param.xxh3", std::vector<std::uint64_t>(static_cast<std::size_t>(kParams))},
-              {"param.shard", std::vector<std::uint64_t>(static_cast<std::size_t>(kParams))}};
-  for (int step = 1; step <= kSteps; ++step) {
-    s.step = step;
-    s.loss = model::TraceScalar::from_f32(8.0F / static_cast<float>(step));
-    s.grad_norm = model::TraceScalar::from_f32(0.5F);
-    for (auto& h : s.hashes) {
-      for (auto& v : h.values) v = rng();
-    }
-    if (diverge_from > 0 && step >= diverge_from) s.hashes[0].values[7] ^= 1;
-    w.write_step(s);
-  }
+  bench::write_random_steps(w, static_cast<std::uint64_t>(rank) * 7919U + 1, kSteps, kParams, 8.0F,
+                            [&](int step, model::StepRecord& s) {
+                              if (diverge_from > 0 && step >= diverge_from) s.hashes[0].values[7] ^= 1;
+                            });
 }
 
 void write_manifest(const fs::path& dir, int ranks) {

@@ -221,6 +221,16 @@ std::string list(const std::vector<std::string>& names, std::size_t max) {
   return s;
 }
 
+/// The warning that `step` has a checkpoint in `side` ("baseline" or "candidate") only.
+Finding step_missing(std::int64_t step, const std::string& side) {
+  Finding f;
+  f.severity = Severity::Warning;
+  f.kind = "checkpoint_step_missing";
+  f.where.step = step;
+  f.message = "step " + std::to_string(step) + " has a checkpoint only in the " + side;
+  return f;
+}
+
 }  // namespace
 
 bool is_checkpoint_path(const std::string& path) {
@@ -272,12 +282,7 @@ int compare_checkpoints(const std::string& baseline, const std::string& candidat
   for (const auto& [step, path] : a) {
     const auto it = b.find(step);
     if (it == b.end()) {
-      Finding f;
-      f.severity = Severity::Warning;
-      f.kind = "checkpoint_step_missing";
-      f.where.step = step;
-      f.message = "step " + std::to_string(step) + " has a checkpoint only in the baseline";
-      out.finding(f);
+      out.finding(step_missing(step, "baseline"));
       continue;
     }
     any_common = true;
@@ -299,13 +304,7 @@ int compare_checkpoints(const std::string& baseline, const std::string& candidat
                      {"differing", r.differing}});
   }
   for (const auto& [step, path] : b) {
-    if (a.contains(step)) continue;
-    Finding f;
-    f.severity = Severity::Warning;
-    f.kind = "checkpoint_step_missing";
-    f.where.step = step;
-    f.message = "step " + std::to_string(step) + " has a checkpoint only in the candidate";
-    out.finding(f);
+    if (!a.contains(step)) out.finding(step_missing(step, "candidate"));
   }
   Evidence e;
   e.what = "parameters";

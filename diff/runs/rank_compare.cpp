@@ -115,6 +115,15 @@ json scalar_values(const TraceScalar& b, const TraceScalar& c, const ScalarDiff&
   return j;
 }
 
+/// The warning that hash array `name` is recorded in `side` ("baseline" or "candidate") only.
+Finding array_only(const std::string& name, const std::string& side, int rank, std::int64_t step) {
+  Finding f{Severity::Warning, "hash_array_only_in_" + side, {}, "", {{"array", name}}};
+  f.where.rank = rank;
+  f.where.step = step;
+  f.message = "hash array " + name + " is recorded only in " + side + ": not compared";
+  return f;
+}
+
 }  // namespace
 
 RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool hashes,
@@ -252,11 +261,7 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
         if (hc == nullptr) {
           if (!array_only_noted[hb.name]) {
             array_only_noted[hb.name] = true;
-            Finding f{Severity::Warning, "hash_array_only_in_baseline", {}, "", {{"array", hb.name}}};
-            f.where.rank = rank;
-            f.where.step = step;
-            f.message = "hash array " + hb.name + " is recorded only in baseline: not compared";
-            r.findings.push_back(std::move(f));
+            r.findings.push_back(array_only(hb.name, "baseline", rank, step));
           }
           continue;
         }
@@ -285,11 +290,7 @@ RankResult compare_rank(const RankTrace& b, const RankTrace& c, int rank, bool h
         if (category_enabled(category_of(hc.name), o) && sb.find_hashes(hc.name) == nullptr &&
             !array_only_noted[hc.name]) {
           array_only_noted[hc.name] = true;
-          Finding f{Severity::Warning, "hash_array_only_in_candidate", {}, "", {{"array", hc.name}}};
-          f.where.rank = rank;
-          f.where.step = step;
-          f.message = "hash array " + hc.name + " is recorded only in candidate: not compared";
-          r.findings.push_back(std::move(f));
+          r.findings.push_back(array_only(hc.name, "candidate", rank, step));
         }
       }
       if (!arrays_differing.empty()) {

@@ -7,7 +7,6 @@
 #include <QLabel>
 #include <QSplitter>
 #include <QTableView>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <charconv>
 #include <filesystem>
@@ -362,10 +361,7 @@ bool CheckpointsView::select_cause(const CauseRef& cause) {
 
 void CheckpointsView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  QTimer::singleShot(0, this, [this] {
-    const QModelIndex cur = table_->selectionModel()->currentIndex();
-    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
-  });
+  center_current_when_shown(table_);
 }
 
 }  // namespace gparity::gui::views

@@ -8,7 +8,6 @@
 #include <QListWidget>
 #include <QSplitter>
 #include <QTableView>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <optional>
@@ -422,10 +421,7 @@ bool CollectivesView::select_cause(const CauseRef& cause) {
 
 void CollectivesView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  QTimer::singleShot(0, this, [this] {
-    const QModelIndex cur = table_->selectionModel()->currentIndex();
-    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
-  });
+  center_current_when_shown(table_);
 }
 
 }  // namespace gparity::gui::views

@@ -6,7 +6,6 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QTableView>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <filesystem>
@@ -393,10 +392,7 @@ bool OpAlignmentView::select_cause(const CauseRef& cause) {
 
 void OpAlignmentView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  QTimer::singleShot(0, this, [this] {
-    const QModelIndex cur = table_->selectionModel()->currentIndex();
-    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
-  });
+  center_current_when_shown(table_);
 }
 
 }  // namespace gparity::gui::views

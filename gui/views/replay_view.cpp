@@ -9,7 +9,6 @@
 #include <QShortcut>
 #include <QSplitter>
 #include <QTableView>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <map>
 
@@ -445,10 +444,7 @@ bool ReplayRecordsView::select_cause(const CauseRef& cause) {
 
 void ReplayRecordsView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  QTimer::singleShot(0, this, [this] {
-    const QModelIndex cur = table_->selectionModel()->currentIndex();
-    if (cur.isValid()) table_->scrollTo(cur, QAbstractItemView::PositionAtCenter);
-  });
+  center_current_when_shown(table_);
 }
 
 }  // namespace gparity::gui::views

@@ -2,6 +2,7 @@
 
 #include <QHeaderView>
 #include <QTableView>
+#include <QTimer>
 
 #include "gui/display_text.hpp"
 
@@ -27,6 +28,13 @@ void fit_columns(QTableView* table, int max_width) {
   auto* h = table->horizontalHeader();
   for (int c = 0; c < h->count(); ++c)
     if (h->sectionSize(c) > max_width) h->resizeSection(c, max_width);
+}
+
+void center_current_when_shown(QTableView* table) {
+  QTimer::singleShot(0, table, [table] {
+    const QModelIndex cur = table->selectionModel()->currentIndex();
+    if (cur.isValid()) table->scrollTo(cur, QAbstractItemView::PositionAtCenter);
+  });
 }
 
 }  // namespace gparity::gui::views

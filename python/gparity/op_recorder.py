@@ -93,7 +93,7 @@ def _op_name(func):
 # "unhashed"): the attention ops' RNG state (_scaled_dot_product_{cudnn,flash,efficient}_attention,
 # _flash_attention_forward, _efficient_attention_forward: on CUDA with dropout 0 possibly
 # uninitialized bytes) and their debug mask. Recorded without hashes, marked. native_dropout's mask
-# is a value (its returns are unnamed). The C++ backend has the same rule (op_recorder.cpp).
+# is a value (its returns are unnamed). The C++ backend has the same rule (op_recorder_ops.cpp).
 _RNG_STATE_RETURNS = frozenset(("philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"))
 _DEBUG_RETURNS = frozenset(("debug_attn_mask",))
 
@@ -392,7 +392,7 @@ class OpRecorder:
         24; its record names its base) or a collective's (not complete yet: marked stale, its
         next reader hashes it). An output whose schema return is RNG state or a debug output
         (`unhashed`: a marker per tensor) is not hashed and is marked, and so is an input that is
-        such an output, unchanged. The C++ backend applies the same rules (op_recorder.cpp)."""
+        such an output, unchanged. The C++ backend applies the same rules (op_recorder_tensors.cpp)."""
         refs, todo = [], []
         if as_input:
             # The outputs' call comes next for the same op (the mode is not re-entered inside it).

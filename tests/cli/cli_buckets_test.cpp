@@ -10,52 +10,19 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/model/run/trace_writer.hpp"
+#include "tests/support/bucket_runs.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
 
+using gparity::testing::bucket_registration_order;
+using gparity::testing::kBucketExecution;
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
-namespace model = gparity::model;
+using gparity::testing::write_bucket_run;
 
 const std::string kEager = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/eager/";
-
-struct Param {
-  std::string fqn;
-  std::int64_t slot_floats;  // the padded per-rank dim-0 shard
-};
-
-// The runtime's tiny model (dim 32, hidden 64) on 2 ranks, one block, in registration order.
-const std::vector<Param> kRegistration{
-    {"layers.0.attention.wq.weight", 512},     {"layers.0.attention.wk.weight", 512},
-    {"layers.0.attention.wv.weight", 512},     {"layers.0.attention.wo.weight", 512},
-    {"layers.0.feed_forward.w1.weight", 1024}, {"layers.0.feed_forward.w2.weight", 1024},
-    {"layers.0.feed_forward.w3.weight", 1024}, {"layers.0.attention_norm.weight", 16},
-    {"layers.0.ffn_norm.weight", 16}};
-const std::vector<std::size_t> kExecution{7, 0, 1, 2, 3, 8, 4, 6, 5};
-
-/// A trace directory whose ranks record the block's bucket packed in `order`.
-std::string write_run(const TempDir& dir, const std::string& name, const std::vector<std::size_t>& order,
-                      const std::string& order_name) {
-  const auto run = dir.path() / name;
-  for (int rank = 0; rank < 2; ++rank) {
-    model::TraceWriter w(run, rank);
-    model::Bucket b{"reduce_scatter", model::DType::F32, {}};
-    std::int64_t offset = 0;
-    for (auto i : order) {
-      b.members.push_back({kRegistration[i].fqn, offset, kRegistration[i].slot_floats * 4});
-      offset += kRegistration[i].slot_floats * 4;
-    }
-    model::BucketsRecord rec;
-    rec.groups.push_back({"dp", {b}});
-    rec.extra["order"] = order_name;
-    rec.extra["bucket_names"] = nlohmann::json::array({"layers.0"});
-    w.write_buckets(rec);
-  }
-  return run.string();
-}
 
 TEST(CliBuckets, EagerRanksAgree) {
   const auto r =
@@ -67,10 +34,8 @@ TEST(CliBuckets, EagerRanksAgree) {
 
 TEST(CliBuckets, ExecutionOrderTraceAgainstRegistrationOrderTrace) {
   TempDir dir;
-  std::vector<std::size_t> reg(kRegistration.size());
-  for (std::size_t i = 0; i < reg.size(); ++i) reg[i] = i;
-  const auto a = write_run(dir, "reg", reg, "registration");
-  const auto b = write_run(dir, "exe", kExecution, "execution");
+  const auto a = write_bucket_run(dir, "reg", bucket_registration_order(), "registration");
+  const auto b = write_bucket_run(dir, "exe", kBucketExecution, "execution");
   const auto junit = (dir.path() / "b.xml").string();
   const auto r = run_command(GPARITY_EXE, {"buckets", "--json", a, b, "--junit", junit});
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -105,7 +70,7 @@ TEST(CliBuckets, ExecutionOrderTraceAgainstRegistrationOrderTrace) {
 
 TEST(CliBuckets, SameTraceTwiceAgrees) {
   TempDir dir;
-  const auto b = write_run(dir, "exe", kExecution, "execution");
+  const auto b = write_bucket_run(dir, "exe", kBucketExecution, "execution");
   EXPECT_EQ(run_command(GPARITY_EXE, {"buckets", b, b}).exit_code, 0);
 }
 

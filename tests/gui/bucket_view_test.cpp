@@ -15,59 +15,24 @@
 #include <QPixmap>
 #include <QStandardPaths>
 #include <memory>
-#include <nlohmann/json.hpp>
 
-#include "core/model/run/trace_writer.hpp"
 #include "diff/runs/buckets.hpp"
 #include "gui/run_views.hpp"
+#include "tests/support/bucket_runs.hpp"
 #include "tests/support/qt_test_app.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace gparity::gui {
 namespace {
 
+using gparity::testing::bucket_registration_order;
+using gparity::testing::kBucketExecution;
+using gparity::testing::kBucketRegistration;
 using gparity::testing::TempDir;
+using gparity::testing::write_bucket_run;
 
 using gparity::testing::app;
 using gparity::testing::screenshot;
-
-struct Param {
-  std::string fqn;
-  std::int64_t slot_floats;  // the padded per-rank dim-0 shard
-};
-
-// The runtime's tiny model (dim 32, hidden 64) on 2 ranks, one block, in registration order.
-const std::vector<Param> kRegistration{
-    {"layers.0.attention.wq.weight", 512},     {"layers.0.attention.wk.weight", 512},
-    {"layers.0.attention.wv.weight", 512},     {"layers.0.attention.wo.weight", 512},
-    {"layers.0.feed_forward.w1.weight", 1024}, {"layers.0.feed_forward.w2.weight", 1024},
-    {"layers.0.feed_forward.w3.weight", 1024}, {"layers.0.attention_norm.weight", 16},
-    {"layers.0.ffn_norm.weight", 16}};
-const std::vector<std::size_t> kExecution{7, 0, 1, 2, 3, 8, 4, 6, 5};
-
-std::string write_run(const TempDir& dir, const std::string& name, const std::vector<std::size_t>& order) {
-  const auto run = dir.path() / name;
-  for (int rank = 0; rank < 2; ++rank) {
-    model::TraceWriter w(run, rank);
-    model::Bucket b{"reduce_scatter", model::DType::F32, {}};
-    std::int64_t offset = 0;
-    for (auto i : order) {
-      b.members.push_back({kRegistration[i].fqn, offset, kRegistration[i].slot_floats * 4});
-      offset += kRegistration[i].slot_floats * 4;
-    }
-    model::BucketsRecord rec;
-    rec.groups.push_back({"dp", {b}});
-    rec.extra["bucket_names"] = nlohmann::json::array({"layers.0"});
-    w.write_buckets(rec);
-  }
-  return run.string();
-}
-
-std::vector<std::size_t> registration_order() {
-  std::vector<std::size_t> reg(kRegistration.size());
-  for (std::size_t i = 0; i < reg.size(); ++i) reg[i] = i;
-  return reg;
-}
 
 int row_of(const BucketModel& m, const std::string& fqn) {
   for (int r = 0; r < m.rowCount(); ++r)
@@ -82,22 +47,24 @@ class BucketViewTest : public ::testing::Test {
 };
 
 TEST_F(BucketViewTest, ListsOffsetsInBothPlansAndFlagsTheMovedMember) {
-  const auto base = diff::load_bucket_plans(write_run(dir_, "reg", registration_order()));
-  const auto cand = diff::load_bucket_plans(write_run(dir_, "exe", kExecution));
+  const auto base = diff::load_bucket_plans(write_bucket_run(dir_, "reg", bucket_registration_order()));
+  const auto cand = diff::load_bucket_plans(write_bucket_run(dir_, "exe", kBucketExecution));
   BucketModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   model.set_plans(&base, &cand);
   model.set_rank(1);
   ASSERT_NE(model.baseline_plan(), nullptr);
   EXPECT_EQ(model.baseline_plan()->rank, 1);
-  ASSERT_EQ(model.rowCount(), static_cast<int>(kRegistration.size()));
+  ASSERT_EQ(model.rowCount(), static_cast<int>(kBucketRegistration.size()));
   // Every member, with its offset on each side computed here from the packing orders.
-  for (std::size_t k = 0; k < kExecution.size(); ++k) {
+  for (std::size_t k = 0; k < kBucketExecution.size(); ++k) {
     std::int64_t base_offset = 0, cand_offset = 0;
-    for (std::size_t j = 0; j < kExecution[k]; ++j) base_offset += kRegistration[j].slot_floats * 4;
-    for (std::size_t j = 0; j < k; ++j) cand_offset += kRegistration[kExecution[j]].slot_floats * 4;
-    const int r = row_of(model, kRegistration[kExecution[k]].fqn);
-    ASSERT_GE(r, 0) << kRegistration[kExecution[k]].fqn;
+    for (std::size_t j = 0; j < kBucketExecution[k]; ++j)
+      base_offset += kBucketRegistration[j].slot_floats * 4;
+    for (std::size_t j = 0; j < k; ++j)
+      cand_offset += kBucketRegistration[kBucketExecution[j]].slot_floats * 4;
+    const int r = row_of(model, kBucketRegistration[kBucketExecution[k]].fqn);
+    ASSERT_GE(r, 0) << kBucketRegistration[kBucketExecution[k]].fqn;
     EXPECT_EQ(model.data(model.index(r, BucketModel::BaseOffset), Qt::EditRole).toLongLong(), base_offset);
     EXPECT_EQ(model.data(model.index(r, BucketModel::CandOffset), Qt::EditRole).toLongLong(), cand_offset);
   }
@@ -112,16 +79,16 @@ TEST_F(BucketViewTest, ListsOffsetsInBothPlansAndFlagsTheMovedMember) {
           .toBool());
   // report_buckets explains the new order with the fewest moves: attention_norm, ffn_norm, w3.
   EXPECT_GE(model.moved_count(), 1);
-  EXPECT_LT(model.moved_count(), static_cast<int>(kRegistration.size()) / 2);
+  EXPECT_LT(model.moved_count(), static_cast<int>(kBucketRegistration.size()) / 2);
 }
 
 TEST_F(BucketViewTest, SamePlansFlagNothing) {
-  const auto base = diff::load_bucket_plans(write_run(dir_, "a", registration_order()));
-  const auto cand = diff::load_bucket_plans(write_run(dir_, "b", registration_order()));
+  const auto base = diff::load_bucket_plans(write_bucket_run(dir_, "a", bucket_registration_order()));
+  const auto cand = diff::load_bucket_plans(write_bucket_run(dir_, "b", bucket_registration_order()));
   BucketModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   model.set_plans(&base, &cand);
-  EXPECT_EQ(model.rowCount(), static_cast<int>(kRegistration.size()));
+  EXPECT_EQ(model.rowCount(), static_cast<int>(kBucketRegistration.size()));
   EXPECT_EQ(model.moved_count(), 0);
   model.set_plans(nullptr, nullptr);
   EXPECT_EQ(model.rowCount(), 0);
@@ -129,8 +96,8 @@ TEST_F(BucketViewTest, SamePlansFlagNothing) {
 
 TEST_F(BucketViewTest, RunViewsGetABucketsTabThatPaints) {
   RunPair runs;
-  runs.baseline_path = write_run(dir_, "reg", registration_order());
-  runs.candidate_path = write_run(dir_, "exe", kExecution);
+  runs.baseline_path = write_bucket_run(dir_, "reg", bucket_registration_order());
+  runs.candidate_path = write_bucket_run(dir_, "exe", kBucketExecution);
   RunViewsWidget w(std::move(runs));
   ASSERT_NE(w.bucket_model(), nullptr);
   EXPECT_GE(w.bucket_model()->moved_count(), 1);

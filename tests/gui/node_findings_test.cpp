@@ -103,20 +103,15 @@ TEST_F(NodeFindingsTest, SelectingTheFindingOpensTheGraphAndSelectsTheNode) {
   EXPECT_TRUE(w.messages().contains(QStringLiteral("1 node finding")));
 }
 
-// Two ranks of tp group '3': mm -> all_reduce -> wait_tensor -> mul on each.
-const char* kTpBody = R"FX(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
-all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '3')
-wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
-mul: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mul.Tensor(wait_tensor, wait_tensor)
-return (mul,))FX";
-
-/// A 2-rank replay-like run; `differ[r]`: rank r's nodes whose hash differs from the baseline's.
+/// A 2-rank replay-like run of tp group '3' (gparity::testing::kTpBody); `differ[r]`: rank r's nodes whose
+/// hash differs from the baseline's.
 void write_tp_run(const std::filesystem::path& dir, const std::vector<std::vector<std::string>>& differ) {
   model::RunManifest m;
   m.world_size = 2;
   m.extra["replay"] = {{"groups", {{"3", {{"ranks", {0, 1}}, {"desc", "mesh_tp"}}}}}};
   model::write_manifest(dir, m);
-  std::ofstream(dir / "forward.json") << model::graph_to_json(gparity::testing::fx_graph(kTpBody)).dump();
+  std::ofstream(dir / "forward.json")
+      << model::graph_to_json(gparity::testing::fx_graph(gparity::testing::kTpBody)).dump();
   for (int rank = 0; rank < 2; ++rank) {
     model::TraceWriter w(dir, rank);
     model::GraphRef ref;
@@ -125,7 +120,7 @@ void write_tp_run(const std::filesystem::path& dir, const std::vector<std::vecto
     ref.compile_id = "0/0";
     w.write_graph(ref);
     int line = 10;
-    for (const std::string n : {"x", "w", "mm", "all_reduce", "wait_tensor", "mul"}) {
+    for (const std::string& n : gparity::testing::kTpNodes) {
       const auto& d = differ[static_cast<std::size_t>(rank)];
       const bool differs = std::find(d.begin(), d.end(), n) != d.end();
       w.write_raw({{"type", "node"},

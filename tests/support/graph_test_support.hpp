@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/model/graph/fx_text.hpp"
 
@@ -49,5 +50,15 @@ inline std::string planted_body(const std::string& body, int lo, int hi, int c, 
   b = replace_all(b, "{c}", std::to_string(c));
   return replace_all(b, "{dev}", std::to_string(dev));
 }
+
+/// Two ranks of tp group '3': x, w -> mm -> all_reduce -> wait_tensor -> mul(wait_tensor, x), the
+/// replay tests' graph for a divergence received through a collective; kTpNodes: its nodes in order.
+inline const std::string kTpBody =
+    R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
+all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '3')
+wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
+mul: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mul.Tensor(wait_tensor, x)
+return (mul,))";
+inline const std::vector<std::string> kTpNodes = {"x", "w", "mm", "all_reduce", "wait_tensor", "mul"};
 
 }  // namespace gparity::testing

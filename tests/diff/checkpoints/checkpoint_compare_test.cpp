@@ -71,6 +71,15 @@ TEST(CheckpointCompare, RunFoldersByStepAndMismatchedSides) {
   CollectingConsumer c;
   EXPECT_EQ(compare_checkpoints((tmp.path() / "a").string(), (tmp.path() / "b").string(), {}, c), 0);
   EXPECT_EQ(count(c, "checkpoint_step_missing"), 1U);  // step 5 only in the candidate
+  const auto missing = [](const CollectingConsumer& out) {
+    for (const auto& f : out.findings)
+      if (f.kind == "checkpoint_step_missing") return f.message;
+    return std::string();
+  };
+  EXPECT_EQ(missing(c), "step 5 has a checkpoint only in the candidate");
+  CollectingConsumer swapped;
+  EXPECT_EQ(compare_checkpoints((tmp.path() / "b").string(), (tmp.path() / "a").string(), {}, swapped), 0);
+  EXPECT_EQ(missing(swapped), "step 5 has a checkpoint only in the baseline");
   ASSERT_EQ(c.checks.size(), 1U);
   EXPECT_EQ(c.checks[0].name, "weights (checkpoint, step 2)");
   CollectingConsumer d;

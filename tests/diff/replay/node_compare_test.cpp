@@ -509,14 +509,9 @@ TEST(NodeCompare, RunsWithoutNodeRecordsAreUnaffected) {
   EXPECT_TRUE(diff::compare_node_records(a, "", b, "", 0).empty());
 }
 
-// Two ranks of tp group '3': x, w -> mm -> all_reduce -> wait_tensor -> mul(wait_tensor, x).
-const char* kTpBody =
-    R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
-all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '3')
-wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
-mul: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mul.Tensor(wait_tensor, x)
-return (mul,))";
-const std::vector<std::string> kTpNames = {"x", "w", "mm", "all_reduce", "wait_tensor", "mul"};
+// Two ranks of tp group '3' (gparity::testing::kTpBody).
+using gparity::testing::kTpBody;
+using gparity::testing::kTpNodes;
 
 void write_tp_manifest(const std::filesystem::path& dir, const std::vector<int>& group3) {
   model::RunManifest m;
@@ -529,9 +524,9 @@ TEST(NodeCompare, ARankThatOnlyReceivedIsNotAnOriginAndTheOriginComesFirst) {
   const auto g = gparity::testing::fx_graph(kTpBody);
   // Rank 1's mm is wrong; rank 0's all-reduce gets it.
   std::vector<diff::NodeRankResult> ranks(2);
-  const auto a = records(kTpNames);
-  const auto b0 = records(kTpNames, {"all_reduce", "wait_tensor", "mul"});
-  const auto b1 = records(kTpNames, {"mm", "all_reduce", "wait_tensor", "mul"});
+  const auto a = records(kTpNodes);
+  const auto b0 = records(kTpNodes, {"all_reduce", "wait_tensor", "mul"});
+  const auto b1 = records(kTpNodes, {"mm", "all_reduce", "wait_tensor", "mul"});
   for (int r = 0; r < 2; ++r) {
     ranks[static_cast<std::size_t>(r)].rank = r;
     ranks[static_cast<std::size_t>(r)].graphs.push_back(

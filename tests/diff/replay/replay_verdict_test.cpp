@@ -16,18 +16,13 @@ namespace {
 using namespace gparity;
 using model::NodeRecord;
 
-const char* kTpBody =
-    R"(mm: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mm.default(x, w)
-all_reduce: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.all_reduce.default(mm, 'sum', '3')
-wait_tensor: "f32[8, 64][64, 1]cuda:{d}" = torch.ops._c10d_functional.wait_tensor.default(all_reduce)
-mul: "f32[8, 64][64, 1]cuda:{d}" = torch.ops.aten.mul.Tensor(wait_tensor, x)
-return (mul,))";
-const std::vector<std::string> kNames = {"x", "w", "mm", "all_reduce", "wait_tensor", "mul"};
+using gparity::testing::kTpBody;
+using gparity::testing::kTpNodes;
 
 std::vector<NodeRecord> records(const std::string& label, const std::vector<std::string>& differ = {}) {
   std::vector<NodeRecord> out;
   int line = 20;
-  for (const auto& n : kNames) {
+  for (const auto& n : kTpNodes) {
     NodeRecord r;
     r.graph = label;
     r.node = n;

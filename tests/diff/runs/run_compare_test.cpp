@@ -44,8 +44,10 @@ std::uint64_t partial(const float* data, std::vector<std::int64_t> local, std::v
 }
 
 /// Writes a run of `world` ranks, w split evenly on dim 0, b replicated (rank 0 counts it).
+/// `with_xxh3` false: only the param.shard array.
 void write_run(const std::filesystem::path& dir, int world, int steps,
-               std::optional<std::pair<int, int>> poke = {}, hash::ShardSpec spec = hash::ShardSpec::V1) {
+               std::optional<std::pair<int, int>> poke = {}, hash::ShardSpec spec = hash::ShardSpec::V1,
+               bool with_xxh3 = true) {
   model::RunManifest m;
   m.world_size = world;
   model::write_manifest(dir, m);
@@ -68,10 +70,12 @@ void write_run(const std::filesystem::path& dir, int world, int steps,
       rec.hashes.push_back(
           {"param.shard",
            {partial(wl, {rows, 6}, {rows * r, 0}, {8, 6}, spec), partial(t.b.data(), {6}, {0}, {6}, spec)}});
-      rec.hashes.push_back({"param.xxh3",
-                            {hash::xxh3_64(std::span(reinterpret_cast<const std::byte*>(wl),
-                                                     static_cast<std::size_t>(rows * 24))),
-                             hash::xxh3_64(std::as_bytes(std::span(t.b)))}});
+      if (with_xxh3) {
+        rec.hashes.push_back({"param.xxh3",
+                              {hash::xxh3_64(std::span(reinterpret_cast<const std::byte*>(wl),
+                                                       static_cast<std::size_t>(rows * 24))),
+                               hash::xxh3_64(std::as_bytes(std::span(t.b)))}});
+      }
       w.write_step(rec);
     }
   }
@@ -130,6 +134,35 @@ TEST(RunCompare, ShardSpecV1AgainstV2IsNotADivergenceAndXxh3StillCompares) {
     if (f.kind == "param_hash_mismatch") by_xxh3 = f.message.find("param.xxh3") != std::string::npos;
   }
   EXPECT_TRUE(by_xxh3);
+}
+
+// A hash array one side records and the other does not: a warning per rank, on the first step
+// that has it, naming the side; the array is not compared and the rest is.
+TEST(RunCompare, AHashArrayOnOneSideOnlyIsAWarningNamingThatSide) {
+  gparity::testing::TempDir tmp;
+  write_run(tmp.path() / "both", 2, 3);
+  write_run(tmp.path() / "shard", 2, 3, std::nullopt, hash::ShardSpec::V1, /*with_xxh3=*/false);
+  for (const bool baseline_has_it : {true, false}) {
+    SCOPED_TRACE(baseline_has_it);
+    diff::CollectingConsumer out;
+    const auto a = baseline_has_it ? tmp.path() / "both" : tmp.path() / "shard";
+    const auto b = baseline_has_it ? tmp.path() / "shard" : tmp.path() / "both";
+    EXPECT_EQ(compare(a, b, out), 0);
+    const std::string side = baseline_has_it ? "baseline" : "candidate";
+    std::vector<int> ranks;
+    for (const auto& f : out.findings) {
+      if (f.kind.starts_with("hash_array_only_in_")) {
+        EXPECT_EQ(f.kind, "hash_array_only_in_" + side);
+        EXPECT_EQ(f.severity, diff::Severity::Warning);
+        EXPECT_EQ(f.values["array"], "param.xxh3");
+        EXPECT_EQ(f.message, "hash array param.xxh3 is recorded only in " + side + ": not compared");
+        EXPECT_EQ(f.where.step, 1);
+        ranks.push_back(f.where.rank.value_or(-1));
+      }
+    }
+    std::sort(ranks.begin(), ranks.end());
+    EXPECT_EQ(ranks, (std::vector<int>{0, 1}));
+  }
 }
 
 TEST(RunCompare, ShardSpecV2RunsOfDifferentLayoutsAgreeOnFullTensors) {

@@ -1,0 +1,135 @@
+// The op recorder: its RecordFunction callbacks, which turn every outermost operator call of
+// every thread into a record (op_recorder_state.hpp).
+
+#include <exception>
+
+#include "core/torchops/op_recorder_state.hpp"
+
+namespace gparity::torchops::oprec_detail {
+namespace {
+
+// Per thread: the open RecordFunction calls (LIFO), each a record index (>= 0) or one of these.
+constexpr std::int64_t kTransparent = -1;  // not an op, or a composite one: its parts may be records
+constexpr std::int64_t kBlocking = -2;     // a skipped op: nothing inside it is a record
+constexpr std::int64_t kNested = -3;       // inside a record or a skipped op
+struct ThreadFrames {
+  std::vector<std::int64_t> open;
+  int blocked = 0;  // open records and skipped ops
+};
+thread_local ThreadFrames frames;
+
+void fail(State& s, const char* what) {
+  std::lock_guard lock(s.mutex);
+  if (s.error.empty()) s.error = what;
+}
+
+std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& info) {
+  const bool main_thread = std::this_thread::get_id() == s.thread;
+  int code = -1, line = 0;
+  bool in_backward = false;
+#if GPARITY_OPREC_PYTHON
+  // No Python frame on autograd's device threads: backward.
+  if (main_thread && !python_caller(s, code, line, in_backward)) return kBlocking;
+#endif
+  auto inputs = flat_tensors(fn.inputs());
+  std::string group;
+#if GPARITY_OPREC_PYTHON
+  if (info.collective && !info.waits && main_thread) group = collective_group(info.name, fn.inputs());
+#endif
+  std::lock_guard lock(s.mutex);
+  if (!s.active) return kBlocking;
+  Record r;
+  r.op = &info;
+  if (!main_thread || in_backward) {
+    r.phase = Phase::backward;
+    s.backward_seen = true;
+  } else {
+    r.phase = s.backward_seen ? Phase::optimizer : Phase::forward;
+  }
+  if (r.phase == Phase::forward && !s.modules.empty()) r.module = s.modules.back();
+  r.code = code;
+  r.line = line;
+  r.args =
+      refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
+  for (const auto& t : inputs)
+    if (t.has_storage())
+      r.input_storages.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
+  if (info.collective && !info.waits) {
+    r.collective_inputs = std::move(inputs);
+    r.group = std::move(group);
+  }
+  s.records.push_back(std::move(r));
+  return static_cast<std::int64_t>(s.records.size()) - 1;
+}
+
+void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
+  const auto& outputs = fn.outputs();
+  std::vector<at::Tensor> outs;
+  std::vector<const char*> unhashed;  // per output tensor, for an op with RNG state returns
+  const OpInfo* info = op_info(fn);   // cached since on_start
+  const bool by_return = info && info->any_unhashed && outputs.size() == info->unhashed_returns.size();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    add_tensors(outputs[i], outs);
+    if (by_return) unhashed.resize(outs.size(), info->unhashed_returns[i]);
+  }
+  std::lock_guard lock(s.mutex);
+  if (!s.active || index >= static_cast<std::int64_t>(s.records.size())) return;
+  auto& r = s.records[static_cast<std::size_t>(index)];
+  // c10d::allreduce_ (torch 1.13) returns a Work: the tensors it reduces in place are its outputs.
+  if (r.op->collective && !r.op->waits && outs.empty()) outs = std::move(r.collective_inputs);
+  r.collective_inputs.clear();
+  r.async_collective = r.op->collective && !r.op->waits;
+  r.outs = refs_of(s, outs, /*as_input=*/false, /*hash_now=*/!r.async_collective, r.input_storages, unhashed);
+  r.input_storages.clear();
+  r.input_storages.shrink_to_fit();
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  auto& f = frames;
+  if (f.blocked > 0) {
+    f.open.push_back(kNested);
+    return nullptr;
+  }
+  try {
+    const OpInfo* info = op_info(fn);
+    if (!info || info->transparent) {
+      f.open.push_back(kTransparent);
+      return nullptr;
+    }
+    const std::int64_t index = info->skip ? kBlocking : start_record(state(), fn, *info);
+    f.open.push_back(index);
+    ++f.blocked;
+  } catch (const std::exception& e) {
+    fail(state(), e.what());
+    f.open.push_back(kBlocking);
+    ++f.blocked;
+  }
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
+  auto& f = frames;
+  if (f.open.empty()) return;  // started before the callbacks were added
+  const std::int64_t top = f.open.back();
+  f.open.pop_back();
+  if (top == kNested || top == kTransparent) return;
+  --f.blocked;
+  if (top < 0) return;
+  try {
+    finish_record(state(), fn, top);
+  } catch (const std::exception& e) {
+    fail(state(), e.what());
+  }
+}
+
+}  // namespace
+
+// Global, not thread-local: CUDA backward runs on autograd's device threads.
+at::CallbackHandle add_callbacks() {
+  return at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+                                   .needsInputs(true)
+                                   .needsOutputs(true)
+                                   .scopes({at::RecordScope::FUNCTION}));
+}
+
+}  // namespace gparity::torchops::oprec_detail

@@ -1,0 +1,193 @@
+#pragma once
+// Internals of the op recorder's C++ backend (op_recorder.hpp is its contract), by concern:
+//   op_recorder.cpp            the step's state, begin/end of a step, the module stack, C entry points
+//   op_recorder_ops.cpp        which ops are records (per overload: skipped, transparent, collective)
+//   op_recorder_callbacks.cpp  the RecordFunction callbacks: an op's record, its phase, module, inputs
+//   op_recorder_tensors.cpp    tensor identity within the step, versions, views and what gets hashed
+//   op_recorder_hashing.cpp    the hashes enqueued on each device, and their one read-back
+//   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group
+//   op_recorder_writer.cpp     the step's records as trace v1 JSON lines
+// Internal to core/torchops.
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/torchops/op_recorder.hpp"
+
+namespace gparity::torchops::oprec_detail {
+
+inline bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// ---- ops (op_recorder_ops.cpp) ------------------------------------------------------------------
+
+/// What the recorder does with one operator overload (cached per schema).
+struct OpInfo {
+  std::string name;          // "aten::add.Tensor" ("default" overloads without it), as Python writes it
+  bool transparent = false;  // CompositeImplicitAutograd: its parts are the records
+  bool skip = false;         // profiler:: bookkeeping and gparity's own ops: neither it nor its parts
+  bool collective = false;   // c10d ops: outputs not complete at the call
+  bool waits = false;        // wait_tensor: a collective's completion
+  /// Per schema return: its "unhashed" marker (docs/trace-format.md, "op"), "" for a value. The
+  /// attention ops' RNG state (philox_seed, philox_offset, rng_state, ...) and debug_attn_mask
+  /// hold no value of the computation and may be uninitialized bytes on CUDA (dropout 0).
+  std::vector<const char*> unhashed_returns;
+  bool any_unhashed = false;
+};
+
+/// The op's info, or null for a RecordFunction that is not an operator call.
+const OpInfo* op_info(const at::RecordFunction& fn);
+
+// ---- the step's state -----------------------------------------------------------------------------
+
+struct TensorRef {
+  std::int64_t id = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  std::vector<std::int64_t> shape;
+  int device = -1;  // index into State::devices; -1: not hashed
+  int chunk = 0;
+  std::int64_t slot = 0;
+  std::int64_t view_base = -1;  // a view (issue 24): the id of the hashed tensor it lies in; no hash
+  const char* unhashed = "";    // RNG state / debug output ("rng_state", "debug"): no hash
+};
+
+/// What the step has seen of a tensor: its id, the version its hash is of. The weak reference
+/// keeps the TensorImpl's address from being reused while the step runs (not its storage).
+struct Known {
+  explicit Known(const at::Tensor& t) : keep(t.getIntrusivePtr()) {}
+  c10::weak_intrusive_ptr<c10::TensorImpl> keep;
+  std::int64_t id = 0;
+  std::int64_t version = 0;
+  bool fresh = false;
+  // A view: the hashed tensor it lies in (never itself a view), by key and id. Its value is the
+  // base's while the base is fresh (views share their base's version counter).
+  const c10::TensorImpl* base = nullptr;
+  std::int64_t base_id = -1;
+  const char* unhashed = "";  // an RNG state / debug output: read later, still no value
+};
+
+struct DeviceWords {
+  c10::Device device{c10::kCPU};
+  std::vector<at::Tensor> chunks;
+  std::vector<std::int64_t> used;
+  // CUDA with GPARITY_OPREC_SIDE_STREAM=1: the hashes run on a stream of the pool, after an
+  // event of the op's stream, so that they overlap the step's next kernels; each hashed tensor's memory is
+  // recorded on it (the allocator does not reuse it before the hash ran) and end_step waits for it.
+  std::optional<c10::Stream> side;
+  std::shared_ptr<c10::Event> ready;  // recorded on the op's stream before each batch
+};
+
+enum class Phase : std::uint8_t { forward, backward, optimizer };
+
+struct Record {
+  const OpInfo* op = nullptr;
+  Phase phase = Phase::forward;
+  int module = -1;  // index into State::module_names
+  int code = -1;    // index into State::codes
+  int line = 0;
+  std::vector<TensorRef> args, outs;
+  std::vector<at::Tensor> collective_inputs;  // a collective's outputs when it returns none (1.13)
+  std::string group;  // a collective's group fields (`"group":...,"group_ranks":[...]`); empty: default
+  // While the op runs: each input's storage and TensorImpl, to tell its views among the outputs.
+  std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> input_storages;
+  bool async_collective = false;
+};
+
+struct CodeInfo {
+  std::string file, function;
+};
+
+struct State {
+  std::mutex mutex;
+  bool active = false;
+  OpRecorderOptions options;
+  std::thread::id thread;
+  std::vector<at::CallbackHandle> handles;
+  std::vector<Record> records;
+  std::unordered_map<const c10::TensorImpl*, Known> known;
+  std::vector<DeviceWords> devices;
+  std::int64_t next_id = 0;
+  bool backward_seen = false;
+  std::vector<int> modules;  // the module stack, as indices into module_names
+  std::vector<std::string> module_names;
+  std::unordered_map<std::string, int> module_index;
+  std::vector<CodeInfo> codes;  // user code objects seen (file, function)
+  std::string error;            // the first failure inside a callback
+};
+
+/// The one recorder of the process (op_recorder.cpp).
+State& state();
+
+// ---- callbacks (op_recorder_callbacks.cpp) ------------------------------------------------------
+
+/// The step's global RecordFunction callback (every thread, operator calls, inputs and outputs).
+at::CallbackHandle add_callbacks();
+
+// ---- tensors (op_recorder_tensors.cpp) ----------------------------------------------------------
+
+/// The dtype's name as the trace writes it, or null for a dtype that is not hashed.
+const char* dtype_name(c10::ScalarType t);
+/// A dtype that is not hashed, by c10's name, lower case.
+std::string other_dtype_name(c10::ScalarType t);
+
+/// Appends the defined tensors in `v` (a tensor, a tensor list, nested lists and tuples).
+void add_tensors(const c10::IValue& v, std::vector<at::Tensor>& out);
+std::vector<at::Tensor> flat_tensors(c10::ArrayRef<const c10::IValue> values);
+
+/// Refs of an op's tensors, hashing those the rules want hashed (op_recorder_tensors.cpp says
+/// which). `inputs`: for outputs, the op's inputs' storages; `unhashed`: per output, its marker.
+/// Caller holds the state's mutex.
+std::vector<TensorRef> refs_of(
+    State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now,
+    const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs = {},
+    const std::vector<const char*>& unhashed = {});
+
+// ---- hashing (op_recorder_hashing.cpp) ----------------------------------------------------------
+
+/// Enqueues both hashes of `todo`'s tensors (one hash_blocks_into call per device) and fills the
+/// slots of `refs[todo[i].first]`. Caller holds the state's mutex.
+void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
+               std::vector<TensorRef>& refs);
+
+/// Per device, per chunk: the hash words (xxh3, shard per slot) of the step, read back with one
+/// wait per device.
+using HashWords = std::vector<std::vector<std::vector<std::int64_t>>>;
+HashWords read_back(std::vector<DeviceWords>& devices);
+
+// ---- Python frames (op_recorder_python.cpp) ------------------------------------------------------
+
+#if GPARITY_OPREC_PYTHON
+/// The innermost user frame (code index, line) and whether autograd's backward is on the stack;
+/// false: the op is the profiler's bookkeeping (not a record).
+bool python_caller(State& s, int& code, int& line, bool& in_backward);
+
+/// A collective's group fields, from the Python recorder's rules (empty: none found).
+std::string collective_group(const std::string& op, c10::ArrayRef<const c10::IValue> inputs);
+
+/// Takes the code objects and the group callable gparity_oprec_begin is given (a tuple: backward
+/// codes, bookkeeping codes, optionally the callable), after releasing the last step's.
+void take_codes(void* codes);
+void release_codes();
+#endif
+
+// ---- output (op_recorder_writer.cpp) ------------------------------------------------------------
+
+/// The step's records, one trace v1 "op" JSON line each; `words` from read_back.
+std::string records_jsonl(const State& s, const std::vector<Record>& records, const HashWords& words);
+
+}  // namespace gparity::torchops::oprec_detail

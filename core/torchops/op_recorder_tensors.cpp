@@ -1,0 +1,185 @@
+// The op recorder: tensor identity within a step, versions, views, and which tensors are hashed
+// (op_recorder_state.hpp).
+
+#include <cctype>
+
+#include "core/torchops/op_recorder_state.hpp"
+
+namespace gparity::torchops::oprec_detail {
+namespace {
+
+bool hashable(const at::Tensor& t) {
+  return t.layout() == at::kStrided && (t.is_cpu() || t.is_cuda()) && dtype_name(t.scalar_type()) &&
+         t.has_storage() && !t.key_set().has(c10::DispatchKey::Python);
+}
+
+std::int64_t version_of(const at::Tensor& t) {
+  auto* impl = t.unsafeGetTensorImpl();
+  return impl->is_inference() ? 0 : static_cast<std::int64_t>(impl->version_counter().current_version());
+}
+
+/// The hashed tensor whose hash is `k`'s tensor's value now (itself, or a view's base: fresh, at
+/// the version hashed), or null. A view whose base is gone (a gradient outliving the mm output it
+/// is a transpose of) still holds it while `self` is at the version its base had (view ops and
+/// detach share the base's counter, so a write through either shows).
+const Known* fresh_hashed(State& s, const Known& k, const at::Tensor* self = nullptr) {
+  const Known* h = &k;
+  if (k.base) {
+    const auto it = s.known.find(k.base);
+    if (it == s.known.end() || it->second.id != k.base_id) return nullptr;
+    h = &it->second;
+  }
+  if (!h->fresh) return nullptr;
+  const auto impl = h->keep.lock();
+  if (!impl) {
+    const bool holds = h != &k && self && version_of(*self) == k.version;
+    return holds ? h : nullptr;
+  }
+  const auto version =
+      impl->is_inference() ? 0 : static_cast<std::int64_t>(impl->version_counter().current_version());
+  return version == h->version ? h : nullptr;
+}
+
+/// The hashed tensor a view input lies in: its autograd base (at::Tensor::_base), while that is
+/// fresh; else null.
+const Known* fresh_base_of(State& s, const at::Tensor& t) {
+  if (!t.is_view()) return nullptr;
+  const auto it = s.known.find(t._base().unsafeGetTensorImpl());
+  return it == s.known.end() ? nullptr : fresh_hashed(s, it->second);
+}
+
+}  // namespace
+
+const char* dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Double: return "float64";
+    case c10::ScalarType::Long: return "int64";
+    case c10::ScalarType::Int: return "int32";
+    case c10::ScalarType::Short: return "int16";
+    case c10::ScalarType::Char: return "int8";
+    case c10::ScalarType::Byte: return "uint8";
+    case c10::ScalarType::Bool: return "bool";
+    case c10::ScalarType::ComplexFloat: return "complex64";
+    case c10::ScalarType::ComplexDouble: return "complex128";
+    default: return nullptr;  // not hashed (as the Python recorder's dtype table)
+  }
+}
+
+std::string other_dtype_name(c10::ScalarType t) {
+  std::string s = c10::toString(t);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void add_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined()) out.push_back(v.toTensor());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorVector())
+      if (t.defined()) out.push_back(t);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) add_tensors(e, out);
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) add_tensors(e, out);
+  }
+}
+
+std::vector<at::Tensor> flat_tensors(c10::ArrayRef<const c10::IValue> values) {
+  std::vector<at::Tensor> out;
+  for (const auto& v : values) add_tensors(v, out);
+  return out;
+}
+
+/// Refs of an op's tensors, with the Python recorder's rules: an input that is a fresh earlier
+/// output of the step (same version), or a view of one, is not hashed; an output is hashed
+/// unless it is a view of an input (a new tensor sharing an input's storage: issue 24; its
+/// record names its base) or an incomplete collective's (then marked stale: its next reader
+/// hashes it). `inputs`: for outputs, the op's inputs' storages.
+std::vector<TensorRef> refs_of(
+    State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now,
+    const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs,
+    const std::vector<const char*>& unhashed) {
+  std::vector<TensorRef> refs;
+  refs.reserve(tensors.size());
+  std::vector<std::pair<std::size_t, at::Tensor>> todo;
+  for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+    const auto& t = tensors[ti];
+    const auto version = version_of(t);
+    auto* impl = t.unsafeGetTensorImpl();
+    auto it = s.known.find(impl);
+    TensorRef ref;
+    ref.dtype = t.scalar_type();
+    ref.shape = t.sizes().vec();
+    const Known* base = nullptr;  // the fresh hashed tensor this one's value is in, if any
+    if (as_input && it != s.known.end() && it->second.unhashed[0] != '\0' && it->second.version == version) {
+      // An RNG state output read back (the attention backward): the same bytes, no value.
+      ref.id = it->second.id;
+      ref.unhashed = it->second.unhashed;
+      refs.push_back(std::move(ref));
+      continue;
+    }
+    if (as_input) {
+      if (it != s.known.end()) {
+        if (it->second.base || it->second.version == version) base = fresh_hashed(s, it->second, &t);
+      }
+      if (!base) base = fresh_base_of(s, t);
+      if (base && it != s.known.end() && base == &it->second) {
+        ref.id = it->second.id;  // a fresh earlier output (or input) of the step: its hash holds
+        refs.push_back(std::move(ref));
+        continue;
+      }
+    } else if (t.has_storage()) {
+      const auto* storage = t.storage().unsafeGetStorageImpl();
+      bool same = false;
+      const c10::TensorImpl* aliased = nullptr;
+      for (const auto& [st, in] : inputs) {
+        same = same || in == impl;
+        if (!aliased && st == storage) aliased = in;
+      }
+      if (!same && aliased) {
+        const auto a = s.known.find(aliased);
+        if (a != s.known.end()) base = fresh_hashed(s, a->second);
+      }
+    }
+    if (it == s.known.end()) {
+      Known k(t);
+      k.id = s.next_id++;
+      it = s.known.emplace(impl, std::move(k)).first;
+    }
+    ref.id = it->second.id;
+    it->second.version = version;
+    it->second.unhashed = "";
+    if (!as_input && ti < unhashed.size() && unhashed[ti][0] != '\0') {
+      it->second.fresh = false;
+      it->second.base = nullptr;
+      it->second.base_id = -1;
+      it->second.unhashed = ref.unhashed = unhashed[ti];
+      refs.push_back(std::move(ref));
+      continue;
+    }
+    if (base) {
+      // A view of a fresh hashed tensor: not hashed, names its base; its version is the base's
+      // (shared once autograd has made it a view).
+      it->second.version = base->version;
+      it->second.base = base->keep._unsafe_get_target();  // its key in `known` (alive or not)
+      it->second.base_id = base->id;
+      it->second.fresh = false;
+      ref.view_base = base->id;
+      refs.push_back(std::move(ref));
+      continue;
+    }
+    const bool want = hash_now && s.options.hash && hashable(t);
+    it->second.fresh = want;
+    it->second.base = nullptr;
+    it->second.base_id = -1;
+    if (want) todo.emplace_back(refs.size(), t);
+    refs.push_back(std::move(ref));
+  }
+  if (!todo.empty()) hash_many(s, todo, refs);
+  return refs;
+}
+
+}  // namespace gparity::torchops::oprec_detail

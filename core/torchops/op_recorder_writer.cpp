@@ -1,0 +1,148 @@
+// The op recorder: the step's records as trace v1 "op" JSON lines (docs/trace-format.md, "op";
+// op_recorder_state.hpp).
+
+#include <array>
+#include <bit>
+#include <cstdio>
+#include <fstream>
+
+#include "core/torchops/op_recorder_state.hpp"
+
+namespace gparity::torchops::oprec_detail {
+namespace {
+
+void json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+std::string hex64(std::int64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(v)));
+  return buf;
+}
+
+const std::string& code_line(const std::string& file, int line) {
+  static std::unordered_map<std::string, std::vector<std::string>> files;
+  static const std::string none;
+  auto it = files.find(file);
+  if (it == files.end()) {
+    std::vector<std::string> lines;
+    std::ifstream in(file);
+    for (std::string l; std::getline(in, l);) {
+      const auto b = l.find_first_not_of(" \t\r\f\v");
+      const auto e = l.find_last_not_of(" \t\r\f\v");
+      lines.push_back(b == std::string::npos ? std::string() : l.substr(b, e - b + 1));
+    }
+    it = files.emplace(file, std::move(lines)).first;
+  }
+  return line > 0 && static_cast<std::size_t>(line) <= it->second.size()
+             ? it->second[static_cast<std::size_t>(line) - 1]
+             : none;
+}
+
+}  // namespace
+
+std::string records_jsonl(const State& s, const std::vector<Record>& records, const HashWords& words) {
+  const bool xxh3 = s.options.xxh3;
+  const auto tensor = [&](std::string& out, const TensorRef& t) {
+    out += "{\"id\":";
+    out += std::to_string(t.id);
+    out += ",\"dtype\":";
+    const char* name = dtype_name(t.dtype);
+    json_string(out, name ? std::string(name) : other_dtype_name(t.dtype));
+    out += ",\"shape\":[";
+    for (std::size_t i = 0; i < t.shape.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(t.shape[i]);
+    }
+    out += ']';
+    if (t.unhashed[0] != '\0') {
+      out += ",\"unhashed\":\"";
+      out += t.unhashed;
+      out += '"';
+    }
+    if (t.view_base >= 0) {
+      out += ",\"view\":{\"base\":";
+      out += std::to_string(t.view_base);
+      out += '}';
+    }
+    if (t.device >= 0) {
+      const auto& w = words[static_cast<std::size_t>(t.device)][static_cast<std::size_t>(t.chunk)];
+      const auto i = static_cast<std::size_t>(t.slot);
+      if (xxh3) {
+        out += ",\"xxh3\":\"";
+        out += hex64(w[2 * i]);
+        out += '"';
+      }
+      out += ",\"shard\":\"";
+      out += hex64(w[2 * i + 1]);
+      out += '"';
+    }
+    out += '}';
+  };
+  static constexpr std::array<const char*, 3> kPhases = {"forward", "backward", "optimizer"};
+  std::string out;
+  out.reserve(records.size() * 256);
+  for (std::size_t index = 0; index < records.size(); ++index) {
+    const auto& r = records[index];
+    out += "{\"type\":\"op\",\"step\":";
+    out += std::to_string(s.options.step);
+    out += ",\"index\":";
+    out += std::to_string(index);
+    out += ",\"op\":";
+    json_string(out, r.op->name);
+    out += ",\"phase\":\"";
+    out += kPhases[static_cast<std::size_t>(r.phase)];
+    out += '"';
+    if (r.module >= 0) {
+      out += ",\"module\":";
+      json_string(out, s.module_names[static_cast<std::size_t>(r.module)]);
+    }
+    if (r.code >= 0) {
+      const auto& c = s.codes[static_cast<std::size_t>(r.code)];
+      out += ",\"source\":{\"file\":";
+      json_string(out, c.file);
+      out += ",\"line\":";
+      out += std::to_string(r.line);
+      out += ",\"function\":";
+      json_string(out, c.function);
+      out += ",\"code\":";
+      json_string(out, code_line(c.file, r.line));
+      out += '}';
+    }
+    for (const auto* key : {"args", "outs"}) {
+      const auto& list = key[0] == 'a' ? r.args : r.outs;
+      out += ",\"";
+      out += key;
+      out += "\":[";
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (i) out += ',';
+        tensor(out, list[i]);
+      }
+      out += ']';
+    }
+    if (r.async_collective) {
+      out += ",\"collective\":true,";
+      out += r.group.empty() ? std::string("\"group\":\"default\"") : r.group;
+      out += ",\"async\":true";
+    }
+    out += "}\n";
+  }
+  return out;
+}
+
+}  // namespace gparity::torchops::oprec_detail
