@@ -1,6 +1,6 @@
 #pragma once
-// Private to the recorder's sources (recorder.cpp, recorder_deferred.cpp, recorder_steps.cpp)
-// how a block is placed, the CPU hash of one block, and the enqueue of a
+// Private to the recorder's sources (recorder.cpp, recorder_deferred.cpp, recorder_steps.cpp,
+// recorder_graph.cpp): how a block is placed, the CPU hash of one block, and the enqueue of a
 // batch of CUDA blocks' hashes (hash/cuda) with the device words they go into.
 
 #include <ATen/ATen.h>

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,12 +32,14 @@ enum class Phase : std::size_t {
   Done,      // the step's "done" event record
   Fence,     // before_update: the training stream waits for the newest step's "done"
   SyncHash,  // step(): hash_blocks on the calling thread (waits for the device)
+  Graph,     // cudaGraphLaunch of the step's captured hashing (memset, kernels, copy; recorder_graph.hpp)
+  Capture,   // capturing and instantiating that graph (a step whose tensors' key is new)
   Count
 };
 constexpr std::size_t kPhases = static_cast<std::size_t>(Phase::Count);
-constexpr std::array<const char*, kPhases> kPhaseNames = {"poll",    "wait",  "read",     "write", "release",
-                                                          "prepare", "order", "zero",     "hash",  "copy",
-                                                          "done",    "fence", "sync_hash"};
+constexpr std::array<const char*, kPhases> kPhaseNames = {
+    "poll", "wait", "read", "write", "release",   "prepare", "order",  "zero",
+    "hash", "copy", "done", "fence", "sync_hash", "graph",   "capture"};
 
 inline bool profile_requested() {
   const char* v = std::getenv("GPARITY_RECORDER_PROFILE");
@@ -55,6 +58,7 @@ struct Recorder::Profile {
   std::vector<std::int64_t> totals;
   std::int64_t async_steps = 0, sync_steps = 0, full_queue_waits = 0;
   std::size_t max_pending = 0;
+  std::string graphs;  // how asynchronous steps launched their hashes (recorder_graph.hpp)
 
   void add(Phase phase, std::int64_t ns) { current[static_cast<std::size_t>(phase)] += ns; }
   void end_step(bool async) {
@@ -72,11 +76,12 @@ struct Recorder::Profile {
         "queue, at most %zu pending\n"
         "  step writer thread (JSON line, write, flush; off the training thread): %.1f us a record, "
         "%lld records\n"
+        "  hash launches: %s\n"
         "  host us in the recorder per step: median of steps 2.., first step, after the last step\n",
         rank, steps.size(), static_cast<long long>(async_steps), static_cast<long long>(sync_steps),
         static_cast<long long>(full_queue_waits), max_pending,
         thread_records > 0 ? static_cast<double>(thread_ns) / 1e3 / static_cast<double>(thread_records) : 0.0,
-        static_cast<long long>(thread_records));
+        static_cast<long long>(thread_records), graphs.empty() ? "direct" : graphs.c_str());
     const auto row = [&](const char* name, const auto& value_of, std::int64_t tail) {
       std::vector<double> later;
       for (std::size_t s = 1; s < steps.size(); ++s) later.push_back(static_cast<double>(value_of(s)) / 1e3);

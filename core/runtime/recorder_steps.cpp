@@ -17,6 +17,7 @@
 
 #include "core/runtime/clock.hpp"
 #include "core/runtime/recorder.hpp"
+#include "core/runtime/recorder_graph.hpp"
 #include "core/runtime/recorder_internal.hpp"
 #include "core/runtime/recorder_profile.hpp"
 
@@ -145,10 +146,14 @@ struct Recorder::Async {
     std::optional<ScalarBits> loss, norm;  // copied by their bits into the last two pinned words
     at::cuda::CUDAEvent done;
     bool training_waits = false;  // before_update() made the training stream wait on `done`
+    bool graph = false;           // its hashes were launched as a captured graph
     std::int64_t cost_ns = 0;
   };
   Async(c10::cuda::CUDAStream side_stream, c10::DeviceIndex device_index, model::TraceWriter& writer)
-      : side(side_stream), device(device_index), writes(writer) {}
+      : side(side_stream),
+        device(device_index),
+        graphs(detail::step_graph_mode_from_env(), kMaxPendingSteps),
+        writes(writer) {}
   c10::cuda::CUDAStream side;
   c10::DeviceIndex device;
   at::cuda::CUDAEvent ready;  // re-recorded every step: the training stream's position
@@ -159,6 +164,7 @@ struct Recorder::Async {
   std::size_t stride = 0;
   at::Tensor device_words, host_words;
   std::vector<Placed> placements;  // by position in the step's tensors; cleared by params()
+  detail::StepGraphs graphs;       // the captured step hashing, per slot; reset by params()
   StepWriter writes;               // the only writer of step records while it exists
 
   Slot& oldest() { return slots[first]; }
@@ -194,7 +200,12 @@ Recorder::~Recorder() {
   if (profile_) {
     std::pair<std::int64_t, std::int64_t> thread{0, 0};
 #if GPARITY_ASYNC_RECORDER
-    if (async_) thread = async_->writes.spent();
+    if (async_) {
+      thread = async_->writes.spent();
+      const auto& g = async_->graphs;
+      profile_->graphs = std::string(detail::step_graph_mode_name(g.mode())) + ", " +
+                         std::to_string(g.captures()) + " captures" + (g.given_up() ? ", given up" : "");
+    }
 #endif
     profile_->print(rank_, thread.first, thread.second);
   }
@@ -204,7 +215,10 @@ void Recorder::params(std::vector<model::ParamInfo> table) {
   flush();  // a pending step is aligned with the table it was enqueued under
   table_ = std::move(table);
 #if GPARITY_ASYNC_RECORDER
-  if (async_) async_->placements.clear();  // they hold the old table's offsets
+  if (async_) {
+    async_->placements.clear();  // they hold the old table's offsets
+    async_->graphs.reset();      // and so do the graphs' kernels
+  }
 #endif
   writer_.write_params(model::ParamsRecord{table_, nlohmann::json::object()});
 }
@@ -397,6 +411,7 @@ std::int64_t Recorder::step_async(const StepTensors& t) {
   s.loss = loss_bits;
   s.norm = norm_bits;
   s.training_waits = false;
+  s.graph = false;
   if (a.placements.size() > hashed) a.placements.resize(hashed);
   const auto add_group = [&](std::span<const at::Tensor> group, std::string prefix) {
     if (group.empty()) return;
@@ -428,19 +443,52 @@ std::int64_t Recorder::step_async(const StepTensors& t) {
   try {
     const c10::cuda::CUDAStreamGuard guard(side);  // PyTorch's allocations and copies below go on `side`
     if (hashed > 0) {
-      auto* words =
-          reinterpret_cast<std::uint64_t*>(a.device_words.data_ptr<std::int64_t>()) + index * a.stride;
-      {
-        const PhaseTimer timer(prof, Phase::Zero);
-        C10_CUDA_CHECK(cudaMemsetAsync(words, 0, 2 * hashed * sizeof(std::uint64_t), side.stream()));
+      auto* const base = reinterpret_cast<std::uint64_t*>(a.device_words.data_ptr<std::int64_t>());
+      const std::size_t bytes = 2 * hashed * sizeof(std::uint64_t);
+      // The step's device-side hashing: its words zeroed, hashed into, copied to `to` (if any);
+      // `phases`: where its host time goes (null inside a capture, which is timed as a whole).
+      const auto hash_into = [&](std::uint64_t* words, std::int64_t* to, Profile* phases) {
+        {
+          const PhaseTimer timer(phases, Phase::Zero);
+          C10_CUDA_CHECK(cudaMemsetAsync(words, 0, bytes, side.stream()));
+        }
+        {
+          const PhaseTimer timer(phases, Phase::Hash);
+          enqueue_cuda(s.tensors, a.placements, words, side.stream(), s.keep);
+        }
+        if (to == nullptr) return;
+        const PhaseTimer timer(phases, Phase::Copy);
+        C10_CUDA_CHECK(cudaMemcpyAsync(to, words, bytes, cudaMemcpyDeviceToHost, side.stream()));
+      };
+      auto& graphs = a.graphs;
+      if (!graphs.given_up()) {
+        const PhaseTimer timer(prof, Phase::Prepare);
+        const std::uintptr_t buffers[] = {reinterpret_cast<std::uintptr_t>(base),
+                                          reinterpret_cast<std::uintptr_t>(a.host_words.data_ptr()),
+                                          a.stride};
+        s.graph = graphs.observe(s.tensors, buffers);
       }
-      {
-        const PhaseTimer timer(prof, Phase::Hash);
-        enqueue_cuda(s.tensors, a.placements, words, side.stream(), s.keep);
+      // Staging: one graph hashes into the first slot's words, copied to this slot's pinned
+      // words after it; per slot: each slot's graph hashes into its own words and copies them.
+      const bool staging = graphs.mode() == detail::StepGraphMode::Staging;
+      std::uint64_t* const graph_words = staging ? base : base + index * a.stride;
+      if (s.graph && !graphs.ready(index)) {
+        const PhaseTimer timer(prof, Phase::Capture);
+        s.graph = graphs.capture(index, side.stream(),
+                                 [&] { hash_into(graph_words, staging ? nullptr : host, nullptr); });
       }
-      const PhaseTimer timer(prof, Phase::Copy);
-      C10_CUDA_CHECK(cudaMemcpyAsync(host, words, 2 * hashed * sizeof(std::uint64_t), cudaMemcpyDeviceToHost,
-                                     side.stream()));
+      if (s.graph) {
+        {
+          const PhaseTimer timer(prof, Phase::Graph);
+          graphs.launch(index, side.stream());
+        }
+        if (staging) {
+          const PhaseTimer timer(prof, Phase::Copy);
+          C10_CUDA_CHECK(cudaMemcpyAsync(host, graph_words, bytes, cudaMemcpyDeviceToHost, side.stream()));
+        }
+      } else {
+        hash_into(base + index * a.stride, host, prof);
+      }
     }
     {
       const PhaseTimer timer(prof, Phase::Copy);
@@ -537,6 +585,7 @@ void Recorder::drain(std::size_t wait_for) {
     reading.stop();
     rec.extra["recorder_ns"] = s.cost_ns + (now_ns() - start);
     rec.extra["recorder_async"] = true;
+    if (s.graph) rec.extra["recorder_graph"] = true;
     {
       const PhaseTimer timer(prof, Phase::Release);
       s.tensors.clear();
