@@ -13,6 +13,8 @@
 
 #if GPARITY_ASYNC_RECORDER
 #include <cuda_runtime_api.h>
+
+#include "hash/cuda/launch_plan.hpp"
 #endif
 
 namespace gparity::runtime::detail {
@@ -87,15 +89,17 @@ bool StepGraphs::ready(std::size_t slot) const {
 }
 
 #if GPARITY_ASYNC_RECORDER
-namespace {
-void give_up(const std::string& why) {
+bool StepGraphs::fail(const std::string& why) {
+  (void)cudaGetLastError();  // a failed capture's error is not the next call's
   std::fprintf(
       stderr,
       "gparity recorder: CUDA graph capture of a step's hashes failed (%s); hashing directly from now "
       "on\n",
       why.c_str());
+  given_up_ = true;  // printed once: a given-up StepGraphs captures no more
+  drop();
+  return false;
 }
-}  // namespace
 
 bool StepGraphs::capture(std::size_t slot, void* stream, const std::function<void()>& body) {
   if (given_up_) return false;
@@ -109,39 +113,37 @@ bool StepGraphs::capture(std::size_t slot, void* stream, const std::function<voi
     ++keys_captured_;
   }
   ++captures_;
-  const auto s = static_cast<cudaStream_t>(stream);
-  std::string why;
-  cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  if (e != cudaSuccess) {
-    why = std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(e);
-  } else {
-    try {
-      body();
-    } catch (const std::exception& ex) {
-      why = ex.what();
-    } catch (...) {
-      why = "unknown exception";
-    }
-    cudaGraph_t graph = nullptr;
-    e = cudaStreamEndCapture(s, &graph);  // always: the stream must leave capture mode
-    if (why.empty() && e != cudaSuccess) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e);
-    cudaGraphExec_t exec = nullptr;
-    if (why.empty() && graph != nullptr) {
-      e = cudaGraphInstantiateWithFlags(&exec, graph, 0);
-      if (e != cudaSuccess) why = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(e);
-    }
-    if (graph != nullptr) cudaGraphDestroy(graph);
-    if (why.empty() && exec != nullptr) {
-      execs_[graph_index(slot)] = exec;
-      return true;
-    }
-    if (exec != nullptr) cudaGraphExecDestroy(exec);
+  try {
+    hash::cuda_detail::keep_pool_memory();  // what XXH3 does under capture, where this mode forbids it
+  } catch (const std::exception& ex) {
+    return fail(ex.what());
   }
-  (void)cudaGetLastError();                    // a failed capture's error is not the next call's
-  give_up(why.empty() ? "empty graph" : why);  // printed once: a given-up StepGraphs captures no more
-  given_up_ = true;
-  drop();
-  return false;
+  const auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) return fail(std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(e));
+  std::string why;
+  try {
+    body();
+  } catch (const std::exception& ex) {
+    why = ex.what();
+  } catch (...) {
+    why = "unknown exception";
+  }
+  cudaGraph_t graph = nullptr;
+  e = cudaStreamEndCapture(s, &graph);  // always: the stream must leave capture mode
+  if (why.empty() && e != cudaSuccess) why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e);
+  cudaGraphExec_t exec = nullptr;
+  if (why.empty() && graph != nullptr) {
+    e = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+    if (e != cudaSuccess) why = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(e);
+  }
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  if (why.empty() && exec != nullptr) {
+    execs_[graph_index(slot)] = exec;
+    return true;
+  }
+  if (exec != nullptr) cudaGraphExecDestroy(exec);
+  return fail(why.empty() ? "empty graph" : why);
 }
 
 void StepGraphs::launch(std::size_t slot, void* stream) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace at {
@@ -68,6 +69,8 @@ class StepGraphs {
     return mode_ == StepGraphMode::Staging ? 0 : slot;
   }
   void drop();
+  /// Gives up after a failed capture (clears CUDA's last error, says why on stderr); false.
+  bool fail(const std::string& why);
 
   StepGraphMode mode_;
   std::vector<void*> execs_;  // cudaGraphExec_t, one per slot (one in staging mode); null: none
