@@ -6,8 +6,8 @@
 // (GPU: 20 steps, 15 for the large model; CPU: 6, its medium step takes seconds). Goal on GPU: < 1%.
 // GPARITY_RECORDER_PROFILE=1 adds, on stderr, where the recorder's host time goes per phase
 // (core/runtime/recorder.hpp). GPARITY_RECORDER_GRAPH picks how the GPU steps launch their hashes
-// (unset: one captured graph per pinned slot; "staging"; "0": directly, launch by launch;
-// core/runtime/recorder_graph.hpp); each line says which.
+// (unset: one captured graph and a staging copy; "slot": a graph per pinned slot; "0": directly, launch by
+// launch; core/runtime/recorder_graph.hpp); each line says which.
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #      per-phase breakdown of the recorder's host time, on stderr) and without (the profile's own
 #      clock reads left out), each for every way of launching the hashes (GPARITY_RECORDER_GRAPH
 #      in GRAPH_MODES, default "0 slot staging": direct, one graph per pinned slot, one graph +
-#      a staging copy; core/runtime/recorder_graph.hpp), side by side; ROUNDS (default 1) repeats
+#      a staging copy (the recorder's default); core/runtime/recorder_graph.hpp), side by side; ROUNDS (default 1) repeats
 #      the runs without the profile
 #   3. hash_cuda_tests (the GPU-vs-CPU hash tests, the reused XXH3 scratch and the parameter
 #      block capacities included), then bench_hash_cuda's host time of one hash_pairs_cuda_batch

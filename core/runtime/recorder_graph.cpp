@@ -21,11 +21,11 @@ namespace gparity::runtime::detail {
 
 StepGraphMode step_graph_mode_from_env() {
   const char* v = std::getenv("GPARITY_RECORDER_GRAPH");
-  if (v == nullptr) return StepGraphMode::PerSlot;
+  if (v == nullptr) return StepGraphMode::Staging;
   const std::string_view s(v);
   if (s == "0" || s == "off" || s == "direct") return StepGraphMode::Direct;
-  if (s == "staging") return StepGraphMode::Staging;
-  return StepGraphMode::PerSlot;
+  if (s == "slot") return StepGraphMode::PerSlot;
+  return StepGraphMode::Staging;
 }
 
 const char* step_graph_mode_name(StepGraphMode mode) {

@@ -27,9 +27,11 @@ class Tensor;
 namespace gparity::runtime::detail {
 
 /// How asynchronous steps launch their hashes: GPARITY_RECORDER_GRAPH=0 (also "off", "direct"):
-/// one by one, every step; "staging": one graph writing fixed device words, copied into the
-/// step's pinned slot by one cudaMemcpyAsync outside the graph; unset or anything else ("slot"):
-/// one graph per pinned slot (Recorder::kMaxPendingSteps of them), the copy inside it.
+/// one by one, every step; "slot": one graph per pinned slot (Recorder::kMaxPendingSteps of
+/// them), the copy into the slot inside it; unset or anything else ("staging"): one graph writing
+/// fixed device words, copied into the step's pinned slot by one cudaMemcpyAsync after it. Both
+/// graph modes cost the same host time (docs/performance.md); staging captures once and holds
+/// one graph's XXH3 scratch instead of three.
 enum class StepGraphMode { Direct, PerSlot, Staging };
 StepGraphMode step_graph_mode_from_env();
 const char* step_graph_mode_name(StepGraphMode mode);

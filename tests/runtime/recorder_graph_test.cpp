@@ -46,11 +46,15 @@ class GraphModeEnv {
 TEST(RecorderGraph, ModeComesFromTheEnvironment) {
   {
     const GraphModeEnv env(nullptr);
-    EXPECT_EQ(detail::step_graph_mode_from_env(), StepGraphMode::PerSlot);
+    EXPECT_EQ(detail::step_graph_mode_from_env(), StepGraphMode::Staging);
   }
   for (const char* direct : {"0", "off", "direct"}) {
     const GraphModeEnv env(direct);
     EXPECT_EQ(detail::step_graph_mode_from_env(), StepGraphMode::Direct) << direct;
+  }
+  {
+    const GraphModeEnv env("slot");
+    EXPECT_EQ(detail::step_graph_mode_from_env(), StepGraphMode::PerSlot);
   }
   const GraphModeEnv env("staging");
   EXPECT_EQ(detail::step_graph_mode_from_env(), StepGraphMode::Staging);
@@ -269,7 +273,7 @@ TEST(RecorderGraph, CudaProfileShowsTheGraphLaunch) {
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   ::unsetenv("GPARITY_RECORDER_PROFILE");
-  EXPECT_NE(err.find("hash launches: slot, 3 captures"), std::string::npos) << err;
+  EXPECT_NE(err.find("hash launches: staging, 1 captures"), std::string::npos) << err;
   EXPECT_NE(err.find("  graph "), std::string::npos) << err;
   EXPECT_NE(err.find("  capture "), std::string::npos) << err;
   const auto trace = read_trace(dir);
