@@ -125,9 +125,19 @@ std::uint64_t* words_of(const at::Tensor& words) {
 
 }  // namespace detail
 
+using detail::hash_cpu;
+using detail::placed;
+using detail::Placed;
+#if GPARITY_WITH_CUDA_HASH
+using detail::current_stream;
+using detail::enqueue_cuda;
+using detail::hash_words;
+using detail::unpack;
+using detail::words_of;
+#endif
+
 namespace {
 #if GPARITY_WITH_CUDA_HASH
-using namespace detail;  // NOLINT(google-build-using-namespace): this file defines them
 
 /// Hashes CUDA blocks (all on one device) on the device's current stream and waits: only 16
 /// bytes a block come back.
@@ -156,8 +166,8 @@ std::vector<BlockHashes> hash_blocks(std::span<const at::Tensor> tensors,
   std::vector<std::size_t> gpu_index;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = tensors[i];
-    detail::Placed p = placed(t, offsets.empty() ? std::span<const std::int64_t>{} : offsets[i],
-                              global_shapes.empty() ? std::span<const std::int64_t>{} : global_shapes[i]);
+    Placed p = placed(t, offsets.empty() ? std::span<const std::int64_t>{} : offsets[i],
+                      global_shapes.empty() ? std::span<const std::int64_t>{} : global_shapes[i]);
     if (t.is_cuda()) {
 #if GPARITY_WITH_CUDA_HASH
       if (!on_gpu.empty() && on_gpu.front().device() != t.device())

@@ -28,12 +28,14 @@
 
 namespace gparity::runtime {
 
+#if GPARITY_WITH_CUDA_HASH
 using detail::current_stream;
 using detail::hash_words;
 using detail::placed;
 using detail::Placed;
 using detail::unpack;
 using detail::words_of;
+#endif
 
 struct DeferredHashes::Impl {
   DeferredHashOptions opt;

@@ -35,12 +35,12 @@ namespace gparity::runtime {
 
 using detail::Phase;
 using detail::PhaseTimer;
-using detail::placed;
-using detail::Placed;
 using detail::profile_requested;
-using detail::unpack;
 #if GPARITY_ASYNC_RECORDER
 using detail::enqueue_cuda;
+using detail::placed;
+using detail::Placed;
+using detail::unpack;
 #endif
 
 // ---- Recorder ----
