@@ -5,7 +5,9 @@
 // (allocator and kernel warm-up) is left out of the figures, which are medians of the others
 // (GPU: 20 steps, 15 for the large model; CPU: 6, its medium step takes seconds). Goal on GPU: < 1%.
 // GPARITY_RECORDER_PROFILE=1 adds, on stderr, where the recorder's host time goes per phase
-// (core/runtime/recorder.hpp).
+// (core/runtime/recorder.hpp). GPARITY_RECORDER_GRAPH picks how the GPU steps launch their hashes
+// (unset: one captured graph and a staging copy; "slot": a graph per pinned slot; "0": directly, launch by
+// launch; core/runtime/recorder_graph.hpp); each line says which.
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "core/runtime/launcher.hpp"
+#include "core/runtime/recorder_graph.hpp"
 #include "core/runtime/runner.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -64,9 +67,13 @@ void run_model(benchmark::State& state, const char* name, const DebugModelConfig
   }
   gparity::testing::remove_tree(dir);  // not std::filesystem::remove_all (temp_dir.hpp says why)
   // Also printed at once: the figures survive a crash in a later benchmark or at exit.
-  std::printf("recorder %s %s: params %lld step_ms_without_recorder %.3f recorder_ms %.4f ratio %.5f\n",
-              o.device.c_str(), name, static_cast<long long>(params), median(step_ms), median(rec_ms),
-              median(ratio));
+  const char* graphs =
+      gparity::runtime::detail::step_graph_mode_name(gparity::runtime::detail::step_graph_mode_from_env());
+  std::printf(
+      "recorder %s %s (hash launches: %s): params %lld step_ms_without_recorder %.3f recorder_ms %.4f ratio "
+      "%.5f\n",
+      o.device.c_str(), name, o.device == "cuda" ? graphs : "cpu, synchronous",
+      static_cast<long long>(params), median(step_ms), median(rec_ms), median(ratio));
   std::fflush(stdout);
   state.counters["params"] = static_cast<double>(params);
   state.counters["step_ms_without_recorder"] = median(step_ms);

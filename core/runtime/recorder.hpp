@@ -199,7 +199,7 @@ class Recorder {
                   model::StepRecord& out) const;
 
   // The asynchronous path's state (side stream, events, reused device and pinned buffers, the
-  // queue of enqueued steps with the tensors they keep alive), made on first use; recorder.cpp.
+  // queue of enqueued steps with the tensors they keep alive), made on first use; recorder_steps.cpp.
   struct Async;
   /// Hands the pending steps whose hashes are back, oldest first, to the step writer, waiting
   /// for the oldest `wait_for` of them.

@@ -167,6 +167,11 @@ void join_streams(void* waiting, void* on);
 void* side_stream();
 /// True while `stream` is being captured into a CUDA graph.
 bool stream_capturing(void* stream);
+/// Raises the current device's default memory pool's release threshold, once a device, so that
+/// XXH3's stream-ordered scratch under graph capture keeps its pages. launch_xxh3 calls it under
+/// capture; a caller that captures in cudaStreamCaptureModeThreadLocal calls it before it begins
+/// (the pool's attributes cannot be read or set while the thread captures in that mode).
+void keep_pool_memory();
 
 }  // namespace cuda_detail
 }  // namespace gparity::hash

@@ -356,24 +356,6 @@ unsigned sums_grid(std::uint64_t total_blocks) {
   return static_cast<unsigned>(needed < full ? needed : full);
 }
 
-/// The stream-ordered scratch comes from the device's default pool, which by default gives its
-/// memory back at every synchronisation, so each call would map fresh memory. Keep up to 256 MiB
-/// cached there (only ever raised, once per device).
-void keep_pool_memory() {
-  static std::atomic<bool> done[kMaxDevices];
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  if (device >= kMaxDevices || done[device].exchange(true)) return;
-  cudaMemPool_t pool = nullptr;
-  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-  std::uint64_t threshold = 0;
-  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
-        "cudaMemPoolGetAttribute");
-  std::uint64_t want = std::uint64_t{256} << 20;
-  if (threshold < want)
-    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &want), "cudaMemPoolSetAttribute");
-}
-
 }  // namespace
 
 void join_streams(void* waiting, void* on) {
@@ -395,6 +377,26 @@ void* side_stream() {
     return expected;
   }
   return s;
+}
+
+/// The stream-ordered scratch comes from the device's default pool, which by default gives its
+/// memory back at every synchronisation, so each call would map fresh memory. Keep up to 256 MiB
+/// cached there (only ever raised, once per device). Called by launch_xxh3 under capture, and by
+/// callers that capture before they begin: the pool's attributes cannot be read or set while the
+/// thread captures in cudaStreamCaptureModeThreadLocal.
+void keep_pool_memory() {
+  static std::atomic<bool> done[kMaxDevices];
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  if (device >= kMaxDevices || done[device].exchange(true)) return;
+  cudaMemPool_t pool = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t threshold = 0;
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+        "cudaMemPoolGetAttribute");
+  std::uint64_t want = std::uint64_t{256} << 20;
+  if (threshold < want)
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &want), "cudaMemPoolSetAttribute");
 }
 
 bool stream_capturing(void* stream) {

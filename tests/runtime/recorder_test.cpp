@@ -9,18 +9,15 @@
 #include "core/runtime/debug_model.hpp"
 #include "hash/shard_hash.hpp"
 #include "hash/xxh3.hpp"
+#include "tests/runtime/recorder_test_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace gparity::runtime {
 namespace {
 
-at::Tensor sample(std::vector<std::int64_t> shape, at::ScalarType dtype = at::kFloat) {
-  return at::arange(at::IntArrayRef(shape).size() ? c10::multiply_integers(shape) : 1, at::kFloat)
-      .mul(0.37)
-      .sin()
-      .reshape(shape)
-      .to(dtype);
-}
+using testing_support::read_trace;
+using testing_support::sample;
+using testing_support::whole_param;
 
 TEST(HashBlock, WholeTensorMatchesTheHashLibraryOnItsBytes) {
   const auto t = sample({6, 5});
@@ -232,20 +229,6 @@ TEST(Recorder, StepRecordReadsBackWithTheSameHashes) {
   // Hash arrays must be aligned with the table.
   const std::vector<at::Tensor> one{w};
   EXPECT_THROW(rec.step({4, &loss, nullptr, one, {}, {}}), std::invalid_argument);
-}
-
-model::ParamInfo whole_param(const std::string& fqn, const at::Tensor& t) {
-  model::ParamInfo info;
-  info.fqn = fqn;
-  info.global_shape.assign(t.sizes().begin(), t.sizes().end());
-  info.local_offsets.assign(t.dim(), 0);
-  info.local_shape = info.global_shape;
-  info.placements = {model::Placement{model::Placement::Kind::Replicate, 0}};
-  return info;
-}
-
-model::RankTrace read_trace(const testing::TempDir& dir) {
-  return model::read_rank_trace(model::rank_trace_path(dir.path(), 0).string(), 0);
 }
 
 // CPU tensors are recorded synchronously by step_async: the line is there at once, with the
