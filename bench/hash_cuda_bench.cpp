@@ -4,6 +4,10 @@
 // spec v1 reads a tensor at >= 80% of the copy's bandwidth (copy bytes read plus written; issue
 // 2); spec v2 at >= 90% of the read-only reduction for f32, bf16/f16 and u8/fp8, and a bf16 column
 // shard at >= 70% of the dense bf16 rate (issue 24). Prints ratio tables at the end.
+// BM_cuda_xxh3_{device,host}_chain: the wall time of one XXH3-64 of an N MiB buffer, its chain
+// on a GPU warp (xxh3_64_cuda_batch) or on the host (Xxh3HostDigests: block sums, 1/16 of the
+// bytes copied to pinned memory, the chain on a CPU core), beside BM_cuda_d2h_sums, the copy of
+// those N/16 bytes alone; run with --benchmark_filter=chain\|d2h (docs/replay.md).
 // BM_cuda_hash_pairs_enqueue_host: the host time of one hash_pairs_cuda_batch call (the
 // recorder's `hash` phase, issue 24's < 1 % goal), GPU time not counted; run it alone with
 // --benchmark_filter=enqueue_host (it allocates 64 KiB a block, not the 4 GiB of the others).
@@ -23,6 +27,8 @@
 #include "bench/read_reduce_kernel.hpp"
 #include "hash/cuda/hash_pair_cuda.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
+#include "hash/cuda/xxh3_plan.hpp"
+#include "hash/cuda/xxh3_host.hpp"
 
 namespace {
 
@@ -159,6 +165,58 @@ void BM_cuda_d2d_copy(benchmark::State& st) {
   });
 }
 
+// Wall time of one XXH3-64 of `n` bytes with the chain on the device: one call, then the wait.
+void BM_cuda_xxh3_device_chain(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  Device& d = device();
+  const gparity::hash::DeviceBytes b{d.src, n};
+  for (auto _ : st) {
+    gparity::hash::xxh3_64_cuda_batch({&b, 1}, d.sum, 1, nullptr, false);
+    ok(cudaDeviceSynchronize(), "sync");
+  }
+  st.SetBytesProcessed(st.iterations() * st.range(0));
+}
+
+// The same with the chain on the host.
+void BM_cuda_xxh3_host_chain(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0));
+  Device& d = device();
+  gparity::hash::Xxh3HostDigests digests;
+  const gparity::hash::DeviceBytes b{d.src, n};
+  for (auto _ : st) {
+    digests.enqueue({&b, 1}, nullptr);
+    benchmark::DoNotOptimize(digests.finish());
+  }
+  st.SetBytesProcessed(st.iterations() * st.range(0));
+}
+
+// The host's part alone: one buffer's chains from its block sums already in host memory (CPU).
+void BM_xxh3_chain_from_block_sums(benchmark::State& st) {
+  const auto n = static_cast<std::uint64_t>(st.range(0));
+  namespace cd = gparity::hash::cuda_detail;
+  std::vector<std::uint64_t> sums(cd::xxh3_full_blocks(n) * cd::kXxh3Lanes);
+  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (auto& v : sums) v = x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+  const std::vector<unsigned char> tail(2048, 0x5A);
+  for (auto _ : st)
+    benchmark::DoNotOptimize(cd::xxh3_from_block_sums(sums.data(), tail.data(), n, cd::xxh3_default_secret()));
+  st.SetBytesProcessed(st.iterations() * st.range(0));
+}
+
+// The copy the host chain waits for: n / 16 bytes (the block sums) into pinned memory.
+void BM_cuda_d2h_sums(benchmark::State& st) {
+  const auto n = static_cast<std::size_t>(st.range(0)) / 16;
+  Device& d = device();
+  void* pinned = nullptr;
+  ok(cudaMallocHost(&pinned, n), "cudaMallocHost");
+  for (auto _ : st) {
+    ok(cudaMemcpyAsync(pinned, d.src, n, cudaMemcpyDeviceToHost, nullptr), "copy");
+    ok(cudaStreamSynchronize(nullptr), "sync");
+  }
+  cudaFreeHost(pinned);
+  st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(n));
+}
+
 // Host time of one hash_pairs_cuda_batch call over `n` dense f32 blocks of 64 KiB (a small
 // model's weights), as the recorder makes it: a non-blocking stream of the caller's, the XXH3
 // chains on the side stream, no pointer checks. The stream is drained between calls, outside
@@ -274,6 +332,10 @@ BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 4)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 2)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 1)->Apply(sizes);
 BENCHMARK(BM_cuda_shard_hash_v2_columns_bf16)->Apply(sizes);
+BENCHMARK(BM_cuda_xxh3_device_chain)->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_xxh3_host_chain)->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_xxh3_chain_from_block_sums)->Arg(8 << 20)->Arg(32 << 20)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_d2h_sums)->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
 // 24: about the small bench_recorder model's weights; 56: the medium one's; 200: over every
 // launch's largest parameter block.
 BENCHMARK(BM_cuda_hash_pairs_enqueue_host)

@@ -120,6 +120,17 @@ void register_replay(CLI::App& app, Action& action) {
                   "With --node-hash-stream side: MiB of tensors a batch of hashes")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  cmd->add_option("--node-hash-batch", r.node_hash_batch_mib,
+                  "With --node-hash-stream same: MiB of tensors a batch of hashes (a batch is enqueued "
+                  "once this much waits, before an op that writes in place and at the end of the run)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--node-hash-xxh3-chains", r.node_hash_xxh3_chains,
+                  "Where XXH3's sequential scramble chains run: host (the device sums the blocks, "
+                  "1/16 of the bytes comes back, CPU threads walk the chains) or device (one warp a "
+                  "tensor; docs/replay.md)")
+      ->check(CLI::IsMember({"host", "device"}))
+      ->capture_default_str();
   cmd->add_flag("--hash-views", r.hash_views,
                 "Hash view ops' results too (t, view, permute, ...: the schema says they alias an "
                 "argument); by default they are recorded by their base and where they lie in it");

@@ -82,6 +82,11 @@ struct DeferredHashOptions {
   /// the side stream's kernels may use, in (0, 1]; 1: no cap. A kernel that fills every SM would
   /// make the current stream's kernels queue behind it.
   double side_share = 0.25;
+  /// XXH3's scramble chains walked on the host (hash::Xxh3HostDigests: the device sums the
+  /// blocks, 1/16 of the bytes is copied back on a copy stream, collect() walks the chains), not
+  /// on the device (one warp a tensor, ~8x slower a KiB, and the current stream waits for it).
+  /// Applies to the current-stream path outside CUDA graph capture.
+  bool host_xxh3_chains = true;
 };
 
 /// Hashes of CUDA tensors enqueued on the device's current stream (or a side stream:

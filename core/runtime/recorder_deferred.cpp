@@ -16,6 +16,7 @@
 #if GPARITY_WITH_CUDA_HASH
 #include "hash/cuda/launch_plan.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
+#include "hash/cuda/xxh3_host.hpp"
 #endif
 #if GPARITY_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -44,6 +45,12 @@ struct DeferredHashes::Impl {
   /// (chunk, slot) of each tensor, in enqueue order: a batch's tensors with XXH3 take the slots
   /// after those without, so that each kind is one strided run of words.
   std::vector<std::pair<std::size_t, std::size_t>> where;
+#if GPARITY_WITH_CUDA_HASH
+  /// XXH3 finished on the host (DeferredHashOptions::host_xxh3_chains): per tensor in `where`,
+  /// its digest's position in host_xxh3.finish(), or -1 (none, or its XXH3 is in the words).
+  hash::Xxh3HostDigests host_xxh3;
+  std::vector<std::int64_t> host_digest;
+#endif
 #if GPARITY_ASYNC_RECORDER
   /// A side-stream batch: its tensors (and XXH3's contiguous copies) stay alive until `done`.
   struct InFlight {
@@ -103,17 +110,18 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
   // The batch in two groups, those without XXH3 first: each group is one call of the kernels.
   std::vector<at::Tensor> group[2];
   std::vector<Placed> placements[2];
+  std::vector<int> with(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const int with = im.opt.xxh3 || (!xxh3_too.empty() && xxh3_too[i] != 0) ? 1 : 0;
-    group[with].push_back(tensors[i]);
-    placements[with].push_back(placed(tensors[i], {}, {}));
+    with[i] = im.opt.xxh3 || (!xxh3_too.empty() && xxh3_too[i] != 0) ? 1 : 0;
+    group[with[i]].push_back(tensors[i]);
+    placements[with[i]].push_back(placed(tensors[i], {}, {}));
   }
   const std::size_t chunk = im.chunks.size() - 1;
   const std::size_t base = im.used.back();
   std::size_t next[2] = {base, base + group[0].size()};
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const int with = im.opt.xxh3 || (!xxh3_too.empty() && xxh3_too[i] != 0) ? 1 : 0;
-    im.where.emplace_back(chunk, next[with]++);
+    im.where.emplace_back(chunk, next[with[i]]++);
+    im.host_digest.push_back(-1);
   }
   std::uint64_t* words = words_of(im.chunks.back()) + 2 * base;
   void* stream = current_stream(device);
@@ -151,7 +159,28 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
     im.side_pending = true;
   } else
 #endif
-  {
+  if (im.opt.host_xxh3_chains && !group[1].empty() && !hash::cuda_detail::stream_capturing(stream)) {
+    // XXH3's block sums and tails first, so that their copy to the host (on the side stream)
+    // runs beside the shard kernels; then the shard hash of the whole batch in one call. The
+    // chains are walked in collect(): nothing here waits for them. Contiguous copies for XXH3 are
+    // freed after the enqueue, as below.
+    std::vector<at::Tensor> keep;
+    std::vector<hash::DeviceBytes> bytes;
+    bytes.reserve(group[1].size());
+    for (const auto& t : group[1]) {
+      if (!t.is_contiguous()) keep.push_back(t.contiguous());
+      const auto& c = t.is_contiguous() ? t : keep.back();
+      bytes.push_back({c.data_ptr(), c.nbytes()});
+    }
+    auto digest = static_cast<std::int64_t>(im.host_xxh3.enqueue(bytes, stream, hash::cuda_detail::side_stream()));
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      if (with[i] != 0) im.host_digest[first + i] = digest++;
+    std::vector<at::Tensor> all(group[0]);
+    all.insert(all.end(), group[1].begin(), group[1].end());
+    std::vector<Placed> all_placements(placements[0]);
+    all_placements.insert(all_placements.end(), placements[1].begin(), placements[1].end());
+    enqueue_cuda(all, all_placements, words, stream, keep, /*xxh3=*/false, im.opt.spec);
+  } else {
     // Contiguous copies for XXH3 are freed after the enqueue: the caching allocator hands their
     // blocks out again only to work ordered after the kernels on this stream.
     std::vector<at::Tensor> keep;
@@ -190,6 +219,12 @@ std::vector<BlockHashes> DeferredHashes::collect() {
     const auto part = unpack(host[chunk].data_ptr<std::int64_t>() + 2 * slot, 1);
     out.push_back(part.front());
   }
+  if (impl_->host_xxh3.pending() > 0) {
+    const auto digests = impl_->host_xxh3.finish();
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (impl_->host_digest[i] >= 0) out[i].xxh3 = digests.at(static_cast<std::size_t>(impl_->host_digest[i]));
+  }
+  impl_->host_digest.clear();
 #endif
 #if GPARITY_ASYNC_RECORDER
   for (auto& f : impl_->in_flight) f.done.synchronize();

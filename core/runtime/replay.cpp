@@ -330,6 +330,8 @@ struct ReplaySession::Impl {
     io.hash_side_stream = o.node_hash_stream == "side";
     io.side_share = o.node_hash_side_share;
     io.side_batch_bytes = std::int64_t{o.node_hash_side_batch_mib} << 20;
+    io.batch_bytes = std::int64_t{o.node_hash_batch_mib} << 20;
+    io.xxh3_host_chains = o.node_hash_xxh3_chains != "device";
     io.symbols = symbols;
     io.comm = comm.get();
     io.rng_seed = o.seed;  // every job of a comparison starts from the same generator state
@@ -458,6 +460,9 @@ void check_replay_options(const ReplayOptions& o) {
     throw std::invalid_argument("--node-hash-side-share must be in (0, 1]");
   if (o.node_hash_side_batch_mib < 1)
     throw std::invalid_argument("--node-hash-side-batch must be at least 1 MiB");
+  if (o.node_hash_batch_mib < 1) throw std::invalid_argument("--node-hash-batch must be at least 1 MiB");
+  if (o.node_hash_xxh3_chains != "host" && o.node_hash_xxh3_chains != "device")
+    throw std::invalid_argument("--node-hash-xxh3-chains " + o.node_hash_xxh3_chains + " is neither host nor device");
   if (!hash::parse_shard_spec(o.node_hash_spec))
     throw std::invalid_argument("--node-hash-spec " + o.node_hash_spec +
                                 " is not a shard hash spec (v1 or v2)");

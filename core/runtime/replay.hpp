@@ -54,6 +54,8 @@ struct ReplayOptions {
   std::string node_hash_stream = "same";  // --node-hash-stream same|side: where CUDA hashes run
   double node_hash_side_share = 0.25;     // --node-hash-side-share: the side stream's share of the GPU
   int node_hash_side_batch_mib = 64;      // --node-hash-side-batch: MiB a side-stream batch
+  int node_hash_batch_mib = 1024;         // --node-hash-batch: MiB a batch on the graph's stream
+  std::string node_hash_xxh3_chains = "host";  // --node-hash-xxh3-chains host|device: where XXH3's chains run
   int repeat = 0;                         // timed runs after the recorded one
   bool cuda_graph = false;
   int cuda_graph_warmup = 2;

@@ -10,18 +10,20 @@
 #include "hash/cuda/xxh3_plan.hpp"
 
 namespace gparity::hash {
-namespace {
 
-/// XXH3's default secret, taken from libxxhash itself (seed 0 leaves it unchanged).
-const cuda_detail::Xxh3Secret& default_secret() {
-  static const cuda_detail::Xxh3Secret secret = [] {
-    static_assert(sizeof(cuda_detail::Xxh3Secret) == XXH3_SECRET_DEFAULT_SIZE);
-    cuda_detail::Xxh3Secret s{};
+namespace cuda_detail {
+const Xxh3Secret& xxh3_default_secret() {
+  static const Xxh3Secret secret = [] {
+    static_assert(sizeof(Xxh3Secret) == XXH3_SECRET_DEFAULT_SIZE);
+    Xxh3Secret s{};
     XXH3_generateSecret_fromSeed(s.bytes, 0);
     return s;
   }();
   return secret;
 }
+}  // namespace cuda_detail
+
+namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(e));
@@ -42,7 +44,7 @@ void xxh3_64_cuda_batch(std::span<const DeviceBytes> buffers, std::uint64_t* dev
     segments.push_back({static_cast<const unsigned char*>(b.data), b.size, blocks, full});
     blocks += full;
   }
-  cuda_detail::launch_xxh3(segments.data(), segments.size(), blocks, default_secret(), device_out, out_stride,
+  cuda_detail::launch_xxh3(segments.data(), segments.size(), blocks, cuda_detail::xxh3_default_secret(), device_out, out_stride,
                            stream, chain_stream);
 }
 

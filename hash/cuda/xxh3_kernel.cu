@@ -208,6 +208,23 @@ __global__ void __launch_bounds__(32)
   }
 }
 
+/// The tails a gather launch copies (xxh3_tail_start on): source, length, destination offset.
+constexpr std::uint32_t kTailsPerLaunch = 256;
+struct Xxh3Tails {
+  std::uint32_t n;
+  const unsigned char* src[kTailsPerLaunch];
+  std::uint32_t bytes[kTailsPerLaunch];
+  std::uint64_t dst[kTailsPerLaunch];
+};
+static_assert(sizeof(Xxh3Tails) + 64 <= 32000, "kernel parameters are limited to 32 KiB");
+
+/// One CTA a tail (at most 1,088 bytes): byte copies, the tails being unaligned.
+__global__ void __launch_bounds__(128) gather_tails_kernel(const __grid_constant__ Xxh3Tails tails,
+                                                           unsigned char* out) {
+  const std::uint32_t i = blockIdx.x;
+  for (std::uint32_t b = threadIdx.x; b < tails.bytes[i]; b += blockDim.x) out[tails.dst[i] + b] = tails.src[i][b];
+}
+
 constexpr int kMaxDevices = 64;
 
 int current_device() {
@@ -480,6 +497,62 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
     cudaFreeAsync(scratch, cs);
   }
   check(e, "xxh3 kernels");
+}
+
+namespace {
+
+/// launch_xxh3_sums' block sums with parameter blocks of `Capacity` segments.
+template <std::uint32_t Capacity>
+cudaError_t launch_sums(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums, const Xxh3Secret& secret,
+                        cudaStream_t s) {
+  auto batch = std::make_unique<Xxh3Batch<Capacity>>();
+  cudaError_t e = cudaSuccess;
+  for (std::size_t first = 0; first < n && e == cudaSuccess; first += Capacity) {
+    const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, Capacity));
+    const std::uint64_t base = segments[first].first_block;
+    batch->n = count;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      batch->segs[i] = segments[first + i];
+      batch->segs[i].first_block -= base;
+    }
+    const Xxh3Segment& last = batch->segs[count - 1];
+    batch->total_blocks = last.first_block + last.full_blocks;
+    if (batch->total_blocks == 0) continue;
+    block_sums_kernel<Capacity>
+        <<<sums_grid(batch->total_blocks), kThreads, 0, s>>>(*batch, secret, sums + base * kXxh3Lanes);
+    e = cudaGetLastError();
+  }
+  return e;
+}
+
+}  // namespace
+
+void launch_xxh3_sums(const Xxh3Segment* segments, std::size_t n, const std::uint64_t* tail_offsets,
+                      const Xxh3Secret& secret, std::uint64_t* sums, unsigned char* tails, void* stream) {
+  if (n == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = cudaSuccess;
+  if (n <= 32)
+    e = launch_sums<32>(segments, n, sums, secret, s);
+  else if (n <= 128)
+    e = launch_sums<128>(segments, n, sums, secret, s);
+  else
+    e = launch_sums<kSegmentsPerLaunch>(segments, n, sums, secret, s);
+  auto batch = std::make_unique<Xxh3Tails>();
+  for (std::size_t first = 0; first < n && e == cudaSuccess; first += kTailsPerLaunch) {
+    const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, kTailsPerLaunch));
+    batch->n = count;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const Xxh3Segment& seg = segments[first + i];
+      const std::uint64_t start = xxh3_tail_start(seg.size);
+      batch->src[i] = seg.data + start;
+      batch->bytes[i] = static_cast<std::uint32_t>(seg.size - start);
+      batch->dst[i] = tail_offsets[first + i];
+    }
+    gather_tails_kernel<<<count, 128, 0, s>>>(*batch, tails);
+    e = cudaGetLastError();
+  }
+  check(e, "xxh3 block sums");
 }
 
 }  // namespace gparity::hash::cuda_detail

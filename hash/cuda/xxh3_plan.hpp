@@ -23,6 +23,9 @@ struct Xxh3Secret {
   unsigned char bytes[192];
 };
 
+/// The secret of seed 0, taken from libxxhash itself (xxh3_cuda.cpp; CUDA builds only).
+const Xxh3Secret& xxh3_default_secret();
+
 inline constexpr std::uint64_t kXxh3StripeBytes = 64;
 inline constexpr std::uint64_t kXxh3StripesPerBlock = 16;  // (192 - 64) / 8
 inline constexpr std::uint64_t kXxh3BlockBytes = kXxh3StripeBytes * kXxh3StripesPerBlock;
@@ -209,20 +212,37 @@ GPARITY_HD Xxh3Halves xxh3_scramble_add(Xxh3Halves z, std::uint64_t next_sum, st
   return {static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(w >> 32)};
 }
 
+/// Where an input's tail starts: the bytes from here to `len` are all XXH3 reads after the full
+/// blocks' sums (the last partial block and the last 64 bytes, at most 1,088 bytes; an input of at
+/// most 240 bytes is all tail). The host-finished digests copy only these and the block sums.
+GPARITY_HD constexpr std::uint64_t xxh3_tail_start(std::uint64_t len) {
+  if (len <= kXxh3MidsizeMax) return 0;
+  const std::uint64_t last_block = xxh3_full_blocks(len) * kXxh3BlockBytes;
+  return last_block < len - kXxh3StripeBytes ? last_block : len - kXxh3StripeBytes;
+}
+
 /// Adds the tail to lane j (after the full blocks' scramble chain): the stripes of the last
-/// partial block, then the input's last 64 bytes with the secret's "last stripe" key. len > 240.
-GPARITY_HD std::uint64_t xxh3_tail_lane(std::uint64_t acc, int j, const unsigned char* p, std::uint64_t len,
-                                        const Xxh3Secret& secret) {
+/// partial block, then the input's last 64 bytes with the secret's "last stripe" key. len > 240;
+/// `tail` holds the input's bytes from xxh3_tail_start(len) on.
+GPARITY_HD std::uint64_t xxh3_tail_lane_from(std::uint64_t acc, int j, const unsigned char* tail, std::uint64_t len,
+                                             const Xxh3Secret& secret) {
+  const std::uint64_t start = xxh3_tail_start(len);
   const std::uint64_t full = xxh3_full_blocks(len);
   const std::uint64_t stripes = ((len - 1) - full * kXxh3BlockBytes) / kXxh3StripeBytes;
-  const unsigned char* last_block = p + full * kXxh3BlockBytes;
+  const unsigned char* last_block = tail + (full * kXxh3BlockBytes - start);
   const auto add = [&](const unsigned char* in, const unsigned char* sec) {
     acc += xxh3_lane_contribution(xxh3_read64(in + 8 * j), xxh3_read64(in + 8 * (j ^ 1)),
                                   xxh3_read64(sec + 8 * j));
   };
   for (std::uint64_t n = 0; n < stripes; ++n) add(last_block + n * kXxh3StripeBytes, secret.bytes + 8 * n);
-  add(p + len - kXxh3StripeBytes, secret.bytes + 192 - kXxh3StripeBytes - 7);
+  add(tail + (len - kXxh3StripeBytes - start), secret.bytes + 192 - kXxh3StripeBytes - 7);
   return acc;
+}
+
+/// xxh3_tail_lane_from with the whole input at `p`.
+GPARITY_HD std::uint64_t xxh3_tail_lane(std::uint64_t acc, int j, const unsigned char* p, std::uint64_t len,
+                                        const Xxh3Secret& secret) {
+  return xxh3_tail_lane_from(acc, j, p + xxh3_tail_start(len), len, secret);
 }
 
 /// Merges the final lanes into the digest of an input of `len` (> 240) bytes.
@@ -270,6 +290,31 @@ inline std::uint64_t xxh3_by_blocks(const unsigned char* p, std::uint64_t len, c
   return xxh3_merge(acc, len, secret);
 }
 
+/// The digest of an input of `len` bytes from its full blocks' lane sums (`sums`: 8 words a block,
+/// lane j of block b at sums[8 * b + j], as block_sums_kernel writes them) and its tail (bytes from
+/// xxh3_tail_start(len) on): the scramble chains walked on the host, all eight lanes a block at a
+/// time (independent chains, so a core overlaps them: ~2 ns a KiB). Equals XXH3_64bits.
+inline std::uint64_t xxh3_from_block_sums(const std::uint64_t* sums, const unsigned char* tail, std::uint64_t len,
+                                          const Xxh3Secret& secret) {
+  if (len <= kXxh3MidsizeMax) return xxh3_short(tail, len, secret);
+  std::uint64_t acc[kXxh3Lanes];
+  std::uint64_t key[kXxh3Lanes];
+  for (int j = 0; j < kXxh3Lanes; ++j) {
+    acc[j] = xxh3_init_acc(j);
+    key[j] = xxh3_read64(secret.bytes + 128 + 8 * j);
+  }
+  const std::uint64_t blocks = xxh3_full_blocks(len);
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    const std::uint64_t* s = sums + b * kXxh3Lanes;
+    // Unrolled, the lanes stay in registers and a core overlaps their chains: ~2 ns a block
+    // against ~10 with the loop kept (each lane then went through memory).
+#pragma GCC unroll 8
+    for (int j = 0; j < kXxh3Lanes; ++j) acc[j] = xxh3_scramble(acc[j] + s[j], key[j]);
+  }
+  for (int j = 0; j < kXxh3Lanes; ++j) acc[j] = xxh3_tail_lane_from(acc[j], j, tail, len, secret);
+  return xxh3_merge(acc, len, secret);
+}
+
 /// Enqueues the digests of `n` segments (host array; their first_block fields numbered over
 /// `total_blocks` full blocks) on `stream`, writing digest i to device_out[i * out_stride].
 /// The block sums go to a scratch the calling thread keeps per device and stream (a
@@ -280,5 +325,12 @@ inline std::uint64_t xxh3_by_blocks(const unsigned char* p, std::uint64_t len, c
 void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total_blocks,
                  const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride, void* stream,
                  void* chain_stream = nullptr);
+
+/// The device half of host-finished digests (xxh3_host.hpp): enqueues on `stream` the lane sums
+/// of every segment's full blocks into `sums` (device; segment i's at sums + 8 * first_block, as
+/// launch_xxh3 numbers them) and copies each segment's tail (its bytes from xxh3_tail_start on) to
+/// `tails + tail_offsets[i]` (device). Once these are done the segments' bytes are not read again.
+void launch_xxh3_sums(const Xxh3Segment* segments, std::size_t n, const std::uint64_t* tail_offsets,
+                      const Xxh3Secret& secret, std::uint64_t* sums, unsigned char* tails, void* stream);
 
 }  // namespace gparity::hash::cuda_detail

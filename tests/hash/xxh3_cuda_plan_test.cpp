@@ -100,5 +100,40 @@ TEST(Xxh3CudaPlan, FullBlocksLeaveTheLastByteToTheTail) {
   EXPECT_EQ(xxh3_full_blocks(2049), 2U);
 }
 
+// What the host-finished digests (xxh3_host.hpp) are given: the block sums as block_sums_kernel
+// lays them out (8 words a block) and a copy of the tail only, from xxh3_tail_start on, in a buffer
+// of its own (so a read outside the tail would read other bytes, or trip a sanitizer).
+TEST(Xxh3CudaPlan, DigestFromBlockSumsAndTheTailAloneMatchesLibxxhash) {
+  const auto s = secret();
+  const auto data = testing::random_storage((1ULL << 20) + 64, 19);
+  for (const std::uint64_t n : sizes_across_classes()) {
+    const unsigned char* p = bytes(data) + 1;  // an odd start, as a view's bytes may have
+    std::vector<std::uint64_t> sums(xxh3_full_blocks(n) * kXxh3Lanes);
+    for (std::uint64_t b = 0; b < xxh3_full_blocks(n); ++b)
+      for (int j = 0; j < kXxh3Lanes; ++j)
+        for (std::uint64_t st = 0; st < kXxh3StripesPerBlock; ++st) {
+          const unsigned char* in = p + b * kXxh3BlockBytes + st * kXxh3StripeBytes;
+          sums[b * kXxh3Lanes + static_cast<std::uint64_t>(j)] +=
+              xxh3_lane_contribution(xxh3_read64(in + 8 * j), xxh3_read64(in + 8 * (j ^ 1)),
+                                     xxh3_read64(s.bytes + 8 * (st + static_cast<std::uint64_t>(j))));
+        }
+    const std::uint64_t start = xxh3_tail_start(n);
+    ASSERT_LE(start, n);
+    ASSERT_LE(n - start, kXxh3BlockBytes + kXxh3StripeBytes) << n << " bytes";
+    const std::vector<unsigned char> tail(p + start, p + n);
+    EXPECT_EQ(xxh3_from_block_sums(sums.data(), tail.data(), n, s), XXH3_64bits(p, n)) << n << " bytes";
+  }
+}
+
+TEST(Xxh3CudaPlan, TheTailStartsAtTheLastPartialBlockOrTheLastStripe) {
+  EXPECT_EQ(xxh3_tail_start(0), 0U);
+  EXPECT_EQ(xxh3_tail_start(240), 0U);
+  EXPECT_EQ(xxh3_tail_start(241), 0U);            // no full block: the partial block is all of it
+  EXPECT_EQ(xxh3_tail_start(1025), 1025U - 64);   // the last stripe reaches back into block 0
+  EXPECT_EQ(xxh3_tail_start(1030), 1030U - 64);
+  EXPECT_EQ(xxh3_tail_start(2048), 1024U);        // a whole last block: its first stripe starts it
+  EXPECT_EQ(xxh3_tail_start(2049), 2049U - 64);
+}
+
 }  // namespace
 }  // namespace gparity::hash::cuda_detail

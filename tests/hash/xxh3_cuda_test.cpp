@@ -16,6 +16,7 @@
 
 #include "hash/cuda/hash_pair_cuda.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
+#include "hash/cuda/xxh3_host.hpp"
 #include "hash/xxh3.hpp"
 #include "tests/hash/cuda_cases.hpp"
 
@@ -300,6 +301,65 @@ TEST_F(Xxh3Cuda, HashPairsMatchTheCpuAtEveryBatchCapacity) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     expect_pairs(host, parts, shapes, out, ("a batch of " + std::to_string(count)).c_str());
   }
+}
+
+// Host-finished digests: mixed sizes (empty, short, one partial block, unaligned, long), two
+// enqueues in one round and a second round on the same object (its buffers reused, grown), every
+// digest equal to the CPU's in enqueue order.
+TEST_F(Xxh3Cuda, HostFinishedDigestsMatchTheCpuOverRounds) {
+  const auto host = testing::random_storage(3 << 20, 23);
+  const DeviceBuffer dev(host);
+  Xxh3HostDigests digests;
+  const std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rounds = {
+      {{0, 0}, {0, 5000}, {7, 241}, {10, 1025}, {3, 250000}, {100, 16}, {64, 2048}, {1, 1}},
+      {{5, 1030}, {0, 3 << 20}, {9, 2049}},
+      {{11, 2 << 20}, {0, 240}, {13, 1088}, {2, 1089}}};
+  for (std::size_t r = 0; r + 1 < rounds.size(); r += 2) {
+    std::vector<std::pair<std::size_t, std::size_t>> all;
+    for (std::size_t k = r; k < r + 2 && k < rounds.size(); ++k) {
+      std::vector<DeviceBytes> buffers;
+      for (const auto& [off, n] : rounds[k]) buffers.push_back({n ? dev.data() + off : nullptr, n});
+      EXPECT_EQ(digests.enqueue(buffers, nullptr), all.size()) << "round " << r << ", enqueue " << k;
+      all.insert(all.end(), rounds[k].begin(), rounds[k].end());
+    }
+    EXPECT_EQ(digests.pending(), all.size());
+    const auto got = digests.finish();
+    ASSERT_EQ(got.size(), all.size());
+    EXPECT_EQ(digests.pending(), 0U);
+    for (std::size_t i = 0; i < all.size(); ++i)
+      EXPECT_EQ(got[i], cpu(host, all[i].first, all[i].second)) << "round " << r << ", buffer " << i;
+  }
+  // A round of one enqueue after the others: the object starts over.
+  std::vector<DeviceBytes> last;
+  for (const auto& [off, n] : rounds[2]) last.push_back({dev.data() + off, n});
+  EXPECT_EQ(digests.enqueue(last, nullptr), 0U);
+  const auto got = digests.finish();
+  for (std::size_t i = 0; i < last.size(); ++i)
+    EXPECT_EQ(got[i], cpu(host, rounds[2][i].first, rounds[2][i].second)) << "buffer " << i;
+}
+
+// Once enqueue()'s kernels have run, the buffers are not read again: overwriting them on the same
+// stream right after the call (and the copy on a stream of its own) leaves the digests those of
+// the bytes as they were. Several 16 MiB buffers: the chains are walked on more than one thread.
+TEST_F(Xxh3Cuda, HostFinishedDigestsDoNotReadTheBuffersAfterTheirKernels) {
+  const std::size_t each = std::size_t{16} << 20;
+  const auto host = testing::random_storage(4 * each + 5, 29);
+  DeviceBuffer dev(host);
+  cudaStream_t s = nullptr;
+  cudaStream_t copy = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), cudaSuccess);
+  Xxh3HostDigests digests;
+  std::vector<DeviceBytes> buffers;
+  for (std::size_t k = 0; k < 4; ++k) buffers.push_back({dev.data() + k * each + (k == 3 ? 5 : 0), each - (k == 3 ? 5 : 0)});
+  digests.enqueue(buffers, s, copy);
+  ASSERT_EQ(cudaMemsetAsync(const_cast<std::byte*>(dev.data()), 0xAB, 4 * each + 5, s), cudaSuccess);
+  const auto got = digests.finish();
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (std::size_t k = 0; k < 4; ++k)
+    EXPECT_EQ(got[k], cpu(host, k * each + (k == 3 ? 5 : 0), each - (k == 3 ? 5 : 0))) << "buffer " << k;
+  cudaStreamDestroy(copy);
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

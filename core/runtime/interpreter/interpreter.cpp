@@ -62,20 +62,21 @@ std::string strip_ops(std::string_view target) {
 /// CUDA tensors wait in `queued` (kept alive) and are hashed in batches: one launch for many
 /// nodes, because a launch per node costs more host time than a node's own kernels. A batch is
 /// enqueued before any op that writes in place (so every tensor is hashed as its node left it),
-/// before collectives, and when it reaches kBatchTensors tensors or kBatchBytes bytes.
+/// before collectives, and when it reaches kBatchTensors tensors or InterpretOptions::batch_bytes
+/// bytes.
 ///
 /// With a side stream (InterpretOptions::hash_side_stream) batches are smaller (side_batch_bytes),
 /// so that the hashes of the first nodes run while the later ones compute, and settle() makes
 /// the graph's stream wait for them before an op overwrites what they read.
 struct PendingRecords {
   static constexpr std::size_t kBatchTensors = 512;
-  static constexpr std::int64_t kBatchBytes = std::int64_t{1} << 30;
   explicit PendingRecords(const InterpretOptions& o)
       : hashes(DeferredHashOptions{.xxh3 = o.node_xxh3,
                                    .spec = o.shard_spec,
                                    .side_stream = o.hash_side_stream,
-                                   .side_share = o.side_share}),
-        batch_bytes(o.hash_side_stream ? std::max<std::int64_t>(1, o.side_batch_bytes) : kBatchBytes) {}
+                                   .side_share = o.side_share,
+                                   .host_xxh3_chains = o.xxh3_host_chains}),
+        batch_bytes(std::max<std::int64_t>(1, o.hash_side_stream ? o.side_batch_bytes : o.batch_bytes)) {}
   struct Entry {
     model::NodeRecord rec;
     std::optional<std::size_t> slot;  // position in hashes.collect(); none: already hashed

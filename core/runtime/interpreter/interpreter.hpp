@@ -67,6 +67,12 @@ struct InterpretOptions {
   bool hash_side_stream = false;
   double side_share = 0.25;
   std::int64_t side_batch_bytes = std::int64_t{64} << 20;
+  /// Bytes of tensors a batch of hashes on the graph's own stream (--node-hash-batch): a batch is
+  /// enqueued once this much waits, so that its tensors may still be in the L2 cache.
+  std::int64_t batch_bytes = std::int64_t{1} << 30;
+  /// XXH3's scramble chains on the host (DeferredHashOptions::host_xxh3_chains); false: on the
+  /// device, one warp a tensor (--node-hash-xxh3-chains device, kept to compare the two).
+  bool xxh3_host_chains = true;
   /// Values of symbols the inputs' shapes do not bind ("s0" -> 8).
   std::map<std::string, std::int64_t> symbols;
   GroupComm* comm = nullptr;  // functional collectives; nullptr: only single-rank groups
