@@ -61,5 +61,31 @@ bench() {  # name args...
 }
 mkdir -p /tmp/replaycost
 if want 2; then bench dim2048; fi
+if want 2 && command -v ncu >/dev/null && [ "$(left)" -gt 60 ]; then
+  say "the hash kernels of one run of each dim 2048 graph, one at a time (ncu: gpu__time_duration, DRAM bytes)"
+  for g in aot_forward_graph aot_backward_graph; do
+    timeout 60 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
+      -k regex:'block_sums|gather_tails|chain_kernel|rows_kernel|strided_kernel|runs_kernel|dense' "$G" replay \
+      /tmp/trace-dim2048 --graph "$g" --device cuda --out "/tmp/replaycost/ncu-$g" >"$out/ncu_$g.csv" 2>/dev/null
+    python3 - "$out/ncu_$g.csv" "$g" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+hdr = next((r for r in rows if r and r[0] == "ID"), None)
+if hdr is None:
+    sys.exit(f"{sys.argv[2]}: ncu wrote no kernel table")
+kernels = {}
+for r in rows:
+    if len(r) != len(hdr) or r[0] == "ID":
+        continue
+    d = dict(zip(hdr, r))
+    kernels.setdefault((d["ID"], d["Kernel Name"].split("(")[0][-40:]), {})[d["Metric Name"]] = float(d["Metric Value"].replace(",", ""))
+total = sum(m.get("gpu__time_duration.sum", 0) for m in kernels.values()) / 1e3
+print(f"{sys.argv[2]}: {len(kernels)} hash kernels, {total:.1f} us")
+for (i, name), m in kernels.items():
+    t, b = m.get("gpu__time_duration.sum", 0) / 1e3, m.get("dram__bytes_read.sum", 0)
+    print(f"  {name:40s} {t:8.1f} us {b / 1e6:8.1f} MB {b / t / 1e6 if t else 0:6.2f} TB/s")
+PY
+  done
+fi
 if want 3; then bench dim4096 --dim 4096 --heads 32 --hidden 16384 --goal 0.15; fi
 say "done ($(left) s left)"

@@ -308,7 +308,9 @@ inline std::uint64_t xxh3_from_block_sums(const std::uint64_t* sums, const unsig
     const std::uint64_t* s = sums + b * kXxh3Lanes;
     // Unrolled, the lanes stay in registers and a core overlaps their chains: ~2 ns a block
     // against ~10 with the loop kept (each lane then went through memory).
+#if defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC unroll 8
+#endif
     for (int j = 0; j < kXxh3Lanes; ++j) acc[j] = xxh3_scramble(acc[j] + s[j], key[j]);
   }
   for (int j = 0; j < kXxh3Lanes; ++j) acc[j] = xxh3_tail_lane_from(acc[j], j, tail, len, secret);

@@ -623,13 +623,16 @@ TEST(Replay, GraphOutputsKeepXxh3WhateverNodeHashSays) {
   EXPECT_EQ(manifest["replay"]["node_hash"]["stream"], "same") << manifest.dump();
   expect_bad(replay(shard, {graph, "--node-hash-stream", "both"}), {"--node-hash-stream"});
   expect_bad(replay(shard, {graph, "--node-hash-side-share", "0"}), {"--node-hash-side-share"});
+  expect_bad(replay(shard, {graph, "--node-hash-xxh3-chains", "gpu"}), {"--node-hash-xxh3-chains"});
+  expect_bad(replay(shard, {graph, "--node-hash-batch", "0"}), {"--node-hash-batch"});
 }
 
 using gparity::testing::visible_gpus;
 
 // Issue 24: node records hashed on the GPU (shard hash spec v2, the default; XXH3 where asked)
-// equal the CPU's for the same node values, on the graph's own stream and on a side stream with
-// a capped grid (--node-hash-stream side). Every op of the graph gives the same bits on both
+// equal the CPU's for the same node values, on the graph's own stream (XXH3's chains on the host,
+// the default, and on the device; one batch, and a batch a MiB), and on a side stream with a
+// capped grid (--node-hash-stream side). Every op of the graph gives the same bits on both
 // devices (an add, casts, a copy of a transposed or sliced tensor, a comparison), every element
 // size is there (f64 and i64 take v1's term). Skips without a GPU.
 TEST(Replay, CudaNodeRecordsEqualTheCpusOnTheSameAndASideStream) {
@@ -641,10 +644,12 @@ TEST(Replay, CudaNodeRecordsEqualTheCpusOnTheSameAndASideStream) {
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
-  TempDir cpu, same, side, side_lean, same_lean;
+  TempDir cpu, same, same_device_chains, same_small_batches, side, side_lean, same_lean;
   ASSERT_EQ(replay(cpu, all).exit_code, 0);
   for (const auto& [dir, args] : std::vector<std::pair<const TempDir*, std::vector<std::string>>>{
            {&same, with({"--device", "cuda"})},
+           {&same_device_chains, with({"--device", "cuda", "--node-hash-xxh3-chains", "device"})},
+           {&same_small_batches, with({"--device", "cuda", "--node-hash-batch", "1"})},
            {&side, with({"--device", "cuda", "--node-hash-stream", "side", "--node-hash-side-share", "0.01",
                          "--node-hash-side-batch", "1"})},
            {&same_lean, {graph, "--device", "cuda"}},
@@ -654,7 +659,7 @@ TEST(Replay, CudaNodeRecordsEqualTheCpusOnTheSameAndASideStream) {
   }
   const auto want = read_rank(cpu, 0);
   ASSERT_GT(want.nodes.size(), 20u);
-  for (const auto* dir : {&same, &side}) {
+  for (const auto* dir : {&same, &same_device_chains, &same_small_batches, &side}) {
     const auto got = read_rank(*dir, 0);
     ASSERT_EQ(got.nodes.size(), want.nodes.size());
     for (std::size_t i = 0; i < want.nodes.size(); ++i) {
