@@ -429,7 +429,8 @@ bool stream_capturing(void* stream) {
 
 namespace {
 
-/// The launches of launch_xxh3 with parameter blocks of `Capacity` segments.
+/// The launches of launch_xxh3 with parameter blocks of `Capacity` segments; with no
+/// `device_out`, the block sums only (launch_xxh3_sums).
 template <std::uint32_t Capacity>
 cudaError_t launch_groups(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums,
                           const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride,
@@ -452,6 +453,7 @@ cudaError_t launch_groups(const Xxh3Segment* segments, std::size_t n, std::uint6
           <<<sums_grid(batch->total_blocks), kThreads, 0, s>>>(*batch, secret, group_sums);
       e = cudaGetLastError();
     }
+    if (device_out == nullptr) continue;
     if (e == cudaSuccess && cs != s) e = join(cs, s);
     if (e == cudaSuccess) {
       chain_kernel<Capacity><<<count, 32, 0, cs>>>(*batch, group_sums, secret,
@@ -461,6 +463,15 @@ cudaError_t launch_groups(const Xxh3Segment* segments, std::size_t n, std::uint6
     }
   }
   return e;
+}
+
+/// launch_groups with the smallest parameter block that holds `n` segments: the driver copies
+/// the whole block at every launch, used or not.
+cudaError_t launch_all(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums, const Xxh3Secret& secret,
+                       std::uint64_t* device_out, std::size_t out_stride, cudaStream_t s, cudaStream_t cs) {
+  if (n <= 32) return launch_groups<32>(segments, n, sums, secret, device_out, out_stride, s, cs);
+  if (n <= 128) return launch_groups<128>(segments, n, sums, secret, device_out, out_stride, s, cs);
+  return launch_groups<kSegmentsPerLaunch>(segments, n, sums, secret, device_out, out_stride, s, cs);
 }
 
 }  // namespace
@@ -486,13 +497,7 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
     }
   }
   auto* sums = static_cast<std::uint64_t*>(scratch);
-  cudaError_t e = cudaSuccess;
-  if (n <= 32)
-    e = launch_groups<32>(segments, n, sums, secret, device_out, out_stride, s, cs);
-  else if (n <= 128)
-    e = launch_groups<128>(segments, n, sums, secret, device_out, out_stride, s, cs);
-  else
-    e = launch_groups<kSegmentsPerLaunch>(segments, n, sums, secret, device_out, out_stride, s, cs);
+  cudaError_t e = launch_all(segments, n, sums, secret, device_out, out_stride, s, cs);
   // After the chains that read the scratch (also when a launch failed: the next user then waits
   // for what did get enqueued).
   if (kept != nullptr) {
@@ -504,45 +509,11 @@ void launch_xxh3(const Xxh3Segment* segments, std::size_t n, std::uint64_t total
   check(e, "xxh3 kernels");
 }
 
-namespace {
-
-/// launch_xxh3_sums' block sums with parameter blocks of `Capacity` segments.
-template <std::uint32_t Capacity>
-cudaError_t launch_sums(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums, const Xxh3Secret& secret,
-                        cudaStream_t s) {
-  auto batch = std::make_unique<Xxh3Batch<Capacity>>();
-  cudaError_t e = cudaSuccess;
-  for (std::size_t first = 0; first < n && e == cudaSuccess; first += Capacity) {
-    const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, Capacity));
-    const std::uint64_t base = segments[first].first_block;
-    batch->n = count;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      batch->segs[i] = segments[first + i];
-      batch->segs[i].first_block -= base;
-    }
-    const Xxh3Segment& last = batch->segs[count - 1];
-    batch->total_blocks = last.first_block + last.full_blocks;
-    if (batch->total_blocks == 0) continue;
-    block_sums_kernel<Capacity>
-        <<<sums_grid(batch->total_blocks), kThreads, 0, s>>>(*batch, secret, sums + base * kXxh3Lanes);
-    e = cudaGetLastError();
-  }
-  return e;
-}
-
-}  // namespace
-
 void launch_xxh3_sums(const Xxh3Segment* segments, std::size_t n, const std::uint64_t* tail_offsets,
                       const Xxh3Secret& secret, std::uint64_t* sums, unsigned char* tails, void* stream) {
   if (n == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
-  cudaError_t e = cudaSuccess;
-  if (n <= 32)
-    e = launch_sums<32>(segments, n, sums, secret, s);
-  else if (n <= 128)
-    e = launch_sums<128>(segments, n, sums, secret, s);
-  else
-    e = launch_sums<kSegmentsPerLaunch>(segments, n, sums, secret, s);
+  cudaError_t e = launch_all(segments, n, sums, secret, nullptr, 0, s, s);
   auto batch = std::make_unique<Xxh3Tails>();
   for (std::size_t first = 0; first < n && e == cudaSuccess; first += kTailsPerLaunch) {
     const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(n - first, kTailsPerLaunch));
