@@ -110,17 +110,17 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
   // The batch in two groups, those without XXH3 first: each group is one call of the kernels.
   std::vector<at::Tensor> group[2];
   std::vector<Placed> placements[2];
-  std::vector<int> with(tensors.size());
+  std::vector<int> xxh3_of(tensors.size());  // 1: the tensor gets XXH3 (group 1)
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    with[i] = im.opt.xxh3 || (!xxh3_too.empty() && xxh3_too[i] != 0) ? 1 : 0;
-    group[with[i]].push_back(tensors[i]);
-    placements[with[i]].push_back(placed(tensors[i], {}, {}));
+    xxh3_of[i] = im.opt.xxh3 || (!xxh3_too.empty() && xxh3_too[i] != 0) ? 1 : 0;
+    group[xxh3_of[i]].push_back(tensors[i]);
+    placements[xxh3_of[i]].push_back(placed(tensors[i], {}, {}));
   }
   const std::size_t chunk = im.chunks.size() - 1;
   const std::size_t base = im.used.back();
   std::size_t next[2] = {base, base + group[0].size()};
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    im.where.emplace_back(chunk, next[with[i]]++);
+    im.where.emplace_back(chunk, next[xxh3_of[i]]++);
     im.host_digest.push_back(-1);
   }
   std::uint64_t* words = words_of(im.chunks.back()) + 2 * base;
@@ -174,7 +174,7 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
     }
     auto digest = static_cast<std::int64_t>(im.host_xxh3.enqueue(bytes, stream, hash::cuda_detail::side_stream()));
     for (std::size_t i = 0; i < tensors.size(); ++i)
-      if (with[i] != 0) im.host_digest[first + i] = digest++;
+      if (xxh3_of[i] != 0) im.host_digest[first + i] = digest++;
     std::vector<at::Tensor> all(group[0]);
     all.insert(all.end(), group[1].begin(), group[1].end());
     std::vector<Placed> all_placements(placements[0]);

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -23,9 +24,27 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+/// Waits for `done` without holding a core: cudaEventSynchronize spins (the default schedule),
+/// which from up to eight walkers of every rank of a node would take cores from the ranks' own
+/// threads for as long as a graph runs after a mid-graph batch. The copy at the end of a run
+/// lands within ~50-200 us, so the walkers yield for 200 us, then poll every 20 us.
+void wait_for(cudaEvent_t done) {
+  using std::chrono::microseconds;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const cudaError_t q = cudaEventQuery(done);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) check(q, "waiting for the XXH3 block sums");
+    if (std::chrono::steady_clock::now() - start < microseconds(200))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(microseconds(20));
+  }
+}
+
 /// One enqueue(): its device scratch (block sums, then tails), the pinned copy of it, the event
-/// after the copy, where each buffer's parts lie, and the threads walking its chains once the
-/// copy is there, each into its own digests. Kept and reused by later rounds.
+/// after the copy, where each buffer's parts lie, and the digests the walkers write (each buffer's
+/// by one walker). Kept and reused by later rounds.
 struct Batch {
   int device = -1;
   void* dev = nullptr;
@@ -53,9 +72,14 @@ struct Batch {
   [[nodiscard]] std::vector<std::vector<std::size_t>> split(unsigned most) const;
 };
 
-/// Threads that walk the chains, started once and kept: starting a thread costs ~20 us of host
-/// time, which a replayed graph's run cannot spare at its end. Jobs run in the order posted;
-/// wait() returns once every job posted so far is done and rethrows the first error.
+/// Chain work worth a walker of its own: ~2-9 ns a block (CPU dependent), a hand-over a few us.
+constexpr std::uint64_t kBlocksPerThread = 4096;
+constexpr unsigned kMaxThreads = 8;
+
+/// Threads that walk the chains, started once for the process and shared by every
+/// Xxh3HostDigests (a rank replays several graphs, each with its own): starting a thread costs
+/// ~20 us of host time, which a replayed graph's run cannot spare at its end. Jobs run in the
+/// order posted; each caller counts its own (Round).
 class Walkers {
  public:
   explicit Walkers(unsigned n) {
@@ -75,23 +99,13 @@ class Walkers {
 
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
+  /// `job` must not throw.
   void post(std::function<void()> job) {
     {
       const std::lock_guard lock(m_);
       jobs_.push_back(std::move(job));
-      ++open_;
     }
     work_.notify_one();
-  }
-
-  void wait() {
-    std::unique_lock lock(m_);
-    done_.wait(lock, [this] { return open_ == 0; });
-    if (error_) {
-      const auto e = error_;
-      error_ = nullptr;
-      std::rethrow_exception(e);
-    }
   }
 
  private:
@@ -105,32 +119,52 @@ class Walkers {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      std::exception_ptr error;
-      try {
-        job();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      {
-        const std::lock_guard lock(m_);
-        if (error && !error_) error_ = error;
-        if (--open_ == 0) done_.notify_all();
-      }
+      job();
     }
   }
 
   std::mutex m_;
-  std::condition_variable work_, done_;
+  std::condition_variable work_;
   std::deque<std::function<void()>> jobs_;
-  std::size_t open_ = 0;  // posted and not yet done
-  std::exception_ptr error_;
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
 
-/// Chain work worth a walker of its own: ~2-9 ns a block (CPU dependent), a hand-over a few us.
-constexpr std::uint64_t kBlocksPerThread = 4096;
-constexpr unsigned kMaxThreads = 8;
+Walkers& walkers() {
+  static Walkers pool(std::min(kMaxThreads, std::max(1U, std::thread::hardware_concurrency())));
+  return pool;
+}
+
+/// The jobs of one Xxh3HostDigests posted and not yet done, and the first error among them.
+class Round {
+ public:
+  void begin() {
+    const std::lock_guard lock(m_);
+    ++open_;
+  }
+  void end(std::exception_ptr error) {
+    const std::lock_guard lock(m_);
+    if (error && !error_) error_ = std::move(error);
+    if (--open_ == 0) done_.notify_all();
+  }
+  /// Waits for every job begun so far; rethrows (once) the first error.
+  void wait() {
+    std::unique_lock lock(m_);
+    done_.wait(lock, [this] { return open_ == 0; });
+    if (error_) {
+      const auto e = error_;
+      error_ = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable done_;
+  std::size_t open_ = 0;
+  std::exception_ptr error_;
+};
+
 
 std::vector<std::vector<std::size_t>> Batch::split(unsigned most) const {
   std::vector<std::pair<std::uint64_t, std::size_t>> jobs;  // (blocks, buffer), longest first
@@ -160,14 +194,13 @@ struct Xxh3HostDigests::Impl {
   std::deque<Batch> batches;  // a deque: posted jobs hold their batch's address while more are added
   std::size_t used = 0;       // batches of this round
   std::size_t digests = 0;    // digests of this round
-  std::unique_ptr<Walkers> walkers;  // started by the first enqueue
+  Round round;
 
   ~Impl() {
     try {
-      if (walkers) walkers->wait();  // they read the batches' buffers
+      round.wait();  // the walkers read the batches' buffers
     } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw
     }
-    walkers.reset();
     for (auto& b : batches) {  // errors ignored: the runtime may be going down
       if (b.copied != nullptr) {
         cudaEventSynchronize(b.copied);
@@ -185,17 +218,24 @@ struct Xxh3HostDigests::Impl {
 
   /// Posts batch b's chains to the walkers: each group waits for the copy, then walks.
   void walk(Batch& b) {
-    if (!walkers) walkers = std::make_unique<Walkers>(std::min(kMaxThreads, std::max(1U, std::thread::hardware_concurrency())));
+    auto& pool = walkers();
     b.digests.assign(b.lens.size(), 0);
-    for (auto& group : b.split(walkers->size())) {
-      walkers->post([&b, mine = std::move(group)] {
-        thread_local int device = -1;
-        if (device != b.device) {
-          check(cudaSetDevice(b.device), "cudaSetDevice");
-          device = b.device;
+    for (auto& group : b.split(pool.size())) {
+      round.begin();
+      pool.post([&b, &r = round, mine = std::move(group)] {
+        std::exception_ptr error;
+        try {
+          thread_local int device = -1;
+          if (device != b.device) {
+            check(cudaSetDevice(b.device), "cudaSetDevice");
+            device = b.device;
+          }
+          wait_for(b.copied);
+          for (const auto i : mine) b.digests[i] = b.digest(i);
+        } catch (...) {
+          error = std::current_exception();
         }
-        check(cudaEventSynchronize(b.copied), "waiting for the XXH3 block sums");
-        for (const auto i : mine) b.digests[i] = b.digest(i);
+        r.end(error);
       });
     }
   }
@@ -283,7 +323,7 @@ std::vector<std::uint64_t> Xxh3HostDigests::finish() {
   im.used = 0;
   im.digests = 0;
   if (used == 0) return out;
-  im.walkers->wait();  // every batch's chains, or the first error
+  im.round.wait();  // every batch's chains, or the first error
   for (std::size_t k = 0; k < used; ++k) {
     const Batch& b = im.batches[k];
     std::copy(b.digests.begin(), b.digests.end(), out.begin() + static_cast<std::ptrdiff_t>(b.first_digest));

@@ -3,7 +3,8 @@
 // is sequential per buffer: ~16 ns a KiB on a GPU warp, ~2 ns on a CPU core (docs/hashing.md).
 // The device sums every full 1 KiB block's lanes and gathers each buffer's tail (at most 1,088
 // bytes), one copy on a copy stream brings both to pinned host memory (1/16 of the bytes), and
-// finish() walks the chains on host threads. Nothing on the caller's stream waits for the copy or
+// walker threads (started once, shared by the process) walk the chains as soon as the copy is
+// there; finish() waits for them. Nothing on the caller's stream waits for the copy or
 // the chains: once enqueue()'s kernels have run, the buffers are not read again and may be freed
 // or overwritten by later work on that stream. Not for use under CUDA graph capture (the copy
 // and its buffers are the object's): callers capture with xxh3_64_cuda_batch. Digests equal
@@ -33,9 +34,9 @@ class Xxh3HostDigests {
   /// once `stream` is there. Returns the position of the first one in finish()'s result.
   std::size_t enqueue(std::span<const DeviceBytes> buffers, void* stream, void* copy_stream = nullptr);
 
-  /// Waits for every copy enqueued since the last finish() and returns the digests in enqueue
-  /// order, the chains of large buffers on several threads; starts over (the device and pinned
-  /// buffers are kept for the next round).
+  /// Waits for the chains of everything enqueued since the last finish() (one walker a buffer,
+  /// the longest first) and returns the digests in enqueue order; starts over (the device and
+  /// pinned buffers are kept for the next round).
   std::vector<std::uint64_t> finish();
 
   /// Digests enqueued and not yet finished.
