@@ -27,8 +27,8 @@
 #include "bench/read_reduce_kernel.hpp"
 #include "hash/cuda/hash_pair_cuda.hpp"
 #include "hash/cuda/shard_hash_cuda.hpp"
-#include "hash/cuda/xxh3_plan.hpp"
 #include "hash/cuda/xxh3_host.hpp"
+#include "hash/cuda/xxh3_plan.hpp"
 
 namespace {
 
@@ -199,7 +199,8 @@ void BM_xxh3_chain_from_block_sums(benchmark::State& st) {
   for (auto& v : sums) v = x = x * 6364136223846793005ULL + 1442695040888963407ULL;
   const std::vector<unsigned char> tail(2048, 0x5A);
   for (auto _ : st)
-    benchmark::DoNotOptimize(cd::xxh3_from_block_sums(sums.data(), tail.data(), n, cd::xxh3_default_secret()));
+    benchmark::DoNotOptimize(
+        cd::xxh3_from_block_sums(sums.data(), tail.data(), n, cd::xxh3_default_secret()));
   st.SetBytesProcessed(st.iterations() * st.range(0));
 }
 
@@ -332,10 +333,25 @@ BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 4)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 2)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 1)->Apply(sizes);
 BENCHMARK(BM_cuda_shard_hash_v2_columns_bf16)->Apply(sizes);
-BENCHMARK(BM_cuda_xxh3_device_chain)->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_cuda_xxh3_host_chain)->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_xxh3_device_chain)
+    ->Arg(8 << 20)
+    ->Arg(32 << 20)
+    ->Arg(128 << 20)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_xxh3_host_chain)
+    ->Arg(8 << 20)
+    ->Arg(32 << 20)
+    ->Arg(128 << 20)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_xxh3_chain_from_block_sums)->Arg(8 << 20)->Arg(32 << 20)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_cuda_d2h_sums)->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_d2h_sums)
+    ->Arg(8 << 20)
+    ->Arg(32 << 20)
+    ->Arg(128 << 20)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 // 24: about the small bench_recorder model's weights; 56: the medium one's; 200: over every
 // launch's largest parameter block.
 BENCHMARK(BM_cuda_hash_pairs_enqueue_host)

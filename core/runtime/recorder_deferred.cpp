@@ -159,11 +159,11 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
     im.side_pending = true;
   } else
 #endif
-  if (im.opt.host_xxh3_chains && !group[1].empty() && !hash::cuda_detail::stream_capturing(stream)) {
+      if (im.opt.host_xxh3_chains && !group[1].empty() && !hash::cuda_detail::stream_capturing(stream)) {
     // XXH3's block sums and tails first, so that their copy to the host (on the side stream)
-    // runs beside the shard kernels; then the shard hash of the whole batch in one call. The
-    // chains are walked in collect(): nothing here waits for them. Contiguous copies for XXH3 are
-    // freed after the enqueue, as below.
+    // runs beside the shard kernels; then the shard hash of the whole batch in one call. Host
+    // threads walk the chains once the copy lands and collect() waits for them: nothing on this
+    // stream does. Contiguous copies for XXH3 are freed after the enqueue, as below.
     std::vector<at::Tensor> keep;
     std::vector<hash::DeviceBytes> bytes;
     bytes.reserve(group[1].size());
@@ -172,7 +172,8 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
       const auto& c = t.is_contiguous() ? t : keep.back();
       bytes.push_back({c.data_ptr(), c.nbytes()});
     }
-    auto digest = static_cast<std::int64_t>(im.host_xxh3.enqueue(bytes, stream, hash::cuda_detail::side_stream()));
+    auto digest =
+        static_cast<std::int64_t>(im.host_xxh3.enqueue(bytes, stream, hash::cuda_detail::side_stream()));
     for (std::size_t i = 0; i < tensors.size(); ++i)
       if (xxh3_of[i] != 0) im.host_digest[first + i] = digest++;
     std::vector<at::Tensor> all(group[0]);
@@ -222,7 +223,8 @@ std::vector<BlockHashes> DeferredHashes::collect() {
   if (impl_->host_xxh3.pending() > 0) {
     const auto digests = impl_->host_xxh3.finish();
     for (std::size_t i = 0; i < out.size(); ++i)
-      if (impl_->host_digest[i] >= 0) out[i].xxh3 = digests.at(static_cast<std::size_t>(impl_->host_digest[i]));
+      if (impl_->host_digest[i] >= 0)
+        out[i].xxh3 = digests.at(static_cast<std::size_t>(impl_->host_digest[i]));
   }
   impl_->host_digest.clear();
 #endif

@@ -462,7 +462,8 @@ void check_replay_options(const ReplayOptions& o) {
     throw std::invalid_argument("--node-hash-side-batch must be at least 1 MiB");
   if (o.node_hash_batch_mib < 1) throw std::invalid_argument("--node-hash-batch must be at least 1 MiB");
   if (o.node_hash_xxh3_chains != "host" && o.node_hash_xxh3_chains != "device")
-    throw std::invalid_argument("--node-hash-xxh3-chains " + o.node_hash_xxh3_chains + " is neither host nor device");
+    throw std::invalid_argument("--node-hash-xxh3-chains " + o.node_hash_xxh3_chains +
+                                " is neither host nor device");
   if (!hash::parse_shard_spec(o.node_hash_spec))
     throw std::invalid_argument("--node-hash-spec " + o.node_hash_spec +
                                 " is not a shard hash spec (v1 or v2)");

@@ -48,15 +48,15 @@ struct ReplayOptions {
   model::ProcessGroupTable groups;       // --group, Flight Recorder dumps
   std::vector<std::string> group_dumps;  // the dumps the table was read from (manifest)
   bool no_hash = false;
-  std::string node_hash = "shard";        // --node-hash shard|both (issue 24: shard by default)
-  bool hash_views = false;                // --hash-views
-  std::string node_hash_spec = "v2";      // --node-hash-spec v1|v2: the node records' shard hash spec
-  std::string node_hash_stream = "same";  // --node-hash-stream same|side: where CUDA hashes run
-  double node_hash_side_share = 0.25;     // --node-hash-side-share: the side stream's share of the GPU
-  int node_hash_side_batch_mib = 64;      // --node-hash-side-batch: MiB a side-stream batch
-  int node_hash_batch_mib = 1024;         // --node-hash-batch: MiB a batch on the graph's stream
+  std::string node_hash = "shard";             // --node-hash shard|both (issue 24: shard by default)
+  bool hash_views = false;                     // --hash-views
+  std::string node_hash_spec = "v2";           // --node-hash-spec v1|v2: the node records' shard hash spec
+  std::string node_hash_stream = "same";       // --node-hash-stream same|side: where CUDA hashes run
+  double node_hash_side_share = 0.25;          // --node-hash-side-share: the side stream's share of the GPU
+  int node_hash_side_batch_mib = 64;           // --node-hash-side-batch: MiB a side-stream batch
+  int node_hash_batch_mib = 1024;              // --node-hash-batch: MiB a batch on the graph's stream
   std::string node_hash_xxh3_chains = "host";  // --node-hash-xxh3-chains host|device: where XXH3's chains run
-  int repeat = 0;                         // timed runs after the recorded one
+  int repeat = 0;                              // timed runs after the recorded one
   bool cuda_graph = false;
   int cuda_graph_warmup = 2;
   bool cuda_graph_check = false;

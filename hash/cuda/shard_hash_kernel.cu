@@ -333,9 +333,10 @@ __global__ void __launch_bounds__(kThreads) runs_kernel(const LaunchPlan plan, s
 
 /// Spec v2, any strided block whose innermost dim (in memory order) has at least kMinRun
 /// elements: the rows kernel. A warp takes a run of consecutive rows (one locate() a run, the
-/// only divisions, and a step of the dim above the innermost between rows), and walks each with the keys advanced by the row's global step in 32-bit adds: contiguous rows with
-/// aligned 16-byte loads, four in flight a lane; strided rows (a transposed block's) one element a
-/// lane at a time. A column shard of a row-major tensor is rows of this kind.
+/// only divisions, and a step of the dim above the innermost between rows), and walks each with the keys
+/// advanced by the row's global step in 32-bit adds: contiguous rows with aligned 16-byte loads, four in
+/// flight a lane; strided rows (a transposed block's) one element a lane at a time. A column shard of a
+/// row-major tensor is rows of this kind.
 template <int ES>
 __global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
   const Dim& in = plan.dims[plan.ndims - 1];

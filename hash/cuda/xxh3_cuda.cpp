@@ -44,8 +44,8 @@ void xxh3_64_cuda_batch(std::span<const DeviceBytes> buffers, std::uint64_t* dev
     segments.push_back({static_cast<const unsigned char*>(b.data), b.size, blocks, full});
     blocks += full;
   }
-  cuda_detail::launch_xxh3(segments.data(), segments.size(), blocks, cuda_detail::xxh3_default_secret(), device_out, out_stride,
-                           stream, chain_stream);
+  cuda_detail::launch_xxh3(segments.data(), segments.size(), blocks, cuda_detail::xxh3_default_secret(),
+                           device_out, out_stride, stream, chain_stream);
 }
 
 std::uint64_t xxh3_64_cuda(DeviceBytes bytes, void* stream) {

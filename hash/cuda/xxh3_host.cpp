@@ -165,7 +165,6 @@ class Round {
   std::exception_ptr error_;
 };
 
-
 std::vector<std::vector<std::size_t>> Batch::split(unsigned most) const {
   std::vector<std::pair<std::uint64_t, std::size_t>> jobs;  // (blocks, buffer), longest first
   std::uint64_t total = 0;
@@ -244,7 +243,9 @@ struct Xxh3HostDigests::Impl {
 Xxh3HostDigests::Xxh3HostDigests() : impl_(std::make_unique<Impl>()) {}
 Xxh3HostDigests::~Xxh3HostDigests() = default;
 
-std::size_t Xxh3HostDigests::pending() const noexcept { return impl_->digests; }
+std::size_t Xxh3HostDigests::pending() const noexcept {
+  return impl_->digests;
+}
 
 std::size_t Xxh3HostDigests::enqueue(std::span<const DeviceBytes> buffers, void* stream, void* copy_stream) {
   auto& im = *impl_;
@@ -301,13 +302,15 @@ std::size_t Xxh3HostDigests::enqueue(std::span<const DeviceBytes> buffers, void*
     check(cudaMallocHost(&b.host, want), "cudaMallocHost");
     b.host_bytes = want;
   }
-  if (b.copied == nullptr) check(cudaEventCreateWithFlags(&b.copied, cudaEventDisableTiming), "cudaEventCreate");
+  if (b.copied == nullptr)
+    check(cudaEventCreateWithFlags(&b.copied, cudaEventDisableTiming), "cudaEventCreate");
   auto* sums = static_cast<std::uint64_t*>(b.dev);
   auto* tails = static_cast<unsigned char*>(b.dev) + b.sums_bytes;
   cuda_detail::launch_xxh3_sums(segments.data(), segments.size(), b.tail_offset.data(),
                                 cuda_detail::xxh3_default_secret(), sums, tails, stream);
   if (cs != s) cuda_detail::join_streams(cs, s);
-  check(cudaMemcpyAsync(b.host, b.dev, b.sums_bytes + tail_bytes, cudaMemcpyDeviceToHost, cs), "cudaMemcpyAsync");
+  check(cudaMemcpyAsync(b.host, b.dev, b.sums_bytes + tail_bytes, cudaMemcpyDeviceToHost, cs),
+        "cudaMemcpyAsync");
   check(cudaEventRecord(b.copied, cs), "cudaEventRecord");
   b.first_digest = first;
   im.walk(b);  // the chains are walked as soon as the copy is there

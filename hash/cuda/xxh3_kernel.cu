@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(kThreads)
   // The secret's words in shared memory: read from the parameter bytes one byte at a time with
   // 16 different offsets a warp, they made a short call compute-bound (0.5 TB/s on 25 MB).
   __shared__ std::uint64_t words[kXxh3StripesPerBlock + kXxh3Lanes];
-  if (threadIdx.x < kXxh3StripesPerBlock + kXxh3Lanes) words[threadIdx.x] = xxh3_read64(secret.bytes + 8 * threadIdx.x);
+  if (threadIdx.x < kXxh3StripesPerBlock + kXxh3Lanes)
+    words[threadIdx.x] = xxh3_read64(secret.bytes + 8 * threadIdx.x);
   __syncthreads();
   std::uint64_t key[kXxh3Lanes];
 #pragma unroll
@@ -224,10 +225,11 @@ struct Xxh3Tails {
 static_assert(sizeof(Xxh3Tails) + 64 <= 32000, "kernel parameters are limited to 32 KiB");
 
 /// One CTA a tail (at most 1,088 bytes): byte copies, the tails being unaligned.
-__global__ void __launch_bounds__(128) gather_tails_kernel(const __grid_constant__ Xxh3Tails tails,
-                                                           unsigned char* out) {
+__global__ void __launch_bounds__(128)
+    gather_tails_kernel(const __grid_constant__ Xxh3Tails tails, unsigned char* out) {
   const std::uint32_t i = blockIdx.x;
-  for (std::uint32_t b = threadIdx.x; b < tails.bytes[i]; b += blockDim.x) out[tails.dst[i] + b] = tails.src[i][b];
+  for (std::uint32_t b = threadIdx.x; b < tails.bytes[i]; b += blockDim.x)
+    out[tails.dst[i] + b] = tails.src[i][b];
 }
 
 constexpr int kMaxDevices = 64;
@@ -467,8 +469,9 @@ cudaError_t launch_groups(const Xxh3Segment* segments, std::size_t n, std::uint6
 
 /// launch_groups with the smallest parameter block that holds `n` segments: the driver copies
 /// the whole block at every launch, used or not.
-cudaError_t launch_all(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums, const Xxh3Secret& secret,
-                       std::uint64_t* device_out, std::size_t out_stride, cudaStream_t s, cudaStream_t cs) {
+cudaError_t launch_all(const Xxh3Segment* segments, std::size_t n, std::uint64_t* sums,
+                       const Xxh3Secret& secret, std::uint64_t* device_out, std::size_t out_stride,
+                       cudaStream_t s, cudaStream_t cs) {
   if (n <= 32) return launch_groups<32>(segments, n, sums, secret, device_out, out_stride, s, cs);
   if (n <= 128) return launch_groups<128>(segments, n, sums, secret, device_out, out_stride, s, cs);
   return launch_groups<kSegmentsPerLaunch>(segments, n, sums, secret, device_out, out_stride, s, cs);

@@ -224,8 +224,8 @@ GPARITY_HD constexpr std::uint64_t xxh3_tail_start(std::uint64_t len) {
 /// Adds the tail to lane j (after the full blocks' scramble chain): the stripes of the last
 /// partial block, then the input's last 64 bytes with the secret's "last stripe" key. len > 240;
 /// `tail` holds the input's bytes from xxh3_tail_start(len) on.
-GPARITY_HD std::uint64_t xxh3_tail_lane_from(std::uint64_t acc, int j, const unsigned char* tail, std::uint64_t len,
-                                             const Xxh3Secret& secret) {
+GPARITY_HD std::uint64_t xxh3_tail_lane_from(std::uint64_t acc, int j, const unsigned char* tail,
+                                             std::uint64_t len, const Xxh3Secret& secret) {
   const std::uint64_t start = xxh3_tail_start(len);
   const std::uint64_t full = xxh3_full_blocks(len);
   const std::uint64_t stripes = ((len - 1) - full * kXxh3BlockBytes) / kXxh3StripeBytes;
@@ -294,8 +294,8 @@ inline std::uint64_t xxh3_by_blocks(const unsigned char* p, std::uint64_t len, c
 /// lane j of block b at sums[8 * b + j], as block_sums_kernel writes them) and its tail (bytes from
 /// xxh3_tail_start(len) on): the scramble chains walked on the host, all eight lanes a block at a
 /// time (independent chains, so a core overlaps them: ~2 ns a KiB). Equals XXH3_64bits.
-inline std::uint64_t xxh3_from_block_sums(const std::uint64_t* sums, const unsigned char* tail, std::uint64_t len,
-                                          const Xxh3Secret& secret) {
+inline std::uint64_t xxh3_from_block_sums(const std::uint64_t* sums, const unsigned char* tail,
+                                          std::uint64_t len, const Xxh3Secret& secret) {
   if (len <= kXxh3MidsizeMax) return xxh3_short(tail, len, secret);
   std::uint64_t acc[kXxh3Lanes];
   std::uint64_t key[kXxh3Lanes];

@@ -128,10 +128,10 @@ TEST(Xxh3CudaPlan, DigestFromBlockSumsAndTheTailAloneMatchesLibxxhash) {
 TEST(Xxh3CudaPlan, TheTailStartsAtTheLastPartialBlockOrTheLastStripe) {
   EXPECT_EQ(xxh3_tail_start(0), 0U);
   EXPECT_EQ(xxh3_tail_start(240), 0U);
-  EXPECT_EQ(xxh3_tail_start(241), 0U);            // no full block: the partial block is all of it
-  EXPECT_EQ(xxh3_tail_start(1025), 1025U - 64);   // the last stripe reaches back into block 0
+  EXPECT_EQ(xxh3_tail_start(241), 0U);           // no full block: the partial block is all of it
+  EXPECT_EQ(xxh3_tail_start(1025), 1025U - 64);  // the last stripe reaches back into block 0
   EXPECT_EQ(xxh3_tail_start(1030), 1030U - 64);
-  EXPECT_EQ(xxh3_tail_start(2048), 1024U);        // a whole last block: its first stripe starts it
+  EXPECT_EQ(xxh3_tail_start(2048), 1024U);  // a whole last block: its first stripe starts it
   EXPECT_EQ(xxh3_tail_start(2049), 2049U - 64);
 }
 

@@ -351,7 +351,8 @@ TEST_F(Xxh3Cuda, HostFinishedDigestsDoNotReadTheBuffersAfterTheirKernels) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking), cudaSuccess);
   Xxh3HostDigests digests;
   std::vector<DeviceBytes> buffers;
-  for (std::size_t k = 0; k < 4; ++k) buffers.push_back({dev.data() + k * each + (k == 3 ? 5 : 0), each - (k == 3 ? 5 : 0)});
+  for (std::size_t k = 0; k < 4; ++k)
+    buffers.push_back({dev.data() + k * each + (k == 3 ? 5 : 0), each - (k == 3 ? 5 : 0)});
   digests.enqueue(buffers, s, copy);
   ASSERT_EQ(cudaMemsetAsync(const_cast<std::byte*>(dev.data()), 0xAB, 4 * each + 5, s), cudaSuccess);
   const auto got = digests.finish();
