@@ -165,6 +165,11 @@ void BM_cuda_d2d_copy(benchmark::State& st) {
   });
 }
 
+// One buffer of 8, 32 and 128 MiB, wall time: the chain figures' sizes.
+void chain_sizes(benchmark::internal::Benchmark* b) {
+  b->Arg(8 << 20)->Arg(32 << 20)->Arg(128 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 // Wall time of one XXH3-64 of `n` bytes with the chain on the device: one call, then the wait.
 void BM_cuda_xxh3_device_chain(benchmark::State& st) {
   const auto n = static_cast<std::size_t>(st.range(0));
@@ -333,25 +338,10 @@ BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 4)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 2)->Apply(sizes);
 BENCHMARK_TEMPLATE(BM_cuda_shard_hash_v2, 1)->Apply(sizes);
 BENCHMARK(BM_cuda_shard_hash_v2_columns_bf16)->Apply(sizes);
-BENCHMARK(BM_cuda_xxh3_device_chain)
-    ->Arg(8 << 20)
-    ->Arg(32 << 20)
-    ->Arg(128 << 20)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_cuda_xxh3_host_chain)
-    ->Arg(8 << 20)
-    ->Arg(32 << 20)
-    ->Arg(128 << 20)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_xxh3_device_chain)->Apply(chain_sizes);
+BENCHMARK(BM_cuda_xxh3_host_chain)->Apply(chain_sizes);
 BENCHMARK(BM_xxh3_chain_from_block_sums)->Arg(8 << 20)->Arg(32 << 20)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_cuda_d2h_sums)
-    ->Arg(8 << 20)
-    ->Arg(32 << 20)
-    ->Arg(128 << 20)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_cuda_d2h_sums)->Apply(chain_sizes);
 // 24: about the small bench_recorder model's weights; 56: the medium one's; 200: over every
 // launch's largest parameter block.
 BENCHMARK(BM_cuda_hash_pairs_enqueue_host)

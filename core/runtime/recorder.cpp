@@ -87,13 +87,7 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
     views.push_back({static_cast<const std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.element_size()),
                      p.shape, p.stride});
     globals.push_back({p.offsets, p.global});
-    if (!xxh3) continue;
-    if (t.is_contiguous()) {
-      bytes.push_back({t.data_ptr(), t.nbytes()});
-    } else {
-      keep.push_back(t.contiguous());
-      bytes.push_back({keep.back().data_ptr(), keep.back().nbytes()});
-    }
+    if (xxh3) bytes.push_back(contiguous_bytes(t, keep));
   }
   if (before_launch) before_launch();
   // PyTorch CUDA tensors and their buffers are device memory: no driver query per pointer.
@@ -103,6 +97,12 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
   else
     hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false, spec,
                                 max_ctas);
+}
+
+hash::DeviceBytes contiguous_bytes(const at::Tensor& t, std::vector<at::Tensor>& keep) {
+  if (t.is_contiguous()) return {t.data_ptr(), t.nbytes()};
+  keep.push_back(t.contiguous());
+  return {keep.back().data_ptr(), keep.back().nbytes()};
 }
 
 void* current_stream(const at::Device& device) {

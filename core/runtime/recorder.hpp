@@ -83,7 +83,8 @@ struct DeferredHashOptions {
   /// make the current stream's kernels queue behind it.
   double side_share = 0.25;
   /// XXH3's scramble chains walked on the host (hash::Xxh3HostDigests: the device sums the
-  /// blocks, 1/16 of the bytes is copied back on a copy stream, collect() walks the chains), not
+  /// blocks, 1/16 of the bytes is copied back on a copy stream, host threads walk the chains as
+  /// it lands and collect() waits for them), not
   /// on the device (one warp a tensor, ~8x slower a KiB, and the current stream waits for it).
   /// Applies to the current-stream path outside CUDA graph capture.
   bool host_xxh3_chains = true;

@@ -30,6 +30,7 @@
 namespace gparity::runtime {
 
 #if GPARITY_WITH_CUDA_HASH
+using detail::contiguous_bytes;
 using detail::current_stream;
 using detail::hash_words;
 using detail::placed;
@@ -167,11 +168,7 @@ std::size_t DeferredHashes::enqueue(std::span<const at::Tensor> tensors,
     std::vector<at::Tensor> keep;
     std::vector<hash::DeviceBytes> bytes;
     bytes.reserve(group[1].size());
-    for (const auto& t : group[1]) {
-      if (!t.is_contiguous()) keep.push_back(t.contiguous());
-      const auto& c = t.is_contiguous() ? t : keep.back();
-      bytes.push_back({c.data_ptr(), c.nbytes()});
-    }
+    for (const auto& t : group[1]) bytes.push_back(contiguous_bytes(t, keep));
     auto digest =
         static_cast<std::int64_t>(im.host_xxh3.enqueue(bytes, stream, hash::cuda_detail::side_stream()));
     for (std::size_t i = 0; i < tensors.size(); ++i)

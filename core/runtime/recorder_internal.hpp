@@ -13,6 +13,9 @@
 
 #include "core/runtime/recorder.hpp"
 #include "hash/shard_hash.hpp"
+#if GPARITY_WITH_CUDA_HASH
+#include "hash/cuda/xxh3_cuda.hpp"  // DeviceBytes
+#endif
 
 // Asynchronous recording needs both the CUDA hash kernels and LibTorch's CUDA streams.
 #define GPARITY_ASYNC_RECORDER (GPARITY_WITH_CUDA_HASH && GPARITY_TORCH_CUDA)
@@ -47,6 +50,10 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
                   std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep, bool xxh3 = true,
                   hash::ShardSpec spec = hash::ShardSpec::V1, const std::function<void()>& before_launch = {},
                   std::uint32_t max_ctas = 0);
+
+/// `t`'s bytes in row-major order for XXH3: `t` itself when contiguous, else a contiguous copy
+/// made on PyTorch's current stream and held in `keep` (which must outlive the stream's work).
+hash::DeviceBytes contiguous_bytes(const at::Tensor& t, std::vector<at::Tensor>& keep);
 
 /// The device's current stream, as the hash kernels take it.
 void* current_stream(const at::Device& device);
