@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::pair<std::string, QString>>& status_meanings() {
+const std::vector<std::pair<std::string, QString>>& checkpoints_status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
       {"equal",
        QStringLiteral("dtype, shape, shard-invariant hash and full-tensor XXH3-64 equal: bitwise identical")},
@@ -273,7 +273,7 @@ CheckpointsView::CheckpointsView(CheckpointLayouts data, QWidget* parent)
   layout->addWidget(split, 1);
 
   std::vector<LegendEntry> entries;
-  for (const auto& [status, meaning] : status_meanings())
+  for (const auto& [status, meaning] : checkpoints_status_meanings())
     entries.push_back({checkpoint_status_colour(status), QString::fromStdString(status), meaning});
   legend_ = new Legend(std::move(entries), this);
   layout->addWidget(legend_);

@@ -20,7 +20,7 @@
 namespace gparity::gui::views {
 namespace {
 
-const std::vector<std::pair<std::string, QString>>& status_meanings() {
+const std::vector<std::pair<std::string, QString>>& collectives_status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
       {"same",
        QStringLiteral("the same collective as the stream's reference rank (kind, arguments, sizes, dtypes)")},
@@ -320,7 +320,7 @@ CollectivesView::CollectivesView(CollectiveSequences data, QWidget* parent)
   layout->addWidget(vsplit, 1);
 
   std::vector<LegendEntry> entries;
-  for (const auto& [status, meaning] : status_meanings())
+  for (const auto& [status, meaning] : collectives_status_meanings())
     entries.push_back({collective_status_colour(status), QString::fromStdString(status), meaning});
   legend_ = new Legend(std::move(entries), this);
   layout->addWidget(legend_);

@@ -21,7 +21,7 @@ namespace {
 
 using diff::ops::OpSlice;
 
-const std::vector<std::pair<std::string, QString>>& status_meanings() {
+const std::vector<std::pair<std::string, QString>>& op_alignment_status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
       {"first divergence",
        QStringLiteral("the step's first divergent eager op (its cause in the line above the table)")},
@@ -268,7 +268,7 @@ OpAlignmentView::OpAlignmentView(OpAlignment data, QWidget* parent)
   table_->setWordWrap(false);
   layout->addWidget(table_, 1);
   std::vector<LegendEntry> entries;
-  for (const auto& [status, meaning] : status_meanings())
+  for (const auto& [status, meaning] : op_alignment_status_meanings())
     entries.push_back({op_status_colour(status), QString::fromStdString(status), meaning});
   legend_ = new Legend(std::move(entries), this);
   layout->addWidget(legend_);

@@ -28,7 +28,7 @@
 namespace gparity::gui::views {
 namespace {
 
-const std::vector<std::pair<std::string, QString>>& status_meanings() {
+const std::vector<std::pair<std::string, QString>>& replay_status_meanings() {
   static const std::vector<std::pair<std::string, QString>> m = {
       {"equal", QStringLiteral("bitwise equal on both sides")},
       {"origin",
@@ -286,7 +286,7 @@ ReplayRecordsView::ReplayRecordsView(ReplayRecords records, QWidget* parent)
   layout->addWidget(split, 1);
 
   std::vector<LegendEntry> entries;
-  for (const auto& [status, meaning] : status_meanings())
+  for (const auto& [status, meaning] : replay_status_meanings())
     entries.push_back({replay_status_colour(status), QString::fromStdString(status), meaning});
   legend_ = new Legend(std::move(entries), this);
   layout->addWidget(legend_);

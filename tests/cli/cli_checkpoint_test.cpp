@@ -17,20 +17,20 @@ namespace {
 namespace fs = std::filesystem;
 using gparity::testing::run_command;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data";
+const std::string kCheckpointData = std::string(GPARITY_SOURCE_DIR) + "/tests/data";
 // The shared samples' torch-2.11-dcp; empty when absent.
-const fs::path kSamples = gparity::testing::sample_folder("torch-2.11-dcp");
+const fs::path kDcpSamples = gparity::testing::sample_folder("torch-2.11-dcp");
 
 #define SKIP_WITHOUT_SAMPLES() \
-  if (kSamples.empty()) GTEST_SKIP() << "no shared samples (../shared or $GPARITY_SAMPLES)"
+  if (kDcpSamples.empty()) GTEST_SKIP() << "no shared samples (../shared or $GPARITY_SAMPLES)"
 
 std::string sample(const std::string& rel) {
-  return (kSamples / rel).string();
+  return (kDcpSamples / rel).string();
 }
 
 TEST(CliCheckpoint, HashJsonOfADcpFolder) {
   const auto r =
-      run_command(GPARITY_EXE, {"hash", "--json", kData + "/dcp/grid", kData + "/dcp/grid.safetensors"});
+      run_command(GPARITY_EXE, {"hash", "--json", kCheckpointData + "/dcp/grid", kCheckpointData + "/dcp/grid.safetensors"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 2U);
@@ -92,8 +92,8 @@ TEST(CliCheckpoint, Step0AgainstStep3DiffersInRegistrationOrder) {
 
 TEST(CliCheckpoint, GatePolicyAcceptsCheckpoints) {
   gparity::testing::TempDir tmp;
-  const auto policy = tmp.write("policy.json", nlohmann::json{{"baseline", kData + "/dcp/grid"},
-                                                              {"candidate", kData + "/dcp/grid.safetensors"}}
+  const auto policy = tmp.write("policy.json", nlohmann::json{{"baseline", kCheckpointData + "/dcp/grid"},
+                                                              {"candidate", kCheckpointData + "/dcp/grid.safetensors"}}
                                                    .dump());
   const auto r =
       run_command(GPARITY_EXE, {"gate", "--policy", policy, "--out", (tmp.path() / "out").string()});
@@ -103,20 +103,20 @@ TEST(CliCheckpoint, GatePolicyAcceptsCheckpoints) {
 
 TEST(CliCheckpoint, BadCheckpointsExitTwo) {
   gparity::testing::TempDir tmp;
-  fs::copy(kData + "/dcp/grid", tmp.path() / "ckpt", fs::copy_options::recursive);
+  fs::copy(kCheckpointData + "/dcp/grid", tmp.path() / "ckpt", fs::copy_options::recursive);
   fs::permissions(tmp.path() / "ckpt" / "__0_0.distcp", fs::perms::owner_write, fs::perm_options::add);
   fs::resize_file(tmp.path() / "ckpt" / "__0_0.distcp", 100);
   const auto h = run_command(GPARITY_EXE, {"hash", (tmp.path() / "ckpt").string()});
   EXPECT_EQ(h.exit_code, 2);
   EXPECT_NE(h.err.find("__0_0.distcp"), std::string::npos) << h.err;
-  const auto c = run_command(GPARITY_EXE, {"compare", (tmp.path() / "ckpt").string(), kData + "/dcp/grid"});
+  const auto c = run_command(GPARITY_EXE, {"compare", (tmp.path() / "ckpt").string(), kCheckpointData + "/dcp/grid"});
   EXPECT_EQ(c.exit_code, 2) << c.out << c.err;
 }
 
 TEST(CliCheckpoint, PickledFlightRecorderDumpsGiveTheSameCollectivesAsJson) {
-  const auto pkl = run_command(GPARITY_EXE, {"collectives", "--json", kData + "/flight_recorder_pickle"});
+  const auto pkl = run_command(GPARITY_EXE, {"collectives", "--json", kCheckpointData + "/flight_recorder_pickle"});
   const auto json =
-      run_command(GPARITY_EXE, {"collectives", "--json", kData + "/flight_recorder_pickle/json"});
+      run_command(GPARITY_EXE, {"collectives", "--json", kCheckpointData + "/flight_recorder_pickle/json"});
   // gather_object's gather: only the destination records outputs; root and non-root records
   // pair by the rooted rule (diff/collectives/collectives.hpp), so the ranks agree, the same in both forms.
   ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
@@ -129,7 +129,7 @@ TEST(CliCheckpoint, PickledFlightRecorderDumpsGiveTheSameCollectivesAsJson) {
     for (auto at = s.find(what); at != std::string::npos; at = s.find(what)) s.erase(at, what.size());
     return s;
   };
-  const std::string dir = kData + "/flight_recorder_pickle";
+  const std::string dir = kCheckpointData + "/flight_recorder_pickle";
   ta = strip(strip(ta, dir), "/fr_rank");
   tb = strip(strip(strip(tb, dir + "/json"), "_flight_recorder.json"), "/rank");
   ta = strip(ta, ".pkl");

@@ -11,30 +11,26 @@
 
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
-const std::string kGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
+const std::string kCollectiveGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using gparity::testing::slurp;
 
 TEST(CliCollectives, CompileMatchesEagerWithJunitAndMarkdown) {
   TempDir dir;
   const auto junit = (dir.path() / "c.xml").string();
   const auto md = (dir.path() / "c.md").string();
   const auto r = run_command(
-      GPARITY_EXE, {"collectives", kGraphs + "compile/rank0_flight_recorder.json",
-                    kGraphs + "compile/rank1_flight_recorder.json", "--baseline",
-                    kGraphs + "eager/rank0_flight_recorder.json", "--baseline",
-                    kGraphs + "eager/rank1_flight_recorder.json", "--junit", junit, "--markdown", md});
+      GPARITY_EXE, {"collectives", kCollectiveGraphs + "compile/rank0_flight_recorder.json",
+                    kCollectiveGraphs + "compile/rank1_flight_recorder.json", "--baseline",
+                    kCollectiveGraphs + "eager/rank0_flight_recorder.json", "--baseline",
+                    kCollectiveGraphs + "eager/rank1_flight_recorder.json", "--junit", junit, "--markdown", md});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("every rank agrees and matches the baseline"), std::string::npos) << r.out;
   const auto xml = slurp(junit);
@@ -45,7 +41,7 @@ TEST(CliCollectives, CompileMatchesEagerWithJunitAndMarkdown) {
 
 TEST(CliCollectives, PlantedReorderingIsAPermutationInJson) {
   TempDir dir;
-  auto dump = nlohmann::json::parse(slurp(kGraphs + "eager/rank0_flight_recorder.json"));
+  auto dump = nlohmann::json::parse(slurp(kCollectiveGraphs + "eager/rank0_flight_recorder.json"));
   for (auto& e : dump["entries"]) {
     if (e["collective_seq_id"] == 7) {
       e["collective_seq_id"] = 8;
@@ -55,7 +51,7 @@ TEST(CliCollectives, PlantedReorderingIsAPermutationInJson) {
   }
   const auto cand = dir.write("run/rank0_flight_recorder.json", dump.dump());
   const auto r = run_command(GPARITY_EXE, {"collectives", "--json", (dir.path() / "run").string(),
-                                           "--baseline", kGraphs + "eager/rank0_flight_recorder.json"});
+                                           "--baseline", kCollectiveGraphs + "eager/rank0_flight_recorder.json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   int reordered = 0;
@@ -71,13 +67,13 @@ TEST(CliCollectives, PlantedReorderingIsAPermutationInJson) {
   EXPECT_EQ(reordered, 1);
   // The text form says it too.
   const auto t = run_command(
-      GPARITY_EXE, {"collectives", cand, "--baseline", kGraphs + "eager/rank0_flight_recorder.json"});
+      GPARITY_EXE, {"collectives", cand, "--baseline", kCollectiveGraphs + "eager/rank0_flight_recorder.json"});
   EXPECT_EQ(t.exit_code, 1);
   EXPECT_NE(t.out.find("come in the order (2 1)"), std::string::npos) << t.out;
 }
 
 TEST(CliCollectives, CompileTpGraphsAgreeAcrossRanks) {
-  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", kGraphs + "compile_tp"});
+  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", kCollectiveGraphs + "compile_tp"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["result"]["streams"].get<int>(), 0) << r.out.substr(0, 2000);
@@ -87,7 +83,7 @@ TEST(CliCollectives, CompileTpGraphsAgreeAcrossRanks) {
 TEST(CliCollectives, RunFoldersCompileAgainstEager) {
   // compile's folder also holds its TORCH_TRACE; eager has no graphs, so only the dumps compare.
   const auto r = run_command(GPARITY_EXE,
-                             {"collectives", "--json", kGraphs + "compile", "--baseline", kGraphs + "eager"});
+                             {"collectives", "--json", kCollectiveGraphs + "compile", "--baseline", kCollectiveGraphs + "eager"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out.substr(0, 3000);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["result"]["reorderings"], 0);

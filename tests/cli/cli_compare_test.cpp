@@ -10,6 +10,7 @@
 #include "tests/support/shared_data.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tensorboard_writer.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -18,7 +19,7 @@ using gparity::testing::TempDir;
 namespace fs = std::filesystem;
 
 // Copies of ../shared/samples/torch-2.11-fsdp2-2rank (facts from its README).
-const std::string kRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
+const std::string kCompareRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
 
 nlohmann::json compare_json(const std::string& a, const std::string& b, int expected_rc) {
   const auto r = run_command(GPARITY_EXE, {"compare", "--json", a, b});
@@ -26,15 +27,10 @@ nlohmann::json compare_json(const std::string& a, const std::string& b, int expe
   return nlohmann::json::parse(r.out);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using gparity::testing::slurp;
 
 TEST(CliCompare, EagerRepeatIsBitwiseIdenticalOnBothRanks) {
-  const auto j = compare_json(kRuns + "eager", kRuns + "eager_repeat", 0);
+  const auto j = compare_json(kCompareRuns + "eager", kCompareRuns + "eager_repeat", 0);
   ASSERT_EQ(j["result"]["ranks"].size(), 2U);
   for (const auto& r : j["result"]["ranks"]) {
     EXPECT_TRUE(r["first_divergent_step"].is_null());
@@ -44,7 +40,7 @@ TEST(CliCompare, EagerRepeatIsBitwiseIdenticalOnBothRanks) {
 }
 
 TEST(CliCompare, CompileDivergesInWeightsAtStepOneWhileLossesAreEqual) {
-  const auto j = compare_json(kRuns + "eager", kRuns + "compile", 1);
+  const auto j = compare_json(kCompareRuns + "eager", kCompareRuns + "compile", 1);
   ASSERT_EQ(j["result"]["ranks"].size(), 2U);
   for (const auto& r : j["result"]["ranks"]) {
     EXPECT_EQ(r["first_divergent_step"], 1) << r.dump();
@@ -58,7 +54,7 @@ TEST(CliCompare, CompileDivergesInWeightsAtStepOneWhileLossesAreEqual) {
     ASSERT_FALSE(r["loss_first_divergent_step"].is_null());
     EXPECT_GT(r["loss_first_divergent_step"].get<int>(), 1);
   }
-  const auto text = run_command(GPARITY_EXE, {"compare", kRuns + "eager", kRuns + "compile"});
+  const auto text = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", kCompareRuns + "compile"});
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.out.find("ranks 0-1 diverge at step 1"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("14 of 21 parameters differ"), std::string::npos);
@@ -66,25 +62,25 @@ TEST(CliCompare, CompileDivergesInWeightsAtStepOneWhileLossesAreEqual) {
 }
 
 TEST(CliCompare, ConsoleLogsSayRoundedTextCannotProveParity) {
-  const auto r = run_command(GPARITY_EXE, {"compare", kRuns + "eager.log", kRuns + "compile.log"});
+  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager.log", kCompareRuns + "compile.log"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cannot prove bitwise parity"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("parity cannot be proven bitwise from rounded text"), std::string::npos) << r.out;
-  const auto j = compare_json(kRuns + "eager.log", kRuns + "compile.log", 0);
+  const auto j = compare_json(kCompareRuns + "eager.log", kCompareRuns + "compile.log", 0);
   EXPECT_TRUE(j["result"]["rounded"].get<bool>());
   EXPECT_FALSE(j["result"]["bitwise_proof"].get<bool>());
 }
 
 TEST(CliCompare, MissingRankFileIsNamedAndIncomplete) {
   TempDir tmp;
-  fs::copy(kRuns + "eager", tmp.path() / "cand", fs::copy_options::recursive);
+  fs::copy(kCompareRuns + "eager", tmp.path() / "cand", fs::copy_options::recursive);
   // Rank 1's lines as rank 2's (each line names its rank: a file of another rank's lines is corrupt).
   auto text = slurp(tmp.path() / "cand" / "rank1.jsonl");
   for (auto at = text.find("\"rank\": 1,"); at != std::string::npos; at = text.find("\"rank\": 1,", at + 1))
     text.replace(at, 10, "\"rank\": 2,");
   tmp.write("cand/rank2.jsonl", text);
   fs::remove(tmp.path() / "cand" / "rank1.jsonl");
-  const auto r = run_command(GPARITY_EXE, {"compare", kRuns + "eager", (tmp.path() / "cand").string()});
+  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", (tmp.path() / "cand").string()});
   EXPECT_EQ(r.exit_code, 1);  // missing evidence: INCOMPLETE (rank 2 is extra: it diverges)
   EXPECT_NE(r.out.find("rank1.jsonl"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank 1 file is missing"), std::string::npos) << r.out;
@@ -92,11 +88,11 @@ TEST(CliCompare, MissingRankFileIsNamedAndIncomplete) {
 
 TEST(CliCompare, TruncatedLastLineIsAWarningAndEarlierStepsStillCompare) {
   TempDir tmp;
-  fs::copy(kRuns + "eager_repeat", tmp.path() / "cand", fs::copy_options::recursive);
+  fs::copy(kCompareRuns + "eager_repeat", tmp.path() / "cand", fs::copy_options::recursive);
   auto text = slurp(tmp.path() / "cand" / "rank0.jsonl");
   text.resize(text.size() - 100);
   tmp.write("cand/rank0.jsonl", text);
-  const auto r = run_command(GPARITY_EXE, {"compare", kRuns + "eager", (tmp.path() / "cand").string()});
+  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", (tmp.path() / "cand").string()});
   // Step 6 on rank 0 is lost: rank 0 stopped short of rank 1, so the step is missing evidence.
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("rank0.jsonl:6, rank 0]: candidate: truncated last line"), std::string::npos) << r.out;
@@ -109,15 +105,15 @@ TEST(CliCompare, TruncatedLastLineIsAWarningAndEarlierStepsStillCompare) {
 
 TEST(CliCompare, ToleranceIsNamedInTheReport) {
   const auto j = nlohmann::json::parse(
-      run_command(GPARITY_EXE, {"compare", "--json", "--ulp", "2", kRuns + "eager", kRuns + "compile"}).out);
+      run_command(GPARITY_EXE, {"compare", "--json", "--ulp", "2", kCompareRuns + "eager", kCompareRuns + "compile"}).out);
   EXPECT_NE(j["mode"].get<std::string>().find("ulp <= 2"), std::string::npos);
   for (const auto& r : j["result"]["ranks"])
     EXPECT_TRUE(r["loss_first_divergent_step"].is_null()) << r.dump();
 }
 
 TEST(CliCompare, BadInputAndUsageExitTwo) {
-  EXPECT_EQ(run_command(GPARITY_EXE, {"compare", kRuns + "eager"}).exit_code, 2);
-  const auto r = run_command(GPARITY_EXE, {"compare", kRuns + "eager", "/nonexistent/run"});
+  EXPECT_EQ(run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager"}).exit_code, 2);
+  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", "/nonexistent/run"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("/nonexistent/run"), std::string::npos) << r.err;
 }
@@ -125,7 +121,7 @@ TEST(CliCompare, BadInputAndUsageExitTwo) {
 TEST(CliGate, WritesJunitMarkdownAndJsonAndExitsLikeCompare) {
   TempDir tmp;
   const auto out = tmp.path() / "reports";
-  auto r = run_command(GPARITY_EXE, {"gate", "--baseline", kRuns + "eager", "--candidate", kRuns + "compile",
+  auto r = run_command(GPARITY_EXE, {"gate", "--baseline", kCompareRuns + "eager", "--candidate", kCompareRuns + "compile",
                                      "--out", out.string()});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto junit = slurp(out / "junit.xml");
@@ -154,7 +150,7 @@ TEST(CliGate, PolicyTypoIsRejected) {
 // --- never green on missing evidence (docs/gate.md) ------------------------------------------
 // Traces written by the real `gparity run` with injected faults (tests/data/runs/faults/README.md).
 
-const std::string kFaults = kRuns + "faults/";
+const std::string kFaults = kCompareRuns + "faults/";
 constexpr auto npos = std::string::npos;
 
 TEST(CliEvidence, TwoRunsThatFailedAtStepOneCompareNothingAndFailTheGate) {
@@ -325,7 +321,7 @@ TEST(CliEvidence, SourcesWithoutAManifestDeclareWhatTheirRanksRecorded) {
   EXPECT_NE(r.out.find("NOTHING COMPARED: the runs share no rank and step"), npos) << r.out;
 
   // Reference rank<r>.jsonl folders: rank 1 lost its last three steps.
-  fs::copy(kRuns + "eager", tmp.path() / "cut", fs::copy_options::recursive);
+  fs::copy(kCompareRuns + "eager", tmp.path() / "cut", fs::copy_options::recursive);
   auto text = slurp(tmp.path() / "cut" / "rank1.jsonl");
   for (int i = 0; i < 3; ++i) text.resize(text.rfind('\n', text.size() - 2) + 1);
   tmp.write("cut/rank1.jsonl", text);

@@ -14,6 +14,7 @@
 
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -21,19 +22,14 @@ using gparity::testing::run_command;
 using gparity::testing::TempDir;
 constexpr auto npos = std::string::npos;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/";
-const std::string kPickles = kData + "reliability/";
-const std::string kGraphs = kData + "graph/";
-const std::string kSamples = std::string(GPARITY_SOURCE_DIR) + "/samples/runs/";
+const std::string kEvidenceData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/";
+const std::string kPickles = kEvidenceData + "reliability/";
+const std::string kEvidenceGraphs = kEvidenceData + "graph/";
+const std::string kEvidenceRuns = std::string(GPARITY_SOURCE_DIR) + "/samples/runs/";
 const std::string kCollectiveFormats =
     "formats tried: Flight Recorder JSON dump, Flight Recorder pickle, TORCH_TRACE log";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using gparity::testing::slurp;
 
 /// An empty safetensors file: a valid header ("{}") that holds no tensor.
 std::string empty_safetensors(const TempDir& dir, const std::string& name) {
@@ -117,7 +113,7 @@ TEST(CliNeverGreenOnNothing, CollectivesRankWhosePickleHoldsNoDumpIsMissingEvide
   TempDir dir;
   const auto rank1 = dir.write("rank1_dump.pkl", slurp(kPickles + "hello.pkl"));
   const auto r =
-      run_command(GPARITY_EXE, {"collectives", kGraphs + "eager/rank0_flight_recorder.json", rank1});
+      run_command(GPARITY_EXE, {"collectives", kEvidenceGraphs + "eager/rank0_flight_recorder.json", rank1});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("incomplete [" + rank1 + ", rank 1]: rank 1 yielded no collectives (" + rank1 +
                        " is a pickle but holds no Flight Recorder entries"),
@@ -126,7 +122,7 @@ TEST(CliNeverGreenOnNothing, CollectivesRankWhosePickleHoldsNoDumpIsMissingEvide
 }
 
 TEST(CliNeverGreenOnNothing, CollectivesVerdictCarriesTheCounts) {
-  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", kGraphs + "eager"});
+  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", kEvidenceGraphs + "eager"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& ev = j["result"]["evidence"];
@@ -174,12 +170,12 @@ TEST(CliNeverGreenOnNothing, CompareAndGateOfCheckpointsWithNoTensorAreNothingCo
 }
 
 TEST(CliNeverGreenOnNothing, CompareParitySaysWhatWasCompared) {
-  const auto r = run_command(GPARITY_EXE, {"compare", kSamples + "eager", kSamples + "eager_repeat"});
+  const auto r = run_command(GPARITY_EXE, {"compare", kEvidenceRuns + "eager", kEvidenceRuns + "eager_repeat"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("  compared: "), npos) << r.out;
   EXPECT_NE(r.out.find(" parameters on 2 ranks each side\n"), npos) << r.out;
   const auto j =
-      run_command(GPARITY_EXE, {"compare", "--json", kSamples + "eager", kSamples + "eager_repeat"});
+      run_command(GPARITY_EXE, {"compare", "--json", kEvidenceRuns + "eager", kEvidenceRuns + "eager_repeat"});
   const auto doc = nlohmann::json::parse(j.out);
   const auto& ev = doc["result"]["evidence"];
   EXPECT_GT(ev["baseline"]["items"].get<int>(), 0);

@@ -16,9 +16,9 @@ namespace {
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
-const std::string kGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
+const std::string kDiffGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
 
-const std::string kFx = R"(class GraphModule(torch.nn.Module):
+const std::string kDiffFx = R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[8, 64][64, 1]cuda:0"):
         mm: "f32[8, 8][8, 1]cuda:0" = torch.ops.aten.mm.default(x, x)
         full: "f32[8, 8][8, 1]cuda:0" = torch.ops.aten.full.default([8, 8], 2, device = device(type='cuda', index=0))
@@ -27,7 +27,7 @@ const std::string kFx = R"(class GraphModule(torch.nn.Module):
 )";
 
 TEST(CliGraphRanks, RankbugIsRankParametricWithTheSliceFunctions) {
-  const auto r = run_command(GPARITY_EXE, {"graph", "ranks", kGraphs + "compile_rankbug"});
+  const auto r = run_command(GPARITY_EXE, {"graph", "ranks", kDiffGraphs + "compile_rankbug"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("verdict: rank-parametric"), std::string::npos);
   EXPECT_NE(r.out.find("= 32*rank+32"), std::string::npos);
@@ -35,7 +35,7 @@ TEST(CliGraphRanks, RankbugIsRankParametricWithTheSliceFunctions) {
 }
 
 TEST(CliGraphRanks, CompileJsonIsDeviceParametric) {
-  const auto r = run_command(GPARITY_EXE, {"graph", "ranks", "--json", kGraphs + "compile"});
+  const auto r = run_command(GPARITY_EXE, {"graph", "ranks", "--json", kDiffGraphs + "compile"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "device-parametric");
@@ -49,14 +49,14 @@ TEST(CliGraphRanks, CompileJsonIsDeviceParametric) {
 }
 
 TEST(CliGraphRanks, MissingDirectoryIsBadInput) {
-  const auto r = run_command(GPARITY_EXE, {"graph", "ranks", kGraphs + "no_such_dir"});
+  const auto r = run_command(GPARITY_EXE, {"graph", "ranks", kDiffGraphs + "no_such_dir"});
   EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(CliGraphDiff, IdenticalChangedAndHtml) {
   TempDir dir;
-  const auto a = dir.write("a.py", kFx);
-  std::string changed = kFx;
+  const auto a = dir.write("a.py", kDiffFx);
+  std::string changed = kDiffFx;
   changed.replace(changed.find("[8, 8], 2"), 9, "[8, 8], 3");
   const auto b = dir.write("b.py", changed);
   EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "diff", a, a}).exit_code, 0);
@@ -78,7 +78,7 @@ TEST(CliGraphDiff, IdenticalChangedAndHtml) {
 TEST(CliGraphDiff, RankbugForwardRanksDifferInSliceBounds) {
   const auto r = run_command(
       GPARITY_EXE, {"graph", "diff", "--json", "--rank", "0", "--rank", "1", "--graph", "aot_forward_graph",
-                    kGraphs + "compile_rankbug", kGraphs + "compile_rankbug"});
+                    kDiffGraphs + "compile_rankbug", kDiffGraphs + "compile_rankbug"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["summary"]["changed"], 2);  // slice_1 and slice_scatter
@@ -88,7 +88,7 @@ TEST(CliGraphDiff, RankbugForwardRanksDifferInSliceBounds) {
 
 TEST(CliGraphDevices, LiteralsAndRemaps) {
   TempDir dir;
-  const auto a = dir.write("a.py", kFx);
+  const auto a = dir.write("a.py", kDiffFx);
   const auto r =
       run_command(GPARITY_EXE, {"graph", "devices", "--json", "--rank", "0", "--target-rank", "5", a});
   EXPECT_EQ(r.exit_code, 1) << r.err;

@@ -22,9 +22,9 @@ namespace {
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
-const std::string kGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
+const std::string kHoistGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
 
-const std::string kFx = R"FX(class GraphModule(torch.nn.Module):
+const std::string kHoistFx = R"FX(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[4][1]cuda:0"):
         full: "f32[4][1]cuda:0" = torch.ops.aten.full.default([4], 1.0, device = device(type='cuda', index=0))
         add: "f32[4][1]cuda:0" = torch.ops.aten.add.Tensor(x, full)
@@ -35,7 +35,7 @@ const std::string kFx = R"FX(class GraphModule(torch.nn.Module):
 TEST(CliGraphHoist, Rank0JointGraphBecomesRank1s) {
   TempDir dir;
   const auto out = (dir.path() / "j.json").string();
-  const auto r = run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph",
+  const auto r = run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph",
                                            "aot_joint_graph", "--to-rank", "1", "--out", out, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -54,29 +54,29 @@ TEST(CliGraphHoist, Rank0JointGraphBecomesRank1s) {
                                       "full_2 kwargs.device -> cuda:1"}));
   EXPECT_EQ(j["counts"]["annotation"], 139);
   // The file is rank 1's joint graph, exactly, without any normalization.
-  const auto d = run_command(GPARITY_EXE, {"graph", "diff", "--no-local-device", out, kGraphs + "compile",
+  const auto d = run_command(GPARITY_EXE, {"graph", "diff", "--no-local-device", out, kHoistGraphs + "compile",
                                            "--rank", "0", "--rank", "1", "--graph", "aot_joint_graph"});
   EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
   // Two graphs of that kind (forward and backward post-grad): ambiguous without --index.
   EXPECT_EQ(
-      run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "before_post_grad_graph",
+      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph", "before_post_grad_graph",
                                 "--rank", "0", "--to-rank", "1", "--out", out})
           .exit_code,
       2);
   EXPECT_EQ(
-      run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--graph", "before_post_grad_graph",
+      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph", "before_post_grad_graph",
                                 "--index", "1", "--to-rank", "1", "--out", out})
           .exit_code,
       0);
   const auto amb =
-      run_command(GPARITY_EXE, {"graph", "hoist", kGraphs + "compile", "--to-rank", "1", "--out", out});
+      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--to-rank", "1", "--out", out});
   EXPECT_EQ(amb.exit_code, 2);
   EXPECT_NE(amb.err.find("graphs match; narrow the selection"), std::string::npos) << amb.err;
 }
 
 TEST(CliGraphHoist, GroupsFromTheCommandLine) {
   TempDir dir;
-  const auto src = dir.write("g.py", kFx);
+  const auto src = dir.write("g.py", kHoistFx);
   const auto out = (dir.path() / "h.json").string();
   // No group table: the device moves, the group is reported, exit 1.
   auto r = run_command(GPARITY_EXE, {"graph", "hoist", src, "--to-rank", "2", "--out", out});
@@ -110,7 +110,7 @@ TEST(CliGraphHoist, GroupsFromTheCommandLine) {
 
 TEST(CliGraphDevices, ReportsWhatHoistingWouldChange) {
   TempDir dir;
-  const auto src = dir.write("g.py", kFx);
+  const auto src = dir.write("g.py", kHoistFx);
   const auto r = run_command(GPARITY_EXE, {"graph", "devices", "--json", "--rank", "0", "--to-rank", "2", src,
                                            "--group", "3=0,1", "--group", "4=2,3"});
   EXPECT_EQ(r.exit_code, 1) << r.err;

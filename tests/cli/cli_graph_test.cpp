@@ -14,10 +14,10 @@ namespace {
 
 using gparity::testing::run_command;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph";
+const std::string kGraphData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph";
 
 TEST(CliGraph, ListJsonNamesRanksCompileIdsAndGraphs) {
-  const auto r = run_command(GPARITY_EXE, {"graph", "list", "--json", kData + "/compile_rankbug"});
+  const auto r = run_command(GPARITY_EXE, {"graph", "list", "--json", kGraphData + "/compile_rankbug"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["format"], "torch_trace");
@@ -36,13 +36,13 @@ TEST(CliGraph, ListJsonNamesRanksCompileIdsAndGraphs) {
 }
 
 TEST(CliGraph, ShowTableAndJson) {
-  const auto r = run_command(GPARITY_EXE, {"graph", "show", kData + "/compile_tp", "--rank", "1",
+  const auto r = run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile_tp", "--rank", "1",
                                            "--compile-id", "0/0", "--graph", "aot_forward_graph"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("_c10d_functional.all_reduce.default"), std::string::npos);
   EXPECT_NE(r.out.find("cuda:1"), std::string::npos);
   EXPECT_NE(r.out.find("/workspace/train_tiny.py:"), std::string::npos);
-  const auto j = run_command(GPARITY_EXE, {"graph", "show", "--json", kData + "/compile_tp", "--rank", "0",
+  const auto j = run_command(GPARITY_EXE, {"graph", "show", "--json", kGraphData + "/compile_tp", "--rank", "0",
                                            "--graph", "aot_forward_graph"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const auto g = nlohmann::json::parse(j.out);
@@ -51,23 +51,23 @@ TEST(CliGraph, ShowTableAndJson) {
 }
 
 TEST(CliGraph, AmbiguousOrEmptySelectionExitsTwo) {
-  const auto r = run_command(GPARITY_EXE, {"graph", "show", kData + "/compile", "--rank", "0", "--graph",
+  const auto r = run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--rank", "0", "--graph",
                                            "inductor_post_grad_graph"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--index 1"), std::string::npos) << r.err;
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kData + "/compile", "--graph", "nope"}).exit_code, 2);
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kData + "/compile", "--compile-id", "x"}).exit_code,
+  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--graph", "nope"}).exit_code, 2);
+  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--compile-id", "x"}).exit_code,
             2);
 }
 
 TEST(CliGraph, ExportJsonRoundTripsThroughTheCli) {
   gparity::testing::TempDir tmp;
   const auto out = (tmp.path() / "joint.json").string();
-  const auto e = run_command(GPARITY_EXE, {"graph", "export", kData + "/compile", "--rank", "1", "--graph",
+  const auto e = run_command(GPARITY_EXE, {"graph", "export", kGraphData + "/compile", "--rank", "1", "--graph",
                                            "aot_joint_graph", "--format", "json", "-o", out});
   ASSERT_EQ(e.exit_code, 0) << e.err;
   // Reading the export back gives the same graph: same fingerprint, same JSON.
-  const auto a = run_command(GPARITY_EXE, {"graph", "list", "--json", kData + "/compile"});
+  const auto a = run_command(GPARITY_EXE, {"graph", "list", "--json", kGraphData + "/compile"});
   const auto b = run_command(GPARITY_EXE, {"graph", "list", "--json", out});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   const auto la = nlohmann::json::parse(a.out), lb = nlohmann::json::parse(b.out);
@@ -83,7 +83,7 @@ TEST(CliGraph, ExportJsonRoundTripsThroughTheCli) {
 
 TEST(CliGraph, ExportDot) {
   const auto r = run_command(GPARITY_EXE,
-                             {"graph", "export", kData + "/eager/tiny_export_graph.txt", "--format", "dot"});
+                             {"graph", "export", kGraphData + "/eager/tiny_export_graph.txt", "--format", "dot"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("digraph \"GraphModule\" {"));
   EXPECT_NE(r.out.find("aten.embedding.default"), std::string::npos);

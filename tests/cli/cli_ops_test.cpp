@@ -12,6 +12,7 @@
 
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -21,12 +22,7 @@ namespace fs = std::filesystem;
 
 const std::string kOps = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using gparity::testing::slurp;
 
 /// A copy of a sample mode's logs in `dir`, for damaging.
 void copy_logs(const std::string& from, const fs::path& to) {

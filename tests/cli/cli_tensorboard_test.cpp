@@ -21,7 +21,7 @@ using gparity::testing::run_command;
 using gparity::testing::TempDir;
 namespace fs = std::filesystem;
 
-const std::string kRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
+const std::string kTensorboardRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
 
 std::vector<float> losses() {
   return {10.8125F, 9.96875F, 8.4453125F, 7.25F, 6.3787937F};
@@ -128,7 +128,7 @@ std::string write_policy(const TempDir& tmp, const nlohmann::json& baseline,
 
 nlohmann::json copy_run(const std::string& from, const std::string& to) {
   // `cp -v` prints to stdout: the gate must keep it off its own stdout.
-  return {{"command", {"cp", "-v", "-r", kRuns + from, to}}, {"path", to}};
+  return {{"command", {"cp", "-v", "-r", kTensorboardRuns + from, to}}, {"path", to}};
 }
 
 TEST(CliGateCommands, RunsTheCommandsInThePolicyFolderThenCompares) {
@@ -153,7 +153,7 @@ TEST(CliGateCommands, FailingOrMissingCommandExitsTwoAndComparesNothing) {
   TempDir tmp;
   const auto out = (tmp.path() / "rep").string();
   auto policy = write_policy(tmp, copy_run("eager", "base"),
-                             {{"command", {"cp", "-r", kRuns + "no-such-run", "cand"}}, {"path", "cand"}});
+                             {{"command", {"cp", "-r", kTensorboardRuns + "no-such-run", "cand"}}, {"path", "cand"}});
   auto r = run_command(GPARITY_EXE, {"gate", "--policy", policy, "--out", out});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("candidate command: cp -r "), std::string::npos) << r.err;
@@ -167,8 +167,8 @@ TEST(CliGateCommands, FailingOrMissingCommandExitsTwoAndComparesNothing) {
 
   // A run named on the command line is not produced again: the failing command is not run.
   policy = write_policy(tmp, {{"command", {"false"}}, {"path", "base"}}, "cand");
-  r = run_command(GPARITY_EXE, {"gate", "--policy", policy, "--baseline", kRuns + "eager", "--candidate",
-                                kRuns + "eager_repeat", "--out", out});
+  r = run_command(GPARITY_EXE, {"gate", "--policy", policy, "--baseline", kTensorboardRuns + "eager", "--candidate",
+                                kTensorboardRuns + "eager_repeat", "--out", out});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -14,6 +14,7 @@
 
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 using gparity::testing::run_command;
 using gparity::testing::TempDir;
 
-const std::string kRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
+const std::string kTextRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/runs/";
 
 // OSC 0 (retitle the terminal, ended by BEL), then CSI 2J (clear the screen).
 const std::string kHostile = "\x1b]0;title\x07\x1b[2J";
@@ -34,12 +35,7 @@ bool has_terminal_control(std::string_view s) {
   });
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using gparity::testing::slurp;
 
 bool json_holds_string(const nlohmann::json& j, const std::string& s) {
   if (j.is_string()) return j.get<std::string>() == s;
@@ -123,7 +119,7 @@ TEST(CliTerminalSafeText, ErrorMessagesQuotingAnInputAreEscaped) {
 fs::path run_with_hostile_parameter(const TempDir& tmp, const std::string& name) {
   const auto dir = tmp.path() / name;
   fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(kRuns + name)) {
+  for (const auto& e : fs::directory_iterator(kTextRuns + name)) {
     std::string text = slurp(e.path());
     const std::string from = "\"tok.weight\"";
     const std::string to = "\"tok\\u001b]0;title\\u0007\\u001b[2J.weight\"";

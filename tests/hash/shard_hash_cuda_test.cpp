@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/hash/cuda_cases.hpp"
+#include "tests/hash/device_buffer.hpp"
 
 namespace gparity::hash {
 namespace {
@@ -20,37 +21,19 @@ void cuda_ok(cudaError_t e) {
   ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e);
 }
 
-// Owns a device copy of a host buffer.
-class DeviceBytes {
- public:
-  explicit DeviceBytes(const std::vector<std::byte>& host) : size_(host.size()) {
-    if (cudaMalloc(&ptr_, std::max<std::size_t>(size_, 1)) != cudaSuccess) throw CudaError("cudaMalloc");
-    if (size_ && cudaMemcpy(ptr_, host.data(), size_, cudaMemcpyHostToDevice) != cudaSuccess) {
-      cudaFree(ptr_);
-      throw CudaError("cudaMemcpy");
-    }
-  }
-  ~DeviceBytes() { cudaFree(ptr_); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  const std::byte* data() const { return static_cast<const std::byte*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t size_;
-};
+using testing::DeviceBuffer;
 
 /// Every standard case copied to the device, with its device view and placement, for the batch
 /// tests (the device copies live as long as this).
 struct CasesOnDevice {
   std::vector<testing::Case> cases = testing::standard_cases();
-  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<std::unique_ptr<DeviceBuffer>> dev;
   std::vector<BlockView> views;
   std::vector<GlobalPlacement> placements;
 
   CasesOnDevice() {
     for (const auto& c : cases) {
-      dev.push_back(std::make_unique<DeviceBytes>(c.storage));
+      dev.push_back(std::make_unique<DeviceBuffer>(c.storage));
       views.push_back(c.view(dev.back()->data()));
       placements.push_back(c.placement());
     }
@@ -67,7 +50,7 @@ class ShardHashCuda : public ::testing::Test {
 TEST_F(ShardHashCuda, MatchesCpuOnEveryStandardCase) {
   int checked = 0;
   for (const auto& c : testing::standard_cases()) {
-    const DeviceBytes dev(c.storage);
+    const DeviceBuffer dev(c.storage);
     const std::uint64_t cpu = shard_hash(c.view(c.storage.data()), c.placement());
     EXPECT_EQ(shard_hash_cuda(c.view(dev.data()), c.placement()), cpu) << c.name;
     ++checked;
@@ -104,7 +87,7 @@ TEST_F(ShardHashCuda, BatchMatchesTheCpuBlockByBlock) {
 // sum in its own slot.
 TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
   const auto storage = testing::random_storage(1 << 20, 31);
-  const DeviceBytes dev(storage);
+  const DeviceBuffer dev(storage);
   std::vector<std::vector<std::int64_t>> shapes, strides, offsets, globals;
   std::vector<std::uint32_t> sizes;
   std::vector<std::size_t> starts;
@@ -146,7 +129,7 @@ TEST_F(ShardHashCuda, BlocksOfAMeshSumToTheFullHash) {
   for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
     const testing::Shape global = {301, 257};
     const auto host = testing::random_storage(301 * 257 * es, 40 + es);
-    const DeviceBytes dev(host);
+    const DeviceBuffer dev(host);
     const std::uint64_t want = shard_hash_contiguous(host, es);
     EXPECT_EQ(shard_hash_cuda(BlockView{dev.data(), es, global, {}}, GlobalPlacement{}), want);
     const std::vector<std::int64_t> rows = {0, 1, 100, 188, 301};
@@ -170,8 +153,8 @@ TEST_F(ShardHashCuda, AccumulatesOnAStreamWithoutWaiting) {
   cuda_ok(cudaStreamCreate(&stream));
   const auto a = testing::random_storage(4 * 100000, 7);
   const auto b = testing::random_storage(2 * 77777, 8);
-  const DeviceBytes da(a);
-  const DeviceBytes db(b);
+  const DeviceBuffer da(a);
+  const DeviceBuffer db(b);
   std::uint64_t* sum = nullptr;
   cuda_ok(cudaMalloc(&sum, sizeof *sum));
   cuda_ok(cudaMemsetAsync(sum, 0, sizeof *sum, stream));
@@ -202,7 +185,7 @@ TEST_F(ShardHashCuda, RejectsHostPointersAndBadBlocks) {
   const testing::Shape global = {4, 4};
   const testing::Shape off = {2, 0};
   const testing::Shape blk = {3, 4};
-  const DeviceBytes dev(host);
+  const DeviceBuffer dev(host);
   EXPECT_THROW(shard_hash_cuda(BlockView{dev.data(), 4, blk, {}}, GlobalPlacement{off, global}), BlockError);
   // The context is still usable after the rejections.
   EXPECT_EQ(shard_hash_cuda(BlockView{dev.data(), 4, shape, {}}, GlobalPlacement{}),
@@ -213,7 +196,7 @@ TEST_F(ShardHashCuda, LargeTensorsMatchTheCpu) {
   // 256 MiB + 6 bytes: f32 dense from an unaligned start, then bf16 as a strided column block.
   const std::size_t bytes = (std::size_t{256} << 20) + 6;
   const auto host = testing::random_storage(bytes, 99);
-  const DeviceBytes dev(host);
+  const DeviceBuffer dev(host);
   ShardHashOptions threads;  // the CPU reference may use every core; its result does not change
   const testing::Shape s32 = {static_cast<std::int64_t>((bytes - 4) / 4)};
   EXPECT_EQ(shard_hash_cuda(BlockView{dev.data() + 4, 4, s32, {}}, GlobalPlacement{}),
@@ -239,12 +222,12 @@ ShardHashOptions v2_cpu() {
 
 TEST_F(ShardHashCuda, SpecV2MatchesCpuOnEveryStandardCaseAndInABatch) {
   const auto cases = testing::standard_cases();
-  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<std::unique_ptr<DeviceBuffer>> dev;
   std::vector<BlockView> views;
   std::vector<GlobalPlacement> placements;
   int checked = 0;
   for (const auto& c : cases) {
-    dev.push_back(std::make_unique<DeviceBytes>(c.storage));
+    dev.push_back(std::make_unique<DeviceBuffer>(c.storage));
     views.push_back(c.view(dev.back()->data()));
     placements.push_back(c.placement());
     const std::uint64_t cpu = shard_hash(c.view(c.storage.data()), c.placement(), v2_cpu());
@@ -277,7 +260,7 @@ TEST_F(ShardHashCuda, CappedGridsMatchTheCpu) {
   auto& placements = on_device.placements;
   // And one large dense block, whose uncapped launch has many CTAs.
   const auto big = testing::random_storage(std::size_t{48} << 20, 7);
-  const DeviceBytes big_dev(big);
+  const DeviceBuffer big_dev(big);
   const std::vector<std::int64_t> big_shape = {static_cast<std::int64_t>(big.size() / 2)}, one = {1};
   const std::vector<std::int64_t> big_off = {0};
   views.push_back({big_dev.data(), 2, big_shape, one});
@@ -309,7 +292,7 @@ TEST_F(ShardHashCuda, SpecV2RowsKernelMatchesCpu) {
   // Column shards of [rows, cols] tensors (rows start at any alignment), transposed blocks, and
   // blocks whose inner dim is strided: every element size, the key wrap inside a row included.
   const auto storage = testing::random_storage(3 << 20, 77);
-  const DeviceBytes dev(storage);
+  const DeviceBuffer dev(storage);
   int checked = 0;
   for (const std::size_t es : {1UL, 2UL, 4UL, 8UL}) {
     for (const std::int64_t cols : {64L, 515L, 8192L}) {
@@ -349,7 +332,7 @@ TEST_F(ShardHashCuda, SpecV2LargeTensorsMatchTheCpu) {
   // 256 MiB + 6 bytes: u8 and bf16 dense from unaligned starts, a bf16 column shard.
   const std::size_t bytes = (std::size_t{256} << 20) + 6;
   const auto host = testing::random_storage(bytes, 98);
-  const DeviceBytes dev(host);
+  const DeviceBuffer dev(host);
   const testing::Shape s8 = {static_cast<std::int64_t>(bytes - 3)};
   EXPECT_EQ(shard_hash_cuda(BlockView{dev.data() + 3, 1, s8, {}}, GlobalPlacement{}, nullptr, ShardSpec::V2),
             shard_hash(BlockView{host.data() + 3, 1, s8, {}}, GlobalPlacement{}, v2_cpu()));

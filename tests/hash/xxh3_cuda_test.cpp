@@ -19,30 +19,12 @@
 #include "hash/cuda/xxh3_host.hpp"
 #include "hash/xxh3.hpp"
 #include "tests/hash/cuda_cases.hpp"
+#include "tests/hash/device_buffer.hpp"
 
 namespace gparity::hash {
 namespace {
 
-// Owns a device copy of a host buffer.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(const std::vector<std::byte>& host) : size_(host.size()) {
-    if (cudaMalloc(&ptr_, std::max<std::size_t>(size_, 1)) != cudaSuccess) throw CudaError("cudaMalloc");
-    if (size_ && cudaMemcpy(ptr_, host.data(), size_, cudaMemcpyHostToDevice) != cudaSuccess) {
-      cudaFree(ptr_);
-      throw CudaError("cudaMemcpy");
-    }
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  [[nodiscard]] const std::byte* data() const { return static_cast<const std::byte*>(ptr_); }
-  [[nodiscard]] std::uint64_t* words() const { return static_cast<std::uint64_t*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t size_;
-};
+using testing::DeviceBuffer;
 
 std::uint64_t cpu(const std::vector<std::byte>& host, std::size_t offset, std::size_t n) {
   return xxh3_64(std::span<const std::byte>(host.data() + offset, n));

@@ -12,7 +12,7 @@
 namespace gparity::hash {
 namespace {
 
-std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
+std::vector<std::byte> seeded_bytes(std::size_t n, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::byte> v(n);
   for (auto& b : v) b = static_cast<std::byte>(rng() & 0xFF);
@@ -44,7 +44,7 @@ TEST(Xxh3, MatchesReferenceBinaryAcrossSizeClasses) {
   // XXH3 has separate code paths for 0, 1-3, 4-8, 9-16, 17-128, 129-240 and long inputs.
   for (const std::size_t n : {0UL, 1UL, 3UL, 4UL, 8UL, 9UL, 16UL, 17UL, 128UL, 129UL, 240UL, 241UL, 1024UL,
                               65537UL, (1UL << 20) + 3}) {
-    const auto bytes = random_bytes(n, static_cast<unsigned>(n));
+    const auto bytes = seeded_bytes(n, static_cast<unsigned>(n));
     EXPECT_EQ(to_hex(xxh3_64(bytes)), xxhsum_h3(bytes)) << "size " << n;
   }
 }
@@ -56,7 +56,7 @@ TEST(Xxh3, KnownAnswer) {
 }
 
 TEST(Xxh3, StreamEqualsOneShotForAnyChunking) {
-  const auto bytes = random_bytes(100'000, 7);
+  const auto bytes = seeded_bytes(100'000, 7);
   std::mt19937 rng(3);
   for (int trial = 0; trial < 20; ++trial) {
     Xxh3Stream s;
@@ -76,7 +76,7 @@ TEST(Xxh3, StreamEqualsOneShotForAnyChunking) {
 
 TEST(Xxh3, StridedViewEqualsContiguousCopy) {
   // A 6x10 float32 buffer; view its transpose and a column slice, row-major element order.
-  const auto buf = random_bytes(6 * 10 * 4, 11);
+  const auto buf = seeded_bytes(6 * 10 * 4, 11);
   const std::int64_t tshape[] = {10, 6};
   const std::int64_t tstrides[] = {1, 10};
   std::vector<std::byte> copy;

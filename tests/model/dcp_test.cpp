@@ -25,7 +25,7 @@ using gparity::model::FileDigest;
 using gparity::model::hash_file;
 using gparity::model::InputError;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
+const std::string kDcpData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
 // The shared samples' torch-2.11-dcp; empty when absent.
 const fs::path kSamples = gparity::testing::sample_folder("torch-2.11-dcp");
 
@@ -57,8 +57,8 @@ void expect_same_weights(const FileDigest& a, const FileDigest& b, const std::st
 TEST(Dcp, GridChunksHashLikeTheFullTensors) {
   // Chunks in a 2x2 grid, column blocks, transposed storage, a 0-d tensor: the row-major XXH3
   // streamed from the chunks and the summed shard hashes equal those of the whole tensors.
-  const auto dcp = hash_file(kData + "/grid");
-  const auto st = hash_file(kData + "/grid.safetensors");
+  const auto dcp = hash_file(kDcpData + "/grid");
+  const auto st = hash_file(kDcpData + "/grid.safetensors");
   EXPECT_EQ(dcp.format, "dcp");
   ASSERT_EQ(dcp.tensors.size(), 4U);
   EXPECT_EQ(dcp.tensors[0].name, "grid.weight");  // registration order
@@ -66,7 +66,7 @@ TEST(Dcp, GridChunksHashLikeTheFullTensors) {
   EXPECT_EQ(dcp.other_entries, std::vector<std::string>{"step"});
   expect_same_weights(dcp, st, "", "");
   // The result never depends on the number of threads.
-  const auto one = hash_file(kData + "/grid", {1});
+  const auto one = hash_file(kDcpData + "/grid", {1});
   for (std::size_t i = 0; i < one.tensors.size(); ++i) EXPECT_EQ(one.tensors[i].xxh3, dcp.tensors[i].xxh3);
 }
 
@@ -109,7 +109,7 @@ std::string copy_checkpoint(const gparity::testing::TempDir& tmp, const std::str
   return to.string();
 }
 
-std::string error_of(const std::string& dir) {
+std::string dcp_error_of(const std::string& dir) {
   try {
     (void)hash_file(dir);
   } catch (const InputError& e) {
@@ -120,19 +120,19 @@ std::string error_of(const std::string& dir) {
 
 TEST(Dcp, TruncatedDataFileIsReportedWithFileAndRange) {
   gparity::testing::TempDir tmp;
-  const auto dir = copy_checkpoint(tmp, kData + "/grid");
+  const auto dir = copy_checkpoint(tmp, kDcpData + "/grid");
   fs::resize_file(fs::path(dir) / "__1_0.distcp", 1000);
-  const auto msg = error_of(dir);
+  const auto msg = dcp_error_of(dir);
   EXPECT_NE(msg.find("__1_0.distcp"), std::string::npos) << msg;
   EXPECT_NE(msg.find("outside"), std::string::npos) << msg;
 }
 
 TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
   gparity::testing::TempDir tmp;
-  const auto bad = copy_checkpoint(tmp, kData + "/grid");
+  const auto bad = copy_checkpoint(tmp, kDcpData + "/grid");
   fs::resize_file(fs::path(bad) / "__1_0.distcp", 1000);
-  const std::vector<std::string> good{kData + "/grid.safetensors", kData + "/grid",
-                                      kData + "/grid.safetensors"};
+  const std::vector<std::string> good{kDcpData + "/grid.safetensors", kDcpData + "/grid",
+                                      kDcpData + "/grid.safetensors"};
   std::vector<std::string> seen;
   const auto all = gparity::model::hash_files(good, {2}, [&](std::size_t k, const std::string& p) {
     EXPECT_EQ(k, seen.size() + 1);
@@ -148,7 +148,7 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
       EXPECT_EQ(all[i].tensors[t].xxh3, one.tensors[t].xxh3);
   }
   // The bad checkpoint is reported, whichever thread finished first; the good ones still ran.
-  const std::vector<std::string> mixed{kData + "/grid", bad, kData + "/nope"};
+  const std::vector<std::string> mixed{kDcpData + "/grid", bad, kDcpData + "/nope"};
   try {
     (void)gparity::model::hash_files(mixed, {3});
     ADD_FAILURE() << "no error";
@@ -160,11 +160,11 @@ TEST(Dcp, HashFilesKeepsPathOrderAndReportsTheFirstBadPath) {
 // Checkpoints hashed together hold their data files open for pread up to a process-wide cap;
 // past it, files are mapped instead. Both ways give the same digests.
 TEST(Dcp, CheckpointsPastTheOpenFileCapAreReadThroughMappings) {
-  const std::size_t files = gparity::model::DcpCheckpoint(kData + "/grid").files().size();
+  const std::size_t files = gparity::model::DcpCheckpoint(kDcpData + "/grid").files().size();
   ASSERT_GT(files, 0U);
   const std::size_t copies = gparity::model::DcpCheckpoint::kMaxOpenFiles / files + 2;
-  const std::vector<std::string> paths(copies, kData + "/grid");
-  const auto one = hash_file(kData + "/grid", {1});
+  const std::vector<std::string> paths(copies, kDcpData + "/grid");
+  const auto one = hash_file(kDcpData + "/grid", {1});
   for (const unsigned threads : {1U, 2U}) {
     const auto all = gparity::model::hash_files(paths, {threads});
     ASSERT_EQ(all.size(), copies);
@@ -214,7 +214,7 @@ TEST(Dcp, ZipCrc32MatchesTheBitwiseDefinition) {
 
 TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
   gparity::testing::TempDir tmp;
-  const auto dir = copy_checkpoint(tmp, kData + "/grid");
+  const auto dir = copy_checkpoint(tmp, kDcpData + "/grid");
   {
     // Flip one byte in the middle of rank 3's file: a zip structure or CRC check catches it.
     std::fstream f(fs::path(dir) / "__3_0.distcp", std::ios::in | std::ios::out | std::ios::binary);
@@ -225,10 +225,10 @@ TEST(Dcp, CorruptStorageBytesAndMissingFilesAreInputErrors) {
       f.put('\x5a');
     }
   }
-  const auto msg = error_of(dir);
+  const auto msg = dcp_error_of(dir);
   EXPECT_NE(msg.find("__3_0.distcp"), std::string::npos) << msg;
   fs::remove(fs::path(dir) / "__2_0.distcp");
-  const auto missing = error_of(dir);
+  const auto missing = dcp_error_of(dir);
   EXPECT_NE(missing.find("__2_0.distcp"), std::string::npos) << missing;
   EXPECT_NE(missing.find("missing"), std::string::npos) << missing;
   fs::remove(fs::path(dir) / ".metadata");
@@ -259,16 +259,16 @@ void flip_first_storage_byte(const fs::path& file) {
 // general one (the grid's column blocks).
 TEST(Dcp, OneFlippedStorageBitFailsTheCrcCheck) {
   gparity::testing::TempDir tmp;
-  const auto grid = copy_checkpoint(tmp, kData + "/grid");
+  const auto grid = copy_checkpoint(tmp, kDcpData + "/grid");
   flip_first_storage_byte(fs::path(grid) / "__0_0.distcp");
-  const auto msg = error_of(grid);
+  const auto msg = dcp_error_of(grid);
   EXPECT_NE(msg.find("__0_0.distcp"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CRC-32"), std::string::npos) << msg;
   if (!fs::exists(kSamples)) GTEST_SKIP() << "samples not found";
   gparity::testing::TempDir tmp2;
   const auto rows = copy_checkpoint(tmp2, (kSamples / "fsdp4" / "step-0").string());
   flip_first_storage_byte(fs::path(rows) / "__1_0.distcp");
-  const auto msg2 = error_of(rows);
+  const auto msg2 = dcp_error_of(rows);
   EXPECT_NE(msg2.find("__1_0.distcp"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("CRC-32"), std::string::npos) << msg2;
 }
@@ -281,7 +281,7 @@ TEST(Dcp, RecordReaderTakesEachZipPathToTheSameTensor) {
   using gparity::model::CrcCheck;
   using gparity::model::read_torch_save_tensor;
   const auto read = [](const std::string& name) {
-    std::ifstream f(kData + "/" + name, std::ios::binary);
+    std::ifstream f(kDcpData + "/" + name, std::ios::binary);
     const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     std::vector<std::byte> bytes(s.size());
     std::memcpy(bytes.data(), s.data(), s.size());
@@ -318,7 +318,7 @@ TEST(Dcp, RecordReaderTakesEachZipPathToTheSameTensor) {
 TEST(Dcp, RecordWithDotDotMemberNamesIsRefusedByName) {
   using gparity::model::read_torch_save_tensor;
   for (const auto* name : {"record_stored.zip", "record_deflated.zip"}) {
-    std::ifstream f(kData + "/" + name, std::ios::binary);
+    std::ifstream f(kDcpData + "/" + name, std::ios::binary);
     std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     for (auto at = s.find("archive/"); at != std::string::npos; at = s.find("archive/", at + 1))
       s.replace(at, 8, "../chive");  // same length: every offset stays right

@@ -18,13 +18,13 @@ namespace {
 
 using namespace gparity::model;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/flight_recorder_pickle";
+const std::string kFrPickleData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/flight_recorder_pickle";
 
 TEST(FlightRecorderPickle, SameDumpAsTheJsonForm) {
   for (int r = 0; r < 4; ++r) {
-    const auto pkl = read_flight_recorder(kData + "/fr_rank" + std::to_string(r) + ".pkl");
+    const auto pkl = read_flight_recorder(kFrPickleData + "/fr_rank" + std::to_string(r) + ".pkl");
     const auto json =
-        read_flight_recorder(kData + "/json/rank" + std::to_string(r) + "_flight_recorder.json");
+        read_flight_recorder(kFrPickleData + "/json/rank" + std::to_string(r) + "_flight_recorder.json");
     EXPECT_EQ(pkl.rank, r);
     EXPECT_EQ(json.rank, r);
     EXPECT_EQ(pkl.version, "2.10");
@@ -57,13 +57,13 @@ TEST(FlightRecorderPickle, SameDumpAsTheJsonForm) {
 
 TEST(FlightRecorderPickle, RecognisedByContentWhateverTheName) {
   gparity::testing::TempDir tmp;
-  std::ifstream in(kData + "/fr_rank2.pkl", std::ios::binary);
+  std::ifstream in(kFrPickleData + "/fr_rank2.pkl", std::ios::binary);
   const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   const auto path = tmp.write("dump.bin", bytes);
   EXPECT_TRUE(is_flight_recorder_pickle(path));
   EXPECT_EQ(read_flight_recorder(path).entries.size(),
-            read_flight_recorder(kData + "/fr_rank2.pkl").entries.size());
-  EXPECT_FALSE(is_flight_recorder_pickle(kData + "/json/rank2_flight_recorder.json"));
+            read_flight_recorder(kFrPickleData + "/fr_rank2.pkl").entries.size());
+  EXPECT_FALSE(is_flight_recorder_pickle(kFrPickleData + "/json/rank2_flight_recorder.json"));
 }
 
 TEST(FlightRecorderPickle, RefusesGlobalsAndTruncation) {
@@ -79,7 +79,7 @@ TEST(FlightRecorderPickle, RefusesGlobalsAndTruncation) {
     EXPECT_NE(std::string(e.what()).find("os.system"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("rank0.pkl: byte "), std::string::npos) << e.what();
   }
-  std::ifstream in(kData + "/fr_rank1.pkl", std::ios::binary);
+  std::ifstream in(kFrPickleData + "/fr_rank1.pkl", std::ios::binary);
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   bytes.resize(bytes.size() / 3);
   const auto cut = tmp.write("fr_rank1.pkl", bytes);

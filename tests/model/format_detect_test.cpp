@@ -15,6 +15,7 @@
 #include "core/model/graph/graph_json.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tensorboard_writer.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -22,12 +23,9 @@ using gparity::model::detect_format;
 using gparity::model::Format;
 using gparity::testing::TempDir;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/";
+const std::string kDetectData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
+using gparity::testing::slurp;
 
 /// The same bytes under a name that says nothing: detection must not need the name.
 std::string renamed(const TempDir& dir, const std::string& path, const std::string& name = "input.bin") {
@@ -38,21 +36,21 @@ TEST(FormatDetect, PicklesByProtocolOpcode) {
   TempDir dir;
   for (int protocol = 2; protocol <= 5; ++protocol) {
     const auto d = detect_format(
-        renamed(dir, kData + "pickle/plain_protocol" + std::to_string(protocol) + ".pkl", "x.log"));
+        renamed(dir, kDetectData + "pickle/plain_protocol" + std::to_string(protocol) + ".pkl", "x.log"));
     EXPECT_EQ(d.format, Format::Pickle) << protocol << ": " << d.describe();
     EXPECT_EQ(d.reason, "pickle protocol " + std::to_string(protocol));
   }
-  EXPECT_EQ(detect_format(kData + "reliability/hello.pkl").format, Format::Pickle);
+  EXPECT_EQ(detect_format(kDetectData + "reliability/hello.pkl").format, Format::Pickle);
   // Protocols 0 and 1 have no PROTO opcode: text-like opcodes, not claimed as pickles.
-  EXPECT_NE(detect_format(kData + "pickle/plain_protocol0.pkl").format, Format::Pickle);
+  EXPECT_NE(detect_format(kDetectData + "pickle/plain_protocol0.pkl").format, Format::Pickle);
 }
 
 TEST(FormatDetect, ZipSafetensorsAndDcpByContent) {
   TempDir dir;
-  EXPECT_EQ(detect_format(renamed(dir, kData + "graph/eager/tiny_export.pt2")).format, Format::Zip);
-  const auto st = detect_format(renamed(dir, kData + "dcp/grid.safetensors", "weights.bin"));
+  EXPECT_EQ(detect_format(renamed(dir, kDetectData + "graph/eager/tiny_export.pt2")).format, Format::Zip);
+  const auto st = detect_format(renamed(dir, kDetectData + "dcp/grid.safetensors", "weights.bin"));
   EXPECT_EQ(st.format, Format::Safetensors) << st.describe();
-  const auto dcp = detect_format(kData + "dcp/grid");
+  const auto dcp = detect_format(kDetectData + "dcp/grid");
   EXPECT_EQ(dcp.format, Format::DcpCheckpoint) << dcp.describe();
   EXPECT_NE(dcp.reason.find("4 .distcp files"), std::string::npos) << dcp.reason;
   // A .metadata that is not a pickle does not make a checkpoint.
@@ -81,9 +79,9 @@ TEST(FormatDetect, TensorBoardByRecordFramingAndCrc) {
 TEST(FormatDetect, TorchTraceFlightRecorderAndJsonByKeys) {
   TempDir dir;
   const auto log = detect_format(
-      renamed(dir, kData + "graph/compile_tp/dedicated_log_torch_trace_rank_0_07s9lv36.log", "trace.txt"));
+      renamed(dir, kDetectData + "graph/compile_tp/dedicated_log_torch_trace_rank_0_07s9lv36.log", "trace.txt"));
   EXPECT_EQ(log.format, Format::TorchTrace) << log.describe();
-  const auto fr = detect_format(renamed(dir, kData + "graph/eager/rank0_flight_recorder.json", "dump"));
+  const auto fr = detect_format(renamed(dir, kDetectData + "graph/eager/rank0_flight_recorder.json", "dump"));
   EXPECT_EQ(fr.format, Format::FlightRecorderJson) << fr.describe();
 
   gparity::model::Graph g;

@@ -16,10 +16,10 @@ namespace {
 
 using namespace gparity::model;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph";
+const std::string kFrGraphData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph";
 
 TEST(GraphFlightRecorder, SampleDumpIsOneOrderedCollectiveSequence) {
-  const std::string path = kData + "/compile/rank1_flight_recorder.json";
+  const std::string path = kFrGraphData + "/compile/rank1_flight_recorder.json";
   const auto d = read_flight_recorder(path);
   std::ifstream f(path);
   const auto raw = nlohmann::json::parse(f);
@@ -46,7 +46,7 @@ TEST(GraphFlightRecorder, SampleDumpIsOneOrderedCollectiveSequence) {
   EXPECT_EQ(first.state, "completed");
 }
 
-void expect_error(const std::string& text, const std::string& what) {
+void expect_fr_error(const std::string& text, const std::string& what) {
   try {
     parse_flight_recorder(text, "fr.json");
     ADD_FAILURE() << "no error for " << text;
@@ -57,17 +57,17 @@ void expect_error(const std::string& text, const std::string& what) {
 }
 
 TEST(GraphFlightRecorder, MalformedDumpsNameTheEntry) {
-  expect_error("[]", "JSON object");
-  expect_error("{\"version\": \"2.10\"}", "no \"entries\"");
-  expect_error(
+  expect_fr_error("[]", "JSON object");
+  expect_fr_error("{\"version\": \"2.10\"}", "no \"entries\"");
+  expect_fr_error(
       "{\"entries\": [{\"record_id\": 0, \"profiling_name\": \"nccl:all_reduce\", \"input_sizes\": [[1, "
       "\"x\"]]}]}",
       "entries[0]: \"input_sizes\" holds a non-integer");
-  expect_error("{\"entries\": [{\"record_id\": 0}, {\"profiling_name\": \"x\"}]}",
+  expect_fr_error("{\"entries\": [{\"record_id\": 0}, {\"profiling_name\": \"x\"}]}",
                "entries[0]: missing \"profiling_name\"");
-  expect_error("{\"entries\": [], \"pg_config\": {\"0\": {\"ranks\": 5}}}", "pg_config[\"0\"]: ranks");
-  expect_error("{\"entries\": [" + std::string(10000, '['), "nested deeper");
-  expect_error("{\"entries\": [}", "invalid JSON");
+  expect_fr_error("{\"entries\": [], \"pg_config\": {\"0\": {\"ranks\": 5}}}", "pg_config[\"0\"]: ranks");
+  expect_fr_error("{\"entries\": [" + std::string(10000, '['), "nested deeper");
+  expect_fr_error("{\"entries\": [}", "invalid JSON");
 }
 
 }  // namespace
@@ -77,7 +77,7 @@ namespace {
 // Found by fuzz_flight_recorder: a number that overflows a double made nlohmann throw
 // out_of_range instead of parse_error, which escaped as a crash.
 TEST(GraphFlightRecorder, NumberOverflowIsAnInputErrorNotACrash) {
-  expect_error("{\"entries\": [{\"record_id\": 17952E6636819044315}]}", "number overflow");
+  expect_fr_error("{\"entries\": [{\"record_id\": 17952E6636819044315}]}", "number overflow");
 }
 
 TEST(GraphFlightRecorder, EnvelopeNumberOverflowIsReportedByTheTraceReader) {
@@ -144,7 +144,7 @@ void expect_same_dump(const FlightRecorderDump& fast, const FlightRecorderDump& 
 // Large dumps are read by a fast reader that walks the text once; whatever it accepts must read
 // exactly as the DOM reader reads it (escapes, UTF-8, nulls, duplicate keys, ignored members).
 TEST(GraphFlightRecorder, FastReaderReadsWhatTheDomReaderReads) {
-  const std::string sample = kData + "/compile/rank1_flight_recorder.json";
+  const std::string sample = kFrGraphData + "/compile/rank1_flight_recorder.json";
   std::ifstream f(sample);
   const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const std::string tricky = R"({"version": "2.\u0037", "comm_lib_version": "2.21.5",
@@ -183,17 +183,17 @@ TEST(GraphFlightRecorder, FastReaderReadsWhatTheDomReaderReads) {
 TEST(GraphFlightRecorder, FastReaderLeavesErrorsToTheDomReader) {
   const std::string head =
       R"({"version": "2.7", "entries": [{"record_id": 0, "profiling_name": "nccl:all_reduce"}, )";
-  expect_error(head + R"({"record_id": 1.5, "profiling_name": "x"}]})",
+  expect_fr_error(head + R"({"record_id": 1.5, "profiling_name": "x"}]})",
                "entries[1]: \"record_id\" is not an integer");
-  expect_error(head + R"({"record_id": 1, "profiling_name": "x", "is_p2p": null}]})",
+  expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "is_p2p": null}]})",
                "entries[1]: \"is_p2p\" is not a boolean");
-  expect_error(head + R"({"record_id": 1, "profiling_name": "x", "input_sizes": [[1, "2"]]}]})",
+  expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "input_sizes": [[1, "2"]]}]})",
                "entries[1]: \"input_sizes\" holds a non-integer size");
-  expect_error(head + R"({"record_id": 1, "profiling_name": "x", "process_group": []}]})",
+  expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "process_group": []}]})",
                "entries[1]: \"process_group\" is not [name, desc]");
-  expect_error(head + R"({"record_id": 1}]})", "entries[1]: missing \"profiling_name\"");
-  expect_error(head + R"({"record_id": 1, "profiling_name": "x", "frames": [3]}]})",
+  expect_fr_error(head + R"({"record_id": 1}]})", "entries[1]: missing \"profiling_name\"");
+  expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "frames": [3]}]})",
                "entries[1]: a frame is not an object");
-  expect_error(head + R"({"record_id": 1, "profiling_name": "x"}] )",
+  expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x"}] )",
                "");  // truncated: the JSON parser's message
 }

@@ -11,6 +11,7 @@
 #include "core/model/formats/pt2.hpp"
 #include "core/model/graph/fx_text.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -36,10 +37,7 @@ std::string make_zip(const gparity::testing::TempDir& dir, const std::string& na
   return path;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using gparity::testing::slurp;
 
 std::string model_json() {
   const ZipArchive zip(kPt2);
@@ -90,7 +88,7 @@ TEST(GraphPt2, OldFlatLayoutIsRead) {
   EXPECT_EQ(programs[0].graph.nodes.size(), 80U);
 }
 
-void expect_error(const std::function<void()>& f, const std::string& source, const std::string& what) {
+void expect_pt2_error(const std::function<void()>& f, const std::string& source, const std::string& what) {
   try {
     f();
     ADD_FAILURE() << "no error";
@@ -105,27 +103,27 @@ TEST(GraphPt2, HostileArchivesAreRejectedNamingTheMember) {
   for (const auto& bad : {std::string("../evil/models/m.json"), std::string("/abs/models/m.json"),
                           std::string("a\\b/models/m.json"), std::string("x/../../models/m.json")}) {
     const auto p = make_zip(dir, "trick.pt2", {{bad, "{}"}});
-    expect_error([&] { read_pt2(p); }, "trick.pt2!" + bad, "member");
+    expect_pt2_error([&] { read_pt2(p); }, "trick.pt2!" + bad, "member");
   }
   // A zip bomb: 64 MiB of zeros compress to ~64 KiB; the cap stops inflation.
   const auto bomb = make_zip(dir, "bomb.pt2", {{"a/models/m.json", std::string(64u << 20, ' ')}});
   ZipLimits small;
   small.max_member_bytes = 1u << 20;
-  expect_error([&] { read_pt2(bomb, small); }, "bomb.pt2!a/models/m.json", "limit");
+  expect_pt2_error([&] { read_pt2(bomb, small); }, "bomb.pt2!a/models/m.json", "limit");
   ZipLimits few;
   few.max_members = 2;
   const auto many = make_zip(dir, "many.pt2", {{"a", ""}, {"b", ""}, {"c", ""}});
-  expect_error([&] { read_pt2(many, few); }, "many.pt2", "more than the limit");
+  expect_pt2_error([&] { read_pt2(many, few); }, "many.pt2", "more than the limit");
   // Not a zip at all, and a zip without a program.
   const auto junk = dir.write("junk.pt2", "PK\x03\x04 this is not a zip");
-  expect_error([&] { read_pt2(junk); }, "junk.pt2", "not a readable zip");
+  expect_pt2_error([&] { read_pt2(junk); }, "junk.pt2", "not a readable zip");
   const auto empty = make_zip(dir, "none.pt2", {{"a/data/weights/w0", "x"}});
-  expect_error([&] { read_pt2(empty); }, "none.pt2", "no exported program");
+  expect_pt2_error([&] { read_pt2(empty); }, "none.pt2", "no exported program");
   // A program referring to a tensor nobody defines.
   std::string broken = model_json();
   broken.replace(broken.find("\"p_tok_weight\"}}, \"kind\""), 14, "\"p_nowhere__\"");
   const auto bad_ref = make_zip(dir, "ref.pt2", {{"r/models/model.json", broken}});
-  expect_error([&] { read_pt2(bad_ref); }, "ref.pt2!r/models/model.json", "unknown tensor 'p_nowhere__'");
+  expect_pt2_error([&] { read_pt2(bad_ref); }, "ref.pt2!r/models/model.json", "unknown tensor 'p_nowhere__'");
 }
 
 // Every member read is checked against its CRC-32 and its declared size, stored or deflated, on a
@@ -147,24 +145,24 @@ TEST(GraphPt2, DamagedMembersAreReportedNotReturned) {
   std::string flipped = good;
   flipped[at + 3] ^= 0x20;
   const ZipArchive bad(std::as_bytes(std::span(flipped)), "flipped.zip");
-  expect_error([&] { (void)bad.read("m"); }, "flipped.zip!m", "CRC-32 mismatch");
+  expect_pt2_error([&] { (void)bad.read("m"); }, "flipped.zip!m", "CRC-32 mismatch");
   // The encryption bit in the central directory (offset 8 of the entry).
   std::string locked = good;
   const std::size_t central = locked.rfind("PK\x01\x02");
   ASSERT_NE(central, std::string::npos);
   locked[central + 8] |= 1;
   const ZipArchive enc(std::as_bytes(std::span(locked)), "locked.zip");
-  expect_error([&] { (void)enc.read("m"); }, "locked.zip!m", "encrypted member");
+  expect_pt2_error([&] { (void)enc.read("m"); }, "locked.zip!m", "encrypted member");
   // A deflated member whose stream is cut short: the declared size is not reached.
   const std::string big(100000, 'x');
   auto deflated = slurp(make_zip(dir, "deflated.zip", {{"d", big + text}}));
   const std::size_t local_data = 30 + 1;  // the local header and the name "d"
   for (std::size_t i = local_data + 20; i < local_data + 60 && i < deflated.size(); ++i) deflated[i] = '\0';
   const ZipArchive cut(std::as_bytes(std::span(deflated)), "cut.zip");
-  expect_error([&] { (void)cut.read("d"); }, "cut.zip!d", "deflate stream");
+  expect_pt2_error([&] { (void)cut.read("d"); }, "cut.zip!d", "deflate stream");
   // Bytes that hold no zip at all.
   const std::string junk = "PK\x05\x06 nothing";
-  expect_error([&] { ZipArchive z(std::as_bytes(std::span(junk)), "junk"); }, "junk", "not a readable zip");
+  expect_pt2_error([&] { ZipArchive z(std::as_bytes(std::span(junk)), "junk"); }, "junk", "not a readable zip");
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gparity::model;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph";
+const std::string kTraceGraphData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph";
 
 // The test's own payload extraction: envelope line, then TAB lines, nothing shared with the reader.
 struct RawPayload {
@@ -85,7 +85,7 @@ std::size_t count_node_lines(const std::string& text) {
 std::vector<std::string> trace_files() {
   std::vector<std::string> files;
   for (const auto* run : {"compile", "compile_rankbug", "compile_tp"}) {
-    for (const auto& e : fs::directory_iterator(kData + "/" + run)) {
+    for (const auto& e : fs::directory_iterator(kTraceGraphData + "/" + run)) {
       if (e.path().extension() == ".log") files.push_back(e.path().string());
     }
   }
@@ -140,7 +140,7 @@ TEST(GraphTrace, JsonRoundTripKeepsEveryField) {
 }
 
 TEST(GraphTrace, DirectoryIsOneMultiRankTraceSortedByRank) {
-  const auto m = read_torch_trace_dir(kData + "/compile_tp", {}, 2);
+  const auto m = read_torch_trace_dir(kTraceGraphData + "/compile_tp", {}, 2);
   ASSERT_EQ(m.ranks.size(), 2U);
   EXPECT_EQ(m.ranks[0].rank, 0);
   EXPECT_EQ(m.ranks[1].rank, 1);
@@ -165,7 +165,7 @@ TEST(GraphTrace, DirectoryIsOneMultiRankTraceSortedByRank) {
 }
 
 TEST(GraphTrace, RankbugGraphsDifferOnlyUnderDeviceNormalizationBySliceBounds) {
-  const auto m = read_torch_trace_dir(kData + "/compile_rankbug");
+  const auto m = read_torch_trace_dir(kTraceGraphData + "/compile_rankbug");
   ASSERT_EQ(m.ranks.size(), 2U);
   const Graph& f0 = m.ranks[0].find_graphs("aot_forward_graph")[0]->graph;
   const Graph& f1 = m.ranks[1].find_graphs("aot_forward_graph")[0]->graph;
@@ -185,7 +185,7 @@ TEST(GraphTrace, RankbugGraphsDifferOnlyUnderDeviceNormalizationBySliceBounds) {
   EXPECT_EQ(f1.node(s1).args[2].i, 32);
   EXPECT_EQ(f1.node(s1).args[3].i, 64);
   // compile (no bug): forward graphs are identical across ranks once devices are normalized.
-  const auto c = read_torch_trace_dir(kData + "/compile");
+  const auto c = read_torch_trace_dir(kTraceGraphData + "/compile");
   const Graph& c0 = c.ranks[0].find_graphs("aot_forward_graph")[0]->graph;
   const Graph& c1 = c.ranks[1].find_graphs("aot_forward_graph")[0]->graph;
   EXPECT_NE(fingerprint(c0), fingerprint(c1));

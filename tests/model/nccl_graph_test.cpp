@@ -10,18 +10,14 @@
 #include <sstream>
 
 #include "core/model/base/input_error.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace gparity::model {
 namespace {
 
 const std::string kDump = std::string(GPARITY_SOURCE_DIR) + "/tests/data/nccl/graph-dump-4xh200-ring.xml";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using gparity::testing::slurp;
 
 /// The InputError's line for `text`, or -1 when it parses.
 std::int64_t error_line(const std::string& text, std::string* what = nullptr) {

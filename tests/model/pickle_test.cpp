@@ -12,18 +12,16 @@
 #include "core/model/formats/dcp_metadata.hpp"
 #include "core/model/formats/pickle/pickle_interpret.hpp"
 #include "core/model/formats/pickle/pickle_machine.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
 namespace pk = gparity::model::pickle;
 using gparity::model::InputError;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data";
+const std::string kPickleData = std::string(GPARITY_SOURCE_DIR) + "/tests/data";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using gparity::testing::slurp;
 
 // A literal with embedded NULs, all of it.
 template <std::size_t N>
@@ -39,7 +37,7 @@ pk::Document decode(const std::string& s, const pk::Limits& limits = {}) {
   return pk::decode(bytes_of(s), "test.pkl", limits);
 }
 
-std::string error_of(const std::function<void()>& fn) {
+std::string pickle_error_of(const std::function<void()>& fn) {
   try {
     fn();
   } catch (const InputError& e) {
@@ -53,7 +51,7 @@ TEST(Pickle, EveryProtocolDecodesToTheSameValue) {
   const auto expected = nlohmann::json::parse(
       R"({"a":[1,2.5,null,true,"x",[1,-2]],"b":{"k":-1099511627776,"u":"\u00e9\u4e2d"},"c":"\u0000\u00ff"})");
   for (int p = 0; p <= 5; ++p) {
-    const auto text = slurp(kData + "/pickle/plain_protocol" + std::to_string(p) + ".pkl");
+    const auto text = slurp(kPickleData + "/pickle/plain_protocol" + std::to_string(p) + ".pkl");
     ASSERT_FALSE(text.empty());
     const auto doc = decode(text);
     EXPECT_EQ(pk::to_json(doc, *doc.root), expected) << "protocol " << p;
@@ -72,7 +70,7 @@ TEST(Pickle, GlobalsAndReduceAreSymbolicRecordsNeverCalls) {
   ASSERT_EQ(doc.root->args->items.size(), 1U);
   EXPECT_EQ(doc.root->args->items[0]->text, "true");
   // Interpretation refuses it, naming the reference and where it is.
-  const auto msg = error_of([&] { pk::require_allowed(doc, pk::dcp_metadata_allow_list()); });
+  const auto msg = pickle_error_of([&] { pk::require_allowed(doc, pk::dcp_metadata_allow_list()); });
   EXPECT_NE(msg.find("os.system"), std::string::npos) << msg;
   EXPECT_NE(msg.find("byte 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("allow-list"), std::string::npos) << msg;
@@ -83,10 +81,10 @@ TEST(Pickle, GlobalsAndReduceAreSymbolicRecordsNeverCalls) {
           "eval\x93\x8c\x01x\x85R"
           "a.");
   const auto d2 = decode(hidden);
-  EXPECT_NE(error_of([&] { pk::require_allowed(d2, pk::torch_save_allow_list()); }).find("builtins.eval"),
+  EXPECT_NE(pickle_error_of([&] { pk::require_allowed(d2, pk::torch_save_allow_list()); }).find("builtins.eval"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)pk::to_json(d2, *d2.root); }).find("not plain data"), std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(pickle_error_of([&] { (void)pk::to_json(d2, *d2.root); }).find("not plain data"), std::string::npos);
+  EXPECT_NE(pickle_error_of([&] {
               (void)gparity::model::parse_dcp_metadata(bytes_of(evil), "evil/.metadata");
             }).find("os.system"),
             std::string::npos);
@@ -110,18 +108,18 @@ TEST(Pickle, PersistentIdsAndBuildAreKept) {
 }
 
 TEST(Pickle, MalformedInputNamesTheByteOffset) {
-  EXPECT_NE(error_of([] { (void)decode(lit("\x80\x02]q\x00")); }).find("byte 5"), std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(pickle_error_of([] { (void)decode(lit("\x80\x02]q\x00")); }).find("byte 5"), std::string::npos);
+  EXPECT_NE(pickle_error_of([] {
               (void)decode(
                   lit("\x80\x02X\xff\x00\x00\x00"
                       "ab"));
             }).find("byte 2"),
             std::string::npos);
-  EXPECT_NE(error_of([] { (void)decode("\x80\x02\xfe."); }).find("unknown opcode 0xfe"), std::string::npos);
-  EXPECT_NE(error_of([] { (void)decode("h\x07."); }).find("memo entry 7"), std::string::npos);
-  EXPECT_NE(error_of([] { (void)decode("a."); }).find("stack underflow"), std::string::npos);
-  EXPECT_NE(error_of([] { (void)decode("\x80\x09N."); }).find("protocol 9"), std::string::npos);
-  EXPECT_NE(error_of([] { (void)decode(""); }).find("without STOP"), std::string::npos);
+  EXPECT_NE(pickle_error_of([] { (void)decode("\x80\x02\xfe."); }).find("unknown opcode 0xfe"), std::string::npos);
+  EXPECT_NE(pickle_error_of([] { (void)decode("h\x07."); }).find("memo entry 7"), std::string::npos);
+  EXPECT_NE(pickle_error_of([] { (void)decode("a."); }).find("stack underflow"), std::string::npos);
+  EXPECT_NE(pickle_error_of([] { (void)decode("\x80\x09N."); }).find("protocol 9"), std::string::npos);
+  EXPECT_NE(pickle_error_of([] { (void)decode(""); }).find("without STOP"), std::string::npos);
 }
 
 // Memo indices far beyond the entries so far are kept apart from the dense ones (so one large
@@ -138,7 +136,7 @@ TEST(Pickle, MemoFindsSparseIndicesAfterTheDenseOnesGrowPastThem) {
   const auto doc = decode(p);
   ASSERT_EQ(doc.root->kind, pk::Kind::Int);
   EXPECT_EQ(doc.root->i, 42);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(pickle_error_of([&] {
               (void)decode("\x80\x04Nr" + le4(5000) + "j" + le4(4999) + ".");
             }).find("memo entry 4999"),
             std::string::npos);
@@ -152,10 +150,10 @@ TEST(Pickle, CapsBoundMemoStackAndValues) {
   std::string memo = "\x80\x04";
   for (int i = 0; i < 6; ++i) memo += "N\x94";
   memo += ".";
-  EXPECT_NE(error_of([&] { (void)decode(memo, small); }).find("memo"), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)decode(std::string(20, '(') + "N.", small); }).find("limit"),
+  EXPECT_NE(pickle_error_of([&] { (void)decode(memo, small); }).find("memo"), std::string::npos);
+  EXPECT_NE(pickle_error_of([&] { (void)decode(std::string(20, '(') + "N.", small); }).find("limit"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)decode(std::string(20, ']') + ".", small); }).find("limit"),
+  EXPECT_NE(pickle_error_of([&] { (void)decode(std::string(20, ']') + ".", small); }).find("limit"),
             std::string::npos);
 }
 
@@ -166,20 +164,20 @@ TEST(Pickle, SelfReferenceAndDeepNestingStayBounded) {
                  "a."));
   ASSERT_EQ(doc.root->items.size(), 1U);
   EXPECT_EQ(doc.root->items[0], doc.root);
-  EXPECT_NE(error_of([&] { (void)pk::to_json(doc, *doc.root); }).find("nested deeper"), std::string::npos);
+  EXPECT_NE(pickle_error_of([&] { (void)pk::to_json(doc, *doc.root); }).find("nested deeper"), std::string::npos);
   // 40 levels of a tuple holding its child twice: 81 values, 2^40 leaves once expanded.
   std::string doubling = "\x80\x02N";
   for (int i = 0; i < 40; ++i) doubling += "2\x86";
   const auto wide = decode(doubling + ".");
-  EXPECT_NE(error_of([&] { (void)pk::to_json(wide, *wide.root); }).find("expands past"), std::string::npos);
+  EXPECT_NE(pickle_error_of([&] { (void)pk::to_json(wide, *wide.root); }).find("expands past"), std::string::npos);
   // 100,000 nested one-tuples: decoding is iterative, interpretation capped.
   const auto deep = decode("\x80\x02N" + std::string(100000, '\x85') + ".");
-  EXPECT_NE(error_of([&] { (void)pk::to_json(deep, *deep.root); }).find("nested deeper"), std::string::npos);
+  EXPECT_NE(pickle_error_of([&] { (void)pk::to_json(deep, *deep.root); }).find("nested deeper"), std::string::npos);
 }
 
 TEST(Pickle, DcpMetadataOfARealCheckpoint) {
   // fsdp4/step-0/.metadata of ../shared/samples/torch-2.11-dcp (PyTorch 2.11, FSDP2 over 4 ranks).
-  const auto text = slurp(kData + "/dcp/fsdp4_step0.metadata");
+  const auto text = slurp(kPickleData + "/dcp/fsdp4_step0.metadata");
   const auto m = gparity::model::parse_dcp_metadata(bytes_of(text), "fsdp4_step0.metadata");
   EXPECT_EQ(m.version, "1.0.0");
   ASSERT_EQ(m.entries.size(), 8U);
@@ -198,7 +196,7 @@ TEST(Pickle, DcpMetadataOfARealCheckpoint) {
   // A flipped byte in a storage length is caught where it lies, not later.
   auto bad = text;
   bad.resize(bad.size() / 2);
-  const auto msg = error_of([&] { (void)gparity::model::parse_dcp_metadata(bytes_of(bad), "cut.metadata"); });
+  const auto msg = pickle_error_of([&] { (void)gparity::model::parse_dcp_metadata(bytes_of(bad), "cut.metadata"); });
   EXPECT_NE(msg.find("cut.metadata: byte"), std::string::npos) << msg;
 }
 

@@ -25,7 +25,7 @@ std::string sample_line(int rank, int step, const std::string& loss = "1.5") {
          "\n";
 }
 
-std::string error_of(const std::function<void()>& f) {
+std::string source_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const InputError& e) {
@@ -38,7 +38,7 @@ TEST(RunSource, TwoFilesOfOneRankAreRefusedNamingBoth) {
   TempDir dir;
   dir.write("rank0.jsonl", sample_line(0, 1));
   dir.write("rank00.jsonl", sample_line(0, 1));
-  const auto what = error_of([&] { open_run(dir.path().string()); });
+  const auto what = source_error_of([&] { open_run(dir.path().string()); });
   EXPECT_NE(what.find("rank 0 is in two places"), std::string::npos) << what;
   EXPECT_NE(what.find("rank0.jsonl"), std::string::npos) << what;
   EXPECT_NE(what.find("rank00.jsonl"), std::string::npos) << what;
@@ -48,7 +48,7 @@ TEST(RunSource, TraceRankFilesAreNotReferenceRankZero) {
   TempDir dir;
   dir.write("rank-0.jsonl", "{}\n");
   // "rank-0.jsonl" once read as the reference file of rank 0 ("-0" parses as 0).
-  const auto what = error_of([&] { open_run(dir.path().string()); });
+  const auto what = source_error_of([&] { open_run(dir.path().string()); });
   EXPECT_NE(what.find("no manifest.json"), std::string::npos) << what;
 }
 
@@ -56,7 +56,7 @@ TEST(RunSource, DuplicateTensorBoardRankFoldersAreRefused) {
   TempDir dir;
   dir.write("rank_0/events.out.tfevents.1.host", "");
   dir.write("rank-0/events.out.tfevents.2.host", "");
-  const auto what = error_of([&] { open_run(dir.path().string()); });
+  const auto what = source_error_of([&] { open_run(dir.path().string()); });
   EXPECT_NE(what.find("rank 0 is in two places"), std::string::npos) << what;
 }
 
@@ -64,7 +64,7 @@ TEST(RunSource, SymbolicLinkLoopsAreNamedNotMissing) {
   TempDir dir;
   fs::create_symlink(dir.path() / "b", dir.path() / "a");
   fs::create_symlink(dir.path() / "a", dir.path() / "b");
-  const auto top = error_of([&] { open_run((dir.path() / "a").string()); });
+  const auto top = source_error_of([&] { open_run((dir.path() / "a").string()); });
   EXPECT_NE(top.find("symbolic link loop"), std::string::npos) << top;
 
   // A rank file that loops: listed by its name, and reading it names it (not a silently missing rank).
@@ -73,7 +73,7 @@ TEST(RunSource, SymbolicLinkLoopsAreNamedNotMissing) {
   fs::create_symlink(dir.path() / "run" / "rank1.jsonl", dir.path() / "run" / "rank1.jsonl");
   const auto run = open_run((dir.path() / "run").string());
   ASSERT_EQ(run.ranks.size(), 2U);
-  const auto what = error_of([&] { run.load(run.ranks[1]); });
+  const auto what = source_error_of([&] { run.load(run.ranks[1]); });
   EXPECT_NE(what.find("rank1.jsonl"), std::string::npos) << what;
   EXPECT_NE(what.find("symbolic links"), std::string::npos) << what;
 }

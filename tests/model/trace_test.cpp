@@ -13,6 +13,7 @@
 #include "core/model/run/trace_reader.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -39,10 +40,7 @@ StepRecord step(std::int64_t n, float loss) {
   return s;
 }
 
-std::string slurp(const std::string& path) {
-  MappedFile f(path);
-  return std::string(f.text());
-}
+using gparity::testing::slurp;
 
 TEST(Trace, HashArraysRoundTripThroughBase64) {
   for (std::size_t n : {0U, 1U, 2U, 3U, 1000U}) {

@@ -20,9 +20,12 @@
 #include "diff/replay/replay_verdict.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/runtime/replay_summaries.hpp"
 
 namespace gparity {
 namespace {
+
+using gparity::testing::replay_summaries;
 
 using gparity::testing::CommandResult;
 using gparity::testing::run_command;
@@ -32,7 +35,7 @@ using json = nlohmann::json;
 const std::filesystem::path kTrace =
     std::filesystem::path(GPARITY_SOURCE_DIR) / "tests" / "data" / "replay" / "causal_trace";
 
-CommandResult replay(const std::filesystem::path& out, const std::string& compile, int nproc,
+CommandResult replay_causal(const std::filesystem::path& out, const std::string& compile, int nproc,
                      std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"replay",  kTrace.string(),       "--compile-id", compile,
                                    "--nproc", std::to_string(nproc), "--timeout",    "60",
@@ -41,16 +44,6 @@ CommandResult replay(const std::filesystem::path& out, const std::string& compil
   return run_command(GPARITY_EXE, args);
 }
 
-/// The --json summary line of each rank, by rank.
-std::map<int, json> summaries(const std::string& out) {
-  std::map<int, json> by_rank;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("rank")) by_rank[j["rank"].get<int>()] = j;
-  }
-  return by_rank;
-}
 
 bool has(const std::string& text, const std::string& phrase) {
   return text.find(phrase) != std::string::npos;
@@ -58,9 +51,9 @@ bool has(const std::string& text, const std::string& phrase) {
 
 TEST(ReplayCausality, CoorNamesTheBuggyRankAsTheOnlyOriginAndItsPartnerAsReceivedOnFourRanks) {
   TempDir dir;
-  const auto r = replay(dir.path() / "run", "1/0", 4, {"--coor", "--json"});
+  const auto r = replay_causal(dir.path() / "run", "1/0", 4, {"--coor", "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.size(), 4U) << r.out << r.err;
   // Rank 1: its own graph (slice at 32) differs from rank 0's at the slice: the origin.
   const auto& v1 = s.at(1)["verdict"];
@@ -102,7 +95,7 @@ TEST(ReplayCausality, CoorNamesTheBuggyRankAsTheOnlyOriginAndItsPartnerAsReceive
 
 TEST(ReplayCausality, CoorOnTwoRanksSaysWhereTheReceivedDivergenceCameFrom) {
   TempDir dir;
-  const auto r = replay(dir.path() / "run", "1/0", 2, {"--coor"});
+  const auto r = replay_causal(dir.path() / "run", "1/0", 2, {"--coor"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   // Origins first: rank 0 prints the verdict of every rank before its own line.
   EXPECT_TRUE(has(r.out,
@@ -127,9 +120,9 @@ TEST(ReplayCausality, CoorOnTwoRanksSaysWhereTheReceivedDivergenceCameFrom) {
 
 TEST(ReplayCausality, CoorNamesBothOriginsWhenTwoGroupsHaveABuggyRank) {
   TempDir dir;
-  const auto r = replay(dir.path() / "run", "2/0", 4, {"--coor", "--json"});
+  const auto r = replay_causal(dir.path() / "run", "2/0", 4, {"--coor", "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.size(), 4U) << r.out << r.err;
   for (const int rank : {1, 3}) {
     EXPECT_EQ(s.at(rank)["verdict"]["cause"], "origin") << rank;
@@ -152,9 +145,9 @@ TEST(ReplayCausality, CoorRunsAReceivingRankAloneToFindTheBugTheDamageHid) {
   // 0's graph scales by a half. In the coor run rank 2's scale only propagates rank 3's damage;
   // run alone, with rank 3's correct contribution, it is rank 2's own origin.
   TempDir dir;
-  const auto r = replay(dir.path() / "run", "3/0", 4, {"--coor", "--json"});
+  const auto r = replay_causal(dir.path() / "run", "3/0", 4, {"--coor", "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.size(), 4U) << r.out << r.err;
   const auto& v2 = s.at(2)["verdict"];
   EXPECT_EQ(v2["cause"], "received") << v2.dump();
@@ -175,9 +168,9 @@ TEST(ReplayCausality, CoorRunsAReceivingRankAloneToFindTheBugTheDamageHid) {
 
 TEST(ReplayCausality, AllCorrectStaysSafe) {
   TempDir dir;
-  const auto r = replay(dir.path() / "run", "0/0", 4, {"--coor", "--json"});
+  const auto r = replay_causal(dir.path() / "run", "0/0", 4, {"--coor", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.size(), 4U) << r.out << r.err;
   for (const auto& [rank, j] : s) {
     EXPECT_EQ(j["verdict"]["outputs_equal"], true) << rank;
@@ -191,9 +184,9 @@ TEST(ReplayCausality, AllCorrectStaysSafe) {
 json compare_runs(const TempDir& dir, const std::string& bad, std::vector<std::string> extra = {}) {
   const auto base = dir.path() / "base", cand = dir.path() / "cand";
   const std::vector<std::string> graph = {"--graph", "aot_forward_graph"};
-  const auto rb = replay(base, "0/0", 4, graph);
+  const auto rb = replay_causal(base, "0/0", 4, graph);
   EXPECT_EQ(rb.exit_code, 0) << rb.out << rb.err;
-  const auto rc = replay(cand, bad, 4, graph);
+  const auto rc = replay_causal(cand, bad, 4, graph);
   EXPECT_EQ(rc.exit_code, 0) << rc.out << rc.err;
   std::vector<std::string> args = {"compare", base.string(), cand.string(), "--json"};
   args.insert(args.end(), extra.begin(), extra.end());

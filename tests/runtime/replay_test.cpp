@@ -27,9 +27,12 @@
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/visible_gpus.hpp"
+#include "tests/runtime/replay_summaries.hpp"
 
 namespace gparity {
 namespace {
+
+using gparity::testing::replay_summaries;
 
 using gparity::testing::CommandResult;
 using gparity::testing::run_command;
@@ -47,16 +50,6 @@ CommandResult replay(const TempDir& dir, std::vector<std::string> args, const st
   return run_command(GPARITY_EXE, args);
 }
 
-/// The --json summary line of each rank, by rank.
-std::map<int, nlohmann::json> summaries(const std::string& out) {
-  std::map<int, nlohmann::json> by_rank;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("rank")) by_rank[j["rank"].get<int>()] = j;
-  }
-  return by_rank;
-}
 
 /// The "hoisted" counts of the graph labelled `label` in a rank's summary.
 nlohmann::json hoisted(const nlohmann::json& summary, const std::string& label) {
@@ -194,7 +187,7 @@ TEST(Replay, ResultsWithTheirArgumentsBytesTakeTheirHashes) {
   const auto r = replay(dir, {(kData / "same_bytes.txt").string(), "--repeat", "1", "--json", "--node-hash",
                               "both", "--hash-views"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto summary = summaries(r.out)[0];
+  const auto summary = replay_summaries(r.out)[0];
   EXPECT_EQ(summary["graphs"][0]["repeat"]["last_run_hashing"]["same_bytes"], 2) << r.out;
   std::map<std::string, model::NodeRecord> rec;
   for (const auto& n : read_rank(dir, 0).nodes) rec[n.node] = n;
@@ -280,7 +273,7 @@ TEST(Replay, CoorHoistsDeviceLiteralsAndIsSafe) {
   const auto r =
       replay(dir, {kCoorTrace.string(), "--compile-id", "0/0", "--coor", "--nproc", "2", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.size(), 2U) << r.out;
   for (const auto& [rank, j] : s) EXPECT_EQ(j["verdict"]["outputs_equal"], true) << j.dump();
   // Rank 1 runs rank 0's graph through model::hoist_graph: the device= literal and the three
@@ -312,7 +305,7 @@ TEST(Replay, CoorHoistsProcessGroupsOnATwoByTwoMesh) {
   const auto r = replay(dir, {kCoorTrace.string(), "--compile-id", "2/0", "--coor", "--nproc", "4", "--group",
                               "3=0,1", "--group", "4=2,3", "--json", "--timeout", "30"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.size(), 4U) << r.out;
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_EQ(s.at(rank)["verdict"]["outputs_equal"], true) << s.at(rank).dump();
@@ -381,7 +374,7 @@ TEST(Replay, RepeatTimesMoreRunsOnTheSameInputsAndRecordsOnlyTheFirst) {
   ASSERT_EQ(replay(once, {graph}).exit_code, 0);
   const auto r = replay(repeated, {graph, "--repeat", "4", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto s = summaries(r.out);
+  const auto s = replay_summaries(r.out);
   ASSERT_EQ(s.count(0), 1u) << r.out;
   const auto& rep = s.at(0)["graphs"][0]["repeat"];
   EXPECT_EQ(rep["runs"], 4);

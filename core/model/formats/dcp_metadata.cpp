@@ -12,28 +12,29 @@ namespace {
 
 using pickle::Document;
 using pickle::Kind;
-using pickle::Value;
+// Not `using pickle::Value`: model::Value (graph.hpp) is the IR's, and both meet in a unity build.
+using PickleValue = pickle::Value;
 constexpr std::string_view kMeta = "torch.distributed.checkpoint.metadata";
 
-const Value& need(const Document& doc, const Value& obj, std::string_view name, std::string_view what) {
-  const Value* f = pickle::field(obj, name);
+const PickleValue& need(const Document& doc, const PickleValue& obj, std::string_view name, std::string_view what) {
+  const PickleValue* f = pickle::field(obj, name);
   if (!f) pickle::fail_at(doc, obj, std::string(what) + " has no \"" + std::string(name) + "\"");
   return *f;
 }
 
-std::uint64_t as_size(const Document& doc, const Value& v, std::string_view what) {
+std::uint64_t as_size(const Document& doc, const PickleValue& v, std::string_view what) {
   const auto i = pickle::as_int(doc, v, what);
   if (i < 0) pickle::fail_at(doc, v, std::string(what) + " is negative");
   return static_cast<std::uint64_t>(i);
 }
 
-DType tensor_dtype(const Document& doc, const Value& props) {
+DType tensor_dtype(const Document& doc, const PickleValue& props) {
   if (!props.is_call_of(kMeta, "TensorProperties"))
     pickle::fail_at(doc, props,
                     "tensor properties are " + pickle::describe(props) + ", not TensorProperties");
   // TensorProperties.__getstate__ is a tuple (dtype, layout, requires_grad, memory_format,
   // pin_memory); older releases pickled the dataclass dict.
-  const Value* dt = nullptr;
+  const PickleValue* dt = nullptr;
   if (props.state && props.state->kind == Kind::Tuple && !props.state->items.empty())
     dt = props.state->items[0];
   if (!dt) dt = pickle::field(props, "dtype");
@@ -43,23 +44,23 @@ DType tensor_dtype(const Document& doc, const Value& props) {
   return *d;
 }
 
-void check_shape(const Document& doc, const Value& at, const std::vector<std::int64_t>& s,
+void check_shape(const Document& doc, const PickleValue& at, const std::vector<std::int64_t>& s,
                  std::string_view what) {
   for (const auto d : s)
     if (d < 0) pickle::fail_at(doc, at, std::string(what) + " has a negative extent");
 }
 
-DcpEntry tensor_entry(const Document& doc, const std::string& fqn, const Value& m) {
+DcpEntry tensor_entry(const Document& doc, const std::string& fqn, const PickleValue& m) {
   DcpEntry e;
   e.fqn = fqn;
   const std::string what = "\"" + fqn + "\"";
   e.dtype = tensor_dtype(doc, need(doc, m, "properties", what));
-  const Value& size = need(doc, m, "size", what);
+  const PickleValue& size = need(doc, m, "size", what);
   e.size = pickle::as_shape(doc, size, what + " size");
   check_shape(doc, size, e.size, what + " size");
-  const Value& chunks = need(doc, m, "chunks", what);
+  const PickleValue& chunks = need(doc, m, "chunks", what);
   if (!chunks.is_sequence()) pickle::fail_at(doc, chunks, what + " chunks is not a list");
-  for (const Value* c : chunks.items) {
+  for (const PickleValue* c : chunks.items) {
     if (!c->is_call_of(kMeta, "ChunkStorageMetadata"))
       pickle::fail_at(doc, *c, what + ": chunk is " + pickle::describe(*c));
     DcpChunk chunk;
@@ -81,18 +82,18 @@ DcpEntry tensor_entry(const Document& doc, const std::string& fqn, const Value& 
   return e;
 }
 
-DcpLocation location(const Document& doc, const Value& info) {
+DcpLocation location(const Document& doc, const PickleValue& info) {
   if (!info.is_call_of("torch.distributed.checkpoint.filesystem", "_StorageInfo"))
     pickle::fail_at(doc, info, "storage entry is " + pickle::describe(info) + ", not _StorageInfo");
   DcpLocation l;
-  const Value& path = need(doc, info, "relative_path", "_StorageInfo");
+  const PickleValue& path = need(doc, info, "relative_path", "_StorageInfo");
   l.file = pickle::as_str(doc, path, "relative_path");
   if (l.file.empty() || l.file.find('/') != std::string::npos || l.file.find('\\') != std::string::npos ||
       l.file == "." || l.file == "..")
     pickle::fail_at(doc, path, "relative_path \"" + l.file + "\" is not a plain file name in the folder");
   l.offset = as_size(doc, need(doc, info, "offset", "_StorageInfo"), "storage offset");
   l.length = as_size(doc, need(doc, info, "length", "_StorageInfo"), "storage length");
-  const Value* t = pickle::field(info, "transform_descriptors");
+  const PickleValue* t = pickle::field(info, "transform_descriptors");
   l.has_transforms = t && t->is_sequence() && !t->items.empty();
   return l;
 }
@@ -102,14 +103,14 @@ DcpLocation location(const Document& doc, const Value& info) {
 DcpMetadata parse_dcp_metadata(std::span<const std::byte> bytes, const std::string& source) {
   const Document doc = pickle::decode(bytes, source);
   pickle::require_allowed(doc, pickle::dcp_metadata_allow_list());
-  const Value& root = *doc.root;
+  const PickleValue& root = *doc.root;
   if (!root.is_call_of(kMeta, "Metadata"))
     pickle::fail_at(doc, root, "not DCP metadata: the pickle holds " + pickle::describe(root));
   DcpMetadata out;
   out.path = source;
-  if (const Value* v = pickle::field(root, "version"); v && v->kind == Kind::Str) out.version = v->text;
+  if (const PickleValue* v = pickle::field(root, "version"); v && v->kind == Kind::Str) out.version = v->text;
 
-  const Value& sdm = need(doc, root, "state_dict_metadata", "Metadata");
+  const PickleValue& sdm = need(doc, root, "state_dict_metadata", "Metadata");
   const auto* sdm_items = pickle::as_dict(sdm);
   if (!sdm_items) pickle::fail_at(doc, sdm, "state_dict_metadata is not a dict");
   std::map<std::string, std::size_t> by_fqn;
@@ -129,7 +130,7 @@ DcpMetadata parse_dcp_metadata(std::span<const std::byte> bytes, const std::stri
     by_fqn[fqn] = out.entries.size() - 1;
   }
 
-  const Value& sd = need(doc, root, "storage_data", "Metadata");
+  const PickleValue& sd = need(doc, root, "storage_data", "Metadata");
   const auto* sd_items = pickle::as_dict(sd);
   if (!sd_items) pickle::fail_at(doc, sd, "storage_data is not a dict");
   for (const auto& [k, info] : *sd_items) {
@@ -145,7 +146,7 @@ DcpMetadata parse_dcp_metadata(std::span<const std::byte> bytes, const std::stri
       e.bytes_where = std::move(where);
       continue;
     }
-    const Value* off = pickle::field(*k, "offset");
+    const PickleValue* off = pickle::field(*k, "offset");
     if (!off || off->kind == Kind::None)
       pickle::fail_at(doc, *k, "\"" + fqn + "\": tensor chunk without offsets");
     const auto offsets = pickle::as_shape(doc, *off, "chunk offset");

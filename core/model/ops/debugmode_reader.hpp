@@ -16,7 +16,6 @@
 
 namespace gparity::model::ops::debugmode_detail {
 
-constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::string_view kDumpHeader = "Total captured tensor hash ops:";
 
 inline bool starts_with(std::string_view s, std::string_view p) noexcept {

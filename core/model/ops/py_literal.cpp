@@ -9,7 +9,6 @@ namespace gparity::model::ops {
 
 namespace {
 
-constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Nesting deeper than this is not a repr DebugMode writes; refusing it bounds the recursion.
 constexpr int kMaxDepth = 64;
 

@@ -8,10 +8,14 @@
 // ok() == false and what was parsed up to there.
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
 namespace gparity::model::ops {
+
+/// The node index that names no node: what child() and parse_py_value() return for none.
+inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 struct PyNode {
   enum class Kind : std::uint8_t { Tuple, List, Dict, Str, Int, Float, None, Bool, Atom };

@@ -16,20 +16,16 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void bad(const std::string& source, std::int64_t line, const std::string& problem) {
-  throw InputError(source, line, problem);
-}
-
 const json& member(const json& j, const char* key, const std::string& source, std::int64_t line) {
   const auto it = j.find(key);
-  if (it == j.end()) bad(source, line, std::string("missing field \"") + key + "\"");
+  if (it == j.end()) throw InputError(source, line, std::string("missing field \"") + key + "\"");
   return *it;
 }
 
 /// The member `key` of `j`, which must be an array.
 const json& array_member(const json& j, const char* key, const std::string& source, std::int64_t line) {
   const auto& a = member(j, key, source, line);
-  if (!a.is_array()) bad(source, line, std::string("\"") + key + "\" is not an array");
+  if (!a.is_array()) throw InputError(source, line, std::string("\"") + key + "\" is not an array");
   return a;
 }
 
@@ -42,10 +38,10 @@ template <typename T>
 T get_as(const json& j, const char* key, const std::string& source, std::int64_t line) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     const auto v = json_integer<T>(j);
-    if (!v) bad(source, line, std::string("field \"") + key + "\" is not an integer in range");
+    if (!v) throw InputError(source, line, std::string("field \"") + key + "\" is not an integer in range");
     return *v;
   } else if constexpr (is_vector<T>::value) {
-    if (!j.is_array()) bad(source, line, std::string("field \"") + key + "\" is not an array");
+    if (!j.is_array()) throw InputError(source, line, std::string("field \"") + key + "\" is not an array");
     T out;
     out.reserve(j.size());
     for (const auto& e : j) out.push_back(get_as<typename T::value_type>(e, key, source, line));
@@ -54,7 +50,7 @@ T get_as(const json& j, const char* key, const std::string& source, std::int64_t
     try {
       return j.get<T>();
     } catch (const json::exception&) {
-      bad(source, line, std::string("field \"") + key + "\" has the wrong type");
+      throw InputError(source, line, std::string("field \"") + key + "\" has the wrong type");
     }
   }
 }
@@ -74,7 +70,7 @@ T optional_or(const json& j, const char* key, T fallback, const std::string& sou
 DType dtype_field(const json& j, const char* key, const std::string& source, std::int64_t line) {
   const auto text = required<std::string>(j, key, source, line);
   const auto d = parse_dtype(text);
-  if (!d) bad(source, line, "unknown dtype \"" + text + "\"");
+  if (!d) throw InputError(source, line, "unknown dtype \"" + text + "\"");
   return *d;
 }
 
@@ -98,7 +94,7 @@ void merge_extras(json& out, const json& extra) {
 }
 
 void require_object(const json& j, const std::string& source, std::int64_t line, const char* what) {
-  if (!j.is_object()) bad(source, line, std::string(what) + " is not a JSON object");
+  if (!j.is_object()) throw InputError(source, line, std::string(what) + " is not a JSON object");
 }
 
 std::string bits_hex(std::uint64_t bits, DType dtype) {
@@ -123,10 +119,10 @@ TraceScalar scalar_from_json(const json& j, const std::string& source, std::int6
   const auto hex = required<std::string>(j, "bits", source, line);
   const std::size_t digits = 2 * dtype_size(dtype);
   if (hex.empty() || hex.size() > digits) {
-    bad(source, line, "scalar bits \"" + hex + "\" do not fit " + std::string(dtype_name(dtype)));
+    throw InputError(source, line, "scalar bits \"" + hex + "\" do not fit " + std::string(dtype_name(dtype)));
   }
   const auto bits = hash::from_hex(std::string(16 - hex.size(), '0') + hex);
-  if (!bits) bad(source, line, "scalar bits \"" + hex + "\" are not hex");
+  if (!bits) throw InputError(source, line, "scalar bits \"" + hex + "\" are not hex");
   return TraceScalar::from_bits(*bits, dtype);
 }
 
@@ -170,13 +166,13 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
   RunManifest m;
   m.schema_version = required<int>(j, "schema_version", source, line);
   if (m.schema_version != kTraceSchemaVersion) {
-    bad(source, line,
+    throw InputError(source, line,
         "schema_version " + std::to_string(m.schema_version) + " is not supported (this gparity reads " +
             std::to_string(kTraceSchemaVersion) + ")");
   }
   m.run_id = optional_or<std::string>(j, "run_id", "", source, line);
   m.world_size = required<int>(j, "world_size", source, line);
-  if (m.world_size < 1 || m.world_size > (1 << 20)) bad(source, line, "world_size out of range");
+  if (m.world_size < 1 || m.world_size > (1 << 20)) throw InputError(source, line, "world_size out of range");
   m.mesh_shape = optional_or<std::vector<std::int64_t>>(j, "mesh_shape", {}, source, line);
   m.mesh_dim_names = optional_or<std::vector<std::string>>(j, "mesh_dim_names", {}, source, line);
   if (const auto it = j.find("ranks"); it != j.end() && it->is_array()) {
@@ -187,7 +183,7 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
                          optional_or<std::string>(r, "host", "", source, line),
                          optional_or<std::string>(r, "device", "", source, line)});
       m.ranks.back().node = optional_or<int>(r, "node", -1, source, line);
-      if (m.ranks.back().node < -1) bad(source, line, "ranks entry: node must be 0 or more");
+      if (m.ranks.back().node < -1) throw InputError(source, line, "ranks entry: node must be 0 or more");
     }
   }
   if (const auto it = j.find("framework_versions"); it != j.end() && it->is_object()) {
@@ -200,7 +196,7 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
   m.start_time = optional_or<std::string>(j, "start_time", "", source, line);
   if (const auto it = j.find("steps"); it != j.end()) {
     if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
-      bad(source, line, "\"steps\" must be a count");
+      throw InputError(source, line, "\"steps\" must be a count");
     m.steps = it->get<std::int64_t>();
   } else if (const auto t = j.find("train"); t != j.end() && t->is_object()) {
     // `gparity run` wrote the step count only under "train" before "steps" existed.
@@ -262,11 +258,11 @@ ParamsRecord params_from_json(const json& j, const std::string& source, std::int
         p, "offsets", std::vector<std::int64_t>(info.global_shape.size(), 0), source, line);
     if (info.local_shape.size() != info.global_shape.size() ||
         info.local_offsets.size() != info.global_shape.size()) {
-      bad(source, line, "parameter \"" + info.fqn + "\": offsets, local_shape and shape differ in rank");
+      throw InputError(source, line, "parameter \"" + info.fqn + "\": offsets, local_shape and shape differ in rank");
     }
     for (const auto& text : optional_or<std::vector<std::string>>(p, "placements", {}, source, line)) {
       const auto pl = parse_placement(text);
-      if (!pl) bad(source, line, "parameter \"" + info.fqn + "\": unknown placement \"" + text + "\"");
+      if (!pl) throw InputError(source, line, "parameter \"" + info.fqn + "\": unknown placement \"" + text + "\"");
       info.placements.push_back(*pl);
     }
     info.counts = optional_or<bool>(p, "counts", true, source, line);
@@ -409,7 +405,7 @@ namespace {
 /// A node record's "view" field: an object (issue 24), or `true` (older runs: no base named).
 NodeView node_view_from_json(const json& j, const std::string& source, std::int64_t line) {
   if (j.is_boolean()) return {};
-  if (!j.is_object()) bad(source, line, "node \"view\" is neither an object nor true");
+  if (!j.is_object()) throw InputError(source, line, "node \"view\" is neither an object nor true");
   NodeView v;
   v.base = required<std::string>(j, "base", source, line);
   v.base_output = optional_or<std::int64_t>(j, "base_output", 0, source, line);
@@ -434,7 +430,7 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
   const auto hash_field = [&](const char* key) {
     const auto text = required<std::string>(j, key, source, line);
     const auto v = text.size() == 16 ? hash::from_hex(text) : std::nullopt;
-    if (!v) bad(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
+    if (!v) throw InputError(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
     return *v;
   };
   if (const auto v = j.find("view"); v != j.end() && !(v->is_boolean() && !v->get<bool>()))

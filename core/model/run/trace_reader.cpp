@@ -100,14 +100,10 @@ bool scan_object(std::string_view t, std::vector<RawMember>& out) {
   return false;
 }
 
-[[noreturn]] void bad(const std::string& source, std::int64_t line, const std::string& problem) {
-  throw InputError(source, line, problem);
-}
-
 StepRecord step_from_json(const json& j, const std::string& source, std::int64_t line) {
   StepRecord r;
   const auto it = j.find("step");
-  if (it == j.end() || !it->is_number_integer()) bad(source, line, "step record without an integer \"step\"");
+  if (it == j.end() || !it->is_number_integer()) throw InputError(source, line, "step record without an integer \"step\"");
   r.step = it->get<std::int64_t>();
   for (auto m = j.begin(); m != j.end(); ++m) {
     const auto& key = m.key();
@@ -123,9 +119,9 @@ StepRecord step_from_json(const json& j, const std::string& source, std::int64_t
       r.shard_spec = shard_spec_field(j, source, line);
     } else if (key == "hashes" && m->is_object()) {
       for (auto h = m->begin(); h != m->end(); ++h) {
-        if (!h->is_string()) bad(source, line, "hash array \"" + h.key() + "\" is not a string");
+        if (!h->is_string()) throw InputError(source, line, "hash array \"" + h.key() + "\" is not a string");
         auto values = decode_hash_array(h->get<std::string>());
-        if (!values) bad(source, line, "hash array \"" + h.key() + "\" is not base64 of 8-byte values");
+        if (!values) throw InputError(source, line, "hash array \"" + h.key() + "\" is not base64 of 8-byte values");
         r.hashes.push_back({h.key(), std::move(*values)});
       }
     } else {
@@ -164,11 +160,11 @@ bool fast_step(std::string_view line, const std::string& source, std::int64_t li
   out.hashes.reserve(inner.size());
   for (const auto& m : inner) {
     if (m.value.size() < 2 || m.value.front() != '"') {
-      bad(source, line_no, "hash array \"" + std::string(m.key) + "\" is not a string");
+      throw InputError(source, line_no, "hash array \"" + std::string(m.key) + "\" is not a string");
     }
     auto values = decode_hash_array(m.value.substr(1, m.value.size() - 2));
     if (!values)
-      bad(source, line_no, "hash array \"" + std::string(m.key) + "\" is not base64 of 8-byte values");
+      throw InputError(source, line_no, "hash array \"" + std::string(m.key) + "\" is not base64 of 8-byte values");
     out.hashes.push_back({std::string(m.key), std::move(*values)});
   }
   return true;
@@ -179,7 +175,7 @@ void check_alignment(const StepRecord& r, std::size_t params_size, const std::st
   if (params_size == kNoParamsTable) return;
   for (const auto& h : r.hashes) {
     if (h.values.size() != params_size) {
-      bad(source, line,
+      throw InputError(source, line,
           "step " + std::to_string(r.step) + ": hash array \"" + h.name + "\" has " +
               std::to_string(h.values.size()) + " values but the params table has " +
               std::to_string(params_size));
@@ -210,9 +206,9 @@ RunRecord parse_trace_line(std::string_view line, const std::string& source, std
     }
   }
   const json j = parse_json(line, source, line_no);
-  if (!j.is_object()) bad(source, line_no, "record is not a JSON object");
+  if (!j.is_object()) throw InputError(source, line_no, "record is not a JSON object");
   const auto type_it = j.find("type");
-  if (type_it == j.end() || !type_it->is_string()) bad(source, line_no, "record without a string \"type\"");
+  if (type_it == j.end() || !type_it->is_string()) throw InputError(source, line_no, "record without a string \"type\"");
   const auto type = type_it->get<std::string>();
   if (type == "step") {
     auto step = step_from_json(j, source, line_no);

@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gparity::diff;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
+const std::string kDcpData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/dcp";
 
 std::size_t count(const CollectingConsumer& c, const std::string& kind) {
   return static_cast<std::size_t>(
@@ -26,7 +26,7 @@ std::size_t count(const CollectingConsumer& c, const std::string& kind) {
 
 TEST(CheckpointCompare, GridCheckpointEqualsItsSafetensors) {
   CollectingConsumer c;
-  EXPECT_EQ(compare_checkpoints(kData + "/grid", kData + "/grid.safetensors", {}, c), 0);
+  EXPECT_EQ(compare_checkpoints(kDcpData + "/grid", kDcpData + "/grid.safetensors", {}, c), 0);
   EXPECT_EQ(count(c, "checkpoint_param_equal"), 4U);
   EXPECT_EQ(count(c, "checkpoint_param_mismatch"), 0U);
   ASSERT_EQ(c.checks.size(), 1U);
@@ -42,13 +42,13 @@ TEST(CheckpointCompare, PlantedChangeAndMissingTensorDiverge) {
   gparity::testing::TempDir tmp;
   // The safetensors file with one element of "vec" (last tensor, int64 0..6) changed, and a
   // copy with its last tensor renamed: a mismatch, then a missing parameter on each side.
-  std::ifstream in(kData + "/grid.safetensors", std::ios::binary);
+  std::ifstream in(kDcpData + "/grid.safetensors", std::ios::binary);
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   auto changed = bytes;
   changed[changed.size() - 8] ^= 1;  // vec[6]: 6 -> 7
   const auto a = tmp.write("changed.safetensors", changed);
   CollectingConsumer c;
-  EXPECT_EQ(compare_checkpoints(kData + "/grid", a, {}, c), 1);
+  EXPECT_EQ(compare_checkpoints(kDcpData + "/grid", a, {}, c), 1);
   ASSERT_EQ(count(c, "checkpoint_param_mismatch"), 1U);
   EXPECT_NE(c.verdict.headline.find("1 of 4 parameters differ; first: vec"), std::string::npos)
       << c.verdict.headline;
@@ -56,7 +56,7 @@ TEST(CheckpointCompare, PlantedChangeAndMissingTensorDiverge) {
   renamed.replace(renamed.find("\"vec\""), 5, "\"vex\"");
   const auto b = tmp.write("renamed.safetensors", renamed);
   CollectingConsumer d;
-  EXPECT_EQ(compare_checkpoints(kData + "/grid", b, {}, d), 1);
+  EXPECT_EQ(compare_checkpoints(kDcpData + "/grid", b, {}, d), 1);
   EXPECT_EQ(count(d, "checkpoint_param_missing"), 2U);
 }
 
@@ -64,9 +64,9 @@ TEST(CheckpointCompare, RunFoldersByStepAndMismatchedSides) {
   gparity::testing::TempDir tmp;
   fs::create_directories(tmp.path() / "a");
   fs::create_directories(tmp.path() / "b");
-  fs::copy(kData + "/grid", tmp.path() / "a" / "step-2", fs::copy_options::recursive);
-  fs::copy_file(kData + "/grid.safetensors", tmp.path() / "b" / "step-2.safetensors");
-  fs::copy_file(kData + "/grid.safetensors", tmp.path() / "b" / "step-5.safetensors");
+  fs::copy(kDcpData + "/grid", tmp.path() / "a" / "step-2", fs::copy_options::recursive);
+  fs::copy_file(kDcpData + "/grid.safetensors", tmp.path() / "b" / "step-2.safetensors");
+  fs::copy_file(kDcpData + "/grid.safetensors", tmp.path() / "b" / "step-5.safetensors");
   EXPECT_TRUE(is_checkpoint_path((tmp.path() / "a").string()));
   CollectingConsumer c;
   EXPECT_EQ(compare_checkpoints((tmp.path() / "a").string(), (tmp.path() / "b").string(), {}, c), 0);
@@ -83,7 +83,7 @@ TEST(CheckpointCompare, RunFoldersByStepAndMismatchedSides) {
   ASSERT_EQ(c.checks.size(), 1U);
   EXPECT_EQ(c.checks[0].name, "weights (checkpoint, step 2)");
   CollectingConsumer d;
-  EXPECT_THROW(compare_checkpoints((tmp.path() / "a").string(), kData + "/grid", {}, d),
+  EXPECT_THROW(compare_checkpoints((tmp.path() / "a").string(), kDcpData + "/grid", {}, d),
                gparity::model::InputError);
   EXPECT_FALSE(is_checkpoint_path(tmp.path().string()));
 }

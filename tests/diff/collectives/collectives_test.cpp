@@ -497,7 +497,9 @@ TEST(CollectivesFolder, ManyDumpsReadInParallelKeepRankOrderAndTheFirstError) {
   EXPECT_EQ(report_collectives(run, nullptr, c), 1);
   ASSERT_EQ(count_kind(c, "collective_rank_mismatch"), 1u);
   for (const auto& f : c.findings)
-    if (f.kind == "collective_rank_mismatch") EXPECT_EQ(f.where.rank, 9);
+    if (f.kind == "collective_rank_mismatch") {
+      EXPECT_EQ(f.where.rank, 9);
+    }
 
   // Two damaged dumps: the error names the first in file order, whichever worker read it first.
   dir.write("rank3_flight_recorder.json", R"({"entries": [{"record_id": 1.5, "profiling_name": "x"}]})");

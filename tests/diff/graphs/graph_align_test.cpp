@@ -65,7 +65,9 @@ TEST(GraphAlign, InsertedNodeIsAddedAndNothingElseChanges) {
   EXPECT_EQ(r.summary.removed, 0U);
   ASSERT_EQ(r.summary.changed, 1U);  // mul reads the new node
   for (const auto& c : r.changes) {
-    if (c.added()) EXPECT_EQ(b.node_name(c.b), "relu_1");
+    if (c.added()) {
+      EXPECT_EQ(b.node_name(c.b), "relu_1");
+    }
     if (!c.fields.empty()) {
       EXPECT_EQ(a.node_name(c.a), "mul");
       ASSERT_EQ(c.fields.size(), 1U);

@@ -26,7 +26,7 @@ namespace {
 using namespace gparity;
 namespace fs = std::filesystem;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
+const std::string kHoistGraphs = std::string(GPARITY_SOURCE_DIR) + "/tests/data/graph/";
 
 // Where a rank-derived slice offset shows: aten slices in the aot and post-grad graphs, Python
 // indexing in Dynamo's graphs.
@@ -87,8 +87,8 @@ Outcome hoist_all(const model::MultiRankTrace& t, int to, const model::ProcessGr
 }
 
 TEST(HoistSamples, CompileRank0GraphsBecomeRank1GraphsExactly) {
-  const auto t = model::read_torch_trace_dir(kData + "compile");
-  const auto groups = model::load_group_table({kData + "compile"}, {});
+  const auto t = model::read_torch_trace_dir(kHoistGraphs + "compile");
+  const auto groups = model::load_group_table({kHoistGraphs + "compile"}, {});
   ASSERT_EQ(groups.groups().size(), 1U);  // default_pg only: FSDP2 over the world
   const auto o = hoist_all(t, 1, &groups);
   EXPECT_EQ(o.graphs, 10U);
@@ -100,7 +100,7 @@ TEST(HoistSamples, CompileRank0GraphsBecomeRank1GraphsExactly) {
 }
 
 TEST(HoistSamples, RankbugKeepsOnlyTheRankDependentSliceBounds) {
-  const auto t = model::read_torch_trace_dir(kData + "compile_rankbug");
+  const auto t = model::read_torch_trace_dir(kHoistGraphs + "compile_rankbug");
   const auto o = hoist_all(t, 1, nullptr);
   EXPECT_EQ(o.unresolved, 0U);
   EXPECT_GT(o.devices, 0U);

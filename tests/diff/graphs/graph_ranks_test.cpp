@@ -207,10 +207,10 @@ TEST(GraphRanks, FitAffine) {
 
 // ---- the samples -----------------------------------------------------------------------------
 
-const std::string kData = GPARITY_SOURCE_DIR "/tests/data/graph/";
+const std::string kRanksGraphs = GPARITY_SOURCE_DIR "/tests/data/graph/";
 
 TEST(GraphRanksSamples, CompileRankbugIsRankParametricInTheSliceBoundsOnly) {
-  const auto trace = gparity::model::read_torch_trace_dir(kData + "compile_rankbug");
+  const auto trace = gparity::model::read_torch_trace_dir(kRanksGraphs + "compile_rankbug");
   ASSERT_EQ(trace.ranks.size(), 2U);
   const auto r = classify_trace(trace, {}, {});
   EXPECT_EQ(r.verdict, GraphVerdict::RankParametric);
@@ -248,7 +248,7 @@ TEST(GraphRanksSamples, CompileRankbugIsRankParametricInTheSliceBoundsOnly) {
 }
 
 TEST(GraphRanksSamples, CompileIsDeviceParametricOnlyInAtenFull) {
-  const auto trace = gparity::model::read_torch_trace_dir(kData + "compile");
+  const auto trace = gparity::model::read_torch_trace_dir(kRanksGraphs + "compile");
   const auto r = classify_trace(trace, {}, {});
   EXPECT_EQ(r.verdict, GraphVerdict::DeviceParametric);
   bool joint = false;
@@ -270,7 +270,7 @@ TEST(GraphRanksSamples, CompileIsDeviceParametricOnlyInAtenFull) {
 namespace {
 
 TEST(GraphRanksSamples, EmitsToTheFindingConsumer) {
-  const auto trace = gparity::model::read_torch_trace_dir(kData + "compile_rankbug");
+  const auto trace = gparity::model::read_torch_trace_dir(kRanksGraphs + "compile_rankbug");
   const auto r = classify_trace(trace, {}, {});
   gparity::diff::CollectingConsumer c;
   emit(r, "compile_rankbug", c);
@@ -307,9 +307,9 @@ TEST(GraphRanksMesh, ConstantsThatFollowACoordinateOfA2x2x2MeshAreNamed) {
   std::set<std::string> texts;
   for (const auto& f : c.findings)
     if (f.function) texts.insert(f.field + " = " + f.function->text());
-  EXPECT_TRUE(texts.contains("args[2] = 48*dp")) << testing::PrintToString(texts);
-  EXPECT_TRUE(texts.contains("args[3] = 48*dp + 16")) << testing::PrintToString(texts);
-  EXPECT_TRUE(texts.contains("args[1] = 32*tp + 32")) << testing::PrintToString(texts);
+  EXPECT_TRUE(texts.contains("args[2] = 48*dp")) << ::testing::PrintToString(texts);
+  EXPECT_TRUE(texts.contains("args[3] = 48*dp + 16")) << ::testing::PrintToString(texts);
+  EXPECT_TRUE(texts.contains("args[1] = 32*tp + 32")) << ::testing::PrintToString(texts);
 }
 
 TEST(GraphRanksMesh, ConstantOverTwoCoordinatesIsASumOfNamedTerms) {

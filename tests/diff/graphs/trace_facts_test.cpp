@@ -22,7 +22,7 @@ namespace {
 using namespace gparity::diff;
 namespace fs = std::filesystem;
 
-const std::string kData = GPARITY_SOURCE_DIR "/tests/data/trace_facts/";
+const std::string kFactsData = GPARITY_SOURCE_DIR "/tests/data/trace_facts/";
 
 gparity::model::TraceOptions records_only() {
   gparity::model::TraceOptions o;
@@ -69,7 +69,7 @@ std::string ranks_of(const gparity::testing::TempDir& tmp, const std::vector<std
 // ---- excerpts (always run) -------------------------------------------------------------------
 
 TEST(TraceFacts, RankOnesCollectiveScheduleDiffersFromRanksZeroAndTwo) {
-  const auto f = facts_of(kData + "schedule");
+  const auto f = facts_of(kFactsData + "schedule");
   const auto* g = groups_of(f, "collective_schedule");
   ASSERT_NE(g, nullptr);
   ASSERT_EQ(g->groups.size(), 2U);
@@ -87,15 +87,15 @@ TEST(TraceFacts, RankOnesCollectiveScheduleDiffersFromRanksZeroAndTwo) {
 
 TEST(TraceFacts, IdenticalSchedulesAreQuiet) {
   gparity::testing::TempDir tmp;
-  const auto dir = ranks_of(tmp, {kData + "schedule/dedicated_log_torch_trace_rank_0.log",
-                                  kData + "schedule/dedicated_log_torch_trace_rank_2.log"});
+  const auto dir = ranks_of(tmp, {kFactsData + "schedule/dedicated_log_torch_trace_rank_0.log",
+                                  kFactsData + "schedule/dedicated_log_torch_trace_rank_2.log"});
   const auto f = facts_of(dir);
   EXPECT_TRUE(f.findings.empty());
   EXPECT_TRUE(f.groups.empty());
 }
 
 TEST(TraceFacts, CacheHitMissPatternsFormMoreThanTwoGroups) {
-  const auto f = facts_of(kData + "cache");
+  const auto f = facts_of(kFactsData + "cache");
   const auto* g = groups_of(f, "cache");
   ASSERT_NE(g, nullptr);
   ASSERT_EQ(g->groups.size(), 3U);
@@ -121,7 +121,7 @@ TEST(TraceFacts, CacheHitMissPatternsFormMoreThanTwoGroups) {
 }
 
 TEST(TraceFacts, TensorMetaGroupsRanksFiveAndSix) {
-  const auto f = facts_of(kData + "tensor_meta");
+  const auto f = facts_of(kFactsData + "tensor_meta");
   const auto* g = groups_of(f, "tensor_meta");
   ASSERT_NE(g, nullptr);
   const auto five_six = std::find_if(g->groups.begin(), g->groups.end(), [](const RankGroup& x) {
@@ -138,7 +138,7 @@ TEST(TraceFacts, TensorMetaGroupsRanksFiveAndSix) {
 }
 
 TEST(TraceFacts, GraphCollectivesThatDoNotMatchTheOutputCode) {
-  const auto f = facts_of(kData + "parity");
+  const auto f = facts_of(kFactsData + "parity");
   const auto p = with_field(f, "collectives_vs_code");
   ASSERT_EQ(p.size(), 2U);  // tlparse: graphs -_0_0_0 and -_0_1_0
   EXPECT_EQ(p[0]->compile, "0/0");

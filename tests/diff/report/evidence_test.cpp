@@ -23,7 +23,7 @@ namespace {
 using namespace gparity::diff;
 using gparity::testing::TempDir;
 
-const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/";
+const std::string kEvidenceData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/";
 
 std::vector<const Finding*> of_kind(const CollectingConsumer& c, std::string_view kind) {
   std::vector<const Finding*> out;
@@ -221,7 +221,7 @@ TEST(EvidenceEngines, CheckpointsWithNoTensorAreNeverParity) {
   EXPECT_NE(out.verdict.headline.find(a + " holds no tensor"), std::string::npos);
   // Against a real checkpoint: the empty side is named.
   CollectingConsumer one;
-  EXPECT_EQ(compare_checkpoints(kData + "dcp/grid.safetensors", b, {}, one), 2);
+  EXPECT_EQ(compare_checkpoints(kEvidenceData + "dcp/grid.safetensors", b, {}, one), 2);
   EXPECT_EQ(one.verdict.headline, "NOTHING COMPARED: " + b + " holds no tensor");
 }
 

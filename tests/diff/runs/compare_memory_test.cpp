@@ -15,7 +15,7 @@ namespace gparity {
 namespace {
 
 /// Two ranks, two steps with the same losses; rank r's device_memory event says `reserved[r]`.
-void write_run(const std::filesystem::path& dir, const std::string& mode,
+void write_memory_run(const std::filesystem::path& dir, const std::string& mode,
                std::vector<std::int64_t> reserved) {
   model::RunManifest m;
   m.world_size = 2;
@@ -37,16 +37,16 @@ void write_run(const std::filesystem::path& dir, const std::string& mode,
   }
 }
 
-int compare(const std::filesystem::path& a, const std::filesystem::path& b, diff::CollectingConsumer& out) {
+int compare_memory_runs(const std::filesystem::path& a, const std::filesystem::path& b, diff::CollectingConsumer& out) {
   return diff::compare_runs(model::open_run(a.string()), model::open_run(b.string()), {}, out);
 }
 
 TEST(CompareMemory, RatioOfPeakReservedPerRankAndItsMaximum) {
   gparity::testing::TempDir tmp;
-  write_run(tmp.path() / "eager", "eager", {1000, 2000});
-  write_run(tmp.path() / "graph", "cuda_graph", {1050, 2400});
+  write_memory_run(tmp.path() / "eager", "eager", {1000, 2000});
+  write_memory_run(tmp.path() / "graph", "cuda_graph", {1050, 2400});
   diff::CollectingConsumer out;
-  EXPECT_EQ(compare(tmp.path() / "eager", tmp.path() / "graph", out), 0);  // memory never decides parity
+  EXPECT_EQ(compare_memory_runs(tmp.path() / "eager", tmp.path() / "graph", out), 0);  // memory never decides parity
   const auto& mem = out.verdict.data.at("device_memory");
   ASSERT_EQ(mem.at("ranks").size(), 2u);
   EXPECT_DOUBLE_EQ(mem.at("ranks")[0].at("reserved_ratio").get<double>(), 1.05);
@@ -62,10 +62,10 @@ TEST(CompareMemory, RatioOfPeakReservedPerRankAndItsMaximum) {
 
 TEST(CompareMemory, AbsentOrMalformedOnOneSideGivesNoRatio) {
   gparity::testing::TempDir tmp;
-  write_run(tmp.path() / "eager", "eager", {-1, -1});
-  write_run(tmp.path() / "graph", "cuda_graph", {1050, 2400});
+  write_memory_run(tmp.path() / "eager", "eager", {-1, -1});
+  write_memory_run(tmp.path() / "graph", "cuda_graph", {1050, 2400});
   diff::CollectingConsumer out;
-  EXPECT_EQ(compare(tmp.path() / "eager", tmp.path() / "graph", out), 0);
+  EXPECT_EQ(compare_memory_runs(tmp.path() / "eager", tmp.path() / "graph", out), 0);
   EXPECT_TRUE(out.verdict.data.at("device_memory").is_null());
   for (const auto& s : out.verdict.summary) EXPECT_EQ(s.find("device memory"), std::string::npos) << s;
 

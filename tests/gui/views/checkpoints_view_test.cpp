@@ -19,7 +19,7 @@
 namespace gparity::gui::views {
 namespace {
 
-diff::CollectingConsumer cli_report(const std::string& a, const std::string& b) {
+diff::CollectingConsumer checkpoints_cli_report(const std::string& a, const std::string& b) {
   diff::CollectingConsumer out;
   (void)diff::compare_checkpoints(a, b, {}, out);
   return out;
@@ -30,7 +30,7 @@ TEST(CheckpointsView, Fsdp4AgainstFsdp2IsParityAndShowsWhichShardsCoverEachParam
   if (dcp.empty()) GTEST_SKIP() << "shared samples not found";
   gparity::testing::app();
   const std::string a = (dcp / "fsdp4").string(), b = (dcp / "fsdp2").string();
-  const auto cli = cli_report(a, b);
+  const auto cli = checkpoints_cli_report(a, b);
   auto data = load_checkpoint_layouts(a, b);
   EXPECT_EQ(data.exit_code, 0);
   EXPECT_EQ(data.headline, cli.verdict.headline);
@@ -100,7 +100,7 @@ TEST(CheckpointsView, WeightsThatDifferOpenOnTheFirstParameterTheComparisonRepor
   gparity::testing::app();
   // Before and after training: every parameter differs, in both layouts.
   const std::string a = (dcp / "fsdp4" / "step-0").string(), b = (dcp / "fsdp2" / "step-3").string();
-  const auto cli = cli_report(a, b);
+  const auto cli = checkpoints_cli_report(a, b);
   const diff::Finding* first = nullptr;
   for (const auto& f : cli.findings)
     if (first == nullptr && f.kind == "checkpoint_param_mismatch") first = &f;

@@ -26,7 +26,7 @@ std::size_t count_status(const CollectiveStreamTable& t, const std::string& stat
   return n;
 }
 
-diff::CollectingConsumer cli_report(const std::vector<std::string>& paths,
+diff::CollectingConsumer collectives_cli_report(const std::vector<std::string>& paths,
                                     const std::vector<std::string>& base) {
   const auto run = diff::load_collectives(paths);
   std::optional<diff::CollectiveRun> b;
@@ -41,7 +41,7 @@ TEST(CollectivesView, FourRanksOfPicklesAgreeAndShowTheRootedRule) {
   if (dcp.empty()) GTEST_SKIP() << "shared samples not found";
   gparity::testing::app();
   const std::vector<std::string> paths = {(dcp / "fsdp4").string()};
-  const auto cli = cli_report(paths, {});
+  const auto cli = collectives_cli_report(paths, {});
   auto data = load_collective_sequences(paths);
   EXPECT_EQ(data.exit_code, 0);
   EXPECT_EQ(data.headline, cli.verdict.headline);
@@ -99,7 +99,7 @@ TEST(CollectivesView, AgainstTheBaselineTheReportsFirstDivergenceIsSelected) {
   if (dcp.empty()) GTEST_SKIP() << "shared samples not found";
   gparity::testing::app();
   const std::vector<std::string> cand = {(dcp / "fsdp2").string()}, base = {(dcp / "fsdp4").string()};
-  const auto cli = cli_report(cand, base);
+  const auto cli = collectives_cli_report(cand, base);
   const diff::Finding* first = nullptr;
   for (const auto& f : cli.findings)
     if (first == nullptr && f.severity == diff::Severity::Divergence) first = &f;
