@@ -377,8 +377,9 @@ PY
       grep -qE ' exit (2|12[4-9]|13[0-9]) ' "$s" 2>/dev/null && fail=1
       fig="$(grep -cE ' exit [0-9]+ \(' "$s" 2>/dev/null) replays: $(grep -oE ' exit [0-9]+ \(' "$s" 2>/dev/null | sort | uniq -c | awk '{printf "%s%s x%s", (n++ ? ", " : ""), $2 " " $3, $1}')"
       local safe unsafe
-      safe=$(grep -l "all ranks: safe" "$dir"/out/runs/*/coor-*.log 2>/dev/null | wc -l)
-      unsafe=$(grep -l "all ranks: unsafe" "$dir"/out/runs/*/coor-*.log 2>/dev/null | wc -l)
+      # The logs are runs/<sample>/coor-<compile id>-<graph>.log, the compile id holding a '/'.
+      safe=$(grep -rl --include='*.log' "all ranks: safe" "$dir/out/runs" 2>/dev/null | grep -c '/coor-')
+      unsafe=$(grep -rl --include='*.log' "all ranks: unsafe" "$dir/out/runs" 2>/dev/null | grep -c '/coor-')
       [ $((safe + unsafe)) -gt 0 ] && fig+="; --coor all ranks safe on $safe graph(s), unsafe on $unsafe"
       [ "$name" = replay-bench ] && fig=$(grep -hE 'x$|speed|ratio' "$dir"/out/bench_replay.txt "$dir"/out/replay_gpu_bench.txt 2>/dev/null | tail -2 | paste -sd';' -)
       ;;
