@@ -139,6 +139,69 @@ TEST(CliOps, OpsShowNamesACollectivesGroup) {
   EXPECT_FALSE(doc["ops"][2].contains("group"));
 }
 
+TEST(CliOps, OpsShowReadsPyTorchsOwnDebugModeOutputs) {
+  // The expected outputs of PyTorch's DebugMode tests (tests/data/ops/debugmode_pytorch_tests):
+  // torch functions (record_torchfunction=True), modules, run_graph nodes; no line is damage.
+  const std::string corpus = kOps + "debugmode_pytorch_tests/";
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(corpus)) {
+    if (e.path().extension() != ".txt") continue;
+    ++files;
+    const auto j = run_command(GPARITY_EXE, {"ops", "show", "--json", e.path().string()});
+    EXPECT_EQ(j.exit_code, 0) << e.path() << j.err;
+    EXPECT_EQ(j.err, "") << e.path();
+    const auto doc = nlohmann::json::parse(j.out);
+    EXPECT_TRUE(doc["issues"].empty()) << e.path();
+    EXPECT_GT(doc["records"].get<int>(), 0) << e.path();
+  }
+  EXPECT_EQ(files, 12u);
+  const auto t = run_command(GPARITY_EXE, {"ops", "show", corpus + "mm.txt"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("10 records"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("<method 'sum' of 'torch._C.TensorBase' objects>"), std::string::npos) << t.out;
+  const auto j = run_command(GPARITY_EXE, {"ops", "show", "--json", corpus + "backward.txt"});
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["ops"].size(), 24u);
+  EXPECT_EQ(doc["ops"][9]["op"], "torch._tensor.backward");
+  EXPECT_EQ(doc["ops"][9]["kind"], "torch_function");
+  EXPECT_EQ(doc["ops"][9]["phase"], "backward");
+  EXPECT_EQ(doc["ops"][8]["phase"], "forward");
+}
+
+TEST(CliOps, TorchFunctionLinesAreNotComparedAsOps) {
+  // Eager recorded with record_torchfunction=True, the candidate without (as a compiled run
+  // is): the torch functions hold no hashes and have their ops nested below them.
+  TempDir dir;
+  const std::string mm =
+      "aten::mm(t$0: f32[2, 2], t$1: f32[2, 2])  ->  t$2: f32[2, 2]  # {'input_hash': ((11, 12), {}), "
+      "'hash': 13}\n";
+  const auto sum = [](int h) {
+    return "aten::sum(t$2: f32[2, 2])  ->  t$3: f32[]  # {'input_hash': ((13,), {}), 'hash': " +
+           std::to_string(h) + "}\n";
+  };
+  dir.write("eager/rank0_step1.debug.txt",
+            "  torch.mm(t$0: f32[2, 2], t$1: f32[2, 2])  ->  t$2: f32[2, 2]\n      " + mm +
+                "  <method 'sum' of 'torch._C.TensorBase' objects>(t$2: f32[2, 2])  ->  t$3: f32[]\n      " +
+                sum(14));
+  dir.write("same/rank0_step1.debug.txt", "    " + mm + "    " + sum(14));
+  dir.write("other/rank0_step1.debug.txt", "    " + mm + "    " + sum(15));
+  const auto eager = (dir.path() / "eager").string();
+  const auto parity = run_command(GPARITY_EXE, {"compare", eager, (dir.path() / "same").string()});
+  EXPECT_EQ(parity.exit_code, 0) << parity.out << parity.err;
+  EXPECT_NE(parity.out.find("op-level parity"), std::string::npos) << parity.out;
+  const auto r = run_command(GPARITY_EXE, {"compare", "--json", eager, (dir.path() / "other").string()});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  int first = 0;
+  for (const auto& f : doc["findings"]) {
+    if (f["kind"] != "op_divergence") continue;
+    ++first;
+    EXPECT_EQ(f["values"]["eager"]["op"], "aten::sum");  // not the torch function above it
+    EXPECT_EQ(f["values"]["cause"], "origin");
+  }
+  EXPECT_EQ(first, 1);
+}
+
 TEST(CliOps, DamagedLogsAreNamedAndNeverParity) {
   TempDir dir;
   const fs::path cand = dir.path() / "eager_repeat";

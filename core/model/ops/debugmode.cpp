@@ -28,6 +28,40 @@ bool valid_op_name(std::string_view n) noexcept {
   return std::all_of(n.begin(), n.end(), is_name_char);
 }
 
+std::size_t call_name_end(std::string_view body) noexcept {
+  if (body.empty() || body[0] != '<') return body.find('(');
+  // A repr: `<method 'sum' of 'torch._C.TensorBase' objects>`; quoted names may hold brackets.
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '<') {
+      ++depth;
+    } else if (c == '>' && --depth == 0) {
+      return i + 1 < body.size() && body[i + 1] == '(' ? i + 1 : std::string_view::npos;
+    }
+  }
+  return std::string_view::npos;
+}
+
+bool torch_function_line(std::string_view trimmed) noexcept {
+  const auto paren = call_name_end(trimmed);
+  if (paren == std::string_view::npos || paren == 0) return false;
+  const std::string_view name = trimmed.substr(0, paren);
+  if (name[0] == '<') return true;
+  // `module.name`: a dot, never a namespace (`aten::mm` is a dispatched op).
+  return valid_op_name(name) && contains(name, ".") && !contains(name, "::");
+}
+
+bool backward_entry(std::string_view torch_function) noexcept {
+  return torch_function == "torch._tensor.backward" || torch_function == "torch.autograd.backward" ||
+         torch_function == "torch.autograd.grad";
+}
+
 /// A collective whose output DebugMode hashes at dispatch, before it completed: functional
 /// collectives (the wait_tensor holds the value) and c10d's Work-returning ones.
 bool unreliable_collective(std::string_view op) noexcept {
@@ -158,6 +192,10 @@ void Reader::text_line(std::string_view line, std::int64_t ln) {
   const std::string_view body = trim(line.substr(indent));
   if (body.empty()) return;
   const auto depth = static_cast<std::uint32_t>(indent >= 2 ? (indent - 2) / 2 : 0);
+  // Calls, annotations and source lines sit at their call's depth; kernel hashes and output
+  // placements belong to the line above them.
+  const bool trailer = (body[0] == '#' && !starts_with(body, "# File: ")) || starts_with(body, "-> output:");
+  if (!trailer) leave_calls(depth);
   if (body[0] == '#') {
     comment_line(body, ln);
   } else if (starts_with(body, "[triton] ")) {
@@ -215,6 +253,9 @@ bool Reader::calls_backward(std::string_view code) noexcept {
 
 void Reader::phase_on_source(const SourceLoc& s) {
   sources_seen_ = true;
+  // Inside a backward torch function every op is the backward's, whatever frame it shows
+  // (backward ops show their forward's, which may be the training loop's own function).
+  if (backward_depth_ >= 0) return;
   const std::pair<std::uint32_t, std::uint32_t> where{s.file, s.function};
   if (calls_backward(log_.str(s.code))) {
     if (phase_ == Phase::Optimizer) next_step();
@@ -227,6 +268,20 @@ void Reader::phase_on_source(const SourceLoc& s) {
   } else if (phase_ == Phase::Optimizer && where != loop_) {
     next_step();
   }
+}
+
+void Reader::enter_torch_function(std::string_view name, std::uint32_t depth) {
+  if (backward_depth_ >= 0 || !backward_entry(name)) return;
+  backward_depth_ = depth;
+  phase_ = Phase::Backward;
+}
+
+void Reader::leave_calls(std::uint32_t depth) {
+  if (backward_depth_ < 0 || static_cast<std::int64_t>(depth) > backward_depth_) return;
+  backward_depth_ = -1;
+  // The gradients are ready: what follows is their sync and the optimizer. With source lines,
+  // the training loop's next line says so (phase_on_source), as it does without torch functions.
+  if (!sources_seen_) phase_ = Phase::Optimizer;
 }
 
 void Reader::next_step() {
@@ -254,9 +309,13 @@ void Reader::pop_modules(std::uint32_t depth) {
 }
 
 void Reader::call_line(std::string_view body, std::uint32_t depth, std::int64_t ln) {
-  const auto paren = body.find('(');
+  // Whatever this line holds, it sits at `depth`: the calls and modules open at that depth or
+  // deeper have ended, so a damaged line never lends its children to an earlier call.
+  pop_modules(depth);
+  const auto paren = call_name_end(body);
   if (paren == std::string_view::npos) {
-    issue(ln, "not a DebugMode call line (no '(')");
+    issue(ln, body[0] == '<' ? "not a DebugMode call line (a <...> name without '(' after it)"
+                             : "not a DebugMode call line (no '(')");
     return;
   }
   std::string_view name = trim(body.substr(0, paren));
@@ -264,6 +323,8 @@ void Reader::call_line(std::string_view body, std::uint32_t depth, std::int64_t 
   if (starts_with(name, "redistribute_input")) {
     name = "redistribute_input";
     kind = RecordKind::Redistribute;
+  } else if (name[0] == '<') {
+    kind = RecordKind::TorchFunction;  // str() of a callable without module and name: Tensor.sum
   } else if (!valid_op_name(name)) {
     issue(ln, "not a DebugMode call line (bad op name)");
     return;
@@ -312,6 +373,7 @@ void Reader::call_line(std::string_view body, std::uint32_t depth, std::int64_t 
   const std::uint32_t args_node = parse_py_args(args_text, arena_, ok);
   const bool args_ok = ok;
 
+  if (kind == RecordKind::TorchFunction) enter_torch_function(name, depth);
   OpRecord r = begin_record(kind, name, depth, ln);
   r.first_arg = static_cast<std::uint32_t>(log_.tensors.size());
   bool mismatch = false;
@@ -480,19 +542,30 @@ OpLog read_debugmode_log(const std::string& path, int rank, std::int64_t step) {
   return parse_debugmode_text(file.text(), path, rank, step);
 }
 
+namespace {
+
+/// A line only a DebugMode log starts with.
+bool debugmode_only_line(std::string_view l) {
+  if (starts_with(l, "# File: ") || starts_with(l, "[nn.Mod") || starts_with(l, "[triton] ") ||
+      starts_with(l, "[annotate] ") || starts_with(l, "[record function] ") || starts_with(l, kDumpHeader))
+    return true;
+  const auto paren = l.find('(');
+  if (paren == std::string_view::npos) return false;
+  const std::string_view name = l.substr(0, paren);
+  return valid_op_name(name) && contains(name, "::");
+}
+
+}  // namespace
+
 bool looks_like_debugmode(std::string_view head) {
+  // A torch function (`torch.mm(...)`) or run_graph's `[node] ...` can open a log, but Python
+  // text could start so too: they count when a line only DebugMode writes follows them.
   while (!head.empty()) {
     const auto nl = head.find('\n');
     const std::string_view l = trim(head.substr(0, nl));
     if (!l.empty()) {
-      if (starts_with(l, "# File: ") || starts_with(l, "[nn.Mod") || starts_with(l, "[triton] ") ||
-          starts_with(l, "[annotate] ") || starts_with(l, "[record function] ") ||
-          starts_with(l, kDumpHeader))
-        return true;
-      const auto paren = l.find('(');
-      if (paren == std::string_view::npos) return false;
-      const std::string_view name = l.substr(0, paren);
-      return valid_op_name(name) && contains(name, "::");
+      if (debugmode_only_line(l)) return true;
+      if (!torch_function_line(l) && !starts_with(l, "[node] ")) return false;
     }
     if (nl == std::string_view::npos) break;
     head.remove_prefix(nl + 1);

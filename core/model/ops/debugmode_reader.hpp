@@ -33,6 +33,19 @@ inline std::string_view trim(std::string_view s) noexcept {
 /// An op name as DebugMode writes it: "aten::add.Tensor", "torch.mm", "redistribute_input".
 bool valid_op_name(std::string_view n) noexcept;
 
+/// Where a call line's name ends: the index of the '(' that opens its arguments, or npos.
+/// DebugMode names a call `module.name` when the callable has both, else by `str()`: a torch
+/// function such as Tensor.sum is `<method 'sum' of 'torch._C.TensorBase' objects>`, a repr in
+/// angle brackets with spaces and quotes in it, so the '(' is looked for after its closing '>'.
+std::size_t call_name_end(std::string_view body) noexcept;
+
+/// A __torch_function__ call line (record_torchfunction=True): `torch.mm(`, `<method ...>(`.
+bool torch_function_line(std::string_view trimmed) noexcept;
+
+/// A torch function that runs autograd's backward: the calls nested in it are the backward
+/// (`torch._tensor.backward` is Tensor.backward; `torch.autograd.backward`, `torch.autograd.grad`).
+bool backward_entry(std::string_view torch_function) noexcept;
+
 /// A collective whose output DebugMode hashes at dispatch, before it completed: functional
 /// collectives (the wait_tensor holds the value) and c10d's Work-returning ones.
 bool unreliable_collective(std::string_view op) noexcept;
@@ -77,6 +90,11 @@ class Reader {
   void source_line(std::string_view s, std::int64_t ln);
   static bool calls_backward(std::string_view code) noexcept;
   void phase_on_source(const SourceLoc& s);
+  /// Entering a backward torch function (backward_entry): the backward starts, and lasts while
+  /// the lines below it are deeper (DebugMode's call depth stays raised while autograd runs).
+  void enter_torch_function(std::string_view name, std::uint32_t depth);
+  /// A line at `depth` ends an open backward call no deeper than it.
+  void leave_calls(std::uint32_t depth);
   void next_step();
   void annotation_line(std::string_view body, std::uint32_t depth, std::int64_t ln);
   void pop_modules(std::uint32_t depth);
@@ -150,6 +168,7 @@ class Reader {
   std::unordered_map<std::int64_t, Unhashed> unhashed_ids_;        // ids of unhashed outputs, by marker
   std::int64_t unhashed_step_ = -1;
   std::uint32_t source_ = 0;
+  std::int64_t backward_depth_ = -1;  // depth of the open backward torch function; -1: none
   std::int64_t step_given_ = 0;
   std::int64_t step_ = 1;
   std::int64_t last_step_ = -1;
