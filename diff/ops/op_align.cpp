@@ -110,6 +110,7 @@ std::string_view value_status_name(ValueStatus s) noexcept {
     case ValueStatus::Divergent: return "divergent";
     case ValueStatus::Unobserved: return "unobserved";
     case ValueStatus::Unhashed: return "unhashed";
+    case ValueStatus::NotRecorded: return "not recorded";
   }
   return "unhashed";
 }

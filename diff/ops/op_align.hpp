@@ -77,6 +77,8 @@ enum class ValueStatus : std::uint8_t {
   Divergent,    // an output's value is not in the compiled run
   Unobserved,   // not in the compiled run, but every op computed from it is
   Unhashed,     // no hashed output to compare (no hash, or hashed before a collective's wait)
+  NotRecorded,  // past where the compiled records of the step stop (a cut log, a rank killed
+                // mid-step: op_compare.hpp's StepCut): not compared, never divergent
 };
 std::string_view value_status_name(ValueStatus s) noexcept;
 

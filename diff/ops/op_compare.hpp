@@ -17,7 +17,9 @@
 //    collectives received from other ranks (never origins: neither they nor the ops that only
 //    consume their values), and other origins that do not follow from either;
 //  - later steps of a diverged rank are reported as following from the first when their first
-//    divergent op's differing inputs were made before the step.
+//    divergent op's differing inputs were made before the step;
+//  - a step whose records stop short on one side (StepCut: a rank killed mid-step, a cut log) is
+//    INCOMPLETE from where they stop: what lies past it is not recorded, never divergent.
 // The cross-rank part (received) is judged in diff/causality's causal order over the step of
 // every rank: each eager op a record reading the records that made its arguments, each
 // collective a member of its group's k-th instance. The group is the one the record names (op
@@ -32,7 +34,7 @@
 // Exit: 0 parity, 1 divergence or incomplete evidence (damaged lines, a rank or step on one side
 // only), 2 unusable input (no hashes, no common hash function) or nothing compared.
 // Sources: op_verdicts.cpp (judge_op_logs), op_findings.cpp (what the report says of them),
-// op_compare.cpp (compare_op_logs, compare_op_runs).
+// op_compare.cpp (compare_op_logs, compare_op_runs; and a step recorded in part, op_cut.hpp).
 
 #include <cstdint>
 #include <map>
@@ -82,10 +84,17 @@ class CollectiveInputs {
   [[nodiscard]] std::vector<int> ranks_with_differing_inputs(std::int64_t step, std::string_view group,
                                                              std::string_view op, std::size_t sequence,
                                                              int rank) const;
+  /// A member whose compiled records of the step stop before that collective (StepCut): what its
+  /// inputs were is not known, so no other member can call the collective an origin.
+  void record_unrecorded(int rank, std::int64_t step, std::string_view group, std::string_view op,
+                         std::size_t sequence);
+  [[nodiscard]] bool has_unrecorded_member(std::int64_t step, std::string_view group, std::string_view op,
+                                           std::size_t sequence) const;
 
  private:
-  std::map<std::tuple<std::int64_t, std::string, std::string, std::size_t>, std::vector<std::pair<int, bool>>>
-      members_;
+  using Key = std::tuple<std::int64_t, std::string, std::string, std::size_t>;
+  std::map<Key, std::vector<std::pair<int, bool>>> members_;
+  std::map<Key, std::vector<int>> unrecorded_;
 };
 
 struct OpDivergence {
@@ -113,18 +122,50 @@ struct OpDivergence {
   std::size_t other_received_total = 0;
 };
 
+/// Where one side's records of a step stop short of the other's (a rank killed mid-step, a log
+/// cut inside the step): from there on nothing is compared. Only a step that ends its side's log
+/// can be cut, and something must say it was: its last line is cut (certain); or, compiled side,
+/// its records end within a few new records (kCutSlack, op_verdicts.cpp) of the last one paired
+/// with an eager op while eager ops go on; or, eager side, the rank recorded no later eager step
+/// while the run has one and the compiled records go on with values the eager step never showed
+/// (an Inductor step also goes on so: no sign, no cut). Where the compiled records stop, in eager
+/// order: after the last eager op matched by a value of its own (an output unlike what it reads:
+/// a view or copy matches wherever its input's value was, past the cut too) and the eager ops
+/// the compiled records after it were paired with, up to the first divergent op none was. Every
+/// eager op past it whose value was not found (and a collective only its readers there show) is
+/// `NotRecorded`: never divergent, an origin, a carrier or an input that differs. Eager side: the
+/// compiled records after the last one paired with an eager op are not compared. Either way the
+/// step is INCOMPLETE (finding `op_step_cut`) and its rank is not parity.
+struct StepCut {
+  bool compiled = true;    // the side whose records stop: compiled, else eager
+  std::string why;         // what says they stopped ("the log's last line is cut", ...)
+  std::uint32_t last = 0;  // that side's last record of the step (position in its slice)
+  /// Compiled side: the first eager position not compared, the eager ops from there on, and
+  /// those among them whose value is not in the compiled records (now NotRecorded).
+  std::uint32_t eager_from = 0;
+  std::uint32_t eager_after = 0;
+  std::uint32_t not_recorded = 0;
+  /// Eager side: the first compiled position not compared, and the compiled records from there
+  /// on holding values the eager step never showed.
+  std::uint32_t compiled_from = 0;
+  std::uint32_t compiled_after = 0;
+};
+
 struct StepVerdict {
   std::int64_t step = 0;
   OpSlice eager, compiled;
   SliceAlignment alignment;
-  std::size_t divergent = 0, unobserved = 0, weak_only = 0, unhashed = 0;
+  std::size_t divergent = 0, unobserved = 0, weak_only = 0, unhashed = 0, not_recorded = 0;
   std::optional<OpDivergence> first;
+  std::vector<StepCut> cuts;  // a side whose records of the step stop short (at most one per side)
 };
 
 struct RankVerdict {
   int rank = 0;
   std::vector<StepVerdict> steps;  // steps both sides have, ascending
   [[nodiscard]] const StepVerdict* first_divergent() const;
+  /// The first step whose records stop short on a side (StepCut), or nullptr.
+  [[nodiscard]] const StepVerdict* first_cut() const;
 };
 
 /// One rank's logs of one side (a file per step, or one file of every step).

@@ -245,26 +245,70 @@ Finding step_info(const RankVerdict& rv, const StepVerdict& sv) {
   f.kind = "op_step_compared";
   f.where.rank = rv.rank;
   f.where.step = sv.step;
-  f.message = std::to_string(sv.eager.size()) + " eager ops, " + std::to_string(sv.compiled.size()) +
-              " compiled; " + std::to_string(a.values_matched) + " of " + std::to_string(a.values_compared) +
-              " eager values found by a strong hash, " + std::to_string(a.values_weak) +
-              " weak (constant or empty tensors: no evidence), " + std::to_string(sv.divergent) +
-              " divergent ops, " + std::to_string(sv.unobserved) + " unobserved, " +
-              std::to_string(a.compiled_only) + " compiled ops without an eager partner" +
-              (a.compiled_noise
-                   ? ", " + std::to_string(a.compiled_noise) + " of DebugMode's own kernel-argument hashing"
-                   : std::string());
-  f.values = {{"eager_ops", sv.eager.size()},
-              {"compiled_ops", sv.compiled.size()},
-              {"values_compared", a.values_compared},
-              {"values_matched", a.values_matched},
-              {"values_weak", a.values_weak},
-              {"divergent_ops", sv.divergent},
-              {"unobserved_ops", sv.unobserved},
-              {"weakly_matched_ops", sv.weak_only},
-              {"unhashed_ops", sv.unhashed},
-              {"compiled_only_ops", a.compiled_only},
-              {"compiled_hash_noise_ops", a.compiled_noise}};
+  f.message =
+      std::to_string(sv.eager.size()) + " eager ops, " + std::to_string(sv.compiled.size()) + " compiled; " +
+      std::to_string(a.values_matched) + " of " + std::to_string(a.values_compared) +
+      " eager values found by a strong hash, " + std::to_string(a.values_weak) +
+      " weak (constant or empty tensors: no evidence), " + std::to_string(sv.divergent) + " divergent ops, " +
+      std::to_string(sv.unobserved) + " unobserved, " +
+      (sv.not_recorded ? std::to_string(sv.not_recorded) + " not recorded (the compiled records stop), "
+                       : std::string()) +
+      std::to_string(a.compiled_only) + " compiled ops without an eager partner" +
+      (a.compiled_noise
+           ? ", " + std::to_string(a.compiled_noise) + " of DebugMode's own kernel-argument hashing"
+           : std::string());
+  f.values = {{"eager_ops", sv.eager.size()},         {"compiled_ops", sv.compiled.size()},
+              {"values_compared", a.values_compared}, {"values_matched", a.values_matched},
+              {"values_weak", a.values_weak},         {"divergent_ops", sv.divergent},
+              {"unobserved_ops", sv.unobserved},      {"not_recorded_ops", sv.not_recorded},
+              {"weakly_matched_ops", sv.weak_only},   {"unhashed_ops", sv.unhashed},
+              {"compiled_only_ops", a.compiled_only}, {"compiled_hash_noise_ops", a.compiled_noise}};
+  return f;
+}
+
+std::string cut_text(const StepVerdict& sv, const StepCut& cut) {
+  const OpSlice& s = cut.compiled ? sv.compiled : sv.eager;
+  const OpRecord& r = s.at(cut.last);
+  return std::string("the ") + (cut.compiled ? "compiled" : "eager") + " records of step " +
+         std::to_string(sv.step) + " stop at " + printable(base_name(s.log->path)) + ":" +
+         std::to_string(r.line) + " (" + printable(s.log->op_name(r)) + ")";
+}
+
+Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut& cut) {
+  const OpSlice& s = cut.compiled ? sv.compiled : sv.eager;
+  Finding f{Severity::Incomplete, "op_step_cut", {}, "", json::object()};
+  f.where.rank = rv.rank;
+  f.where.step = sv.step;
+  f.where.source = s.log->path;
+  f.where.line = s.at(cut.last).line;
+  std::string msg =
+      "rank " + std::to_string(rv.rank) + ": " + cut_text(sv, cut) + " (" + printable(cut.why) + "): ";
+  f.values = {{"rank", rv.rank},
+              {"step", sv.step},
+              {"side", cut.compiled ? "compiled" : "eager"},
+              {"why", cut.why},
+              {"last_record", record_json(*s.log, s.at(cut.last))}};
+  if (cut.compiled) {
+    const OpRecord& first = sv.eager.at(cut.eager_from);
+    msg += "not compared from eager op " + op_text(*sv.eager.log, first) + " #" +
+           std::to_string(first.index) + " on (" + std::to_string(cut.eager_after) + " eager op(s), " +
+           std::to_string(cut.not_recorded) +
+           " of them with values past where the compiled records stop): not recorded, never divergent";
+    f.where.node = std::string(sv.eager.log->op_name(first));
+    f.values["first_not_compared"] = record_json(*sv.eager.log, first);
+    f.values["eager_ops_after"] = cut.eager_after;
+    f.values["not_recorded"] = cut.not_recorded;
+  } else {
+    msg +=
+        std::to_string(cut.compiled_after) + " compiled record(s) from compiled " +
+        printable(base_name(sv.compiled.log->path)) + ":" +
+        std::to_string(cut.compiled_from < sv.compiled.size() ? sv.compiled.at(cut.compiled_from).line : 0) +
+        " on hold values the eager records never show: not compared";
+    if (cut.compiled_from < sv.compiled.size())
+      f.values["first_not_compared"] = record_json(*sv.compiled.log, sv.compiled.at(cut.compiled_from));
+    f.values["compiled_records_after"] = cut.compiled_after;
+  }
+  f.message = msg + " (a rank killed mid-step or a cut log leaves this)";
   return f;
 }
 

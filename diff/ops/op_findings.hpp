@@ -50,6 +50,10 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
                            const HashChoice& choice, std::size_t max_listed, bool follow_up);
 /// What one rank-step compared (info).
 Finding step_info(const RankVerdict& rv, const StepVerdict& sv);
+/// A side's records of a step that stop short (incomplete): where, why, and what was not compared.
+Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut& cut);
+/// "the compiled records of step 1 stop at rank-1.jsonl:64 (aten::addmm)": the rank's summary.
+std::string cut_text(const StepVerdict& sv, const StepCut& cut);
 /// Every log of a side must carry the same hash functions; returns the spec or reports why not.
 std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side, const char* which,
                                               Emitter& em);

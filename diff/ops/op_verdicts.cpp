@@ -7,6 +7,7 @@
 
 #include "diff/causality/causality.hpp"
 #include "diff/ops/op_compare.hpp"
+#include "diff/ops/op_cut.hpp"
 
 namespace gparity::diff::ops {
 
@@ -54,9 +55,26 @@ std::vector<int> CollectiveInputs::ranks_with_differing_inputs(std::int64_t step
   return out;
 }
 
+void CollectiveInputs::record_unrecorded(int rank, std::int64_t step, std::string_view group,
+                                         std::string_view op, std::size_t sequence) {
+  unrecorded_[{step, std::string(group), std::string(op), sequence}].push_back(rank);
+}
+
+bool CollectiveInputs::has_unrecorded_member(std::int64_t step, std::string_view group, std::string_view op,
+                                             std::size_t sequence) const {
+  return unrecorded_.contains({step, std::string(group), std::string(op), sequence});
+}
+
 const StepVerdict* RankVerdict::first_divergent() const {
   for (const auto& s : steps) {
     if (s.first) return &s;
+  }
+  return nullptr;
+}
+
+const StepVerdict* RankVerdict::first_cut() const {
+  for (const auto& s : steps) {
+    if (!s.cuts.empty()) return &s;
   }
   return nullptr;
 }
@@ -123,6 +141,13 @@ std::vector<int> senders(const CollectiveInputs& table, const StepVerdict& sv, s
                                            sv.eager.log->op_name(r), collective_sequence(sv.eager, e), rank);
 }
 
+/// Whether a member of `e`'s collective did not record it (its compiled records stop before it).
+bool member_unrecorded(const CollectiveInputs& table, const StepVerdict& sv, std::uint32_t e) {
+  const OpRecord& r = sv.eager.at(e);
+  return table.has_unrecorded_member(sv.step, collective_group(*sv.eager.log, r), sv.eager.log->op_name(r),
+                                     collective_sequence(sv.eager, e));
+}
+
 /// The record a divergence of `e` is judged at: a wait's collective (its value is the
 /// collective's), else `e` itself.
 std::uint32_t judged_record(const StepVerdict& sv, std::uint32_t e) {
@@ -159,7 +184,9 @@ OpDivergence classify(const StepVerdict& sv, std::uint32_t e, int rank, std::int
     // Provisional (the k-th collective of this name on every rank); judge_op_logs judges it in
     // diff/causality's causal order over the step of every rank.
     d.from_ranks = senders(table, sv, target, rank);
-    d.cause = d.from_ranks.empty() ? OpCause::Origin : OpCause::Received;
+    d.cause = !d.from_ranks.empty()                  ? OpCause::Received
+              : member_unrecorded(table, sv, target) ? OpCause::Unknown
+                                                     : OpCause::Origin;
     d.collective = static_cast<std::int32_t>(target);
   } else {
     d.cause = OpCause::Origin;
@@ -211,6 +238,10 @@ void spread(const StepVerdict& sv, OpDivergence& d, std::size_t max_listed, int 
         ++d.other_received_total;
         if (d.other_received.size() < max_listed) d.other_received.push_back(target);
         carry({target, o});  // what it reaches is propagated, never an origin
+        continue;
+      }
+      if (member_unrecorded(table, sv, target)) {
+        carry({target, o});  // a member did not record it: unknown, never an origin
         continue;
       }
     }
@@ -275,7 +306,10 @@ CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t st
     rr.rank = rv.rank;
     std::vector<std::size_t> index(sv.eager.size(), 0);
     const std::string graph = "step " + std::to_string(step);
-    for (std::uint32_t e = 0; e < sv.eager.size(); ++e) {
+    // Where the compiled records of the step stop, the rank's records end: a collective past it
+    // is one this member did not record (unknown), never one whose inputs were equal.
+    const std::uint32_t end = detail::compiled_end(sv);
+    for (std::uint32_t e = 0; e < end; ++e) {
       const OpRecord& r = sv.eager.at(e);
       causality::Record rec;
       rec.graph = graph;
@@ -296,7 +330,7 @@ CausalStep causal_step(const std::vector<RankVerdict>& verdicts, std::int64_t st
       }
       const std::string_view op = log.op_name(r);
       const ValueStatus status = a.eager[e].status;
-      rec.compared = status != ValueStatus::Unhashed;
+      rec.compared = status != ValueStatus::Unhashed && status != ValueStatus::NotRecorded;
       rec.differs = status == ValueStatus::Divergent;
       if (is_collective(op)) {
         rec.comm =
@@ -363,6 +397,8 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
                                        const std::vector<RankLogs>& compiled, const HashChoice& choice,
                                        std::size_t max_listed) {
   std::vector<RankVerdict> out;
+  const detail::SideSteps eager_steps = detail::side_steps(eager),
+                          compiled_steps = detail::side_steps(compiled);
   for (const auto& er : eager) {
     const auto cr =
         std::find_if(compiled.begin(), compiled.end(), [&](const RankLogs& c) { return c.rank == er.rank; });
@@ -379,11 +415,13 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
       sv.eager = slice;
       sv.compiled = it->second;
       sv.alignment = align_slices(sv.eager, sv.compiled, choice);
+      detail::judge_cuts(sv, rv.rank, choice, eager_steps, compiled_steps);
       for (const auto& op : sv.alignment.eager) {
         sv.divergent += op.status == ValueStatus::Divergent ? 1 : 0;
         sv.unobserved += op.status == ValueStatus::Unobserved ? 1 : 0;
         sv.weak_only += op.status == ValueStatus::WeakMatched ? 1 : 0;
         sv.unhashed += op.status == ValueStatus::Unhashed ? 1 : 0;
+        sv.not_recorded += op.status == ValueStatus::NotRecorded ? 1 : 0;
       }
       rv.steps.push_back(std::move(sv));
     }
@@ -394,11 +432,16 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
   for (const auto& rv : out) {
     for (const auto& sv : rv.steps) {
       std::map<std::pair<std::string_view, std::string_view>, std::size_t> seq;
+      const std::uint32_t end = detail::compiled_end(sv);
       for (std::uint32_t e = 0; e < sv.eager.size(); ++e) {
         const std::string_view op = sv.eager.log->op_name(sv.eager.at(e));
         if (!is_collective(op)) continue;
         const std::string_view group = collective_group(*sv.eager.log, sv.eager.at(e));
-        table.record(rv.rank, sv.step, group, op, seq[{group, op}]++, any_differs(input_checks(sv, e)));
+        if (e >= end) {
+          table.record_unrecorded(rv.rank, sv.step, group, op, seq[{group, op}]++);
+        } else {
+          table.record(rv.rank, sv.step, group, op, seq[{group, op}]++, any_differs(input_checks(sv, e)));
+        }
       }
     }
   }

@@ -152,6 +152,34 @@ std::optional<NodeDivergence> outputs_diff(const Outputs& a, const Outputs& b) {
   return std::nullopt;
 }
 
+/// A node's outputs less those after `last` that `other` lacks: where a side's records stop
+/// inside a node, its later outputs were not recorded there (counted in `missing`).
+Outputs recorded_part(const Outputs& full, const Outputs& other, std::int64_t last, std::size_t& missing) {
+  Outputs out;
+  for (const auto& [k, rec] : full) {
+    if (k > last && !other.contains(k)) {
+      ++missing;
+    } else {
+      out.emplace(k, rec);
+    }
+  }
+  return out;
+}
+
+/// Where a side's records of a graph stop when they end its rank file: the walk position of its
+/// last record's node, and that record's output.
+struct RecordsStop {
+  std::size_t at = 0;
+  std::int64_t output = 0;
+};
+std::optional<RecordsStop> records_stop(const NodeSide& s,
+                                        const std::unordered_map<std::string_view, std::size_t>& pos) {
+  if (!s.ends_file || s.records.empty()) return std::nullopt;
+  const auto it = pos.find(s.records.back().node);
+  if (it == pos.end()) return std::nullopt;
+  return RecordsStop{it->second, s.records.back().output};
+}
+
 /// Without both graphs: A's graph (if any) gives order and inputs, names pair the nodes.
 NodePlan plan_by_name(const NodeSide& a, const NodeSide& b) {
   NodePlan p;
@@ -227,6 +255,14 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
     pos_a.emplace(order[i], i);
     if (!partner[i].empty()) pos_b.emplace(partner[i], i);
   }
+  // A side whose records end its rank file may stop inside the graph (NodeRecordsCut): what lies
+  // past its last record is not recorded there, not missing.
+  const auto stop_a = records_stop(a, pos_a), stop_b = records_stop(b, pos_b);
+  NodeRecordsCut cut_a, cut_b;
+  cut_a.candidate = false;
+  const auto past = [&](NodeRecordsCut& c, std::size_t i) {
+    if (c.nodes_after++ == 0) c.first_after = order[i];
+  };
   std::unordered_map<std::string_view, bool> b_used;
   std::vector<bool> tainted(order.size(), false);        // differed, or fed by something that did
   std::vector<bool> recorded(order.size(), false);       // compared on both sides
@@ -262,12 +298,25 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
       continue;
     }
     if (ia == ra.end() || ib == rb.end()) {
-      if (ia != ra.end()) ++r.unmatched_a;
+      if (ia != ra.end() && stop_b && i > stop_b->at) {
+        past(cut_b, i);
+      } else if (ib != rb.end() && stop_a && i > stop_a->at) {
+        past(cut_a, i);
+      } else if (ia != ra.end()) {
+        ++r.unmatched_a;
+      }
       tainted[i] = input_tainted;
       continue;
     }
-    auto d = outputs_diff(ia->second, ib->second);
-    const auto views = view_pairs(ia->second, ib->second);
+    Outputs part_a, part_b;  // the outputs both recorded, where a side stops inside this node
+    const Outputs* outs_a = &ia->second;
+    const Outputs* outs_b = &ib->second;
+    if (stop_b && i == stop_b->at)
+      outs_a = &(part_a = recorded_part(ia->second, ib->second, stop_b->output, cut_b.outputs_missing));
+    if (stop_a && i == stop_a->at)
+      outs_b = &(part_b = recorded_part(ib->second, ia->second, stop_a->output, cut_a.outputs_missing));
+    auto d = outputs_diff(*outs_a, *outs_b);
+    const auto views = view_pairs(*outs_a, *outs_b);
     r.xxh3_one_side += views.xxh3_one_side;
     if (!d && views.any) {
       // A view: no hash to compare; it differs where its base does (also when no graph says
@@ -343,6 +392,13 @@ NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, 
   for (const auto& [name, outs] : rb) {
     if (!b_used.contains(name)) ++r.unmatched_b;
   }
+  for (auto* c : {&cut_a, &cut_b}) {
+    const auto& stop = c->candidate ? stop_b : stop_a;
+    if (!stop || (c->nodes_after == 0 && c->outputs_missing == 0)) continue;
+    c->last_node = order[stop->at];
+    c->last_output = stop->output;
+    r.cuts.push_back(std::move(*c));
+  }
   return r;
 }
 
@@ -403,18 +459,34 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
   const auto nb = node_records_of(b);
   if (na.empty() && nb.empty()) return out;
   spec_problems(na, nb, rank, out.problems);
-  const auto one_sided = [&](const std::string& label, const char* has, const char* lacks) {
-    Finding f{Severity::Divergence, "node_graph_missing", {}, "", json::object()};
+  // A graph with node records on one side only: a divergence of what was replayed, unless the
+  // other side declares it (a "graph" record, written before any graph runs) or recorded no node
+  // at all: the rank stopped before it (a rank killed mid-replay, a cut rank file), so it was not
+  // recorded there.
+  const auto one_sided = [&](const std::string& label, const char* has, const char* lacks,
+                             const model::RankTrace& lacking) {
+    const bool declared = declares_graph(lacking.graphs, label);
+    const bool stopped = declared || lacking.nodes.empty();
+    Finding f{stopped ? Severity::Incomplete : Severity::Divergence,
+              stopped ? "node_graph_not_recorded" : "node_graph_missing",
+              {},
+              "",
+              {{"graph", label}, {"recorded_in", has}, {"declared_in", declared ? lacks : ""}}};
     f.where.rank = rank;
     f.where.graph = label;
+    f.where.source = lacking.source;
     f.message = "graph " + label + " has node records in " + has + " but not in " + lacks;
+    if (stopped)
+      f.message += std::string(declared ? ", whose \"graph\" record declares it"
+                                        : ", whose rank file holds no node record") +
+                   ": not recorded there (a rank killed mid-replay, a cut rank file), not compared";
     out.problems.push_back(std::move(f));
   };
   std::string diverged_graph;  // the first graph (in record order) that diverged
   for (const auto& ga : na.graphs) {
     const auto* gb = nb.find(ga.label);
     if (gb == nullptr) {
-      one_sided(ga.label, "baseline", "candidate");
+      one_sided(ga.label, "baseline", "candidate", b);
       continue;
     }
     std::string pa, pb, path_a, path_b;
@@ -428,9 +500,12 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
       f.message = *problem + " (nodes paired by name; origin vs propagated needs the baseline's graph)";
       out.problems.push_back(std::move(f));
     }
-    auto res = compare_node_graph(ga.label, {ga.records, graph_a ? &*graph_a : nullptr},
-                                  {gb->records, graph_b ? &*graph_b : nullptr}, o);
+    // The graph whose records end a rank file is where a rank killed mid-replay stopped.
+    const bool a_ends = a.nodes.back().graph == ga.label, b_ends = b.nodes.back().graph == ga.label;
+    auto res = compare_node_graph(ga.label, {ga.records, graph_a ? &*graph_a : nullptr, a_ends},
+                                  {gb->records, graph_b ? &*graph_b : nullptr, b_ends}, o);
     if (graph_a) res.graph_path = path_a;
+    for (auto& cut : res.cuts) cut.file = cut.candidate ? b.source : a.source;
     // Graphs run in record order: a backward graph's inputs are what the forward produced.
     if (res.first && res.first->cause == DivergenceCause::Input && !diverged_graph.empty()) {
       res.first->cause = DivergenceCause::Propagated;
@@ -440,7 +515,7 @@ NodeRankResult compare_node_records(const model::RankTrace& a, const std::string
     out.graphs.push_back(std::move(res));
   }
   for (const auto& gb : nb.graphs) {
-    if (na.find(gb.label) == nullptr) one_sided(gb.label, "candidate", "baseline");
+    if (na.find(gb.label) == nullptr) one_sided(gb.label, "candidate", "baseline", a);
   }
   return out;
 }

@@ -13,7 +13,11 @@
 //    records (placeholders the interpreter does not hash, symbolic sizes) count as equal and are
 //    listed;
 //  - every other origin (independent divergences), up to a limit;
-//  - counts of compared, divergent and unmatched nodes.
+//  - counts of compared, divergent and unmatched nodes;
+//  - where a side's records stop short (they end its rank file before the graph ends: a rank
+//    killed mid-replay, a cut file): what lies past them is not compared, never divergent, and
+//    the graph is INCOMPLETE (NodeRecordsCut); a graph a side declares (its "graph" record) but
+//    recorded no node of is INCOMPLETE too, not a divergence.
 // What both records of an output carry is compared: XXH3-64 only when both have it (a run
 // recorded with `--node-hash shard` against one with `both` compares the shard hash, and says
 // so), the shard hash when both have it, dtype and shape always. A view (issue 24: a record with
@@ -66,10 +70,13 @@ std::optional<model::Graph> load_record_graph(const std::string& run_dir, const 
                                               const std::string& label, std::string& path,
                                               std::string& problem);
 
-/// One side of one graph: its records and, when it could be loaded, its graph.
+/// One side of one graph: its records and, when it could be loaded, its graph. `ends_file`: they
+/// are the last node records of its rank file, where a rank killed mid-replay leaves them short
+/// (NodeRecordsCut).
 struct NodeSide {
   std::span<const model::NodeRecord> records;
   const model::Graph* graph = nullptr;
+  bool ends_file = false;
 };
 
 NodeGraphResult compare_node_graph(const std::string& label, const NodeSide& a, const NodeSide& b,

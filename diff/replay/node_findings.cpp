@@ -1,5 +1,7 @@
 #include "diff/replay/node_findings.hpp"
 
+#include <filesystem>
+
 #include "core/model/run/run_source.hpp"
 #include "diff/replay/node_runs.hpp"
 #include "diff/runs/run_compare.hpp"
@@ -127,6 +129,38 @@ std::string describe(const NodeDivergence& d, int rank) {
   return s + "; " + divergence_cause_text(d, rank);
 }
 
+/// "the candidate's records stop at node output (output 3)".
+std::string records_cut_text(const NodeRecordsCut& c) {
+  return std::string("the ") + (c.candidate ? "candidate" : "baseline") + "'s records stop at node " +
+         c.last_node + " (output " + std::to_string(c.last_output) + ")";
+}
+
+Finding records_cut_finding(const NodeRankResult& r, const NodeGraphResult& g, const NodeRecordsCut& c) {
+  const char* other = c.candidate ? "baseline" : "candidate";
+  Finding f{Severity::Incomplete,
+            "node_records_cut",
+            {},
+            "",
+            {{"graph", g.graph},
+             {"side", c.candidate ? "candidate" : "baseline"},
+             {"last_node", c.last_node},
+             {"last_output", c.last_output},
+             {"outputs_missing", c.outputs_missing},
+             {"nodes_after", c.nodes_after},
+             {"first_after", c.first_after}}};
+  f.where.rank = r.rank;
+  f.where.graph = g.graph;
+  f.where.node = c.last_node;
+  f.where.source = c.file;
+  f.message = "graph " + g.graph + ": " + records_cut_text(c) + ", the last node records of its rank file" +
+              (c.file.empty() ? std::string() : " " + std::filesystem::path(c.file).filename().string()) +
+              ": " + std::to_string(c.outputs_missing) + " later output(s) of it and " +
+              std::to_string(c.nodes_after) + " node(s) after it" +
+              (c.first_after.empty() ? std::string() : " (from " + c.first_after + ")") + " have " + other +
+              " records only: not recorded, not compared (a rank killed mid-replay, a cut rank file)";
+  return f;
+}
+
 Finding divergence_finding(const NodeRankResult& r, const NodeGraphResult& g, const NodeDivergence& d,
                            const char* kind, const std::string& lead) {
   Finding f{Severity::Divergence, kind, {}, lead + describe(d, r.rank), divergence_json(d)};
@@ -164,6 +198,7 @@ void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std:
                   "compared by the shard hash, dtype and shape";
       findings.push_back(std::move(f));
     }
+    for (const auto& c : g.cuts) findings.push_back(records_cut_finding(r, g, c));
     if (g.unmatched_a + g.unmatched_b > 0) {
       Finding f{Severity::Info,
                 "node_unmatched",
@@ -179,8 +214,12 @@ void node_findings(const NodeRankResult& r, std::vector<Finding>& findings, std:
     Check c;
     c.name = "nodes " + g.graph;
     c.rank = r.rank;
-    c.outcome = g.divergent > 0 ? Check::Outcome::Fail : Check::Outcome::Pass;
+    // A graph recorded in part proves nothing past where its records stop: never a pass.
+    c.outcome = g.divergent > 0   ? Check::Outcome::Fail
+                : !g.cuts.empty() ? Check::Outcome::Skipped
+                                  : Check::Outcome::Pass;
     c.message = std::to_string(g.compared) + " nodes compared, " + std::to_string(g.divergent) + " divergent";
+    for (const auto& cut : g.cuts) c.message += "; incomplete: " + records_cut_text(cut);
     if (g.views > 0) c.message += ", " + std::to_string(g.views) + " views followed their base";
     if (g.xxh3_one_side > 0)
       c.message +=
@@ -208,6 +247,13 @@ json node_summary(const NodeRankResult& r) {
                {"views", g.views},
                {"xxh3_one_side", g.xxh3_one_side},
                {"aligned_by_graph", g.aligned_by_graph}};
+    gj["cuts"] = json::array();
+    for (const auto& c : g.cuts)
+      gj["cuts"].push_back({{"side", c.candidate ? "candidate" : "baseline"},
+                            {"last_node", c.last_node},
+                            {"last_output", c.last_output},
+                            {"outputs_missing", c.outputs_missing},
+                            {"nodes_after", c.nodes_after}});
     gj["first"] = g.first ? divergence_json(*g.first) : json(nullptr);
     if (g.first && first.is_null()) {
       first = gj["first"];

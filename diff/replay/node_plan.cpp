@@ -82,6 +82,10 @@ NodePlan plan_by_graph(const Graph& ga, const Graph& gb) {
   return p;
 }
 
+bool declares_graph(const std::vector<model::GraphRef>& refs, const std::string& label) {
+  return find_ref(refs, label) != nullptr;
+}
+
 std::optional<Graph> load_ref_graph(const std::string& run_dir, const std::vector<model::GraphRef>& refs,
                                     int rank, const std::string& label, std::string& path,
                                     std::string& problem) {

@@ -24,6 +24,9 @@ struct NodePlan {
 /// Both graphs: aligned by diff/graph_align (names, then structure, then sequence).
 NodePlan plan_by_graph(const model::Graph& a, const model::Graph& b);
 
+/// Whether a "graph" record among `refs` names the label (load_ref_graph's lookup).
+bool declares_graph(const std::vector<model::GraphRef>& refs, const std::string& label);
+
 /// The graph a label names among `refs` (a rank file's "graph" records), loaded from
 /// `run_dir`/path (set in `path`); nullopt with `problem` set when there is none or it cannot be
 /// loaded.

@@ -40,6 +40,20 @@ struct NodeDivergence {
   std::optional<causality::Classification> cross_rank;
 };
 
+/// Where one side's records of a graph stop short of the other's: they are the last node records
+/// of its rank file and end before the graph does (a rank killed mid-replay, a cut rank file).
+/// The outputs of its last node that it did not record, and the nodes after it, are not
+/// compared: never divergent, and the graph's verdict is INCOMPLETE (`node_records_cut`).
+struct NodeRecordsCut {
+  bool candidate = true;            // the side whose records stop: candidate (B), else baseline (A)
+  std::string last_node;            // its last recorded node (A's name) ...
+  std::int64_t last_output = 0;     // ... and output
+  std::size_t outputs_missing = 0;  // later outputs of that node recorded on the other side only
+  std::size_t nodes_after = 0;      // nodes after it recorded on the other side only
+  std::string first_after;          // the first of them (A's name)
+  std::string file;                 // its rank file (set by compare_node_records)
+};
+
 struct NodeGraphResult {
   std::string graph;              // label
   std::string graph_path;         // the baseline's graph source, when a "graph" record names it
@@ -60,6 +74,7 @@ struct NodeGraphResult {
   /// Every divergence whose inputs compared equal on this rank (`first` too when it is one), no
   /// limit: across ranks each is an origin, received, or unknown.
   std::vector<NodeDivergence> local_origins;
+  std::vector<NodeRecordsCut> cuts;  // a side whose records stop short (at most one per side)
 };
 
 struct NodeCompareOptions {

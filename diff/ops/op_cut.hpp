@@ -1,0 +1,29 @@
+#pragma once
+// A step recorded in part (op_compare.hpp's StepCut), for judge_op_logs (op_verdicts.cpp): where
+// one side's records of a step stop short of the other's (a rank killed mid-step, a log cut inside
+// the step), the eager ops past it marked NotRecorded, the step's StepCut set. Internal to
+// diff/ops; defined in op_compare.cpp (the library's source list is fixed in diff/CMakeLists.txt).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "diff/ops/op_compare.hpp"
+
+namespace gparity::diff::ops::detail {
+
+/// The steps each rank recorded on one side, from every log of the rank.
+using SideSteps = std::map<int, std::set<std::int64_t>>;
+SideSteps side_steps(const std::vector<RankLogs>& side);
+
+/// Judges whether a step that ends a side's log was cut there (StepCut); called on each aligned
+/// step before its first divergence is chosen, so nothing past a cut is ever one.
+void judge_cuts(StepVerdict& sv, int rank, const HashChoice& choice, const SideSteps& eager_steps,
+                const SideSteps& compiled_steps);
+
+/// The eager position where the compiled records of the step stop (a compiled StepCut), else its
+/// end: the rank's records of the step for the cross-rank causal order end there.
+std::uint32_t compiled_end(const StepVerdict& sv);
+
+}  // namespace gparity::diff::ops::detail
