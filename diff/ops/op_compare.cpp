@@ -197,20 +197,21 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                 summary, data);
 }
 
+std::vector<RankLogs> read_rank_logs(const model::ops::OpRun& run) {
+  std::vector<RankLogs> side;
+  for (const int r : run.ranks()) {
+    RankLogs rl;
+    rl.rank = r;
+    for (const auto* f : run.files_of(r)) rl.logs.push_back(model::ops::read_op_run_file(*f));
+    side.push_back(std::move(rl));
+  }
+  return side;
+}
+
 int compare_op_runs(const model::ops::OpRun& eager, const model::ops::OpRun& compiled, OpCompareOptions o,
                     FindingConsumer& out) {
-  auto load = [](const model::ops::OpRun& run) {
-    std::vector<RankLogs> side;
-    for (const int r : run.ranks()) {
-      RankLogs rl;
-      rl.rank = r;
-      for (const auto* f : run.files_of(r)) rl.logs.push_back(model::ops::read_op_run_file(*f));
-      side.push_back(std::move(rl));
-    }
-    return side;
-  };
-  const auto e = load(eager);
-  const auto c = load(compiled);
+  const auto e = read_rank_logs(eager);
+  const auto c = read_rank_logs(compiled);
   if (o.eager_name == "eager") o.eager_name = eager.path;
   if (o.compiled_name == "compiled") o.compiled_name = compiled.path;
   return compare_op_logs(e, c, o, out);

@@ -183,6 +183,9 @@ struct OpCompareOptions {
 };
 
 /// Compares logs already read. Returns the exit code; the report goes to `out`.
+/// Every rank's op logs of one run (its files read in step order), ranks ascending.
+std::vector<RankLogs> read_rank_logs(const model::ops::OpRun& run);
+
 int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
                     const OpCompareOptions& options, FindingConsumer& out);
 

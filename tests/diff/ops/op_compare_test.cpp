@@ -23,14 +23,7 @@ using model::ops::Phase;
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/";
 
 std::vector<RankLogs> load(const std::string& dir) {
-  const auto run = model::ops::open_op_run(dir);
-  std::vector<RankLogs> out;
-  for (const int r : run.ranks()) {
-    RankLogs rl{r, {}};
-    for (const auto* f : run.files_of(r)) rl.logs.push_back(model::ops::read_op_run_file(*f));
-    out.push_back(std::move(rl));
-  }
-  return out;
+  return read_rank_logs(model::ops::open_op_run(dir));
 }
 
 struct Compared {

@@ -25,14 +25,7 @@ namespace step_cut {
 const std::string kData = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/";
 
 std::vector<RankLogs> load_run(const std::string& dir) {
-  const auto run = model::ops::open_op_run(dir);
-  std::vector<RankLogs> out;
-  for (const int r : run.ranks()) {
-    RankLogs rl{r, {}};
-    for (const auto* f : run.files_of(r)) rl.logs.push_back(model::ops::read_op_run_file(*f));
-    out.push_back(std::move(rl));
-  }
-  return out;
+  return read_rank_logs(model::ops::open_op_run(dir));
 }
 
 std::string text_of(const std::string& path) {
