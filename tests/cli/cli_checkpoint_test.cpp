@@ -29,8 +29,8 @@ std::string sample(const std::string& rel) {
 }
 
 TEST(CliCheckpoint, HashJsonOfADcpFolder) {
-  const auto r =
-      run_command(GPARITY_EXE, {"hash", "--json", kCheckpointData + "/dcp/grid", kCheckpointData + "/dcp/grid.safetensors"});
+  const auto r = run_command(GPARITY_EXE, {"hash", "--json", kCheckpointData + "/dcp/grid",
+                                           kCheckpointData + "/dcp/grid.safetensors"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 2U);
@@ -92,9 +92,10 @@ TEST(CliCheckpoint, Step0AgainstStep3DiffersInRegistrationOrder) {
 
 TEST(CliCheckpoint, GatePolicyAcceptsCheckpoints) {
   gparity::testing::TempDir tmp;
-  const auto policy = tmp.write("policy.json", nlohmann::json{{"baseline", kCheckpointData + "/dcp/grid"},
-                                                              {"candidate", kCheckpointData + "/dcp/grid.safetensors"}}
-                                                   .dump());
+  const auto policy =
+      tmp.write("policy.json", nlohmann::json{{"baseline", kCheckpointData + "/dcp/grid"},
+                                              {"candidate", kCheckpointData + "/dcp/grid.safetensors"}}
+                                   .dump());
   const auto r =
       run_command(GPARITY_EXE, {"gate", "--policy", policy, "--out", (tmp.path() / "out").string()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -109,12 +110,14 @@ TEST(CliCheckpoint, BadCheckpointsExitTwo) {
   const auto h = run_command(GPARITY_EXE, {"hash", (tmp.path() / "ckpt").string()});
   EXPECT_EQ(h.exit_code, 2);
   EXPECT_NE(h.err.find("__0_0.distcp"), std::string::npos) << h.err;
-  const auto c = run_command(GPARITY_EXE, {"compare", (tmp.path() / "ckpt").string(), kCheckpointData + "/dcp/grid"});
+  const auto c =
+      run_command(GPARITY_EXE, {"compare", (tmp.path() / "ckpt").string(), kCheckpointData + "/dcp/grid"});
   EXPECT_EQ(c.exit_code, 2) << c.out << c.err;
 }
 
 TEST(CliCheckpoint, PickledFlightRecorderDumpsGiveTheSameCollectivesAsJson) {
-  const auto pkl = run_command(GPARITY_EXE, {"collectives", "--json", kCheckpointData + "/flight_recorder_pickle"});
+  const auto pkl =
+      run_command(GPARITY_EXE, {"collectives", "--json", kCheckpointData + "/flight_recorder_pickle"});
   const auto json =
       run_command(GPARITY_EXE, {"collectives", "--json", kCheckpointData + "/flight_recorder_pickle/json"});
   // gather_object's gather: only the destination records outputs; root and non-root records

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/file_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -26,11 +26,12 @@ TEST(CliCollectives, CompileMatchesEagerWithJunitAndMarkdown) {
   TempDir dir;
   const auto junit = (dir.path() / "c.xml").string();
   const auto md = (dir.path() / "c.md").string();
-  const auto r = run_command(
-      GPARITY_EXE, {"collectives", kCollectiveGraphs + "compile/rank0_flight_recorder.json",
-                    kCollectiveGraphs + "compile/rank1_flight_recorder.json", "--baseline",
-                    kCollectiveGraphs + "eager/rank0_flight_recorder.json", "--baseline",
-                    kCollectiveGraphs + "eager/rank1_flight_recorder.json", "--junit", junit, "--markdown", md});
+  const auto r =
+      run_command(GPARITY_EXE, {"collectives", kCollectiveGraphs + "compile/rank0_flight_recorder.json",
+                                kCollectiveGraphs + "compile/rank1_flight_recorder.json", "--baseline",
+                                kCollectiveGraphs + "eager/rank0_flight_recorder.json", "--baseline",
+                                kCollectiveGraphs + "eager/rank1_flight_recorder.json", "--junit", junit,
+                                "--markdown", md});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("every rank agrees and matches the baseline"), std::string::npos) << r.out;
   const auto xml = slurp(junit);
@@ -50,8 +51,9 @@ TEST(CliCollectives, PlantedReorderingIsAPermutationInJson) {
     }
   }
   const auto cand = dir.write("run/rank0_flight_recorder.json", dump.dump());
-  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", (dir.path() / "run").string(),
-                                           "--baseline", kCollectiveGraphs + "eager/rank0_flight_recorder.json"});
+  const auto r =
+      run_command(GPARITY_EXE, {"collectives", "--json", (dir.path() / "run").string(), "--baseline",
+                                kCollectiveGraphs + "eager/rank0_flight_recorder.json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   int reordered = 0;
@@ -66,8 +68,8 @@ TEST(CliCollectives, PlantedReorderingIsAPermutationInJson) {
   }
   EXPECT_EQ(reordered, 1);
   // The text form says it too.
-  const auto t = run_command(
-      GPARITY_EXE, {"collectives", cand, "--baseline", kCollectiveGraphs + "eager/rank0_flight_recorder.json"});
+  const auto t = run_command(GPARITY_EXE, {"collectives", cand, "--baseline",
+                                           kCollectiveGraphs + "eager/rank0_flight_recorder.json"});
   EXPECT_EQ(t.exit_code, 1);
   EXPECT_NE(t.out.find("come in the order (2 1)"), std::string::npos) << t.out;
 }
@@ -82,8 +84,8 @@ TEST(CliCollectives, CompileTpGraphsAgreeAcrossRanks) {
 
 TEST(CliCollectives, RunFoldersCompileAgainstEager) {
   // compile's folder also holds its TORCH_TRACE; eager has no graphs, so only the dumps compare.
-  const auto r = run_command(GPARITY_EXE,
-                             {"collectives", "--json", kCollectiveGraphs + "compile", "--baseline", kCollectiveGraphs + "eager"});
+  const auto r = run_command(GPARITY_EXE, {"collectives", "--json", kCollectiveGraphs + "compile",
+                                           "--baseline", kCollectiveGraphs + "eager"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out.substr(0, 3000);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["result"]["reorderings"], 0);

@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/file_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/shared_data.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tensorboard_writer.hpp"
-#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -62,7 +62,8 @@ TEST(CliCompare, CompileDivergesInWeightsAtStepOneWhileLossesAreEqual) {
 }
 
 TEST(CliCompare, ConsoleLogsSayRoundedTextCannotProveParity) {
-  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager.log", kCompareRuns + "compile.log"});
+  const auto r =
+      run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager.log", kCompareRuns + "compile.log"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cannot prove bitwise parity"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("parity cannot be proven bitwise from rounded text"), std::string::npos) << r.out;
@@ -80,7 +81,8 @@ TEST(CliCompare, MissingRankFileIsNamedAndIncomplete) {
     text.replace(at, 10, "\"rank\": 2,");
   tmp.write("cand/rank2.jsonl", text);
   fs::remove(tmp.path() / "cand" / "rank1.jsonl");
-  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", (tmp.path() / "cand").string()});
+  const auto r =
+      run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", (tmp.path() / "cand").string()});
   EXPECT_EQ(r.exit_code, 1);  // missing evidence: INCOMPLETE (rank 2 is extra: it diverges)
   EXPECT_NE(r.out.find("rank1.jsonl"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank 1 file is missing"), std::string::npos) << r.out;
@@ -92,7 +94,8 @@ TEST(CliCompare, TruncatedLastLineIsAWarningAndEarlierStepsStillCompare) {
   auto text = slurp(tmp.path() / "cand" / "rank0.jsonl");
   text.resize(text.size() - 100);
   tmp.write("cand/rank0.jsonl", text);
-  const auto r = run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", (tmp.path() / "cand").string()});
+  const auto r =
+      run_command(GPARITY_EXE, {"compare", kCompareRuns + "eager", (tmp.path() / "cand").string()});
   // Step 6 on rank 0 is lost: rank 0 stopped short of rank 1, so the step is missing evidence.
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("rank0.jsonl:6, rank 0]: candidate: truncated last line"), std::string::npos) << r.out;
@@ -104,8 +107,10 @@ TEST(CliCompare, TruncatedLastLineIsAWarningAndEarlierStepsStillCompare) {
 }
 
 TEST(CliCompare, ToleranceIsNamedInTheReport) {
-  const auto j = nlohmann::json::parse(
-      run_command(GPARITY_EXE, {"compare", "--json", "--ulp", "2", kCompareRuns + "eager", kCompareRuns + "compile"}).out);
+  const auto j =
+      nlohmann::json::parse(run_command(GPARITY_EXE, {"compare", "--json", "--ulp", "2",
+                                                      kCompareRuns + "eager", kCompareRuns + "compile"})
+                                .out);
   EXPECT_NE(j["mode"].get<std::string>().find("ulp <= 2"), std::string::npos);
   for (const auto& r : j["result"]["ranks"])
     EXPECT_TRUE(r["loss_first_divergent_step"].is_null()) << r.dump();
@@ -121,8 +126,8 @@ TEST(CliCompare, BadInputAndUsageExitTwo) {
 TEST(CliGate, WritesJunitMarkdownAndJsonAndExitsLikeCompare) {
   TempDir tmp;
   const auto out = tmp.path() / "reports";
-  auto r = run_command(GPARITY_EXE, {"gate", "--baseline", kCompareRuns + "eager", "--candidate", kCompareRuns + "compile",
-                                     "--out", out.string()});
+  auto r = run_command(GPARITY_EXE, {"gate", "--baseline", kCompareRuns + "eager", "--candidate",
+                                     kCompareRuns + "compile", "--out", out.string()});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto junit = slurp(out / "junit.xml");
   EXPECT_NE(junit.find("<testcase classname=\"gparity.gate.weights\" name=\"weights [rank 1]\">"),

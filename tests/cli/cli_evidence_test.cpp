@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/file_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -170,12 +170,13 @@ TEST(CliNeverGreenOnNothing, CompareAndGateOfCheckpointsWithNoTensorAreNothingCo
 }
 
 TEST(CliNeverGreenOnNothing, CompareParitySaysWhatWasCompared) {
-  const auto r = run_command(GPARITY_EXE, {"compare", kEvidenceRuns + "eager", kEvidenceRuns + "eager_repeat"});
+  const auto r =
+      run_command(GPARITY_EXE, {"compare", kEvidenceRuns + "eager", kEvidenceRuns + "eager_repeat"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("  compared: "), npos) << r.out;
   EXPECT_NE(r.out.find(" parameters on 2 ranks each side\n"), npos) << r.out;
-  const auto j =
-      run_command(GPARITY_EXE, {"compare", "--json", kEvidenceRuns + "eager", kEvidenceRuns + "eager_repeat"});
+  const auto j = run_command(GPARITY_EXE,
+                             {"compare", "--json", kEvidenceRuns + "eager", kEvidenceRuns + "eager_repeat"});
   const auto doc = nlohmann::json::parse(j.out);
   const auto& ev = doc["result"]["evidence"];
   EXPECT_GT(ev["baseline"]["items"].get<int>(), 0);

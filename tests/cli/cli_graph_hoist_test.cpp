@@ -54,18 +54,19 @@ TEST(CliGraphHoist, Rank0JointGraphBecomesRank1s) {
                                       "full_2 kwargs.device -> cuda:1"}));
   EXPECT_EQ(j["counts"]["annotation"], 139);
   // The file is rank 1's joint graph, exactly, without any normalization.
-  const auto d = run_command(GPARITY_EXE, {"graph", "diff", "--no-local-device", out, kHoistGraphs + "compile",
-                                           "--rank", "0", "--rank", "1", "--graph", "aot_joint_graph"});
+  const auto d =
+      run_command(GPARITY_EXE, {"graph", "diff", "--no-local-device", out, kHoistGraphs + "compile", "--rank",
+                                "0", "--rank", "1", "--graph", "aot_joint_graph"});
   EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
   // Two graphs of that kind (forward and backward post-grad): ambiguous without --index.
   EXPECT_EQ(
-      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph", "before_post_grad_graph",
-                                "--rank", "0", "--to-rank", "1", "--out", out})
+      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph",
+                                "before_post_grad_graph", "--rank", "0", "--to-rank", "1", "--out", out})
           .exit_code,
       2);
   EXPECT_EQ(
-      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph", "before_post_grad_graph",
-                                "--index", "1", "--to-rank", "1", "--out", out})
+      run_command(GPARITY_EXE, {"graph", "hoist", kHoistGraphs + "compile", "--graph",
+                                "before_post_grad_graph", "--index", "1", "--to-rank", "1", "--out", out})
           .exit_code,
       0);
   const auto amb =

@@ -42,8 +42,8 @@ TEST(CliGraph, ShowTableAndJson) {
   EXPECT_NE(r.out.find("_c10d_functional.all_reduce.default"), std::string::npos);
   EXPECT_NE(r.out.find("cuda:1"), std::string::npos);
   EXPECT_NE(r.out.find("/workspace/train_tiny.py:"), std::string::npos);
-  const auto j = run_command(GPARITY_EXE, {"graph", "show", "--json", kGraphData + "/compile_tp", "--rank", "0",
-                                           "--graph", "aot_forward_graph"});
+  const auto j = run_command(GPARITY_EXE, {"graph", "show", "--json", kGraphData + "/compile_tp", "--rank",
+                                           "0", "--graph", "aot_forward_graph"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const auto g = nlohmann::json::parse(j.out);
   EXPECT_EQ(g["format"], "gparity.graph");
@@ -55,16 +55,17 @@ TEST(CliGraph, AmbiguousOrEmptySelectionExitsTwo) {
                                            "inductor_post_grad_graph"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--index 1"), std::string::npos) << r.err;
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--graph", "nope"}).exit_code, 2);
-  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--compile-id", "x"}).exit_code,
+  EXPECT_EQ(run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--graph", "nope"}).exit_code,
             2);
+  EXPECT_EQ(
+      run_command(GPARITY_EXE, {"graph", "show", kGraphData + "/compile", "--compile-id", "x"}).exit_code, 2);
 }
 
 TEST(CliGraph, ExportJsonRoundTripsThroughTheCli) {
   gparity::testing::TempDir tmp;
   const auto out = (tmp.path() / "joint.json").string();
-  const auto e = run_command(GPARITY_EXE, {"graph", "export", kGraphData + "/compile", "--rank", "1", "--graph",
-                                           "aot_joint_graph", "--format", "json", "-o", out});
+  const auto e = run_command(GPARITY_EXE, {"graph", "export", kGraphData + "/compile", "--rank", "1",
+                                           "--graph", "aot_joint_graph", "--format", "json", "-o", out});
   ASSERT_EQ(e.exit_code, 0) << e.err;
   // Reading the export back gives the same graph: same fingerprint, same JSON.
   const auto a = run_command(GPARITY_EXE, {"graph", "list", "--json", kGraphData + "/compile"});
@@ -82,8 +83,8 @@ TEST(CliGraph, ExportJsonRoundTripsThroughTheCli) {
 }
 
 TEST(CliGraph, ExportDot) {
-  const auto r = run_command(GPARITY_EXE,
-                             {"graph", "export", kGraphData + "/eager/tiny_export_graph.txt", "--format", "dot"});
+  const auto r = run_command(
+      GPARITY_EXE, {"graph", "export", kGraphData + "/eager/tiny_export_graph.txt", "--format", "dot"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("digraph \"GraphModule\" {"));
   EXPECT_NE(r.out.find("aten.embedding.default"), std::string::npos);

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/file_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/file_text.hpp"
 
 namespace {
 

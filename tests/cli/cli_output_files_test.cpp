@@ -77,9 +77,9 @@ TEST(CliAtomicOutput, GateReportInAFileInsteadOfAFolderExitsTwo) {
   TempDir tmp;
   const auto blocker = tmp.write("blocker", "a file, not a folder");
   const auto junit = fs::path(blocker) / "junit.xml";
-  const auto r =
-      run_command(GPARITY_EXE, {"gate", "--baseline", kOutputRuns + "eager", "--candidate", kOutputRuns + "eager_repeat",
-                                "--junit", junit.string(), "--out", (tmp.path() / "out").string()});
+  const auto r = run_command(
+      GPARITY_EXE, {"gate", "--baseline", kOutputRuns + "eager", "--candidate", kOutputRuns + "eager_repeat",
+                    "--junit", junit.string(), "--out", (tmp.path() / "out").string()});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(junit.string()), std::string::npos) << r.err;
 }
@@ -87,18 +87,18 @@ TEST(CliAtomicOutput, GateReportInAFileInsteadOfAFolderExitsTwo) {
 TEST(CliAtomicOutput, CompareHtmlThatCannotBeWrittenExitsTwo) {
   TempDir tmp;
   const auto html = tmp.path() / "report.html";
-  const auto r =
-      run_command(GPARITY_EXE, {"compare", kOutputRuns + "eager", kOutputRuns + "eager_repeat", "--html", html.string()},
-                  {}, ChildLimits{512});
+  const auto r = run_command(
+      GPARITY_EXE, {"compare", kOutputRuns + "eager", kOutputRuns + "eager_repeat", "--html", html.string()},
+      {}, ChildLimits{512});
   expect_write_failure(r, html, EFBIG);
   EXPECT_TRUE(names_in(tmp.path()).empty());
 
-  const auto full =
-      run_command(GPARITY_EXE, {"compare", kOutputRuns + "eager", kOutputRuns + "eager_repeat", "--html", "/dev/full"});
+  const auto full = run_command(
+      GPARITY_EXE, {"compare", kOutputRuns + "eager", kOutputRuns + "eager_repeat", "--html", "/dev/full"});
   expect_write_failure(full, "/dev/full", ENOSPC);
 
-  const auto ok =
-      run_command(GPARITY_EXE, {"compare", kOutputRuns + "eager", kOutputRuns + "eager_repeat", "--html", html.string()});
+  const auto ok = run_command(
+      GPARITY_EXE, {"compare", kOutputRuns + "eager", kOutputRuns + "eager_repeat", "--html", html.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(read_file(html).find("</html>"), std::string::npos);
 }

@@ -152,8 +152,9 @@ TEST(CliGateCommands, RunsTheCommandsInThePolicyFolderThenCompares) {
 TEST(CliGateCommands, FailingOrMissingCommandExitsTwoAndComparesNothing) {
   TempDir tmp;
   const auto out = (tmp.path() / "rep").string();
-  auto policy = write_policy(tmp, copy_run("eager", "base"),
-                             {{"command", {"cp", "-r", kTensorboardRuns + "no-such-run", "cand"}}, {"path", "cand"}});
+  auto policy =
+      write_policy(tmp, copy_run("eager", "base"),
+                   {{"command", {"cp", "-r", kTensorboardRuns + "no-such-run", "cand"}}, {"path", "cand"}});
   auto r = run_command(GPARITY_EXE, {"gate", "--policy", policy, "--out", out});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("candidate command: cp -r "), std::string::npos) << r.err;
@@ -167,8 +168,8 @@ TEST(CliGateCommands, FailingOrMissingCommandExitsTwoAndComparesNothing) {
 
   // A run named on the command line is not produced again: the failing command is not run.
   policy = write_policy(tmp, {{"command", {"false"}}, {"path", "base"}}, "cand");
-  r = run_command(GPARITY_EXE, {"gate", "--policy", policy, "--baseline", kTensorboardRuns + "eager", "--candidate",
-                                kTensorboardRuns + "eager_repeat", "--out", out});
+  r = run_command(GPARITY_EXE, {"gate", "--policy", policy, "--baseline", kTensorboardRuns + "eager",
+                                "--candidate", kTensorboardRuns + "eager_repeat", "--out", out});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/file_text.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/file_text.hpp"
 
 namespace {
 

@@ -13,9 +13,9 @@
 
 #include "core/model/graph/graph.hpp"
 #include "core/model/graph/graph_json.hpp"
+#include "tests/support/file_text.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tensorboard_writer.hpp"
-#include "tests/support/file_text.hpp"
 
 namespace {
 
@@ -78,8 +78,8 @@ TEST(FormatDetect, TensorBoardByRecordFramingAndCrc) {
 
 TEST(FormatDetect, TorchTraceFlightRecorderAndJsonByKeys) {
   TempDir dir;
-  const auto log = detect_format(
-      renamed(dir, kDetectData + "graph/compile_tp/dedicated_log_torch_trace_rank_0_07s9lv36.log", "trace.txt"));
+  const auto log = detect_format(renamed(
+      dir, kDetectData + "graph/compile_tp/dedicated_log_torch_trace_rank_0_07s9lv36.log", "trace.txt"));
   EXPECT_EQ(log.format, Format::TorchTrace) << log.describe();
   const auto fr = detect_format(renamed(dir, kDetectData + "graph/eager/rank0_flight_recorder.json", "dump"));
   EXPECT_EQ(fr.format, Format::FlightRecorderJson) << fr.describe();

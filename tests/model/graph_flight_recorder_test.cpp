@@ -64,7 +64,7 @@ TEST(GraphFlightRecorder, MalformedDumpsNameTheEntry) {
       "\"x\"]]}]}",
       "entries[0]: \"input_sizes\" holds a non-integer");
   expect_fr_error("{\"entries\": [{\"record_id\": 0}, {\"profiling_name\": \"x\"}]}",
-               "entries[0]: missing \"profiling_name\"");
+                  "entries[0]: missing \"profiling_name\"");
   expect_fr_error("{\"entries\": [], \"pg_config\": {\"0\": {\"ranks\": 5}}}", "pg_config[\"0\"]: ranks");
   expect_fr_error("{\"entries\": [" + std::string(10000, '['), "nested deeper");
   expect_fr_error("{\"entries\": [}", "invalid JSON");
@@ -184,16 +184,16 @@ TEST(GraphFlightRecorder, FastReaderLeavesErrorsToTheDomReader) {
   const std::string head =
       R"({"version": "2.7", "entries": [{"record_id": 0, "profiling_name": "nccl:all_reduce"}, )";
   expect_fr_error(head + R"({"record_id": 1.5, "profiling_name": "x"}]})",
-               "entries[1]: \"record_id\" is not an integer");
+                  "entries[1]: \"record_id\" is not an integer");
   expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "is_p2p": null}]})",
-               "entries[1]: \"is_p2p\" is not a boolean");
+                  "entries[1]: \"is_p2p\" is not a boolean");
   expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "input_sizes": [[1, "2"]]}]})",
-               "entries[1]: \"input_sizes\" holds a non-integer size");
+                  "entries[1]: \"input_sizes\" holds a non-integer size");
   expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "process_group": []}]})",
-               "entries[1]: \"process_group\" is not [name, desc]");
+                  "entries[1]: \"process_group\" is not [name, desc]");
   expect_fr_error(head + R"({"record_id": 1}]})", "entries[1]: missing \"profiling_name\"");
   expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x", "frames": [3]}]})",
-               "entries[1]: a frame is not an object");
+                  "entries[1]: a frame is not an object");
   expect_fr_error(head + R"({"record_id": 1, "profiling_name": "x"}] )",
-               "");  // truncated: the JSON parser's message
+                  "");  // truncated: the JSON parser's message
 }

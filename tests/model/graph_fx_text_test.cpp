@@ -215,21 +215,23 @@ void expect_fx_error(const std::string& text, std::int64_t line, const std::stri
 
 TEST(GraphFxText, MalformedTextNamesLineAndProblem) {
   const std::string head = "class G(torch.nn.Module):\n    def forward(self, x: \"f32[2][1]cpu\"):\n";
-  expect_fx_error(head + "        a = torch.ops.aten.sin.default(x\n        return (a,)\n", 12, "never closed");
-  expect_fx_error(head + "        a = torch.ops.aten.sin.default(x))\n        return (a,)\n", 12, "unbalanced");
-  expect_fx_error(head + "        a: \"q9[2][1]cpu\" = torch.ops.aten.sin.default(x)\n        return (a,)\n", 12,
-               "unknown dtype 'q9'");
+  expect_fx_error(head + "        a = torch.ops.aten.sin.default(x\n        return (a,)\n", 12,
+                  "never closed");
+  expect_fx_error(head + "        a = torch.ops.aten.sin.default(x))\n        return (a,)\n", 12,
+                  "unbalanced");
+  expect_fx_error(head + "        a: \"q9[2][1]cpu\" = torch.ops.aten.sin.default(x)\n        return (a,)\n",
+                  12, "unknown dtype 'q9'");
   expect_fx_error(head + "        a = torch.ops.aten.sin.default(x)\n", 11, "no return");
   expect_fx_error(head + "        a = 'unterminated\n        return (a,)\n", 12, "unterminated string");
   expect_fx_error(head +
-                   "        a = torch.ops.aten.sin.default(x)\n        a = torch.ops.aten.cos.default(x)\n"
-                   "        return (a,)\n",
-               13, "defined twice");
+                      "        a = torch.ops.aten.sin.default(x)\n        a = torch.ops.aten.cos.default(x)\n"
+                      "        return (a,)\n",
+                  13, "defined twice");
   expect_fx_error(head + "        a = y\n        return (a,)\n", 12, "not an input");
   expect_fx_error("import os\n", 10, "expected 'class");
   expect_fx_error("", 10, "no FX module");
   expect_fx_error(head + "        a = " + std::string(500, '(') + "x" + std::string(500, ')') + "\n", 12,
-               "nested deeper");
+                  "nested deeper");
   // Found by fuzz_fx_text: a long chain of unary minus signs overflowed the stack.
   std::string minus;
   for (int i = 0; i < 200000; ++i) minus += "- ";

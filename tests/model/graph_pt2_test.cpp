@@ -10,8 +10,8 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/formats/pt2.hpp"
 #include "core/model/graph/fx_text.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "tests/support/file_text.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -162,7 +162,8 @@ TEST(GraphPt2, DamagedMembersAreReportedNotReturned) {
   expect_pt2_error([&] { (void)cut.read("d"); }, "cut.zip!d", "deflate stream");
   // Bytes that hold no zip at all.
   const std::string junk = "PK\x05\x06 nothing";
-  expect_pt2_error([&] { ZipArchive z(std::as_bytes(std::span(junk)), "junk"); }, "junk", "not a readable zip");
+  expect_pt2_error([&] { ZipArchive z(std::as_bytes(std::span(junk)), "junk"); }, "junk",
+                   "not a readable zip");
 }
 
 }  // namespace

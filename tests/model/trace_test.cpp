@@ -12,8 +12,8 @@
 #include "core/model/base/mapped_file.hpp"
 #include "core/model/run/trace_reader.hpp"
 #include "core/model/run/trace_writer.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "tests/support/file_text.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 

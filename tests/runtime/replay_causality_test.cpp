@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "diff/replay/replay_verdict.hpp"
+#include "tests/runtime/replay_summaries.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/runtime/replay_summaries.hpp"
 
 namespace gparity {
 namespace {
@@ -36,14 +36,13 @@ const std::filesystem::path kTrace =
     std::filesystem::path(GPARITY_SOURCE_DIR) / "tests" / "data" / "replay" / "causal_trace";
 
 CommandResult replay_causal(const std::filesystem::path& out, const std::string& compile, int nproc,
-                     std::vector<std::string> extra = {}) {
+                            std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"replay",  kTrace.string(),       "--compile-id", compile,
                                    "--nproc", std::to_string(nproc), "--timeout",    "60",
                                    "--out",   out.string()};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_command(GPARITY_EXE, args);
 }
-
 
 bool has(const std::string& text, const std::string& phrase) {
   return text.find(phrase) != std::string::npos;

@@ -24,10 +24,10 @@
 #include "core/model/run/trace_reader.hpp"
 #include "core/model/run/trace_writer.hpp"
 #include "hash/xxh3.hpp"
+#include "tests/runtime/replay_summaries.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/visible_gpus.hpp"
-#include "tests/runtime/replay_summaries.hpp"
 
 namespace gparity {
 namespace {
@@ -49,7 +49,6 @@ CommandResult replay(const TempDir& dir, std::vector<std::string> args, const st
   args.push_back((dir.path() / run).string());
   return run_command(GPARITY_EXE, args);
 }
-
 
 /// The "hoisted" counts of the graph labelled `label` in a rank's summary.
 nlohmann::json hoisted(const nlohmann::json& summary, const std::string& label) {

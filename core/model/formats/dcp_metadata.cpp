@@ -16,7 +16,8 @@ using pickle::Kind;
 using PickleValue = pickle::Value;
 constexpr std::string_view kMeta = "torch.distributed.checkpoint.metadata";
 
-const PickleValue& need(const Document& doc, const PickleValue& obj, std::string_view name, std::string_view what) {
+const PickleValue& need(const Document& doc, const PickleValue& obj, std::string_view name,
+                        std::string_view what) {
   const PickleValue* f = pickle::field(obj, name);
   if (!f) pickle::fail_at(doc, obj, std::string(what) + " has no \"" + std::string(name) + "\"");
   return *f;

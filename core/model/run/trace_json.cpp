@@ -119,7 +119,8 @@ TraceScalar scalar_from_json(const json& j, const std::string& source, std::int6
   const auto hex = required<std::string>(j, "bits", source, line);
   const std::size_t digits = 2 * dtype_size(dtype);
   if (hex.empty() || hex.size() > digits) {
-    throw InputError(source, line, "scalar bits \"" + hex + "\" do not fit " + std::string(dtype_name(dtype)));
+    throw InputError(source, line,
+                     "scalar bits \"" + hex + "\" do not fit " + std::string(dtype_name(dtype)));
   }
   const auto bits = hash::from_hex(std::string(16 - hex.size(), '0') + hex);
   if (!bits) throw InputError(source, line, "scalar bits \"" + hex + "\" are not hex");
@@ -167,8 +168,9 @@ RunManifest manifest_from_json(const json& j, const std::string& source) {
   m.schema_version = required<int>(j, "schema_version", source, line);
   if (m.schema_version != kTraceSchemaVersion) {
     throw InputError(source, line,
-        "schema_version " + std::to_string(m.schema_version) + " is not supported (this gparity reads " +
-            std::to_string(kTraceSchemaVersion) + ")");
+                     "schema_version " + std::to_string(m.schema_version) +
+                         " is not supported (this gparity reads " + std::to_string(kTraceSchemaVersion) +
+                         ")");
   }
   m.run_id = optional_or<std::string>(j, "run_id", "", source, line);
   m.world_size = required<int>(j, "world_size", source, line);
@@ -258,11 +260,13 @@ ParamsRecord params_from_json(const json& j, const std::string& source, std::int
         p, "offsets", std::vector<std::int64_t>(info.global_shape.size(), 0), source, line);
     if (info.local_shape.size() != info.global_shape.size() ||
         info.local_offsets.size() != info.global_shape.size()) {
-      throw InputError(source, line, "parameter \"" + info.fqn + "\": offsets, local_shape and shape differ in rank");
+      throw InputError(source, line,
+                       "parameter \"" + info.fqn + "\": offsets, local_shape and shape differ in rank");
     }
     for (const auto& text : optional_or<std::vector<std::string>>(p, "placements", {}, source, line)) {
       const auto pl = parse_placement(text);
-      if (!pl) throw InputError(source, line, "parameter \"" + info.fqn + "\": unknown placement \"" + text + "\"");
+      if (!pl)
+        throw InputError(source, line, "parameter \"" + info.fqn + "\": unknown placement \"" + text + "\"");
       info.placements.push_back(*pl);
     }
     info.counts = optional_or<bool>(p, "counts", true, source, line);
@@ -430,7 +434,8 @@ NodeRecord node_from_json(const json& j, const std::string& source, std::int64_t
   const auto hash_field = [&](const char* key) {
     const auto text = required<std::string>(j, key, source, line);
     const auto v = text.size() == 16 ? hash::from_hex(text) : std::nullopt;
-    if (!v) throw InputError(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
+    if (!v)
+      throw InputError(source, line, std::string("node ") + key + " \"" + text + "\" is not 16 hex digits");
     return *v;
   };
   if (const auto v = j.find("view"); v != j.end() && !(v->is_boolean() && !v->get<bool>()))

@@ -103,7 +103,8 @@ bool scan_object(std::string_view t, std::vector<RawMember>& out) {
 StepRecord step_from_json(const json& j, const std::string& source, std::int64_t line) {
   StepRecord r;
   const auto it = j.find("step");
-  if (it == j.end() || !it->is_number_integer()) throw InputError(source, line, "step record without an integer \"step\"");
+  if (it == j.end() || !it->is_number_integer())
+    throw InputError(source, line, "step record without an integer \"step\"");
   r.step = it->get<std::int64_t>();
   for (auto m = j.begin(); m != j.end(); ++m) {
     const auto& key = m.key();
@@ -121,7 +122,8 @@ StepRecord step_from_json(const json& j, const std::string& source, std::int64_t
       for (auto h = m->begin(); h != m->end(); ++h) {
         if (!h->is_string()) throw InputError(source, line, "hash array \"" + h.key() + "\" is not a string");
         auto values = decode_hash_array(h->get<std::string>());
-        if (!values) throw InputError(source, line, "hash array \"" + h.key() + "\" is not base64 of 8-byte values");
+        if (!values)
+          throw InputError(source, line, "hash array \"" + h.key() + "\" is not base64 of 8-byte values");
         r.hashes.push_back({h.key(), std::move(*values)});
       }
     } else {
@@ -164,7 +166,8 @@ bool fast_step(std::string_view line, const std::string& source, std::int64_t li
     }
     auto values = decode_hash_array(m.value.substr(1, m.value.size() - 2));
     if (!values)
-      throw InputError(source, line_no, "hash array \"" + std::string(m.key) + "\" is not base64 of 8-byte values");
+      throw InputError(source, line_no,
+                       "hash array \"" + std::string(m.key) + "\" is not base64 of 8-byte values");
     out.hashes.push_back({std::string(m.key), std::move(*values)});
   }
   return true;
@@ -176,9 +179,9 @@ void check_alignment(const StepRecord& r, std::size_t params_size, const std::st
   for (const auto& h : r.hashes) {
     if (h.values.size() != params_size) {
       throw InputError(source, line,
-          "step " + std::to_string(r.step) + ": hash array \"" + h.name + "\" has " +
-              std::to_string(h.values.size()) + " values but the params table has " +
-              std::to_string(params_size));
+                       "step " + std::to_string(r.step) + ": hash array \"" + h.name + "\" has " +
+                           std::to_string(h.values.size()) + " values but the params table has " +
+                           std::to_string(params_size));
     }
   }
 }
@@ -208,7 +211,8 @@ RunRecord parse_trace_line(std::string_view line, const std::string& source, std
   const json j = parse_json(line, source, line_no);
   if (!j.is_object()) throw InputError(source, line_no, "record is not a JSON object");
   const auto type_it = j.find("type");
-  if (type_it == j.end() || !type_it->is_string()) throw InputError(source, line_no, "record without a string \"type\"");
+  if (type_it == j.end() || !type_it->is_string())
+    throw InputError(source, line_no, "record without a string \"type\"");
   const auto type = type_it->get<std::string>();
   if (type == "step") {
     auto step = step_from_json(j, source, line_no);

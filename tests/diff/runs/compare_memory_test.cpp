@@ -16,7 +16,7 @@ namespace {
 
 /// Two ranks, two steps with the same losses; rank r's device_memory event says `reserved[r]`.
 void write_memory_run(const std::filesystem::path& dir, const std::string& mode,
-               std::vector<std::int64_t> reserved) {
+                      std::vector<std::int64_t> reserved) {
   model::RunManifest m;
   m.world_size = 2;
   model::write_manifest(dir, m);
@@ -37,7 +37,8 @@ void write_memory_run(const std::filesystem::path& dir, const std::string& mode,
   }
 }
 
-int compare_memory_runs(const std::filesystem::path& a, const std::filesystem::path& b, diff::CollectingConsumer& out) {
+int compare_memory_runs(const std::filesystem::path& a, const std::filesystem::path& b,
+                        diff::CollectingConsumer& out) {
   return diff::compare_runs(model::open_run(a.string()), model::open_run(b.string()), {}, out);
 }
 
@@ -46,7 +47,8 @@ TEST(CompareMemory, RatioOfPeakReservedPerRankAndItsMaximum) {
   write_memory_run(tmp.path() / "eager", "eager", {1000, 2000});
   write_memory_run(tmp.path() / "graph", "cuda_graph", {1050, 2400});
   diff::CollectingConsumer out;
-  EXPECT_EQ(compare_memory_runs(tmp.path() / "eager", tmp.path() / "graph", out), 0);  // memory never decides parity
+  EXPECT_EQ(compare_memory_runs(tmp.path() / "eager", tmp.path() / "graph", out),
+            0);  // memory never decides parity
   const auto& mem = out.verdict.data.at("device_memory");
   ASSERT_EQ(mem.at("ranks").size(), 2u);
   EXPECT_DOUBLE_EQ(mem.at("ranks")[0].at("reserved_ratio").get<double>(), 1.05);

@@ -27,7 +27,7 @@ std::size_t count_status(const CollectiveStreamTable& t, const std::string& stat
 }
 
 diff::CollectingConsumer collectives_cli_report(const std::vector<std::string>& paths,
-                                    const std::vector<std::string>& base) {
+                                                const std::vector<std::string>& base) {
   const auto run = diff::load_collectives(paths);
   std::optional<diff::CollectiveRun> b;
   if (!base.empty()) b = diff::load_collectives(base);
