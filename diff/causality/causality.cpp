@@ -64,7 +64,8 @@ std::string Classification::text(std::string_view node, int rank) const {
       return "received at " + where + " from " + rank_word(from_ranks) + ", origin " + origin.text() +
              (std::find(from_ranks.begin(), from_ranks.end(), origin.rank) == from_ranks.end()
                   ? " on rank " + std::to_string(origin.rank)
-                  : "");
+                  : "") +
+             (through ? ", reaching " + std::string(node) + " through " + through->text() : "");
     case Cause::Propagated: {
       std::string s;
       if (!after_graph.empty()) {
@@ -97,6 +98,7 @@ json Classification::to_json() const {
     j["sequence"] = sequence;
   }
   if (cause == Cause::Received) j["from_ranks"] = from_ranks;
+  if (through) j["through"] = through->to_json();
   if (!why_unknown.empty()) j["why_unknown"] = why_unknown;
   return j;
 }
@@ -309,8 +311,21 @@ class Walk {
   std::int64_t add_root(std::size_t p, std::size_t i, Cause c) {
     const auto& r = rec(p, i);
     roots_.push_back({ranks_[p].rank, i, r.graph, r.node, r.op, r.source, c});
-    if (c == Cause::Origin) result_.origins.push_back(roots_.back());
-    return static_cast<std::int64_t>(roots_.size() - 1);
+    const auto k = static_cast<std::int64_t>(roots_.size() - 1);
+    if (c == Cause::Origin) {
+      result_.origins.push_back(roots_.back());
+      first_origin_.try_emplace(ranks_[p].rank, k);
+    }
+    return k;
+  }
+
+  /// The root a collective's receivers name for damage whose chain started at root `k`: the
+  /// sender's first origin, which its own findings and the overall line name (a rank with two
+  /// origins of one bug, the second feeding the collective, is not named by the second).
+  std::int64_t named_root(std::int64_t k) const {
+    if (k < 0 || roots_[static_cast<std::size_t>(k)].cause != Cause::Origin) return k;
+    const auto it = first_origin_.find(roots_[static_cast<std::size_t>(k)].rank);
+    return it == first_origin_.end() ? k : it->second;
   }
 
   std::vector<std::size_t> tainted_inputs(std::size_t p, std::size_t i) const {
@@ -392,7 +407,7 @@ class Walk {
       if (!r.compared || !r.differs) {
         if (!r.compared && (!own.empty() || !from.empty())) {
           tainted_[p][i] = true;
-          root_[p][i] = !own.empty() ? root_[p][own.front()] : from_root;
+          root_[p][i] = !own.empty() ? root_[p][own.front()] : named_root(from_root);
         }
         continue;
       }
@@ -414,7 +429,8 @@ class Walk {
       } else if (!from.empty()) {
         c.cause = Cause::Received;
         c.from_ranks = from;
-        root_[p][i] = from_root;
+        root_[p][i] = named_root(from_root);
+        if (root_[p][i] != from_root) c.through = roots_[static_cast<std::size_t>(from_root)];
       } else if (!in.problem.empty() || !order_problem.empty() || !all_known) {
         c.cause = Cause::Unknown;
         c.why_unknown = !in.problem.empty()      ? in.problem
@@ -531,6 +547,7 @@ class Walk {
   std::vector<std::vector<bool>> tainted_;
   std::vector<std::vector<std::int64_t>> root_;  // index into roots_, -1: none
   std::vector<OriginRef> roots_;
+  std::map<int, std::int64_t> first_origin_;  // rank -> its first origin's index into roots_
   std::vector<std::size_t> cursor_;
   std::vector<std::string> diverged_graph_;  // the first graph of the rank with a divergence
   std::vector<std::int64_t> diverged_root_;

@@ -101,13 +101,21 @@ struct Classification {
   std::string group, group_desc;
   std::int64_t sequence = -1;   // per-group sequence number on this rank (p2p: k-th to/from peer)
   std::vector<int> from_ranks;  // received: the members whose inputs differed
-  OriginRef origin;             // the origin whose damage this record carries (itself for an origin)
-  std::string why_unknown;      // unknown: what the evidence lacks
+  /// The origin whose damage this record carries (itself for an origin). A received record names
+  /// the origin its sender's own findings name: that rank's first origin.
+  OriginRef origin;
+  /// Received: the origin whose damage fed the collective, when the sender has several and it is
+  /// not the first (rank 1's first origin slice_6, its second slice_scatter_1 feeding the
+  /// all-reduce); empty otherwise.
+  std::optional<OriginRef> through;
+  std::string why_unknown;  // unknown: what the evidence lacks
   /// One clause: "origin: its inputs were equal", "received at all_reduce_1 (group tp '3') from
-  /// rank 1, origin slice_1 at /workspace/coor.py:20", "propagated: input mm already differed".
+  /// rank 1, origin slice_1 at /workspace/coor.py:20" (", reaching all_reduce_1 through slice_2
+  /// at ..." when `through` is set), "propagated: input mm already differed".
   /// `node`: the record's name, `rank`: its rank (an origin on another rank is named with it).
   [[nodiscard]] std::string text(std::string_view node, int rank) const;
-  /// {cause, origin: {rank, graph, node, op, source}, group, group_desc, sequence, from_ranks, ...}.
+  /// {cause, origin: {rank, graph, node, op, source}, group, group_desc, sequence, from_ranks,
+  /// through (received, when set), ...}.
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

@@ -112,6 +112,9 @@ struct OpDivergence {
   int origin_rank = -1;
   std::string origin_op, origin_source;
   std::int64_t origin_index = -1;
+  /// Received: the origin on the sending rank whose damage fed the collective, when that rank has
+  /// several and it is not the first (the one named above): causality::Classification::through.
+  std::string through_op, through_source;
   std::vector<std::uint32_t> carriers;  // divergent consumers, transitively, first few by position
   std::size_t carried_total = 0;
   std::vector<std::uint32_t> other_origins;  // divergent ops not downstream of it whose inputs agree

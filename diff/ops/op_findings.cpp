@@ -163,6 +163,9 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
         msg += ", origin " + printable(d.origin_op) +
                (d.origin_source.empty() ? "" : " at " + printable(d.origin_source)) + " on rank " +
                std::to_string(d.origin_rank);
+      if (!d.through_op.empty())
+        msg += ", reaching " + printable(el.op_name(judged)) + " through " + printable(d.through_op) +
+               (d.through_source.empty() ? "" : " at " + printable(d.through_source));
       break;
     case OpCause::Unknown:
       msg += printable(d.causal_text.empty() ? std::string("cause unknown") : d.causal_text);

@@ -376,6 +376,10 @@ void apply_causality(const CausalStep& cs, std::size_t pos, OpDivergence& d) {
     case causality::Cause::Input: d.cause = OpCause::Input; break;
     case causality::Cause::Unknown: d.cause = OpCause::Unknown; break;
   }
+  if (c->through) {
+    d.through_op = c->through->op;
+    d.through_source = c->through->source;
+  }
   if (c->origin.rank >= 0 && !(c->origin.rank == rank && c->origin.record == rec)) {
     d.origin_rank = c->origin.rank;
     d.origin_op = c->origin.op;

@@ -91,6 +91,7 @@ json divergence_json(const NodeDivergence& d) {
     j["group_desc"] = c.group_desc;
     j["collective"] = c.group.empty() ? std::string() : d.node_a;
     j["from_ranks"] = c.from_ranks;
+    if (c.through) j["through"] = c.through->to_json();
   }
   return j;
 }

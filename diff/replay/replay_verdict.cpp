@@ -294,6 +294,7 @@ ReplayVerdict judge_replay(ReplayMode mode, const ReplayRankRun& run, const caus
       v.json["group_desc"] = cls.group_desc;
       v.json["collective"] = cls.group.empty() ? std::string() : d.node_a;
       v.json["from_ranks"] = cls.from_ranks;
+      if (cls.through) v.json["through"] = cls.through->to_json();
     }
   }
   v.json["affected_by"] = affected_by;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -117,6 +118,38 @@ TEST(ReplayCausality, CoorOnTwoRanksSaysWhereTheReceivedDivergenceCameFrom) {
       << r.out;
 }
 
+TEST(ReplayCausality, AReceivedDivergenceNamesTheOriginTheSendersOwnFindingNames) {
+  // 4/0: rank 1 slices x twice with the same wrong bound; the first slice (slice_1) is kept for
+  // the output, the second (slice_2) is all-reduced. Rank 1's finding and the overall line name
+  // slice_1; rank 0's received finding names it too, and slice_2 as the way it reached the
+  // all-reduce (issue 36: on the 2x2 mesh, rank 1's origin slice_6 while rank 0's received
+  // finding named slice_scatter_1).
+  TempDir dir;
+  const auto r = replay_causal(dir.path() / "run", "4/0", 4, {"--coor", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto s = replay_summaries(r.out);
+  ASSERT_EQ(s.size(), 4U) << r.out << r.err;
+  const auto& v1 = s.at(1)["verdict"];
+  EXPECT_EQ(v1["cause"], "origin") << v1.dump();
+  EXPECT_EQ(v1["first_divergent"]["node"], "slice_1") << v1.dump();
+  const auto& v0 = s.at(0)["verdict"];
+  EXPECT_EQ(v0["cause"], "received") << v0.dump();
+  EXPECT_EQ(v0["origin"]["node"], v1["first_divergent"]["node"]) << v0.dump();
+  EXPECT_EQ(v0["origin"]["source"], "/workspace/causal.py:30") << v0.dump();
+  EXPECT_EQ(v0["through"]["node"], "slice_2") << v0.dump();
+  EXPECT_EQ(v0["through"]["rank"], 1) << v0.dump();
+  EXPECT_TRUE(has(v0["text"],
+                  "received at all_reduce (group tp '3') from rank 1, origin slice_1 at "
+                  "/workspace/causal.py:30, reaching all_reduce through slice_2 at /workspace/causal.py:32"))
+      << v0.dump();
+  const std::string overall = v0["overall"];
+  EXPECT_TRUE(has(overall, "origin on rank 1: slice_1 (aten.slice.Tensor) at /workspace/causal.py:30"))
+      << overall;
+  EXPECT_TRUE(has(overall, "rank 0 received at all_reduce (group tp '3') from rank 1, origin slice_1"))
+      << overall;
+  for (const int rank : {2, 3}) EXPECT_EQ(s.at(rank)["verdict"]["outputs_equal"], true) << rank;
+}
+
 TEST(ReplayCausality, CoorNamesBothOriginsWhenTwoGroupsHaveABuggyRank) {
   TempDir dir;
   const auto r = replay_causal(dir.path() / "run", "2/0", 4, {"--coor", "--json"});
@@ -179,11 +212,13 @@ TEST(ReplayCausality, AllCorrectStaysSafe) {
   }
 }
 
-/// `gparity compare` of a correct replay run against one of compile `bad`, both on 4 ranks.
-json compare_runs(const TempDir& dir, const std::string& bad, std::vector<std::string> extra = {}) {
+/// `gparity compare` of a correct replay run (compile `good`) against one of compile `bad`, both
+/// on 4 ranks.
+json compare_runs(const TempDir& dir, const std::string& bad, std::vector<std::string> extra = {},
+                  const std::string& good = "0/0") {
   const auto base = dir.path() / "base", cand = dir.path() / "cand";
   const std::vector<std::string> graph = {"--graph", "aot_forward_graph"};
-  const auto rb = replay_causal(base, "0/0", 4, graph);
+  const auto rb = replay_causal(base, good, 4, graph);
   EXPECT_EQ(rb.exit_code, 0) << rb.out << rb.err;
   const auto rc = replay_causal(cand, bad, 4, graph);
   EXPECT_EQ(rc.exit_code, 0) << rc.out << rc.err;
@@ -245,6 +280,25 @@ TEST(ReplayCausality, CompareNamesTheOriginFirstAndThePartnerAsReceived) {
   const std::string page((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(has(page, "id=\"node-1-aot_forward_graph-slice_1\"")) << page;
   EXPECT_TRUE(has(page, "href=\"#node-1-aot_forward_graph-slice_1\"")) << page;
+}
+
+TEST(ReplayCausality, CompareNamesTheSendersFirstOriginAndTheWayItCame) {
+  TempDir dir;
+  const auto fs = node_findings(compare_runs(dir, "4/0", {}, "5/0"));
+  ASSERT_GE(fs.size(), 2U);
+  EXPECT_EQ(fs[0]["where"]["rank"], 1) << fs[0].dump();
+  EXPECT_EQ(fs[0]["where"]["node"], "slice_1");
+  EXPECT_EQ(fs[0]["values"]["cause"], "origin");
+  const auto received =
+      std::find_if(fs.begin(), fs.end(), [](const json& f) { return f["where"]["rank"] == 0; });
+  ASSERT_NE(received, fs.end());
+  EXPECT_EQ((*received)["values"]["cause"], "received") << received->dump();
+  EXPECT_EQ((*received)["values"]["origin"]["node"], "slice_1") << received->dump();
+  EXPECT_EQ((*received)["values"]["through"]["node"], "slice_2") << received->dump();
+  EXPECT_TRUE(has((*received)["message"],
+                  "origin slice_1 at /workspace/causal.py:30, reaching all_reduce "
+                  "through slice_2 at /workspace/causal.py:32"))
+      << (*received)["message"];
 }
 
 TEST(ReplayCausality, CompareNamesBothOriginsOfTwoGroups) {

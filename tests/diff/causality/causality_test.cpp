@@ -127,6 +127,60 @@ TEST(Causality, OneBuggyRankInATpGroupIsTheOnlyOriginAndItsPartnerReceives) {
   }
 }
 
+TEST(Causality, AReceivedDivergenceNamesTheSendersFirstOriginAndTheOneThatReachedTheCollective) {
+  // Rank 1 slices x twice with the same wrong bound: slice_1 (kept for the output) is its first
+  // origin, slice_2 (all-reduced) its second. Rank 0 receives slice_2's damage; it names slice_1,
+  // as rank 1's own findings do, and slice_2 as the way it came (issue 36).
+  enum { X, Slice1, Mul, Slice2, Mul1, AllReduce, Wait, Add };
+  const auto program = [](int rank, const std::set<int>& differ) {
+    RankRecords rr;
+    rr.rank = rank;
+    auto x = node("arg0_1", "placeholder", {}, 0);
+    x.graph_input = true;
+    rr.records.push_back(x);
+    rr.records.push_back(node("slice_1", "aten.slice.Tensor", {X}, 30));
+    rr.records.push_back(node("mul", "aten.mul.Tensor", {Slice1}, 31));
+    rr.records.push_back(node("slice_2", "aten.slice.Tensor", {X}, 32));
+    rr.records.push_back(node("mul_1", "aten.mul.Tensor", {Slice2}, 33));
+    auto ar = node("all_reduce", "_c10d_functional.all_reduce.default", {Mul1}, 34);
+    ar.comm = Comm{Comm::Kind::Collective, "3", -1};
+    rr.records.push_back(ar);
+    rr.records.push_back(node("wait_tensor", "_c10d_functional.wait_tensor.default", {AllReduce}, 34));
+    rr.records.push_back(node("add", "aten.add.Tensor", {Wait, Mul}, 36));
+    for (const int d : differ) rr.records[static_cast<std::size_t>(d)].differs = true;
+    return rr;
+  };
+  const std::vector<RankRecords> ranks = {program(0, {AllReduce, Wait, Add}),
+                                          program(1, {Slice1, Mul, Slice2, Mul1, AllReduce, Wait, Add})};
+  const auto r = classify(ranks, mesh());
+  EXPECT_TRUE(r.problems.empty());
+  ASSERT_EQ(r.origins.size(), 2U);
+  EXPECT_EQ(r.origins[0].node, "slice_1");
+  EXPECT_EQ(r.origins[1].node, "slice_2");
+  const auto* c = r.find(0, AllReduce);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->cause, Cause::Received);
+  EXPECT_EQ(c->origin.rank, 1);
+  EXPECT_EQ(c->origin.node, "slice_1") << "the origin rank 1's own findings name";
+  ASSERT_TRUE(c->through.has_value());
+  EXPECT_EQ(c->through->rank, 1);
+  EXPECT_EQ(c->through->node, "slice_2");
+  EXPECT_EQ(c->text("all_reduce", 0),
+            "received at all_reduce (group tp '3') from rank 1, origin slice_1 at /workspace/coor.py:30, "
+            "reaching all_reduce through slice_2 at /workspace/coor.py:32");
+  EXPECT_EQ(c->to_json()["through"]["node"], "slice_2");
+  // What follows on rank 0 carries the same origin.
+  const auto* w = r.find(0, Wait);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->origin.node, "slice_1");
+  EXPECT_FALSE(w->through.has_value());
+  // One origin that reaches the collective itself: no "through".
+  const auto one = one_bug(2, {1});
+  const auto* c1 = classify(one, mesh()).find(0, kAllReduce);
+  ASSERT_NE(c1, nullptr);
+  EXPECT_FALSE(c1->through.has_value());
+}
+
 TEST(Causality, BugsOnTwoRanksOfDifferentGroupsAreBothOrigins) {
   const auto ranks = one_bug(4, {1, 3});
   const auto r = classify(ranks, mesh());
