@@ -18,15 +18,31 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The finding the page names first, as the headline leads: an origin (the earliest step's,
+/// findings in file order put a rank that received before the rank it received from), else the
+/// first divergence, else the first incomplete evidence.
+std::optional<std::size_t> first_cause_of(const std::vector<diff::Finding>& findings) {
+  std::optional<std::size_t> origin;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& f = findings[i];
+    if (f.severity != diff::Severity::Divergence || !f.values.is_object() ||
+        f.values.value("cause", std::string()) != "origin")
+      continue;
+    if (!origin || f.where.step.value_or(0) < findings[*origin].where.step.value_or(0)) origin = i;
+  }
+  if (origin) return origin;
+  for (const auto severity : {diff::Severity::Divergence, diff::Severity::Incomplete})
+    for (std::size_t i = 0; i < findings.size(); ++i)
+      if (findings[i].severity == severity) return i;
+  return std::nullopt;
+}
+
 void keep(JobVerdict& v, const diff::CollectingConsumer& c) {
   v.header = c.header;
   v.findings = c.findings;
   v.checks = c.checks;
   v.verdict = c.verdict;
-  for (std::size_t i = 0; i < v.findings.size() && !v.first_cause; ++i)
-    if (v.findings[i].severity == diff::Severity::Divergence) v.first_cause = i;
-  for (std::size_t i = 0; i < v.findings.size() && !v.first_cause; ++i)
-    if (v.findings[i].severity == diff::Severity::Incomplete) v.first_cause = i;
+  v.first_cause = first_cause_of(v.findings);
 }
 
 }  // namespace

@@ -63,8 +63,9 @@ struct JobVerdict {
   std::vector<diff::Check> checks;
   diff::Verdict verdict;
   VerdictGrid grid;
-  /// Index into findings of the first divergence (else the first incomplete-evidence finding):
-  /// what the page names first and selects when opened.
+  /// Index into findings of what the headline leads with: an origin (the earliest step's), else
+  /// the first divergence, else the first incomplete-evidence finding: what the page names first
+  /// and selects when opened.
   std::optional<std::size_t> first_cause;
   /// Runs only: both runs aligned rank by rank (the run views' data).
   std::shared_ptr<RunPair> runs;

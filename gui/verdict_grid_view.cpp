@@ -85,26 +85,46 @@ void VerdictGridView::set_verdict(std::shared_ptr<const JobVerdict> v) {
 
 void VerdictGridView::set_cell_size(double px) {
   cell_ = std::clamp(px, 1.0, 48.0);
+  row_fit_ = 0;
+  fitted_ = false;
   update_scrollbars();
   viewport()->update();
 }
 
 void VerdictGridView::zoom_by(double factor) {
-  set_cell_size(cell_ * factor);
+  // A fitted small grid's cells may be larger than set_cell_size allows: zoom from where they are.
+  const double limit = std::max(48.0, cell_);
+  cell_ = std::clamp(cell_ * factor, 1.0, limit);
+  row_fit_ = row_fit_ > 0 ? std::clamp(row_fit_ * factor, 1.0, std::max(48.0, row_fit_)) : 0;
+  fitted_ = false;
+  update_scrollbars();
+  viewport()->update();
 }
 
 void VerdictGridView::fit_all() {
   if (!v_ || v_->grid.rows.empty() || v_->grid.columns.empty()) return;
   const double w = (viewport()->width() - left_ - 4) / static_cast<double>(v_->grid.columns.size());
   const double h = (viewport()->height() - top_margin() - 4) / static_cast<double>(v_->grid.rows.size());
-  set_cell_size(std::min({w, h, 32.0}));
+  if (std::min(w, h) >= kStretchFrom) {
+    // A few rows and columns (2 ranks x 2 steps): square cells would leave most of the page
+    // empty; the columns take the width, the rows the height.
+    cell_ = w;
+    row_fit_ = h;
+  } else {
+    cell_ = std::clamp(std::min(w, h), 1.0, 48.0);
+    row_fit_ = 0;
+  }
+  fitted_ = true;
+  update_scrollbars();
+  viewport()->update();
 }
 
 double VerdictGridView::row_height() const {
   // A few rows (ranks) against many columns (nodes, steps): fit-all makes the cells narrower than
   // a line of text, and only every k-th rank would be named. Such rows stay a line tall instead.
+  const double h = row_fit_ > 0 ? row_fit_ : cell_;
   const bool few = v_ && v_->grid.rows.size() <= kLabelEveryRow;
-  return few ? std::max(cell_, static_cast<double>(fontMetrics().height() + 2)) : cell_;
+  return few ? std::max(h, static_cast<double>(fontMetrics().height() + 2)) : h;
 }
 
 std::size_t VerdictGridView::row_label_stride() const {
@@ -184,6 +204,8 @@ void VerdictGridView::update_scrollbars() {
 
 void VerdictGridView::resizeEvent(QResizeEvent* event) {
   QAbstractScrollArea::resizeEvent(event);
+  // The page fits the grid when a verdict arrives, often before the window has its size.
+  if (fitted_) fit_all();
   update_scrollbars();
 }
 

@@ -91,15 +91,19 @@ class VerdictGridView final : public QAbstractScrollArea {
   void set_cell_size(double px);
   [[nodiscard]] double cell_size() const noexcept { return cell_; }
   void zoom_by(double factor);
-  /// The whole grid in the viewport (cells down to one pixel).
+  /// The whole grid in the viewport (cells down to one pixel). A grid of a few rows and columns
+  /// (square cells of kStretchFrom px or more would fit) uses the page: its columns share the
+  /// width and its rows the height. Until the cells are sized otherwise, a resize fits again.
   void fit_all();
+  static constexpr double kStretchFrom = 32;
   void pan_by(int dx, int dy);
   /// The cell under a viewport point.
   [[nodiscard]] std::optional<std::pair<std::size_t, std::size_t>> cell_at(QPoint p) const;
   [[nodiscard]] QRect cell_rect(std::size_t row, std::size_t column) const;  // viewport coordinates
   /// Rows up to this many are never thinner than a line of text: each one is labelled.
   static constexpr std::size_t kLabelEveryRow = 64;
-  /// A row's height on screen: the cell size, or a text line for grids of few rows.
+  /// A row's height on screen: the cell size (a fitted small grid: its share of the height), or
+  /// a text line for grids of few rows.
   [[nodiscard]] double row_height() const;
   /// The rows whose labels are drawn at the current zoom and scroll position, top to bottom.
   [[nodiscard]] std::vector<std::size_t> labelled_rows() const;
@@ -126,8 +130,10 @@ class VerdictGridView final : public QAbstractScrollArea {
   [[nodiscard]] std::size_t row_label_stride() const;
   [[nodiscard]] std::size_t column_label_stride() const;
   std::shared_ptr<const JobVerdict> v_;
-  QImage image_;  // one pixel a cell
-  double cell_ = 16;
+  QImage image_;         // one pixel a cell
+  double cell_ = 16;     // a column's width (and a row's height, unless row_fit_)
+  double row_fit_ = 0;   // a small grid fitted to the page: its rows' height; 0: the cells'
+  bool fitted_ = false;  // sized by fit_all: a resize fits again
   int left_ = 110;
   std::optional<std::pair<std::size_t, std::size_t>> selected_;
 };

@@ -68,9 +68,9 @@ class VerdictPageTest : public ::testing::Test {
 
   // Opens `paths` as gparity-view does and waits for the verdict; records every cause offered
   // to a view registered after the built-in ones (a view added later).
-  void open(const std::vector<std::filesystem::path>& paths) {
+  void open(const std::vector<std::filesystem::path>& paths, QSize size = {1400, 900}) {
     window_ = std::make_unique<MainWindow>();
-    window_->resize(1400, 900);
+    window_->resize(size);
     window_->show();
     window_->register_cause_view([this](const CauseRef& c) {
       followed_.push_back(c);
@@ -341,6 +341,61 @@ TEST_F(VerdictPageTest, VerdictPageDebugModeLogsMatchCliAndSelectTheOriginOp) {
   EXPECT_EQ(c.op_index, expected.first->values["eager"]["index"].get<std::int64_t>());
   EXPECT_EQ(page_->grid()->selected_cell(), (std::pair<std::size_t, std::size_t>{0, 0}));
   expect_evidence_view_took_the_cause("wired_ops");
+}
+
+// tests/data/ops/debugmode_nnmod, eager against compile_gelu_rank1 (2 ranks, 2 steps): rank 1 is
+// the origin, rank 0 received through the all-reduce, and the findings list rank 0 first (rank
+// order). The "First:" line names what the headline names, the origin, not the first finding in
+// file order; and the 2 x 2 grid uses the page of a 1,700 px window (it was 50 px wide).
+TEST_F(VerdictPageTest, VerdictPageNamesTheHeadlinesOriginFirstAndASmallGridFillsThePage) {
+  const std::string dir = GPARITY_SOURCE_DIR "/tests/data/ops/debugmode_nnmod/";
+  diff::CollectingConsumer cli;
+  diff::ops::compare_op_runs(model::ops::open_op_run(dir + "eager"),
+                             model::ops::open_op_run(dir + "compile_gelu_rank1"), {}, cli);
+  // The scenario: the first divergence in file order is rank 0's, received; the headline leads
+  // with rank 1's origin.
+  const auto first_in_file = answer(cli).first;
+  ASSERT_TRUE(first_in_file.has_value());
+  ASSERT_EQ(first_in_file->where.rank, 0);
+  ASSERT_EQ(first_in_file->values.value("cause", std::string()), "received");
+  ASSERT_NE(cli.verdict.headline.find("first at rank 1 step 1"), std::string::npos) << cli.verdict.headline;
+
+  open({dir + "eager", dir + "compile_gelu_rank1"}, {1700, 1000});
+  const auto& v = *page_->verdict();
+  ASSERT_EQ(v.kind, JobVerdict::Kind::Ops);
+  EXPECT_EQ(v.verdict.headline, cli.verdict.headline);
+  ASSERT_TRUE(v.first_cause.has_value());
+  const auto& first = v.findings[*v.first_cause];
+  EXPECT_EQ(first.where.rank, 1);
+  EXPECT_EQ(first.where.step, 1);
+  EXPECT_EQ(first.values.value("cause", std::string()), "origin");
+  EXPECT_NE(cli.verdict.headline.find(first.where.node), std::string::npos)
+      << first.where.node << " is not what the headline names: " << cli.verdict.headline;
+  EXPECT_TRUE(page_->first_divergence().startsWith(QString::fromStdString(v.where_text(first))))
+      << page_->first_divergence().toStdString();
+  // Opened on it: its cell (rank 1, step 1) selected.
+  EXPECT_EQ(page_->grid()->selected_cell(), (std::pair<std::size_t, std::size_t>{1, 0}));
+
+  // The grid: 2 ranks x 2 steps, its cells sharing the page.
+  ASSERT_EQ(v.grid.rows.size(), 2U);
+  ASSERT_EQ(v.grid.columns.size(), 2U);
+  QApplication::processEvents();
+  auto* grid = page_->grid();
+  const QRect all = grid->cell_rect(0, 0).united(grid->cell_rect(1, 1));
+  const QRect view = grid->viewport()->rect();
+  EXPECT_GT(all.width(), view.width() / 2)
+      << "grid " << all.width() << " px wide in a viewport of " << view.width() << " px";
+  EXPECT_GT(all.height(), 40);
+  EXPECT_TRUE(view.contains(all.adjusted(0, 0, -1, -1))) << "the grid fits: no scrolling to see a 2 x 2 grid";
+  // A resized window fits the grid again.
+  const int wide = grid->viewport()->width();
+  window_->resize(1100, 800);
+  QApplication::processEvents();
+  ASSERT_LT(grid->viewport()->width(), wide);
+  const QRect after = grid->cell_rect(0, 0).united(grid->cell_rect(1, 1));
+  EXPECT_TRUE(grid->viewport()->rect().contains(after.adjusted(0, 0, -1, -1)));
+  EXPECT_GT(after.width(), grid->viewport()->width() / 2);
+  screenshot(*window_, "verdict_ops_received");
 }
 
 // Replay record runs (tests/data/replay, real `gparity replay` runs made by make_replay_runs.sh):
