@@ -133,6 +133,12 @@ std::string_view op_base_name(std::string_view op) noexcept {
   return op;
 }
 
+std::uint32_t program_ops(const OpSlice& s, std::uint32_t from) {
+  std::uint32_t n = 0;
+  for (auto i = from; i < s.size(); ++i) n += is_program_op(s.at(i)) && !s.at(i).hash_noise;
+  return n;
+}
+
 std::vector<OpSlice> slices_of(const OpLog& log) {
   std::vector<OpSlice> out;
   for (std::uint32_t i = 0; i < log.records.size(); ++i) {
@@ -320,7 +326,7 @@ class Aligner {
     for (std::uint32_t c = 0; c < c_.size(); ++c) {
       if (c_.at(c).hash_noise) {
         ++a_.compiled_noise;
-      } else if (a_.compiled_partner[c] < 0) {
+      } else if (a_.compiled_partner[c] < 0 && is_program_op(c_.at(c))) {
         ++a_.compiled_only;
       }
     }
@@ -532,6 +538,7 @@ class Aligner {
     for (std::uint32_t e = 0; e < e_.size(); ++e) {
       EagerOp& op = a_.eager[e];
       const OpRecord& r = e_.at(e);
+      if (!is_program_op(r)) continue;  // its dispatched ops pair, it does not
       if (r.view) {
         anchor_view(e, cursor);
         continue;
@@ -549,6 +556,7 @@ class Aligner {
         const ValueKey k = ekey(t);
         if (!k.valid) continue;
         cidx_.outputs_near(out_slot_[r.first_out + i - first_tensor_], k, cursor, 8, cands);
+        std::erase_if(cands, [&](std::uint32_t c) { return !is_program_op(c_.at(c)); });
         if (cands.empty()) continue;  // a value seen only as a compiled input
         const std::uint32_t c = pick(cands, cursor, base, el().str(t.shape), e);
         const auto begin = a_.counterparts.begin() + op.first_counterpart;
@@ -626,14 +634,17 @@ class Aligner {
     // seen only by a reader (a collective) or only as a compiled input.
     // A view op (op records) made no value: not a target.
     for (std::uint32_t e = i; e < j; ++e) {
-      if (a_.eager[e].counterpart_count == 0 && !e_.at(e).view) targets.push_back(e);
+      if (a_.eager[e].counterpart_count == 0 && !e_.at(e).view && is_program_op(e_.at(e)))
+        targets.push_back(e);
     }
     if (targets.empty() || prev + 1 >= next) return;  // nothing to pair, or the anchors cross (a reordering)
     const std::int64_t limit = prev + 1 + 4 * static_cast<std::int64_t>(j - i) + 256;
     std::vector<std::uint32_t> window;
     for (std::int64_t c = prev + 1; c < std::min(next, limit); ++c) {
       const auto at = static_cast<std::uint32_t>(c);
-      if (a_.compiled_partner[at] < 0 && !c_.at(at).hash_noise && !c_.at(at).view) window.push_back(at);
+      const OpRecord& cr = c_.at(at);
+      if (a_.compiled_partner[at] < 0 && !cr.hash_noise && !cr.view && is_program_op(cr))
+        window.push_back(at);
     }
     if (window.empty()) return;
     std::vector<std::vector<std::uint32_t>> got(targets.size());

@@ -51,6 +51,15 @@ struct OpSlice {
 /// One slice per step of the log, in step order (a step's records are contiguous).
 std::vector<OpSlice> slices_of(const OpLog& log);
 
+/// Whether a record is an op of the program: a dispatched op or a Triton kernel launch. A
+/// torch-function call (DebugMode's record_torchfunction) or a DTensor redistribute_input wraps
+/// the ops it dispatches, which hold its values: it is never counted as an op nor paired.
+[[nodiscard]] inline bool is_program_op(const model::ops::OpRecord& r) noexcept {
+  return r.kind == model::ops::RecordKind::Op || r.kind == model::ops::RecordKind::Triton;
+}
+/// The program ops of a slice (is_program_op), DebugMode's own kernel-argument hashing left out.
+[[nodiscard]] std::uint32_t program_ops(const OpSlice& s, std::uint32_t from = 0);
+
 /// The hash functions that decide value equality: those both sides recorded, hash_tensor first.
 struct HashChoice {
   std::vector<std::string> names;

@@ -327,14 +327,6 @@ Reach reach_of(const StepVerdict& sv, const HashChoice& choice) {
   return out;
 }
 
-/// Records of `s` from `from` on, DebugMode's own hashing left out.
-std::uint32_t records_from(const OpSlice& s, std::int64_t from) {
-  std::uint32_t n = 0;
-  for (auto i = static_cast<std::uint32_t>(std::max<std::int64_t>(from, 0)); i < s.size(); ++i)
-    n += !s.at(i).hash_noise;
-  return n;
-}
-
 /// Where the compiled records stop in eager order: past the reach, the eager ops that compiled
 /// records after it were paired with (by op name, decomposition or fusion: records the compiled
 /// run wrote, whatever their values), up to the first divergent op that no compiled record was
@@ -387,7 +379,8 @@ std::optional<StepCut> compiled_cut(StepVerdict& sv, const Reach& reach, const H
        c < sv.compiled.size() && !sign.certain && tail <= kCutSlack; ++c) {
     const std::int32_t partner = a.compiled_partner[c];
     std::vector<ValueKey> read;
-    tail += !sv.compiled.at(c).hash_noise && (partner < 0 || static_cast<std::uint32_t>(partner) >= from) &&
+    tail += !sv.compiled.at(c).hash_noise && is_program_op(sv.compiled.at(c)) &&
+            (partner < 0 || static_cast<std::uint32_t>(partner) >= from) &&
             writes_own_value(*sv.compiled.log, sv.compiled.at(c), choice, true, read, dtypes);
   }
   if (tail > kCutSlack) return std::nullopt;
@@ -414,8 +407,7 @@ std::optional<StepCut> compiled_cut(StepVerdict& sv, const Reach& reach, const H
 std::optional<StepCut> eager_cut(const StepVerdict& sv, const HashChoice& choice, const StopSign& sign) {
   std::uint32_t from = sv.compiled.size();
   while (from > 0 && sv.alignment.compiled_partner[from - 1] < 0) --from;
-  if (sign.why.empty() || (!sign.certain && records_from(sv.compiled, from) <= kCutSlack))
-    return std::nullopt;
+  if (sign.why.empty() || (!sign.certain && program_ops(sv.compiled, from) <= kCutSlack)) return std::nullopt;
   const ValueIndex eager_values(sv.eager, choice, false);
   const OpLog& log = *sv.compiled.log;
   std::vector<std::uint64_t> dtypes;

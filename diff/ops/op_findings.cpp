@@ -248,8 +248,11 @@ Finding step_info(const RankVerdict& rv, const StepVerdict& sv) {
   f.kind = "op_step_compared";
   f.where.rank = rv.rank;
   f.where.step = sv.step;
+  // Ops only: a torch-function call wraps the ops it dispatches (they hold its values).
+  const std::uint32_t eager_ops = program_ops(sv.eager),
+                      compiled_ops = program_ops(sv.compiled) + static_cast<std::uint32_t>(a.compiled_noise);
   f.message =
-      std::to_string(sv.eager.size()) + " eager ops, " + std::to_string(sv.compiled.size()) + " compiled; " +
+      std::to_string(eager_ops) + " eager ops, " + std::to_string(compiled_ops) + " compiled; " +
       std::to_string(a.values_matched) + " of " + std::to_string(a.values_compared) +
       " eager values found by a strong hash, " + std::to_string(a.values_weak) +
       " weak (constant or empty tensors: no evidence), " + std::to_string(sv.divergent) + " divergent ops, " +
@@ -260,12 +263,18 @@ Finding step_info(const RankVerdict& rv, const StepVerdict& sv) {
       (a.compiled_noise
            ? ", " + std::to_string(a.compiled_noise) + " of DebugMode's own kernel-argument hashing"
            : std::string());
-  f.values = {{"eager_ops", sv.eager.size()},         {"compiled_ops", sv.compiled.size()},
-              {"values_compared", a.values_compared}, {"values_matched", a.values_matched},
-              {"values_weak", a.values_weak},         {"divergent_ops", sv.divergent},
-              {"unobserved_ops", sv.unobserved},      {"not_recorded_ops", sv.not_recorded},
-              {"weakly_matched_ops", sv.weak_only},   {"unhashed_ops", sv.unhashed},
-              {"compiled_only_ops", a.compiled_only}, {"compiled_hash_noise_ops", a.compiled_noise}};
+  f.values = {{"eager_ops", eager_ops},
+              {"compiled_ops", compiled_ops},
+              {"values_compared", a.values_compared},
+              {"values_matched", a.values_matched},
+              {"values_weak", a.values_weak},
+              {"divergent_ops", sv.divergent},
+              {"unobserved_ops", sv.unobserved},
+              {"not_recorded_ops", sv.not_recorded},
+              {"weakly_matched_ops", sv.weak_only},
+              {"unhashed_ops", sv.unhashed},
+              {"compiled_only_ops", a.compiled_only},
+              {"compiled_hash_noise_ops", a.compiled_noise}};
   return f;
 }
 
@@ -474,11 +483,13 @@ Evidence op_evidence(const std::vector<RankLogs>& eager, const std::vector<RankL
     EvidenceSide s;
     s.role = role;
     s.input = input;
-    std::size_t records = 0;
+    std::size_t records = 0;  // ops only (is_program_op): not the torch-function calls around them
     bool hashed = false;
     for (const auto& r : logs) {
       for (const auto& l : r.logs) {
-        records += l.records.size();
+        records += static_cast<std::size_t>(
+            std::count_if(l.records.begin(), l.records.end(),
+                          [](const model::ops::OpRecord& x) { return is_program_op(x); }));
         hashed = hashed || !l.hash_spec.empty();
       }
     }

@@ -253,6 +253,52 @@ TEST(OpAlign, DecompositionFunctionalizationAndOneSidedOps) {
   EXPECT_EQ(compare(e, c).code, 0);
 }
 
+TEST(OpAlign, TorchFunctionCallsAreNeitherCountedAsOpsNorPaired) {
+  // DebugMode with record_torchfunction=True writes the torch function above the ops it
+  // dispatches (tests/data/ops/debugmode_pytorch_tests/mm_ids_output.txt). Those ops hold the
+  // values: the calls are not ops of the step, and no eager op pairs with one.
+  const std::string eager =
+      op("aten::mm", {{"t$0: f32[4]", 11}, {"t$1: f32[4]", 12}}, {{"t$2: f32[4]", 13}}) +
+      op("aten::add.Tensor", {{"t$2: f32[4]", 13}, {"t$0: f32[4]", 11}}, {{"t$3: f32[4]", 14}});
+  const std::string compiled =
+      "    torch.mm(t$0: f32[4], t$1: f32[4])  ->  t$2: f32[4]\n" + std::string("  ") +
+      op("aten::mm", {{"t$0: f32[4]", 11}, {"t$1: f32[4]", 12}}, {{"t$2: f32[4]", 99}}) +
+      "    <method 'add' of 'torch._C.TensorBase' objects>(t$2: f32[4], t$0: f32[4])  ->  t$3: f32[4]\n" +
+      "  " + op("aten::add.Tensor", {{"t$2: f32[4]", 99}, {"t$0: f32[4]", 11}}, {{"t$3: f32[4]", 98}});
+  const auto e = logs_of({eager}, "e");
+  const auto c = logs_of({compiled}, "c");
+  const OpLog& cl = c[0].logs.front();
+  ASSERT_EQ(cl.records.size(), 4u);
+  ASSERT_EQ(cl.records[0].kind, model::ops::RecordKind::TorchFunction);
+  ASSERT_EQ(cl.records[2].kind, model::ops::RecordKind::TorchFunction);
+  const auto v = judge(e, c);
+  const StepVerdict& sv = v[0].steps[0];
+  ASSERT_TRUE(sv.first);
+  EXPECT_EQ(op_of(sv.eager, sv.first->record), "aten::mm");
+  EXPECT_EQ(sv.first->cause, OpCause::Origin);
+  // mm's counterpart is the compiled aten::mm alone; the add's torch function (which reads mm's
+  // output) is not taken as part of it.
+  const auto cps = sv.alignment.counterparts_of(0);
+  ASSERT_EQ(cps.size(), 1u);
+  EXPECT_EQ(op_of(sv.compiled, cps[0]), "aten::mm");
+  for (const std::uint32_t tf : {0u, 2u}) EXPECT_EQ(sv.alignment.compiled_partner[tf], -1) << tf;
+  EXPECT_EQ(sv.alignment.compiled_only, 0u) << "a torch function is no compiled op without a partner";
+  // Counted: two ops each side, in the step's account and the evidence line.
+  const auto r = compare(e, c);
+  EXPECT_EQ(r.code, 1);
+  const auto steps = r.of_kind("op_step_compared");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]->values["eager_ops"], 2);
+  EXPECT_EQ(steps[0]->values["compiled_ops"], 2);
+  EXPECT_TRUE(steps[0]->message.starts_with("2 ") && steps[0]->message.find(" ops, 2 ") != std::string::npos)
+      << steps[0]->message;
+  const auto& summary = r.report.verdict.summary;
+  EXPECT_TRUE(std::any_of(summary.begin(), summary.end(), [](const std::string& l) {
+    return l.starts_with("compared: ") && l.find("of 2 ops on 1 rank") != std::string::npos &&
+           l.find("of 4 ops") == std::string::npos;
+  })) << ::testing::PrintToString(summary);
+}
+
 TEST(OpAlign, AFusedIntermediateIsUnobservedNotDivergent) {
   // Inductor-style: the compiled run never writes mul's value, but add (which reads it) agrees.
   const std::string eager =
