@@ -16,7 +16,8 @@ using namespace detail;
 
 int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
                     const OpCompareOptions& o, FindingConsumer& out) {
-  Emitter em{out, o};
+  Emitter em{out, o, side_words(eager, compiled)};
+  const SideWords& w = em.words;
   ReportHeader h;
   h.title = o.title;
   h.baseline = o.eager_name;
@@ -70,16 +71,16 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     return finish_verdict(v, op_evidence(eager, compiled, o, usable, compared, nothing_why), out);
   };
 
-  damage(eager, "eager", em);
-  damage(compiled, "compiled", em);
-  const auto es_spec = side_spec(eager, "eager", em);
-  const auto cs_spec = side_spec(compiled, "compiled", em);
+  damage(eager, w.base, em);
+  damage(compiled, w.cand, em);
+  const auto es_spec = side_spec(eager, w.base, em);
+  const auto cs_spec = side_spec(compiled, w.cand, em);
   if (!es_spec || !cs_spec)
     return finish(2, "nothing compared: the op logs carry no usable hashes", {}, {{"kind", "ops"}});
   if (!choice || !choice->usable()) {
     Finding f{Severity::Error, "op_hash_functions_differ", {}, "", json::object()};
-    f.message = "the two sides were hashed with different functions: eager " + printable(e0->path) +
-                " with " + es_spec->text() + ", compiled " + printable(c0->path) + " with " +
+    f.message = "the two sides were hashed with different functions: " + w.base + " " + printable(e0->path) +
+                " with " + es_spec->text() + ", " + w.cand + " " + printable(c0->path) + " with " +
                 cs_spec->text() +
                 "; no value can be compared (log both with the same DebugMode.log_tensor_hashes hash_fn)";
     f.values = {{"eager", es_spec->functions}, {"compiled", cs_spec->functions}};
@@ -104,16 +105,16 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
       ++steps_compared;
       matched += sv.alignment.values_matched;
       compared += sv.alignment.values_compared - sv.alignment.values_weak;
-      em.emit(step_info(rv, sv));
-      for (const auto& cut : sv.cuts) em.emit(cut_finding(rv, sv, cut));
+      em.emit(step_info(rv, sv, w));
+      for (const auto& cut : sv.cuts) em.emit(cut_finding(rv, sv, cut, w));
       if (!sv.first) continue;
       const bool follow_up = first != nullptr;
       if (!first) first = &sv;
-      em.emit(divergence_finding(rv, sv, *sv.first, *choice, o.max_listed, follow_up));
+      em.emit(divergence_finding(rv, sv, *sv.first, *choice, o.max_listed, follow_up, w));
     }
     const StepVerdict* cut = rv.first_cut();
     json rj = {{"rank", rv.rank}, {"steps", rv.steps.size()}, {"parity", first == nullptr && cut == nullptr}};
-    if (cut) rj["incomplete"] = {{"step", cut->step}, {"text", cut_text(*cut, cut->cuts.front())}};
+    if (cut) rj["incomplete"] = {{"step", cut->step}, {"text", cut_text(*cut, cut->cuts.front(), w)}};
     if (first) {
       ++divergent_ranks;
       const OpRecord& r = first->eager.at(first->first->record);
@@ -135,18 +136,18 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
           "rank " + std::to_string(rv.rank) + ": first divergent op at step " + std::to_string(first->step) +
           ": " + op_text(*first->eager.log, r) + ", " + std::string(op_cause_name(first->first->cause)) +
           (first->first->from_ranks.empty() ? "" : " from " + ranks_text(first->first->from_ranks)));
-      if (cut) summary.back() += "; incomplete: " + cut_text(*cut, cut->cuts.front());
+      if (cut) summary.back() += "; incomplete: " + cut_text(*cut, cut->cuts.front(), w);
     } else if (cut) {
       // No divergence where both sides recorded, but not every op was: never parity.
       summary.push_back("rank " + std::to_string(rv.rank) +
-                        ": incomplete: " + cut_text(*cut, cut->cuts.front()) +
+                        ": incomplete: " + cut_text(*cut, cut->cuts.front(), w) +
                         ", not compared from there; no divergence before it");
     } else {
       std::size_t v = 0;
       for (const auto& sv : rv.steps) v += sv.alignment.values_matched;
-      summary.push_back("rank " + std::to_string(rv.rank) +
-                        ": every eager op's value found in the compiled run (" +
-                        std::to_string(rv.steps.size()) + " step(s), " + std::to_string(v) + " values)");
+      summary.push_back("rank " + std::to_string(rv.rank) + ": every " + w.base + " op's value found in " +
+                        w.cand_run + " (" + std::to_string(rv.steps.size()) + " step(s), " +
+                        std::to_string(v) + " values)");
     }
     const Check::Outcome outcome = first                ? Check::Outcome::Fail
                                    : !cut               ? Check::Outcome::Pass
@@ -156,7 +157,10 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                outcome == Check::Outcome::Pass ? std::string("op-level parity") : summary.back()});
     ranks.push_back(rj);
   }
-  json data = {{"kind", "ops"}, {"decided_by", choice->text()}, {"ranks", ranks}};
+  json data = {{"kind", "ops"},
+               {"decided_by", choice->text()},
+               {"ranks", ranks},
+               {"sides", {{"baseline", w.base}, {"candidate", w.cand}}}};
   if (divergent_ranks > 0) {
     // Lead with an origin (the rank where it started), earliest step first; else any rank.
     const RankVerdict* rv = nullptr;
@@ -179,10 +183,10 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                   summary, data);
   }
   if (matched == 0) {
-    nothing_why = steps_compared == 0
-                      ? "no rank and step is in both runs"
-                      : "no eager value could be looked up by a strong hash (only constant or "
-                        "empty tensors, hash_tensor 0)";
+    nothing_why = steps_compared == 0 ? "no rank and step is in both runs"
+                                      : "no " + w.base +
+                                            " value could be looked up by a strong hash (only constant or "
+                                            "empty tensors, hash_tensor 0)";
     compared = 0;
     return finish(2, "NOTHING COMPARED: " + nothing_why, summary, data);
   }
@@ -191,9 +195,8 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     return finish(code, "incomplete: op-level evidence is missing (see findings)", summary, data);
   return finish(0,
                 "op-level parity on " + std::to_string(verdicts.size()) + " rank(s), " +
-                    std::to_string(steps_compared) +
-                    " rank-step(s): every eager op's value was found in the compiled run (decided by " +
-                    choice->text() + ")",
+                    std::to_string(steps_compared) + " rank-step(s): every " + w.base +
+                    " op's value was found in " + w.cand_run + " (decided by " + choice->text() + ")",
                 summary, data);
 }
 
@@ -252,7 +255,7 @@ struct StopSign {
   std::string why;
 };
 
-StopSign stop_sign(const OpSlice& s, int rank, const char* side, const SideSteps& mine,
+StopSign stop_sign(const OpSlice& s, int rank, const std::string& side, const SideSteps& mine,
                    const SideSteps& theirs) {
   if (s.log->truncated) return {true, "the log's last line is cut"};
   const auto own = mine.find(rank);
@@ -361,7 +364,7 @@ bool past_stop(const StepVerdict& sv, std::uint32_t e, std::uint32_t from) {
 /// record paired with an eager op while eager ops go on): every eager op past where they stop
 /// whose value was not found is not recorded, and its inputs' own hashes say nothing either.
 std::optional<StepCut> compiled_cut(StepVerdict& sv, const Reach& reach, const HashChoice& choice,
-                                    const StopSign& sign) {
+                                    const StopSign& sign, const SideWords& w) {
   SliceAlignment& a = sv.alignment;
   const auto [from, paired] = stop_in_eager(sv, reach);
   std::uint32_t missing = 0, first = sv.eager.size();
@@ -392,7 +395,7 @@ std::optional<StepCut> compiled_cut(StepVerdict& sv, const Reach& reach, const H
   }
   StepCut cut;
   cut.why = cut_why(sign, "its records end " + std::to_string(tail) +
-                              " new value(s) after the last record paired with an eager op");
+                              " new value(s) after the last record paired with " + w.a_base + " op");
   cut.last = sv.compiled.size() - 1;
   cut.eager_from = first;
   cut.eager_after = sv.eager.size() - first;
@@ -404,7 +407,8 @@ std::optional<StepCut> compiled_cut(StepVerdict& sv, const Reach& reach, const H
 /// last one paired with an eager op with values the eager step never showed; with no sign that
 /// is what an Inductor step looks like): those compiled records are not compared. Without this a
 /// cut eager log is parity on what it kept.
-std::optional<StepCut> eager_cut(const StepVerdict& sv, const HashChoice& choice, const StopSign& sign) {
+std::optional<StepCut> eager_cut(const StepVerdict& sv, const HashChoice& choice, const StopSign& sign,
+                                 const SideWords& w) {
   std::uint32_t from = sv.compiled.size();
   while (from > 0 && sv.alignment.compiled_partner[from - 1] < 0) --from;
   if (sign.why.empty() || (!sign.certain && program_ops(sv.compiled, from) <= kCutSlack)) return std::nullopt;
@@ -424,8 +428,9 @@ std::optional<StepCut> eager_cut(const StepVerdict& sv, const HashChoice& choice
   if (unseen == 0 || (!sign.certain && unseen <= kCutSlack)) return std::nullopt;
   StepCut cut;
   cut.compiled = false;
-  cut.why = cut_why(sign, "the compiled records go on for " + std::to_string(sv.compiled.size() - from) +
-                              " record(s) after the last one paired with an eager op");
+  cut.why =
+      cut_why(sign, "the " + w.cand + " records go on for " + std::to_string(sv.compiled.size() - from) +
+                        " record(s) after the last one paired with " + w.a_base + " op");
   cut.last = sv.eager.size() - 1;
   cut.compiled_from = from;
   cut.compiled_after = unseen;
@@ -437,18 +442,19 @@ std::optional<StepCut> eager_cut(const StepVerdict& sv, const HashChoice& choice
 /// A step that ends a side's log may have been cut there (StepCut): judged before the step's
 /// first divergence is chosen, so nothing past the cut is ever one.
 void judge_cuts(StepVerdict& sv, int rank, const HashChoice& choice, const SideSteps& eager_steps,
-                const SideSteps& compiled_steps) {
+                const SideSteps& compiled_steps, const SideWords& w) {
   const auto& ops = sv.alignment.eager;
   const bool divergent = std::any_of(ops.begin(), ops.end(),
                                      [](const EagerOp& op) { return op.status == ValueStatus::Divergent; });
   // Only a divergent op can lie past a compiled cut.
   if (divergent && sv.compiled.end == sv.compiled.log->records.size() && sv.compiled.size() > 0) {
-    const StopSign sign = stop_sign(sv.compiled, rank, "compiled", compiled_steps, eager_steps);
-    if (auto cut = compiled_cut(sv, reach_of(sv, choice), choice, sign)) sv.cuts.push_back(std::move(*cut));
+    const StopSign sign = stop_sign(sv.compiled, rank, w.cand, compiled_steps, eager_steps);
+    if (auto cut = compiled_cut(sv, reach_of(sv, choice), choice, sign, w))
+      sv.cuts.push_back(std::move(*cut));
   }
   if (sv.eager.end == sv.eager.log->records.size() && sv.eager.size() > 0) {
-    const StopSign sign = stop_sign(sv.eager, rank, "eager", eager_steps, compiled_steps);
-    if (auto cut = eager_cut(sv, choice, sign)) sv.cuts.push_back(std::move(*cut));
+    const StopSign sign = stop_sign(sv.eager, rank, w.base, eager_steps, compiled_steps);
+    if (auto cut = eager_cut(sv, choice, sign, w)) sv.cuts.push_back(std::move(*cut));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "diff/ops/op_compare.hpp"
+#include "diff/ops/op_sides.hpp"
 
 namespace gparity::diff::ops::detail {
 
@@ -20,7 +21,7 @@ SideSteps side_steps(const std::vector<RankLogs>& side);
 /// Judges whether a step that ends a side's log was cut there (StepCut); called on each aligned
 /// step before its first divergence is chosen, so nothing past a cut is ever one.
 void judge_cuts(StepVerdict& sv, int rank, const HashChoice& choice, const SideSteps& eager_steps,
-                const SideSteps& compiled_steps);
+                const SideSteps& compiled_steps, const SideWords& w);
 
 /// The eager position where the compiled records of the step stop (a compiled StepCut), else its
 /// end: the rank's records of the step for the cross-rank causal order end there.

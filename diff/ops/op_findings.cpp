@@ -107,8 +107,27 @@ std::string group_clause(const OpLog& log, const OpRecord& r) {
 
 }  // namespace
 
+bool shows_compiled_code(const std::vector<RankLogs>& side) {
+  for (const auto& r : side) {
+    for (const auto& log : r.logs) {
+      for (const auto& rec : log.records) {
+        if (rec.kind == model::ops::RecordKind::Triton) return true;
+        if (rec.source != 0 && log.str(log.sources[rec.source].file).starts_with("<eval_with_key>"))
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
+SideWords side_words(const std::vector<RankLogs>& baseline, const std::vector<RankLogs>& candidate) {
+  if (shows_compiled_code(candidate) && !shows_compiled_code(baseline)) return {};
+  return {"baseline", "a baseline", "candidate", "the candidate"};
+}
+
 Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const OpDivergence& d,
-                           const HashChoice& choice, std::size_t max_listed, bool follow_up) {
+                           const HashChoice& choice, std::size_t max_listed, bool follow_up,
+                           const SideWords& w) {
   const OpLog& el = *sv.eager.log;
   const OpRecord& r = sv.eager.at(d.record);
   const SliceAlignment& a = sv.alignment;
@@ -146,7 +165,7 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
   }
   switch (d.cause) {
     case OpCause::Origin: {
-      msg += "origin (its inputs' values are in the compiled run, its output's is not)";
+      msg += "origin (its inputs' values are in " + w.cand_run + ", its output's is not)";
       const auto unknown = std::count_if(d.inputs.begin(), d.inputs.end(),
                                          [](const InputCheck& c) { return c.state == InputState::Unknown; });
       if (unknown > 0) msg += "; " + std::to_string(unknown) + " input(s) without evidence taken as equal";
@@ -186,12 +205,12 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
   if (!cps.empty()) {
     const OpRecord& c0 = sv.compiled.at(cps.front());
     const OpRecord& c1 = sv.compiled.at(cps.back());
-    msg += "; compiled counterpart(s): " + counterparts_text(sv, cps, max_listed) + " (" +
+    msg += "; " + w.cand + " counterpart(s): " + counterparts_text(sv, cps, max_listed) + " (" +
            printable(base_name(sv.compiled.log->path)) + ":" + std::to_string(c0.line) +
            (c1.line != c0.line ? "-" + std::to_string(c1.line) : "") + ", by " +
            std::string(paired_by_name(a.eager[d.record].paired_by)) + ")";
   } else {
-    msg += "; no compiled counterpart found";
+    msg += "; no " + w.cand + " counterpart found";
   }
   json carriers = json::array();
   if (!d.carriers.empty()) {
@@ -241,7 +260,7 @@ Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const O
   return f;
 }
 
-Finding step_info(const RankVerdict& rv, const StepVerdict& sv) {
+Finding step_info(const RankVerdict& rv, const StepVerdict& sv, const SideWords& w) {
   const SliceAlignment& a = sv.alignment;
   Finding f;
   f.severity = Severity::Info;
@@ -252,14 +271,14 @@ Finding step_info(const RankVerdict& rv, const StepVerdict& sv) {
   const std::uint32_t eager_ops = program_ops(sv.eager),
                       compiled_ops = program_ops(sv.compiled) + static_cast<std::uint32_t>(a.compiled_noise);
   f.message =
-      std::to_string(eager_ops) + " eager ops, " + std::to_string(compiled_ops) + " compiled; " +
-      std::to_string(a.values_matched) + " of " + std::to_string(a.values_compared) +
-      " eager values found by a strong hash, " + std::to_string(a.values_weak) +
+      std::to_string(eager_ops) + " " + w.base + " ops, " + std::to_string(compiled_ops) + " " + w.cand +
+      "; " + std::to_string(a.values_matched) + " of " + std::to_string(a.values_compared) + " " + w.base +
+      " values found by a strong hash, " + std::to_string(a.values_weak) +
       " weak (constant or empty tensors: no evidence), " + std::to_string(sv.divergent) + " divergent ops, " +
       std::to_string(sv.unobserved) + " unobserved, " +
-      (sv.not_recorded ? std::to_string(sv.not_recorded) + " not recorded (the compiled records stop), "
+      (sv.not_recorded ? std::to_string(sv.not_recorded) + " not recorded (the " + w.cand + " records stop), "
                        : std::string()) +
-      std::to_string(a.compiled_only) + " compiled ops without an eager partner" +
+      std::to_string(a.compiled_only) + " " + w.cand + " ops without " + w.a_base + " partner" +
       (a.compiled_noise
            ? ", " + std::to_string(a.compiled_noise) + " of DebugMode's own kernel-argument hashing"
            : std::string());
@@ -278,15 +297,15 @@ Finding step_info(const RankVerdict& rv, const StepVerdict& sv) {
   return f;
 }
 
-std::string cut_text(const StepVerdict& sv, const StepCut& cut) {
+std::string cut_text(const StepVerdict& sv, const StepCut& cut, const SideWords& w) {
   const OpSlice& s = cut.compiled ? sv.compiled : sv.eager;
   const OpRecord& r = s.at(cut.last);
-  return std::string("the ") + (cut.compiled ? "compiled" : "eager") + " records of step " +
-         std::to_string(sv.step) + " stop at " + printable(base_name(s.log->path)) + ":" +
-         std::to_string(r.line) + " (" + printable(s.log->op_name(r)) + ")";
+  return "the " + (cut.compiled ? w.cand : w.base) + " records of step " + std::to_string(sv.step) +
+         " stop at " + printable(base_name(s.log->path)) + ":" + std::to_string(r.line) + " (" +
+         printable(s.log->op_name(r)) + ")";
 }
 
-Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut& cut) {
+Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut& cut, const SideWords& w) {
   const OpSlice& s = cut.compiled ? sv.compiled : sv.eager;
   Finding f{Severity::Incomplete, "op_step_cut", {}, "", json::object()};
   f.where.rank = rv.rank;
@@ -294,7 +313,7 @@ Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut&
   f.where.source = s.log->path;
   f.where.line = s.at(cut.last).line;
   std::string msg =
-      "rank " + std::to_string(rv.rank) + ": " + cut_text(sv, cut) + " (" + printable(cut.why) + "): ";
+      "rank " + std::to_string(rv.rank) + ": " + cut_text(sv, cut, w) + " (" + printable(cut.why) + "): ";
   f.values = {{"rank", rv.rank},
               {"step", sv.step},
               {"side", cut.compiled ? "compiled" : "eager"},
@@ -302,20 +321,20 @@ Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut&
               {"last_record", record_json(*s.log, s.at(cut.last))}};
   if (cut.compiled) {
     const OpRecord& first = sv.eager.at(cut.eager_from);
-    msg += "not compared from eager op " + op_text(*sv.eager.log, first) + " #" +
-           std::to_string(first.index) + " on (" + std::to_string(cut.eager_after) + " eager op(s), " +
-           std::to_string(cut.not_recorded) +
-           " of them with values past where the compiled records stop): not recorded, never divergent";
+    msg += "not compared from " + w.base + " op " + op_text(*sv.eager.log, first) + " #" +
+           std::to_string(first.index) + " on (" + std::to_string(cut.eager_after) + " " + w.base +
+           " op(s), " + std::to_string(cut.not_recorded) + " of them with values past where the " + w.cand +
+           " records stop): not recorded, never divergent";
     f.where.node = std::string(sv.eager.log->op_name(first));
     f.values["first_not_compared"] = record_json(*sv.eager.log, first);
     f.values["eager_ops_after"] = cut.eager_after;
     f.values["not_recorded"] = cut.not_recorded;
   } else {
     msg +=
-        std::to_string(cut.compiled_after) + " compiled record(s) from compiled " +
+        std::to_string(cut.compiled_after) + " " + w.cand + " record(s) from " + w.cand + " " +
         printable(base_name(sv.compiled.log->path)) + ":" +
         std::to_string(cut.compiled_from < sv.compiled.size() ? sv.compiled.at(cut.compiled_from).line : 0) +
-        " on hold values the eager records never show: not compared";
+        " on hold values the " + w.base + " records never show: not compared";
     if (cut.compiled_from < sv.compiled.size())
       f.values["first_not_compared"] = record_json(*sv.compiled.log, sv.compiled.at(cut.compiled_from));
     f.values["compiled_records_after"] = cut.compiled_after;
@@ -325,7 +344,7 @@ Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut&
 }
 
 /// Every log of a side must carry the same hash functions; returns the spec or reports why not.
-std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side, const char* which,
+std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side, const std::string& which,
                                               Emitter& em) {
   std::optional<model::ops::HashSpec> spec;
   std::string spec_path;
@@ -342,9 +361,8 @@ std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side,
       } else if (!(*spec == log.hash_spec)) {
         Finding f{Severity::Error, "op_hash_functions_differ", {}, "", json::object()};
         f.where.source = log.path;
-        f.message = std::string(which) + ": " + printable(log.path) + " is hashed with " +
-                    log.hash_spec.text() + ", " + printable(spec_path) + " with " + spec->text() +
-                    ": one run, one set of hash functions";
+        f.message = which + ": " + printable(log.path) + " is hashed with " + log.hash_spec.text() + ", " +
+                    printable(spec_path) + " with " + spec->text() + ": one run, one set of hash functions";
         em.emit(f);
         return std::nullopt;
       }
@@ -354,7 +372,7 @@ std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side,
     Finding f{Severity::Error, "op_no_hashes", {}, "", json::object()};
     f.where.source = unhashed.front();
     f.message =
-        std::string(which) + ": " + printable(unhashed.front()) +
+        which + ": " + printable(unhashed.front()) +
         (unhashed.size() > 1 ? " and " + std::to_string(unhashed.size() - 1) + " other log(s)" : "") +
         " have no tensor hashes (record them with DebugMode.log_tensor_hashes(hash_fn=[\"hash_tensor\"], "
         "hash_inputs=True)): without values there is nothing to compare";
@@ -365,7 +383,7 @@ std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side,
   return spec;
 }
 
-void damage(const std::vector<RankLogs>& side, const char* which, Emitter& em) {
+void damage(const std::vector<RankLogs>& side, const std::string& which, Emitter& em) {
   for (const auto& r : side) {
     for (const auto& log : r.logs) {
       std::size_t n = 0;
@@ -374,8 +392,8 @@ void damage(const std::vector<RankLogs>& side, const char* which, Emitter& em) {
           Finding more{Severity::Incomplete, "op_log_damaged", {}, "", json::object()};
           more.where.source = log.path;
           more.where.rank = r.rank;
-          more.message = std::string(which) + ": " + std::to_string(log.issues.size() - 10) +
-                         " more unreadable line(s) in this log";
+          more.message =
+              which + ": " + std::to_string(log.issues.size() - 10) + " more unreadable line(s) in this log";
           em.emit(more);
           break;
         }
@@ -387,14 +405,14 @@ void damage(const std::vector<RankLogs>& side, const char* which, Emitter& em) {
         f.where.source = log.path;
         f.where.line = i.line;
         f.where.rank = r.rank;
-        f.message = std::string(which) + ": " + printable(i.problem) + " (this record is not compared)";
+        f.message = which + ": " + printable(i.problem) + " (this record is not compared)";
         em.emit(f);
       }
       if (log.records.empty()) {
         Finding f{Severity::Incomplete, "op_log_empty", {}, "", json::object()};
         f.where.source = log.path;
         f.where.rank = r.rank;
-        f.message = std::string(which) + ": no DebugMode record in this log";
+        f.message = which + ": no DebugMode record in this log";
         em.emit(f);
       }
     }
@@ -408,16 +426,17 @@ void presence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& c
     for (const auto& l : r.logs) s.insert(l.steps.begin(), l.steps.end());
     return s;
   };
-  for (const auto& [side, other, name, other_name] : {std::tuple{&eager, &compiled, "eager", "compiled"},
-                                                      std::tuple{&compiled, &eager, "compiled", "eager"}}) {
+  const SideWords& w = em.words;
+  for (const auto& [side, other, name, other_name] :
+       {std::tuple{&eager, &compiled, &w.base, &w.cand}, std::tuple{&compiled, &eager, &w.cand, &w.base}}) {
     for (const auto& r : *side) {
       const auto it =
           std::find_if(other->begin(), other->end(), [&](const RankLogs& o) { return o.rank == r.rank; });
       if (it == other->end()) {
         Finding f{Severity::Incomplete, "op_rank_missing", {}, "", json::object()};
         f.where.rank = r.rank;
-        f.message = std::string("rank ") + std::to_string(r.rank) + " has " + name + " logs but no " +
-                    other_name + " logs: not compared";
+        f.message = std::string("rank ") + std::to_string(r.rank) + " has " + *name + " logs but no " +
+                    *other_name + " logs: not compared";
         em.emit(f);
         continue;
       }
@@ -427,8 +446,8 @@ void presence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& c
         Finding f{Severity::Incomplete, "op_step_missing", {}, "", json::object()};
         f.where.rank = r.rank;
         f.where.step = s;
-        f.message = std::string("step ") + std::to_string(s) + " is in the " + name + " logs of rank " +
-                    std::to_string(r.rank) + " but not in the " + other_name + " logs: not compared";
+        f.message = std::string("step ") + std::to_string(s) + " is in the " + *name + " logs of rank " +
+                    std::to_string(r.rank) + " but not in the " + *other_name + " logs: not compared";
         em.emit(f);
       }
     }

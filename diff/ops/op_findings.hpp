@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "diff/ops/op_compare.hpp"
+#include "diff/ops/op_sides.hpp"
 #include "diff/report/evidence.hpp"
 
 namespace gparity::diff::ops::detail {
@@ -21,6 +22,7 @@ namespace gparity::diff::ops::detail {
 struct Emitter {
   FindingConsumer& out;
   const OpCompareOptions& o;
+  SideWords words;
   Severity worst = Severity::Info;
 
   void emit(Finding f) {
@@ -47,18 +49,19 @@ nlohmann::json group_json(const model::ops::OpLog& log, const model::ops::OpReco
 /// The finding of a rank's first divergent op in a step (`follow_up`: a later step of a rank that
 /// already diverged).
 Finding divergence_finding(const RankVerdict& rv, const StepVerdict& sv, const OpDivergence& d,
-                           const HashChoice& choice, std::size_t max_listed, bool follow_up);
+                           const HashChoice& choice, std::size_t max_listed, bool follow_up,
+                           const SideWords& w);
 /// What one rank-step compared (info).
-Finding step_info(const RankVerdict& rv, const StepVerdict& sv);
+Finding step_info(const RankVerdict& rv, const StepVerdict& sv, const SideWords& w);
 /// A side's records of a step that stop short (incomplete): where, why, and what was not compared.
-Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut& cut);
+Finding cut_finding(const RankVerdict& rv, const StepVerdict& sv, const StepCut& cut, const SideWords& w);
 /// "the compiled records of step 1 stop at rank-1.jsonl:64 (aten::addmm)": the rank's summary.
-std::string cut_text(const StepVerdict& sv, const StepCut& cut);
+std::string cut_text(const StepVerdict& sv, const StepCut& cut, const SideWords& w);
 /// Every log of a side must carry the same hash functions; returns the spec or reports why not.
-std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side, const char* which,
+std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side, const std::string& which,
                                               Emitter& em);
 /// Damaged and truncated logs of a side, by line.
-void damage(const std::vector<RankLogs>& side, const char* which, Emitter& em);
+void damage(const std::vector<RankLogs>& side, const std::string& which, Emitter& em);
 /// Ranks and steps that only one side has: missing evidence.
 void presence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled, Emitter& em);
 /// What the comparison had to work with, for the evidence rule (diff/report/evidence.hpp).

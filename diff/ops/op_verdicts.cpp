@@ -403,6 +403,7 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
   std::vector<RankVerdict> out;
   const detail::SideSteps eager_steps = detail::side_steps(eager),
                           compiled_steps = detail::side_steps(compiled);
+  const detail::SideWords words = detail::side_words(eager, compiled);
   for (const auto& er : eager) {
     const auto cr =
         std::find_if(compiled.begin(), compiled.end(), [&](const RankLogs& c) { return c.rank == er.rank; });
@@ -419,7 +420,7 @@ std::vector<RankVerdict> judge_op_logs(const std::vector<RankLogs>& eager,
       sv.eager = slice;
       sv.compiled = it->second;
       sv.alignment = align_slices(sv.eager, sv.compiled, choice);
-      detail::judge_cuts(sv, rv.rank, choice, eager_steps, compiled_steps);
+      detail::judge_cuts(sv, rv.rank, choice, eager_steps, compiled_steps, words);
       for (const auto& op : sv.alignment.eager) {
         sv.divergent += op.status == ValueStatus::Divergent ? 1 : 0;
         sv.unobserved += op.status == ValueStatus::Unobserved ? 1 : 0;

@@ -299,6 +299,51 @@ TEST(OpAlign, TorchFunctionCallsAreNeitherCountedAsOpsNorPaired) {
   })) << ::testing::PrintToString(summary);
 }
 
+TEST(OpCompareSample, TwoEagerRunsAreBaselineAndCandidateNeverACompiledRun) {
+  // The report names the sides by what their records show: the compiled logs' ops run FX graph
+  // code (`# File: <eval_with_key>.3:38`); the eager logs' do not.
+  const auto text_of = [](const Compared& c) {
+    std::string all = c.report.verdict.headline;
+    for (const auto& l : c.report.verdict.summary) all += "\n" + l;
+    for (const auto& f : c.report.findings) all += "\n" + f.message;
+    return all;
+  };
+  const auto eager = load(kData + "debugmode/eager");
+  const auto repeat = compare(eager, load(kData + "debugmode/eager_repeat"));
+  EXPECT_EQ(repeat.code, 0);
+  EXPECT_EQ(repeat.report.verdict.data["sides"]["baseline"], "baseline");
+  EXPECT_EQ(repeat.report.verdict.data["sides"]["candidate"], "candidate");
+  EXPECT_NE(repeat.report.verdict.headline.find("every baseline op's value was found in the candidate"),
+            std::string::npos)
+      << repeat.report.verdict.headline;
+  const std::string said = text_of(repeat);
+  EXPECT_EQ(said.find("compiled"), std::string::npos) << said;
+  EXPECT_EQ(said.find("eager"), std::string::npos) << said;
+  // A divergence between two eager runs (one hash changed) is named in the same words.
+  std::ifstream in(kData + "debugmode/eager/rank0_step1.debug.txt");
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = original;
+  // Another value out of the step's last op (the last gradient's div_: nothing reads it).
+  const auto last = text.rfind("'hash': (") + 9;
+  text[last] = text[last] == '1' ? '2' : '1';
+  const auto differ = compare(logs_of({original}, "eager"), logs_of({text}, "eager_other"));
+  EXPECT_EQ(differ.code, 1);
+  const auto divs = differ.of_kind("op_divergence");
+  ASSERT_FALSE(divs.empty());
+  EXPECT_NE(divs.front()->message.find("its inputs' values are in the candidate"), std::string::npos)
+      << divs.front()->message;
+  EXPECT_NE(divs.front()->message.find("candidate counterpart(s): aten::div_.Tensor"), std::string::npos)
+      << divs.front()->message;
+  EXPECT_EQ(text_of(differ).find("compiled"), std::string::npos) << text_of(differ);
+  // Eager against compiled keeps its words.
+  const auto compiled = compare(eager, load(kData + "debugmode/compile"));
+  EXPECT_EQ(compiled.report.verdict.data["sides"]["baseline"], "eager");
+  EXPECT_EQ(compiled.report.verdict.data["sides"]["candidate"], "compiled");
+  EXPECT_NE(compiled.report.verdict.headline.find("every eager op's value was found in the compiled run"),
+            std::string::npos)
+      << compiled.report.verdict.headline;
+}
+
 TEST(OpAlign, AFusedIntermediateIsUnobservedNotDivergent) {
   // Inductor-style: the compiled run never writes mul's value, but add (which reads it) agrees.
   const std::string eager =
