@@ -181,12 +181,14 @@ class OpRecorder:
     """Op records of one rank of a run, step after step, into `run_dir`/rank-<r>.jsonl (trace v1).
 
     model: names modules by their path in it ("layers.0.mlp"); modules outside it by class.
-    hashes: "xxh3+shard" (default) or "shard" (the shard-invariant hash alone: fully parallel on
-    the GPU, where XXH3's chain is sequential per tensor; both runs must use the same); "none"
-    records without hashes (the recorder's own cost, for benchmarks: nothing to compare).
+    hashes: "shard" (default: the shard-invariant hash alone, fully parallel on the GPU: 1.37x /
+    1.49x a step on an H100 at dim 2048 / 4096, docs/ops.md), or "xxh3+shard" (XXH3 beside it, for
+    values compared with xxhsum; XXH3's chain is sequential per tensor: 8.4x / 10.6x); both runs
+    must use the same. "none" records without hashes (the recorder's own cost, for benchmarks:
+    nothing to compare).
     backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python"."""
 
-    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="xxh3+shard", backend="auto"):
+    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="shard", backend="auto"):
         from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
 
         d = _dist()
@@ -691,7 +693,7 @@ def _code_line(filename, lineno):
 _recorders = {}
 
 
-def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="xxh3+shard", backend="auto"):
+def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="shard", backend="auto"):
     """`with gparity.record_ops(run_dir, step=N, model=model):` records one step's ops. The first
     call for a run directory in this process starts its rank file; later steps append to it.
     backend: "auto" (the C++ recorder when libgparity_torchops has it), "cpp" or "python"."""
