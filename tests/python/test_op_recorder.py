@@ -106,7 +106,7 @@ class _Cases:
     def test_a_parity_of_eager_and_aot_autograd(self):
         code, rep, text = self.compare("compiled")
         self.assertEqual(code, 0, text)
-        self.assertEqual(rep["result"]["decided_by"], "xxh3+shard")
+        self.assertEqual(rep["result"]["decided_by"], "shard")
         ranks = self.first(rep)
         self.assertEqual(sorted(ranks), [0, 1])
         for r in ranks.values():
@@ -126,7 +126,7 @@ class _Cases:
             ops = {c["op"] for c in f["values"]["compiled"]}
             self.assertEqual(f["values"]["paired_by"], "decomposition", text)
             self.assertTrue({"aten::tanh", "aten::mul.Tensor"} <= ops, ops)
-            self.assertEqual(f["values"]["decided_by"], "xxh3+shard")
+            self.assertEqual(f["values"]["decided_by"], "shard")
         # Step 2 starts from the weights step 1 updated: it follows.
         follows = [f for f in rep["findings"] if f["kind"] == "op_divergence_follows"]
         self.assertEqual(sorted(f["values"]["rank"] for f in follows), [0, 1], text)
@@ -226,7 +226,7 @@ class BackendsAgree(unittest.TestCase):
         py, cpp = os.path.join(out, "python", "eager"), os.path.join(out, "cpp", "eager")
         code, rep, text = compare_runs(py, cpp)
         self.assertEqual(code, 0, text)
-        self.assertEqual(rep["result"]["decided_by"], "xxh3+shard")
+        self.assertEqual(rep["result"]["decided_by"], "shard")
         for r in rep["result"]["ranks"]:
             self.assertTrue(r["parity"], text)
             self.assertEqual(r["steps"], 2)
@@ -244,7 +244,7 @@ class BackendsAgree(unittest.TestCase):
                 self.assertIn("c10d::allreduce_", {r["op"] for r in recs if r["phase"] == "optimizer"})
             # Every value the Python backend hashed as an op's output, the C++ backend hashed too.
             def outs(recs):
-                return {o["xxh3"] for r in recs for o in r["outs"] if "xxh3" in o}
+                return {o["shard"] for r in recs for o in r["outs"] if "shard" in o}
             self.assertEqual(outs(p), outs(c), f"rank {rank}")
 
 
@@ -254,7 +254,7 @@ class Views(unittest.TestCase):
     hashed either; a write through a view makes its base stale (hashed again when read)."""
 
     @staticmethod
-    def record(backend):
+    def record(backend, hashes="shard"):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
         import torch
         import gparity
@@ -263,7 +263,7 @@ class Views(unittest.TestCase):
         x = torch.randn(4, 8)
         opt = torch.optim.SGD(lin.parameters(), lr=0.1)
         with tempfile.TemporaryDirectory() as d:
-            rec = gparity.OpRecorder(d, model=lin, rank=0, world_size=1, backend=backend)
+            rec = gparity.OpRecorder(d, model=lin, rank=0, world_size=1, backend=backend, hashes=hashes)
             with rec.record(1):
                 y = lin(x)
                 z = y.view(32)[:16]  # a view of a view of a fresh output
@@ -274,7 +274,19 @@ class Views(unittest.TestCase):
             with open(os.path.join(d, "rank-0.jsonl"), encoding="utf-8") as f:
                 return [json.loads(line) for line in f]
 
+    def check_hash_choice(self, backend):
+        # The shard hash alone by default; XXH3 beside it only when asked, on the same values.
+        # (Not the outputs of allocations: new_empty's bytes are uninitialized, whatever was there.)
+        def outs(recs):
+            return [o for r in recs if "empty" not in r["op"] for o in r["outs"] if "shard" in o]
+        shard_only, both = outs(self.record(backend)), outs(self.record(backend, "xxh3+shard"))
+        self.assertTrue(shard_only, backend)
+        self.assertFalse(any("xxh3" in o for o in shard_only), backend)
+        self.assertTrue(all("xxh3" in o for o in both), backend)
+        self.assertEqual([o["shard"] for o in shard_only], [o["shard"] for o in both], backend)
+
     def check(self, backend):
+        self.check_hash_choice(backend)
         recs = self.record(backend)
         first = {}
         for r in recs:
