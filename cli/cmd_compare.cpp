@@ -6,11 +6,7 @@
 
 #include "cli/command.hpp"
 #include "cli/report_options.hpp"
-#include "core/model/base/input_error.hpp"
-#include "core/model/ops/op_run.hpp"
-#include "core/model/run/run_source.hpp"
-#include "diff/checkpoints/checkpoint_compare.hpp"
-#include "diff/ops/op_compare.hpp"
+#include "diff/resolve/inputs.hpp"
 #include "diff/runs/run_compare.hpp"
 
 namespace gparity::cli {
@@ -81,28 +77,11 @@ void register_compare(CLI::App& app, Action& action) {
     o.threads = a->threads;
     o.allow_incomplete = a->allow_incomplete;
     action = [a, o] {
-      const bool ops_a = model::ops::is_op_log_path(a->baseline),
-                 ops_b = model::ops::is_op_log_path(a->candidate);
-      if (ops_a || ops_b) {
-        if (!ops_a || !ops_b)
-          throw model::InputError(ops_a ? a->candidate : a->baseline,
-                                  "not op logs (DebugMode logs or gparity op records), but the other side "
-                                  "is: compare op logs with op logs");
-        const auto eager = model::ops::open_op_run(a->baseline);
-        const auto compiled = model::ops::open_op_run(a->candidate);
-        ReportSinks sinks(a->report, "gparity.compare");
-        diff::ops::OpCompareOptions oo;
-        oo.allow_incomplete = o.allow_incomplete;
-        return diff::ops::compare_op_runs(eager, compiled, oo, sinks.consumer());
-      }
-      if (diff::is_checkpoint_path(a->baseline) && diff::is_checkpoint_path(a->candidate)) {
-        ReportSinks sinks(a->report, "gparity.compare");
-        return diff::compare_checkpoints(a->baseline, a->candidate, {o.threads}, sinks.consumer());
-      }
-      const auto base = model::open_run(a->baseline);
-      const auto cand = model::open_run(a->candidate);
+      // Which comparison runs: diff/resolve (the gate and gparity-view decide alike).
+      const std::string paths[] = {a->baseline, a->candidate};
+      const auto in = diff::resolve_inputs(paths, diff::ResolveFor::Compare);
       ReportSinks sinks(a->report, "gparity.compare");
-      return diff::compare_runs(base, cand, o, sinks.consumer());
+      return diff::compare_inputs(in, o, sinks.consumer());
     };
   });
 }

@@ -13,31 +13,27 @@
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/output_error.hpp"
-#include "core/model/ops/op_run.hpp"
-#include "core/model/run/run_source.hpp"
-#include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/gate/gate_policy.hpp"
-#include "diff/ops/op_compare.hpp"
+#include "diff/resolve/inputs.hpp"
 
 namespace gparity::cli {
 namespace {
 
-/// Op-level comparison (docs/ops.md) under the gate's title.
+/// The policy's required op-level comparison (docs/ops.md), under its own title: both inputs
+/// must resolve as op logs (diff/resolve, as the gate's main comparison and `compare` do).
 int gate_ops(const std::string& baseline, const std::string& candidate, bool allow_incomplete,
              const ReportOptions& r) {
-  for (const auto& [side, other] : {std::pair{&baseline, &candidate}, std::pair{&candidate, &baseline}}) {
-    if (!model::ops::is_op_log_path(*side))
-      throw model::InputError(*side,
-                              "not op logs (gparity op records or DebugMode logs): the gate's \"ops\" "
-                              "compares op runs (docs/ops.md)");
-  }
-  const auto eager = model::ops::open_op_run(baseline);
-  const auto compiled = model::ops::open_op_run(candidate);
+  const std::string paths[] = {baseline, candidate};
+  const auto in = diff::resolve_inputs(paths, diff::ResolveFor::Compare);
+  if (in.kind != diff::InputKind::OpLogs)
+    throw model::InputError(baseline, "not op logs (gparity op records or DebugMode logs) but " +
+                                          std::string(diff::input_kind_name(in.kind)) +
+                                          ": the gate's \"ops\" compares op runs (docs/ops.md)");
   ReportSinks sinks(r, "gparity.gate.ops");
-  diff::ops::OpCompareOptions oo;
-  oo.title = "gparity gate (op-level parity)";
-  oo.allow_incomplete = allow_incomplete;
-  return diff::ops::compare_op_runs(eager, compiled, oo, sinks.consumer());
+  diff::CompareOptions o;
+  o.title = "gparity gate (op-level parity)";
+  o.allow_incomplete = allow_incomplete;
+  return diff::compare_inputs(in, o, sinks.consumer());
 }
 
 /// The worse of two exit codes: 2 (nothing usable) over 1 (divergence) over 0.
@@ -116,18 +112,13 @@ void register_gate(CLI::App& app, Action& action) {
                   << model::shown(p.command_dir.empty() ? "." : p.command_dir) << ")\n";
         diff::run_gate_command(*argv, p.command_dir, a->policy + ": " + which);
       }
+      // Which comparison runs (op logs, checkpoints, runs): diff/resolve, as for `compare`.
+      const std::string paths[] = {p.baseline, p.candidate};
+      const auto in = diff::resolve_inputs(paths, diff::ResolveFor::Compare);
       int rc = 0;
-      if (model::ops::is_op_log_path(p.baseline) && model::ops::is_op_log_path(p.candidate)) {
-        rc = gate_ops(p.baseline, p.candidate, p.options.allow_incomplete, r);  // op runs: op-level parity
-      } else if (diff::is_checkpoint_path(p.baseline) && diff::is_checkpoint_path(p.candidate)) {
-        ReportSinks sinks(r, "gparity.gate");  // checkpoints: per-parameter bitwise comparison
-        rc = diff::compare_checkpoints(p.baseline, p.candidate, {p.options.threads, p.options.title},
-                                       sinks.consumer());
-      } else {
-        const auto base = model::open_run(p.baseline);
-        const auto cand = model::open_run(p.candidate);
-        ReportSinks sinks(r, "gparity.gate");
-        rc = diff::compare_runs(base, cand, p.options, sinks.consumer());
+      {
+        ReportSinks sinks(r, in.kind == diff::InputKind::OpLogs ? "gparity.gate.ops" : "gparity.gate");
+        rc = diff::compare_inputs(in, p.options, sinks.consumer());
       }
       if (!r.json)
         std::cout << "reports: " << model::shown(r.junit) << ", " << model::shown(r.markdown) << ", "

@@ -14,6 +14,7 @@
 #include <exception>
 #include <utility>
 
+#include "diff/resolve/inputs.hpp"
 #include "gui/display_text.hpp"
 #include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
@@ -47,7 +48,7 @@ EvidenceData load_evidence(const JobVerdict& verdict, const std::vector<std::str
       case JobVerdict::Kind::Runs:
         // A pair of replay runs: the candidate's records (else the baseline's).
         for (auto it = paths.rbegin(); it != paths.rend() && !d.replay; ++it)
-          if (is_replay_run_path(*it))
+          if (diff::is_replay_run(*it))
             d.replay = std::make_shared<const views::ReplayRecords>(views::load_replay_records(*it));
         break;
       case JobVerdict::Kind::Collectives:
@@ -136,7 +137,7 @@ void MainWindow::open_path(const QString& path, bool quiet) {
 bool MainWindow::is_run(const QString& path) {
   // Only directories: a TORCH_TRACE .log file would pass as a console log.
   if (!QFileInfo(path).isDir()) return false;
-  return is_run_path(path.toStdString());
+  return diff::is_run_input(path.toStdString());
 }
 
 void MainWindow::open_runs(const QString& baseline, const QString& candidate) {

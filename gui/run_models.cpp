@@ -110,15 +110,6 @@ QVariant ulp(const std::optional<model::TraceScalar>& a, const std::optional<mod
 
 }  // namespace
 
-bool is_run_path(const std::string& path) {
-  try {
-    (void)model::open_run(path);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 RunPair load_run_pair(const std::string& baseline, const std::string& candidate) {
   const model::RunSource base = model::open_run(baseline);
   const model::RunSource cand = model::open_run(candidate);

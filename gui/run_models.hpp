@@ -53,9 +53,6 @@ struct RunPair {
   std::shared_ptr<const diff::CollectingConsumer> report;
 };
 
-/// True when model::open_run accepts `path`.
-bool is_run_path(const std::string& path);
-
 /// Opens both runs, aligns every rank both hold and keeps the engine's verdict. Throws
 /// model::InputError.
 RunPair load_run_pair(const std::string& baseline, const std::string& candidate);

@@ -4,12 +4,8 @@
 #include <filesystem>
 #include <utility>
 
-#include "core/model/base/input_error.hpp"
-#include "core/model/ops/op_run.hpp"
-#include "core/model/run/run_source.hpp"
-#include "diff/checkpoints/checkpoint_compare.hpp"
 #include "diff/collectives/collectives.hpp"
-#include "diff/ops/op_compare.hpp"
+#include "diff/resolve/inputs.hpp"
 #include "gui/verdict_grids.hpp"
 #include "gui/views/replay_view.hpp"
 
@@ -59,18 +55,6 @@ using verdict_grids::number_after;
 using verdict_grids::rank_label;
 using verdict_grids::replay_row;
 using verdict_grids::step_label;
-
-bool is_replay_run_path(const std::string& path) {
-  if (!fs::is_directory(path) || !is_run_path(path)) return false;
-  try {
-    const auto run = model::open_run(path);
-    const auto rep = run.manifest.extra.find("replay");
-    return rep != run.manifest.extra.end() && rep->is_object() &&
-           (rep->value("coor", false) || rep->contains("against"));
-  } catch (const model::InputError&) {
-    return false;
-  }
-}
 
 JobVerdict replay_verdict(std::shared_ptr<const views::ReplayRecords> records) {
   JobVerdict v;
@@ -349,48 +333,38 @@ JobVerdict run_verdict(std::shared_ptr<RunPair> runs) {
 }
 
 JobVerdict compute_verdict(std::span<const std::string> paths) {
-  if (paths.empty() || paths.size() > 2) throw model::InputError("", "open one or two paths");
+  // What the paths hold: the resolver `gparity compare` and the gate use (diff/resolve).
+  const auto in = diff::resolve_inputs(paths, diff::ResolveFor::View);
   JobVerdict v;
-  v.paths.assign(paths.begin(), paths.end());
+  v.paths = in.paths;
+  v.command = "gparity compare";
   diff::CollectingConsumer report;
-  if (paths.size() == 2) {
-    const std::string& a = paths[0];
-    const std::string& b = paths[1];
-    const bool ops_a = model::ops::is_op_log_path(a), ops_b = model::ops::is_op_log_path(b);
-    if (ops_a || ops_b) {
-      // As `gparity compare` does (cli/cmd_compare.cpp).
-      if (!ops_a || !ops_b)
-        throw model::InputError(ops_a ? b : a,
-                                "not DebugMode op logs, but the other side is: compare op logs with op logs");
+  switch (in.kind) {
+    case diff::InputKind::OpLogs:
       v.kind = JobVerdict::Kind::Ops;
-      v.command = "gparity compare";
-      diff::ops::compare_op_runs(model::ops::open_op_run(a), model::ops::open_op_run(b), {}, report);
+      diff::compare_inputs(in, {}, report);
       keep(v, report);
       build_op_grid(v);
       return v;
-    }
-    if (diff::is_checkpoint_path(a) && diff::is_checkpoint_path(b)) {
+    case diff::InputKind::Checkpoints:
       v.kind = JobVerdict::Kind::Checkpoints;
-      v.command = "gparity compare";
-      diff::compare_checkpoints(a, b, {}, report);
+      diff::compare_inputs(in, {}, report);
       keep(v, report);
       build_checkpoint_grid(v);
       return v;
-    }
-    if (is_run_path(a) && is_run_path(b)) return run_verdict(std::make_shared<RunPair>(load_run_pair(a, b)));
+    case diff::InputKind::Runs:
+      return run_verdict(std::make_shared<RunPair>(load_run_pair(in.paths[0], in.paths[1])));
+    case diff::InputKind::ReplayRun:
+      return replay_verdict(
+          std::make_shared<const views::ReplayRecords>(views::load_replay_records(in.paths[0])));
+    case diff::InputKind::Collectives: break;
   }
-  if (paths.size() == 1 && is_replay_run_path(paths[0]))
-    return replay_verdict(std::make_shared<const views::ReplayRecords>(views::load_replay_records(paths[0])));
   // Flight Recorder dumps and pickles, TORCH_TRACE collectives: `gparity collectives`.
   v.kind = JobVerdict::Kind::Collectives;
-  const auto run = diff::load_collectives(paths.subspan(paths.size() - 1));
   std::optional<diff::CollectiveRun> base;
-  if (paths.size() == 2) {
-    base = diff::load_collectives(paths.first(1));
-    v.command = "gparity collectives --baseline";
-  } else {
-    v.command = "gparity collectives";
-  }
+  if (paths.size() == 2) base = diff::load_collectives(paths.first(1));  // the baseline first
+  const auto run = diff::load_collectives(paths.subspan(paths.size() - 1));
+  v.command = paths.size() == 2 ? "gparity collectives --baseline" : "gparity collectives";
   diff::report_collectives(run, base ? &*base : nullptr, report);
   keep(v, report);
   build_collective_grid(v, run, base ? &*base : nullptr);

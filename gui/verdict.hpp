@@ -85,7 +85,8 @@ struct JobVerdict {
 };
 const char* kind_name(JobVerdict::Kind k) noexcept;
 
-/// The verdict of one or two paths, as the CLI gives it:
+/// The verdict of one or two paths, as the CLI gives it; what they hold is decided by
+/// diff::resolve_inputs (ResolveFor::View), the resolver `gparity compare` and the gate use:
 ///  - two op-log paths: `gparity compare` (op by op); a mix of op logs and other input: the
 ///    CLI's error;
 ///  - two checkpoint paths: `gparity compare` (per parameter, across layouts);
@@ -104,9 +105,6 @@ JobVerdict run_verdict(std::shared_ptr<RunPair> runs);
 /// The verdict of a replay run already judged (load_replay_records): a finding per rank (its
 /// verdict, at its first divergent node), origin ranks first, and a rank x node grid.
 JobVerdict replay_verdict(std::shared_ptr<const views::ReplayRecords> records);
-
-/// True when `path` is a run directory written by `gparity replay --against` or `--coor`.
-bool is_replay_run_path(const std::string& path);
 
 /// `path` relative to the nearest of `bases` (or their common parent) when it lies under one,
 /// else as it is: what the page shows (the full path goes in the tooltip).
