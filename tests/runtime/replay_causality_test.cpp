@@ -49,12 +49,20 @@ bool has(const std::string& text, const std::string& phrase) {
   return text.find(phrase) != std::string::npos;
 }
 
+/// `gparity replay --coor --json` of compile `compile` on 4 ranks: each rank's summary, the exit
+/// code checked against `exit_code`.
+std::map<int, json> coor_on_four_ranks(const TempDir& dir, const std::string& compile, int exit_code) {
+  const auto r = replay_causal(dir.path() / "run", compile, 4, {"--coor", "--json"});
+  EXPECT_EQ(r.exit_code, exit_code) << r.out << r.err;
+  auto s = replay_summaries(r.out);
+  EXPECT_EQ(s.size(), 4U) << r.out << r.err;
+  return s;
+}
+
 TEST(ReplayCausality, CoorNamesTheBuggyRankAsTheOnlyOriginAndItsPartnerAsReceivedOnFourRanks) {
   TempDir dir;
-  const auto r = replay_causal(dir.path() / "run", "1/0", 4, {"--coor", "--json"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = replay_summaries(r.out);
-  ASSERT_EQ(s.size(), 4U) << r.out << r.err;
+  const auto s = coor_on_four_ranks(dir, "1/0", 1);
+  ASSERT_EQ(s.size(), 4U);
   // Rank 1: its own graph (slice at 32) differs from rank 0's at the slice: the origin.
   const auto& v1 = s.at(1)["verdict"];
   EXPECT_EQ(v1["cause"], "origin") << v1.dump();
@@ -125,10 +133,8 @@ TEST(ReplayCausality, AReceivedDivergenceNamesTheOriginTheSendersOwnFindingNames
   // all-reduce (issue 36: on the 2x2 mesh, rank 1's origin slice_6 while rank 0's received
   // finding named slice_scatter_1).
   TempDir dir;
-  const auto r = replay_causal(dir.path() / "run", "4/0", 4, {"--coor", "--json"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = replay_summaries(r.out);
-  ASSERT_EQ(s.size(), 4U) << r.out << r.err;
+  const auto s = coor_on_four_ranks(dir, "4/0", 1);
+  ASSERT_EQ(s.size(), 4U);
   const auto& v1 = s.at(1)["verdict"];
   EXPECT_EQ(v1["cause"], "origin") << v1.dump();
   EXPECT_EQ(v1["first_divergent"]["node"], "slice_1") << v1.dump();
@@ -152,10 +158,8 @@ TEST(ReplayCausality, AReceivedDivergenceNamesTheOriginTheSendersOwnFindingNames
 
 TEST(ReplayCausality, CoorNamesBothOriginsWhenTwoGroupsHaveABuggyRank) {
   TempDir dir;
-  const auto r = replay_causal(dir.path() / "run", "2/0", 4, {"--coor", "--json"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = replay_summaries(r.out);
-  ASSERT_EQ(s.size(), 4U) << r.out << r.err;
+  const auto s = coor_on_four_ranks(dir, "2/0", 1);
+  ASSERT_EQ(s.size(), 4U);
   for (const int rank : {1, 3}) {
     EXPECT_EQ(s.at(rank)["verdict"]["cause"], "origin") << rank;
     EXPECT_EQ(s.at(rank)["verdict"]["first_divergent"]["node"], "slice_1") << rank;
@@ -177,10 +181,8 @@ TEST(ReplayCausality, CoorRunsAReceivingRankAloneToFindTheBugTheDamageHid) {
   // 0's graph scales by a half. In the coor run rank 2's scale only propagates rank 3's damage;
   // run alone, with rank 3's correct contribution, it is rank 2's own origin.
   TempDir dir;
-  const auto r = replay_causal(dir.path() / "run", "3/0", 4, {"--coor", "--json"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const auto s = replay_summaries(r.out);
-  ASSERT_EQ(s.size(), 4U) << r.out << r.err;
+  const auto s = coor_on_four_ranks(dir, "3/0", 1);
+  ASSERT_EQ(s.size(), 4U);
   const auto& v2 = s.at(2)["verdict"];
   EXPECT_EQ(v2["cause"], "received") << v2.dump();
   EXPECT_EQ(v2["from_ranks"], json::array({3})) << v2.dump();
@@ -200,10 +202,8 @@ TEST(ReplayCausality, CoorRunsAReceivingRankAloneToFindTheBugTheDamageHid) {
 
 TEST(ReplayCausality, AllCorrectStaysSafe) {
   TempDir dir;
-  const auto r = replay_causal(dir.path() / "run", "0/0", 4, {"--coor", "--json"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto s = replay_summaries(r.out);
-  ASSERT_EQ(s.size(), 4U) << r.out << r.err;
+  const auto s = coor_on_four_ranks(dir, "0/0", 0);
+  ASSERT_EQ(s.size(), 4U);
   for (const auto& [rank, j] : s) {
     EXPECT_EQ(j["verdict"]["outputs_equal"], true) << rank;
     EXPECT_EQ(j["verdict"]["all_equal"], true) << rank;
