@@ -88,7 +88,8 @@ Evidence collective_evidence(const CollectiveRun& run, const CollectiveRun* base
 
 }  // namespace
 
-int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, FindingConsumer& out) {
+int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, FindingConsumer& out,
+                       const CollectiveOptions& options) {
   ReportHeader h;
   h.title = "gparity collectives";
   h.candidate = run.path;
@@ -116,14 +117,29 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
   check_states(run, out, t);
   cross_check_graphs(run, out, t);
   if (baseline != nullptr) check_against_baseline(*baseline, run, out, t);
+  if (options.schedules) {
+    check_order_inversions(run, out, t);
+    check_hang(run, out, t);
+    if (baseline != nullptr) check_order_moves(*baseline, run, out, t);
+  }
 
   Verdict v;
   v.exit_code = exit_code_for(t.worst);
-  const bool same =
-      t.rank_mismatches + t.reordered + t.changed + t.added + t.removed + t.graph_mismatches == 0;
-  v.headline = same ? (baseline ? "collectives: every rank agrees and matches the baseline"
-                                : "collectives: every rank of every stream issues the same sequence")
-                    : "collectives differ";
+  const bool same = t.rank_mismatches + t.reordered + t.changed + t.added + t.removed + t.graph_mismatches +
+                        t.inversions + t.moved + t.deadlocks + t.never_arrived ==
+                    0;
+  if (t.deadlocks > 0)
+    v.headline = "collectives deadlock: " + std::to_string(t.deadlocks) + " wait-for cycle" +
+                 (t.deadlocks > 1 ? "s" : "") + " across ranks (cause and fix in the findings)";
+  else if (t.never_arrived > 0)
+    v.headline = "collectives hang: a rank never arrived at a collective the others wait in";
+  else if (!same)
+    v.headline = "collectives differ";
+  else if (t.worst == Severity::Incomplete)
+    v.headline = "collectives: incomplete evidence (a rank's dump is missing)";
+  else
+    v.headline = baseline ? "collectives: every rank agrees and matches the baseline"
+                          : "collectives: every rank of every stream issues the same sequence";
   v.summary.push_back(std::to_string(t.streams) + " streams on " + std::to_string(run.ranks.size()) +
                       " ranks; " + std::to_string(t.rank_mismatches) + " rank mismatches; " +
                       std::to_string(t.rooted) + " root/non-root record pairs matched by the rooted rule; " +
@@ -131,10 +147,16 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
   if (t.graph_checked > 0)
     v.summary.push_back(std::to_string(t.graph_checked) + " graphs checked against the Flight Recorder; " +
                         std::to_string(t.graph_mismatches) + " mismatches");
+  if (options.schedules)
+    v.summary.push_back("across process groups: " + std::to_string(t.inversions) + " order inversions; " +
+                        std::to_string(t.deadlocks) + " deadlocks; " + std::to_string(t.never_arrived) +
+                        " collectives a rank never arrived at");
   if (baseline != nullptr)
-    v.summary.push_back("against the baseline: " + std::to_string(t.reordered) + " reorderings, " +
-                        std::to_string(t.changed) + " changed, " + std::to_string(t.added) + " added, " +
-                        std::to_string(t.removed) + " removed");
+    v.summary.push_back(
+        "against the baseline: " + std::to_string(t.reordered) + " reorderings, " +
+        std::to_string(t.changed) + " changed, " + std::to_string(t.added) + " added, " +
+        std::to_string(t.removed) + " removed" +
+        (options.schedules ? ", " + std::to_string(t.moved) + " moved across another group's" : ""));
   v.data = {{"streams", t.streams},
             {"ranks", run.ranks.size()},
             {"rank_mismatches", t.rank_mismatches},
@@ -147,6 +169,13 @@ int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, 
             {"p2p_pairs", t.p2p_pairs},
             {"graphs_checked", t.graph_checked},
             {"graph_mismatches", t.graph_mismatches}};
+  if (options.schedules) {
+    v.data["order_inversions"] = t.inversions;
+    v.data["deadlock_count"] = t.deadlocks;
+    v.data["never_arrived"] = t.never_arrived;
+    if (baseline != nullptr) v.data["moved"] = t.moved;
+    for (auto& [key, value] : t.schedule.items()) v.data[key] = value;
+  }
   return finish_verdict(v, collective_evidence(run, baseline), out);
 }
 

@@ -35,9 +35,13 @@ struct CollectiveOp {
   /// send-to-recv across ranks instead of compared position by position.
   bool p2p = false;
   std::int64_t src = -1, dst = -1;
-  std::int64_t seq = 0;   // Flight Recorder collective_seq_id; 0 for graphs
-  std::string where;      // "record 12" or the node name
-  std::int64_t line = 0;  // the node's line in the log (graphs)
+  std::int64_t seq = 0;      // Flight Recorder collective_seq_id; 0 for graphs
+  std::int64_t record = -1;  // Flight Recorder record_id: the rank's issue order across groups
+  std::string where;         // "record 12" or the node name
+  std::int64_t line = 0;     // the node's line in the log (graphs)
+  /// Where the program issued it (Flight Recorder frames): the first frame outside torch and
+  /// other installed packages, "fn (file:line)"; "" when the dump has no frames.
+  std::string site;
   /// What ranks must agree on: kind, params, shapes and dtypes (not the group name, not where).
   [[nodiscard]] std::string signature() const;
 };
@@ -46,6 +50,15 @@ struct CollectiveStream {
   std::string name;                 // "pg 0 (default_pg)" or "0/0 aot_joint_graph"
   std::vector<std::int64_t> ranks;  // the process group's ranks; empty: every rank of the run
   std::vector<CollectiveOp> ops;
+  /// Flight Recorder streams: the process group's name and the dump's pg_status for it (the
+  /// last sequence numbers enqueued / started / completed; -1 when the dump has none).
+  std::string group;
+  model::ProcessGroupStatus status;
+  [[nodiscard]] bool flight_recorder() const noexcept { return name.starts_with("pg "); }
+  /// `group`, or for a stream built without it, its ops' group.
+  [[nodiscard]] const std::string& process_group() const noexcept {
+    return !group.empty() || ops.empty() ? group : ops.front().group;
+  }
 };
 
 struct RankCollectives {
@@ -55,6 +68,7 @@ struct RankCollectives {
   /// Inputs a reader claimed but found none of its kind in ("x.pkl is a pickle but holds no
   /// Flight Recorder entries (a list)"): the rank's evidence is missing, not empty and agreeing.
   std::vector<std::string> nothing;
+  bool flight_recorder = false;  // a Flight Recorder dump of this rank was read (even an empty one)
   [[nodiscard]] const CollectiveStream* find(std::string_view name) const noexcept;
 };
 
@@ -116,9 +130,17 @@ bool rooted_records_match(const CollectiveOp& a, const CollectiveOp& b);
 
 SequenceDiff diff_sequences(std::span<const CollectiveOp> a, std::span<const CollectiveOp> b);
 
+struct CollectiveOptions {
+  /// The analyses across process groups (diff/collectives/schedule.hpp): order inversions, moves
+  /// against the baseline, hangs and missing dumps. Off only to measure what they cost.
+  bool schedules = true;
+};
+
 /// Checks every stream across the run's ranks and, with a baseline, each rank's streams against
-/// the baseline's same rank. Emits begin/finding/check/end to `out`; returns the exit code
-/// (0 same, 1 differences).
-int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, FindingConsumer& out);
+/// the baseline's same rank; then the orders across process groups and, from dumps with
+/// collectives not completed, the hang. Emits begin/finding/check/end to `out`; returns the exit
+/// code (0 same, 1 differences or missing dumps).
+int report_collectives(const CollectiveRun& run, const CollectiveRun* baseline, FindingConsumer& out,
+                       const CollectiveOptions& options = {});
 
 }  // namespace gparity::diff

@@ -31,6 +31,9 @@ struct Tally {
   std::size_t unfinished = 0;  // Flight Recorder entries not completed
   std::size_t graph_checked = 0, graph_mismatches = 0;
   std::size_t p2p_pairs = 0;
+  std::size_t inversions = 0, moved = 0, deadlocks = 0, never_arrived = 0;
+  /// The schedule analyses' structures for --json (inversions, moved_across_groups, deadlocks, hang).
+  nlohmann::json schedule = nlohmann::json::object();
   void see(Severity s) { worst = std::max(worst, s); }
 };
 
@@ -43,6 +46,14 @@ void check_p2p(const CollectiveRun& run, FindingConsumer& out, Tally& t);
 void check_states(const CollectiveRun& run, FindingConsumer& out, Tally& t);
 /// Each rank's inductor graphs' collectives against its Flight Recorder streams.
 void cross_check_graphs(const CollectiveRun& run, FindingConsumer& out, Tally& t);
+/// Ranks that share two or more process groups issuing their collectives in different orders
+/// (schedule_checks.cpp).
+void check_order_inversions(const CollectiveRun& run, FindingConsumer& out, Tally& t);
+/// Collectives a candidate issues across another group's collective in the other order than the
+/// baseline does, per rank.
+void check_order_moves(const CollectiveRun& base, const CollectiveRun& run, FindingConsumer& out, Tally& t);
+/// Missing dumps, stuck groups, waits, deadlock cycles and their causes, ranks that never arrived.
+void check_hang(const CollectiveRun& run, FindingConsumer& out, Tally& t);
 /// Each rank's streams against the baseline's same rank.
 void check_against_baseline(const CollectiveRun& base, const CollectiveRun& run, FindingConsumer& out,
                             Tally& t);

@@ -149,7 +149,9 @@ void add_stream(CollectiveRun& run, RankCollectives& rc, CollectiveStream s) {
 std::int32_t rank_for(CollectiveRun& run, const std::string& path, std::int32_t rank) {
   if (rank >= 0) return rank;
   rank = static_cast<std::int32_t>(run.ranks.size());
-  run.problems.push_back(path + ": no rank in the file name (rank<r>_...); taken as rank " +
+  run.problems.push_back(path +
+                         ": no rank in the file name (rank<r>..., or PyTorch's dump name: a prefix, then "
+                         "the rank) and none its process groups single out; taken as rank " +
                          std::to_string(rank));
   return rank;
 }
@@ -157,17 +159,43 @@ std::int32_t rank_for(CollectiveRun& run, const std::string& path, std::int32_t 
 /// What a Flight Recorder dump yields, without the dump: its entries and frames are dropped as soon
 /// as they are turned into streams, so dumps read on several workers never all sit in memory.
 struct DumpStreams {
-  std::int32_t rank = -1;  // from the file name; -1 when it has none
-  bool empty = false;      // no entries at all
+  std::int32_t rank = -1;        // from the file name; -1 when it has none
+  std::int32_t group_rank = -1;  // the one rank all its process groups hold; -1 when none
+  std::string not_member;        // a group whose ranks leave out the file name's rank
+  bool empty = false;            // no entries at all
   std::vector<CollectiveStream> streams;
 };
 
 DumpStreams streams_of(const model::FlightRecorderDump& dump) {
-  return {dump.rank, dump.entries.empty(), collectives_from_flight_recorder(dump)};
+  DumpStreams d{dump.rank,
+                model::rank_from_groups(dump),
+                {},
+                dump.entries.empty(),
+                collectives_from_flight_recorder(dump)};
+  for (const auto& g : dump.groups) {
+    if (dump.rank < 0 || g.ranks.empty() || d.not_member.size() > 0) continue;
+    if (std::find(g.ranks.begin(), g.ranks.end(), dump.rank) == g.ranks.end())
+      d.not_member = "pg " + g.name + (g.desc.empty() ? "" : " (" + g.desc + ")") + " of ranks [" +
+                     join(
+                         [&] {
+                           std::vector<std::string> r;
+                           for (auto x : g.ranks) r.push_back(std::to_string(x));
+                           return r;
+                         }(),
+                         ", ") +
+                     "]";
+  }
+  return d;
 }
 
 void add_dump(CollectiveRun& run, const std::string& path, DumpStreams dump) {
-  const std::int32_t rank = rank_for(run, path, dump.rank);
+  // A rank records only the process groups it is a member of: a file name that says otherwise
+  // names another rank's dump (or a renamed one), and everything read from it would be misplaced.
+  if (!dump.not_member.empty())
+    throw model::InputError(path, "the file name says rank " + std::to_string(dump.rank) +
+                                      " but the dump's " + dump.not_member +
+                                      " does not hold it: rename the file to its rank");
+  const std::int32_t rank = rank_for(run, path, dump.rank >= 0 ? dump.rank : dump.group_rank);
   auto& rc = rank_slot(run, rank);
   // Two dumps of one rank: which holds the rank's sequence cannot be guessed.
   for (const auto& s : rc.sources) {
@@ -176,6 +204,7 @@ void add_dump(CollectiveRun& run, const std::string& path, DumpStreams dump) {
                                         ": two Flight Recorder dumps of one rank (keep one)");
   }
   rc.sources.push_back(path);
+  rc.flight_recorder = true;
   if (dump.empty) rc.nothing.push_back(path + " is a Flight Recorder dump with no entries");
   for (auto& s : dump.streams) add_stream(run, rank_slot(run, rank), std::move(s));
 }
@@ -256,8 +285,11 @@ bool is_trace_log(const fs::path& p) {
 
 bool is_flight_recorder(const fs::path& p) {
   const auto name = p.filename().string();
-  return (name.starts_with("rank") && name.ends_with("_flight_recorder.json")) ||
-         model::is_flight_recorder_pickle(p.string());  // pickled dumps, by content
+  if (name.starts_with("rank") && name.ends_with("_flight_recorder.json")) return true;
+  if (model::is_flight_recorder_pickle(p.string())) return true;  // pickled dumps, by content
+  // PyTorch's own names (TORCH_FR_DUMP_TEMP_FILE + rank) in JSON form: by content too.
+  return model::rank_in_file_name(name) >= 0 && !name.ends_with(".log") &&
+         model::detect_format(p.string()).format == model::Format::FlightRecorderJson;
 }
 
 /// Reads what a folder holds; false when it holds neither kind of file.
@@ -298,6 +330,34 @@ void parse_p2p(CollectiveOp& op) {
   } catch (const std::exception&) {
     op.src = op.dst = -1;
   }
+}
+
+/// Installed code (torch itself, other packages, the interpreter's own frames): not where a user's
+/// program issued a collective. Inductor's generated modules (/tmp/torchinductor_*) are not.
+bool library_frame(const model::FlightRecorderFrame& f) {
+  const std::string_view p = f.filename;
+  return p.empty() || p.starts_with("<") || p.find("site-packages/") != std::string_view::npos ||
+         p.find("dist-packages/") != std::string_view::npos || p.find("/torch/") != std::string_view::npos ||
+         p.find("/lib/python3") != std::string_view::npos;
+}
+
+std::string frame_text(const model::FlightRecorderFrame& f) {
+  const auto slash = f.filename.rfind('/');
+  const std::string file = slash == std::string::npos ? f.filename : f.filename.substr(slash + 1);
+  return f.name + " (" + file + ":" + std::to_string(f.line) + ")";
+}
+
+std::string call_site(const std::vector<model::FlightRecorderFrame>& frames) {
+  if (frames.empty()) return {};
+  std::size_t i = 0;
+  while (i < frames.size() && library_frame(frames[i])) ++i;
+  return frame_text(i == frames.size() ? frames.front() : frames[i]);
+}
+
+model::ProcessGroupStatus status_of(const model::FlightRecorderDump& d, std::int64_t pg_id) {
+  for (const auto& st : d.status)
+    if (st.pg_id == pg_id) return st;
+  return {};
 }
 
 }  // namespace
@@ -362,9 +422,13 @@ std::vector<CollectiveStream> collectives_from_flight_recorder(const model::Flig
       op.group = name;
       op.state = e->state;
       op.seq = e->is_p2p ? 0 : e->collective_seq_id;
+      op.record = e->record_id;
       op.where = "record " + std::to_string(e->record_id);
+      op.site = call_site(e->frames);
+      if (s.status.pg_id < 0) s.status = status_of(d, e->pg_id);
       s.ops.push_back(std::move(op));
     }
+    s.group = name;
     s.name = "pg " + name + (desc.empty() ? "" : " (" + desc + ")");
     if (!s.ops.empty()) out.push_back(std::move(s));
   }

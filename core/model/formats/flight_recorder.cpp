@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -58,7 +60,24 @@ class Reader {
         d.groups.push_back(std::move(g));
       }
     }
+    if (j.contains("pg_status")) {
+      const Json& st = j["pg_status"];
+      if (!st.is_object()) fail("pg_status is not an object");
+      for (auto it = st.begin(); it != st.end(); ++it) {
+        where_ = "pg_status[\"" + it.key() + "\"]";
+        if (!it.value().is_object()) fail("not an object");
+        ProcessGroupStatus ps;
+        ps.pg_id = number_text(it.key(), "the key");
+        ps.last_enqueued = status_value(it.value(), "last_enqueued_collective");
+        ps.last_started = status_value(it.value(), "last_started_collective");
+        ps.last_completed = status_value(it.value(), "last_completed_collective");
+        d.status.push_back(ps);
+      }
+    }
     where_.clear();
+    // PyTorch leaves "entries" out of a dump with none (dump_json); a dump is still told by its
+    // pg_config and pg_status, which it always writes.
+    if (!j.contains("entries") && j.contains("pg_config") && j.contains("pg_status")) return d;
     if (!j.contains("entries") || !j["entries"].is_array()) fail("no \"entries\" array");
     const Json& entries = j["entries"];
     d.entries.reserve(entries.size());
@@ -88,6 +107,20 @@ class Reader {
     }
     if (!j[key].is_number_integer()) fail(std::string("\"") + key + "\" is not an integer");
     return j[key].get<std::int64_t>();
+  }
+  std::int64_t number_text(const std::string& text, const char* what) const {
+    std::int64_t v = 0;
+    const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (res.ec != std::errc() || res.ptr != text.data() + text.size())
+      fail(std::string(what) + " \"" + text.substr(0, 40) + "\" is not an integer");
+    return v;
+  }
+  // pg_status values: strings in the JSON dump ("12"), integers in the pickle.
+  std::int64_t status_value(const Json& j, const char* key) const {
+    if (!j.contains(key) || j[key].is_null()) return -1;
+    if (j[key].is_number_integer()) return j[key].get<std::int64_t>();
+    if (j[key].is_string()) return number_text(j[key].get<std::string>(), key);
+    fail(std::string("\"") + key + "\" is not an integer");
   }
   // pg_config ranks are written as a string "[0, 1]" (or an array in some versions).
   std::vector<std::int64_t> ranks(const Json& r) const {
@@ -168,6 +201,9 @@ class Reader {
     e.state = text(j, "state", true);
     if (j.contains("retired") && j["retired"].is_boolean()) e.retired = j["retired"].get<bool>();
     e.time_created_ns = integer(j, "time_created_ns", 0, true);
+    e.time_discovered_started_ns = integer(j, "time_discovered_started_ns", 0, true);
+    e.time_discovered_completed_ns = integer(j, "time_discovered_completed_ns", 0, true);
+    e.timeout_ms = integer(j, "timeout_ms", 0, true);
     if (j.contains("frames")) {
       if (!j["frames"].is_array()) fail("\"frames\" is not a list");
       for (const auto& f : j["frames"]) {
@@ -223,6 +259,7 @@ class FastReader {
       d.version = std::move(h.version);
       d.comm_lib_version = std::move(h.comm_lib_version);
       d.groups = std::move(h.groups);
+      d.status = std::move(h.status);
     } catch (const InputError&) {
       return std::nullopt;
     }
@@ -416,6 +453,9 @@ class FastReader {
       if (key == "p2p_seq_id") return optional_integer(e.p2p_seq_id, 0);
       if (key == "op_id") return optional_integer(e.op_id, -1);
       if (key == "time_created_ns") return optional_integer(e.time_created_ns, 0);
+      if (key == "time_discovered_started_ns") return optional_integer(e.time_discovered_started_ns, 0);
+      if (key == "time_discovered_completed_ns") return optional_integer(e.time_discovered_completed_ns, 0);
+      if (key == "timeout_ms") return optional_integer(e.timeout_ms, 0);
       if (key == "is_p2p") return boolean(e.is_p2p);
       if (key == "profiling_name") return has_name = true, string(e.profiling_name);
       if (key == "state") return string(e.state);
@@ -458,20 +498,57 @@ class FastReader {
   std::size_t i_ = 0;
 };
 
-std::int32_t rank_of(const std::string& path) {
-  const auto name = std::filesystem::path(path).filename().string();
-  if (!name.starts_with("rank")) return -1;
+}  // namespace
+
+// "rank" followed by an optional '_' or '-' and digits, anywhere in the file name; the last such
+// match wins. Else PyTorch's own names: the prefix it was given, then the rank's digits.
+std::int32_t rank_in_file_name(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  std::int32_t rank = -1;
+  for (std::size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
+    std::size_t i = at + 4;
+    if (i < name.size() && (name[i] == '_' || name[i] == '-')) ++i;
+    std::int32_t r = -1;
+    const auto res = std::from_chars(name.data() + i, name.data() + name.size(), r);
+    if (res.ec == std::errc() && r >= 0) rank = r;
+  }
+  if (rank >= 0) return rank;
+  std::string_view stem = name;
+  for (const std::string_view ext : {".json", ".pkl", ".pickle"})
+    if (stem.ends_with(ext)) stem.remove_suffix(ext.size());
+  std::size_t digits = stem.size();
+  while (digits > 0 && stem[digits - 1] >= '0' && stem[digits - 1] <= '9') --digits;
+  // Digits alone ("0") or too many for a rank ("20240105") are no rank.
+  if (digits == 0 || digits == stem.size() || stem.size() - digits > 7) return -1;
   std::int32_t r = -1;
-  const auto res = std::from_chars(name.data() + 4, name.data() + name.size(), r);
+  const auto res = std::from_chars(stem.data() + digits, stem.data() + stem.size(), r);
   return res.ec == std::errc() ? r : -1;
 }
 
-}  // namespace
+std::int32_t rank_from_groups(const FlightRecorderDump& d) {
+  std::vector<std::int64_t> common;
+  bool first = true;
+  for (const auto& g : d.groups) {
+    if (g.ranks.empty()) continue;
+    std::vector<std::int64_t> ranks = g.ranks;
+    std::sort(ranks.begin(), ranks.end());
+    if (first) {
+      common = std::move(ranks);
+      first = false;
+      continue;
+    }
+    std::vector<std::int64_t> both;
+    std::set_intersection(common.begin(), common.end(), ranks.begin(), ranks.end(), std::back_inserter(both));
+    common = std::move(both);
+  }
+  return common.size() == 1 && common[0] >= 0 && common[0] <= INT32_MAX ? static_cast<std::int32_t>(common[0])
+                                                                        : -1;
+}
 
 FlightRecorderDump parse_flight_recorder(std::string_view text, const std::string& source) {
   auto fast = FastReader(text, source).dump();
   FlightRecorderDump d = fast ? std::move(*fast) : Reader(source).dump(parse_json(text, source));
-  d.rank = rank_of(source);
+  d.rank = rank_in_file_name(source);
   return d;
 }
 

@@ -1,28 +1,11 @@
 #include "core/model/formats/flight_recorder_pickle.hpp"
 
-#include <charconv>
-#include <filesystem>
 #include <fstream>
 
 #include "core/model/formats/pickle/pickle_interpret.hpp"
 #include "core/model/formats/pickle/pickle_machine.hpp"
 
 namespace gparity::model {
-
-// "rank" followed by an optional '_' or '-' and digits, anywhere in the file name; the last
-// such match wins (a folder-ish prefix like "ranks_run/" is not part of the name anyway).
-std::int32_t rank_in_file_name(const std::string& path) {
-  const std::string name = std::filesystem::path(path).filename().string();
-  std::int32_t rank = -1;
-  for (std::size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
-    std::size_t i = at + 4;
-    if (i < name.size() && (name[i] == '_' || name[i] == '-')) ++i;
-    std::int32_t r = -1;
-    const auto res = std::from_chars(name.data() + i, name.data() + name.size(), r);
-    if (res.ec == std::errc() && r >= 0) rank = r;
-  }
-  return rank;
-}
 
 bool looks_like_pickle(std::span<const std::byte> head) noexcept {
   return head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 &&

@@ -33,11 +33,7 @@ std::optional<FlightRecorderDump> read_flight_recorder_pickle_if_dump(std::span<
                                                                       const std::string& source,
                                                                       std::string& holds);
 
-/// The rank a dump's file name gives: "rank<r>" anywhere in it (also rank_<r>, rank-<r>); -1 when none.
-std::int32_t rank_in_file_name(const std::string& path);
-
-/// Parses a pickled dump. The rank comes from the file name: "rank<r>" anywhere in it
-/// (fr_rank3.pkl, rank3_flight_recorder.pkl, nccl_trace_rank_3).
+/// Parses a pickled dump. The rank comes from the file name (rank_in_file_name).
 FlightRecorderDump parse_flight_recorder_pickle(std::span<const std::byte> bytes, const std::string& source);
 
 }  // namespace gparity::model

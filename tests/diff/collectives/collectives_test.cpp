@@ -480,6 +480,10 @@ TEST(CollectivesFolder, ManyDumpsReadInParallelKeepRankOrderAndTheFirstError) {
   TempDir dir;
   auto r0 = read_json(kGraphs + "eager/rank0_flight_recorder.json");
   auto r1 = read_json(kGraphs + "eager/rank1_flight_recorder.json");
+  // Twelve ranks of one group: a dump's file name must name a rank its groups hold.
+  const std::string twelve = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]";
+  r0["pg_config"]["0"]["ranks"] = twelve;
+  r1["pg_config"]["0"]["ranks"] = twelve;
   for (int r = 0; r < 12; ++r) {
     auto dump = r % 2 == 0 ? r0 : r1;
     if (r == 9) entry(dump, 40)["input_sizes"] = nlohmann::json::array({nlohmann::json::array({7})});
