@@ -314,17 +314,19 @@ class Walk {
     const auto k = static_cast<std::int64_t>(roots_.size() - 1);
     if (c == Cause::Origin) {
       result_.origins.push_back(roots_.back());
-      first_origin_.try_emplace(ranks_[p].rank, k);
+      first_origin_.try_emplace({ranks_[p].rank, r.graph}, k);
     }
     return k;
   }
 
   /// The root a collective's receivers name for damage whose chain started at root `k`: the
-  /// sender's first origin, which its own findings and the overall line name (a rank with two
-  /// origins of one bug, the second feeding the collective, is not named by the second).
+  /// sender's first origin in that graph, which its own finding of the graph names (a rank with
+  /// two origins of one bug, the second feeding the collective, is not named by the second).
   std::int64_t named_root(std::int64_t k) const {
-    if (k < 0 || roots_[static_cast<std::size_t>(k)].cause != Cause::Origin) return k;
-    const auto it = first_origin_.find(roots_[static_cast<std::size_t>(k)].rank);
+    if (k < 0) return k;
+    const auto& root = roots_[static_cast<std::size_t>(k)];
+    if (root.cause != Cause::Origin) return k;
+    const auto it = first_origin_.find({root.rank, root.graph});
     return it == first_origin_.end() ? k : it->second;
   }
 
@@ -547,7 +549,8 @@ class Walk {
   std::vector<std::vector<bool>> tainted_;
   std::vector<std::vector<std::int64_t>> root_;  // index into roots_, -1: none
   std::vector<OriginRef> roots_;
-  std::map<int, std::int64_t> first_origin_;  // rank -> its first origin's index into roots_
+  // (rank, graph) -> the first origin there, as an index into roots_
+  std::map<std::pair<int, std::string>, std::int64_t> first_origin_;
   std::vector<std::size_t> cursor_;
   std::vector<std::string> diverged_graph_;  // the first graph of the rank with a divergence
   std::vector<std::int64_t> diverged_root_;

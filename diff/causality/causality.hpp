@@ -102,10 +102,11 @@ struct Classification {
   std::int64_t sequence = -1;   // per-group sequence number on this rank (p2p: k-th to/from peer)
   std::vector<int> from_ranks;  // received: the members whose inputs differed
   /// The origin whose damage this record carries (itself for an origin). A received record names
-  /// the origin its sender's own findings name: that rank's first origin.
+  /// the origin its sender's own finding names: that rank's first origin in the graph (stream)
+  /// where the damage started.
   OriginRef origin;
-  /// Received: the origin whose damage fed the collective, when the sender has several and it is
-  /// not the first (rank 1's first origin slice_6, its second slice_scatter_1 feeding the
+  /// Received: the origin whose damage fed the collective, when the sender has several there and
+  /// it is not the first (rank 1's first origin slice_6, its second slice_scatter_1 feeding the
   /// all-reduce); empty otherwise.
   std::optional<OriginRef> through;
   std::string why_unknown;  // unknown: what the evidence lacks

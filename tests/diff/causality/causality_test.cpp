@@ -174,6 +174,27 @@ TEST(Causality, AReceivedDivergenceNamesTheSendersFirstOriginAndTheOneThatReache
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->origin.node, "slice_1");
   EXPECT_FALSE(w->through.has_value());
+  // An origin of an earlier graph on rank 1 (an optimizer state of its own) is not the one named:
+  // the receiver names rank 1's first origin in the graph where the damage started.
+  auto with_earlier = ranks;
+  for (auto& rr : with_earlier) {
+    for (auto& rec : rr.records)
+      for (auto& in : rec.inputs) ++in;
+    auto state = node("state", "aten.copy_.default", {}, 10);
+    state.graph = "aot_forward_graph 0/0";
+    state.differs = rr.rank == 1;
+    rr.records.insert(rr.records.begin(), state);
+    for (std::size_t i = 1; i < rr.records.size(); ++i) rr.records[i].graph = "aot_backward_graph 0/0";
+  }
+  const auto r2 = classify(with_earlier, mesh());
+  const auto* c2 = r2.find(0, AllReduce + 1);
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(c2->cause, Cause::Received);
+  EXPECT_EQ(c2->origin.node, "slice_1");
+  ASSERT_TRUE(c2->through.has_value());
+  EXPECT_EQ(c2->through->node, "slice_2");
+  ASSERT_EQ(r2.origins.size(), 3U);
+  EXPECT_EQ(r2.origins[0].node, "state");
   // One origin that reaches the collective itself: no "through".
   const auto one = one_bug(2, {1});
   const auto* c1 = classify(one, mesh()).find(0, kAllReduce);
