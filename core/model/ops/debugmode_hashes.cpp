@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <set>
+#include <span>
+#include <tuple>
+#include <unordered_set>
 
 #include "core/model/ops/debugmode_reader.hpp"
 
@@ -141,32 +145,143 @@ bool Reader::check_spec() {
   return false;
 }
 
+namespace {
+
+/// A tensor's identity inside a hashing run: its DebugMode id, or where the log has no ids, its
+/// dtype, shape and hashes.
+struct NoiseKey {
+  std::int64_t id = -1;
+  std::uint32_t dtype = 0, shape = 0;
+  std::vector<HashValue> hashes;
+  friend bool operator==(const NoiseKey&, const NoiseKey&) = default;
+};
+
+NoiseKey noise_key(const OpLog& log, const TensorRef& t) {
+  NoiseKey k{t.id, t.dtype, t.shape, {}};
+  if (t.id < 0)
+    for (std::uint32_t i = 0; i < t.hash_count; ++i) k.hashes.push_back(log.hash(t, i));
+  return k;
+}
+
+/// Whether `t` is one of a launch's tensor arguments as it hashed them: same dtype, shape and
+/// every hash (the pre-kernel ones before the launch, the post-kernel ones after it).
+bool is_launch_argument(const OpLog& log, const TensorRef& t, std::span<const TensorRef> launch_args) {
+  if (!t.hashed()) return false;
+  return std::any_of(launch_args.begin(), launch_args.end(), [&](const TensorRef& a) {
+    if (a.dtype != t.dtype || a.shape != t.shape || a.hash_count != t.hash_count) return false;
+    for (std::uint32_t i = 0; i < a.hash_count; ++i)
+      if (!(log.hash(a, i) == log.hash(t, i))) return false;
+    return true;
+  });
+}
+
+/// A record that may belong to a hashing run: a dispatched op or a torch function call
+/// (record_torchfunction logs the hashing's own torch calls) of the launch's step.
+bool may_hash(const OpRecord& r, const OpRecord& launch) {
+  return (r.kind == RecordKind::Op || r.kind == RecordKind::TorchFunction) && r.step == launch.step;
+}
+
+/// Whether every tensor argument of `r` is either one of the launch's arguments as hashed
+/// (`hashed`, `also`) or made by the run so far (`made`); if so, `r`'s outputs join `made`.
+bool extends_run(const OpLog& log, const OpRecord& r, std::span<const TensorRef> hashed,
+                 std::span<const TensorRef> also, std::vector<NoiseKey>& made) {
+  for (std::uint32_t i = 0; i < r.arg_count; ++i) {
+    const TensorRef& t = log.arg(r, i);
+    if (is_launch_argument(log, t, hashed) || is_launch_argument(log, t, also)) continue;
+    if (std::find(made.begin(), made.end(), noise_key(log, t)) == made.end()) return false;
+  }
+  for (std::uint32_t i = 0; i < r.out_count; ++i) made.push_back(noise_key(log, log.out(r, i)));
+  return true;
+}
+
+/// A value as a launch reads it: dtype, shape and hashes (launch arguments carry no ids).
+/// (Each hash as its kind and bits, in order.)
+using ArgValue = std::tuple<std::uint32_t, std::uint32_t, std::vector<std::pair<int, std::uint64_t>>>;
+
+ArgValue arg_value(const OpLog& log, const TensorRef& t) {
+  std::vector<std::pair<int, std::uint64_t>> h;
+  for (std::uint32_t i = 0; i < t.hash_count; ++i)
+    h.emplace_back(static_cast<int>(log.hash(t, i).kind), log.hash(t, i).bits);
+  return {t.dtype, t.shape, std::move(h)};
+}
+
+/// Hashes that tell nothing apart (every one 0: a constant or empty tensor).
+bool weak_value(const ArgValue& v) {
+  const auto& h = std::get<2>(v);
+  return std::all_of(h.begin(), h.end(), [](const auto& x) { return x.second == 0; });
+}
+
+}  // namespace
+
 void Reader::mark_hash_noise() {
+  // DebugMode hashes a launch's tensor arguments with hash_fn before it (pre-kernel hashes) and
+  // after it (post-kernel hashes) while the mode records: whatever hash_fn holds, each run of ops
+  // that reads only those arguments (as hashed) or what the run itself made, right next to the
+  // [triton] line, is DebugMode's, not the program's. An op whose output the program reads later
+  // is the program's: such ops are given back below.
   auto& recs = log_.records;
-  auto noise_op = [&](const OpRecord& r) {
-    const std::string_view op = log_.op_name(r);
-    return op == "aten::_to_copy" || op == "aten::linalg_vector_norm" || op == "aten::_local_scalar_dense" ||
-           op == "aten::hash_tensor";
+  std::vector<NoiseKey> made;
+  for (std::size_t t = 0; t < recs.size(); ++t) {
+    const OpRecord& launch = recs[t];
+    if (launch.kind != RecordKind::Triton) continue;
+    const std::span<const TensorRef> pre(log_.tensors.data() + launch.first_arg, launch.arg_count);
+    const std::span<const TensorRef> post(log_.tensors.data() + launch.first_out, launch.out_count);
+    // Before: the longest run of qualifying records that ends at the launch (found forward, since
+    // a chain's records read what earlier ones of it made).
+    std::size_t from = t;
+    while (from > 0 && t - from < kNoiseLookback && may_hash(recs[from - 1], launch)) --from;
+    std::size_t run_start = from;
+    made.clear();
+    for (std::size_t k = from; k < t; ++k) {
+      if (!extends_run(log_, recs[k], pre, {}, made)) {
+        run_start = k + 1;
+        made.clear();
+      }
+    }
+    for (std::size_t k = run_start; k < t; ++k) recs[k].hash_noise = true;
+    // After: the run that starts right after it; the post-kernel hashes name what it wrote, and the
+    // arguments it only read keep their pre-kernel hashes (the same values).
+    made.clear();
+    for (std::size_t k = t + 1; k < recs.size() && may_hash(recs[k], launch); ++k) {
+      if (!extends_run(log_, recs[k], post, pre, made)) break;
+      recs[k].hash_noise = true;
+    }
+  }
+  give_back_program_ops();
+}
+
+void Reader::give_back_program_ops() {
+  // An output the program reads later (a record outside the runs, by id; a launch, whose
+  // arguments have no id, by value) is the program's: its record leaves the run, and so do those
+  // that made what it read. Repeated until nothing changes.
+  auto& recs = log_.records;
+  std::set<ArgValue> launch_reads;
+  for (const auto& r : recs)
+    if (r.kind == RecordKind::Triton)
+      for (std::uint32_t i = 0; i < r.arg_count; ++i)
+        if (log_.arg(r, i).hashed()) launch_reads.insert(arg_value(log_, log_.arg(r, i)));
+  auto read_by_launch = [&](const TensorRef& t) {
+    if (!t.hashed()) return false;
+    const ArgValue v = arg_value(log_, t);
+    return !weak_value(v) && launch_reads.contains(v);
   };
-  std::size_t i = 0;
-  while (i < recs.size()) {
-    if (!noise_op(recs[i])) {
-      ++i;
-      continue;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::unordered_set<std::int64_t> read_by_program;  // tensor ids read outside the runs
+    for (const auto& r : recs)
+      if (!r.hash_noise)
+        for (std::uint32_t i = 0; i < r.arg_count; ++i)
+          if (const auto id = log_.arg(r, i).id; id >= 0) read_by_program.insert(id);
+    for (auto& r : recs) {
+      for (std::uint32_t i = 0; i < r.out_count && r.hash_noise; ++i) {
+        const TensorRef& o = log_.out(r, i);
+        if ((o.id >= 0 && read_by_program.contains(o.id)) || read_by_launch(o)) {
+          r.hash_noise = false;
+          changed = true;
+        }
+      }
     }
-    std::size_t j = i;
-    bool hashing = false;
-    while (j < recs.size() && noise_op(recs[j]) && recs[j].step == recs[i].step) {
-      const std::string_view op = log_.op_name(recs[j]);
-      hashing = hashing || op == "aten::hash_tensor" || op == "aten::linalg_vector_norm";
-      ++j;
-    }
-    const bool next_to_kernel = (i > 0 && recs[i - 1].kind == RecordKind::Triton) ||
-                                (j < recs.size() && recs[j].kind == RecordKind::Triton);
-    if (hashing && next_to_kernel) {
-      for (std::size_t k = i; k < j; ++k) recs[k].hash_noise = true;
-    }
-    i = j;
   }
 }
 

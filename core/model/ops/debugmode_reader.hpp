@@ -132,8 +132,13 @@ class Reader {
   bool check_spec();
 
   /// Runs of DebugMode's hashing ops next to a Triton launch (its pre- and post-kernel hashes
-  /// dispatch them while the mode is active).
+  /// dispatch them while the mode is active): found by what they read (the launch's arguments
+  /// with the hashes it printed, or what the run made), whatever the hash functions are.
   void mark_hash_noise();
+  /// A record whose output a record outside the runs reads is the program's: taken out of them.
+  void give_back_program_ops();
+  /// How far before a launch its pre-kernel hashing run is looked for (records).
+  static constexpr std::size_t kNoiseLookback = 4096;
 
   // ---- Triton launches --------------------------------------------------------------------------
 
