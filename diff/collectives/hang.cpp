@@ -15,6 +15,9 @@
 namespace gparity::diff {
 namespace {
 
+/// A deadlock of thousands of ranks has as many cycles; these many name its shape.
+constexpr std::size_t kMaxCyclesPerDeadlock = 16;
+
 bool pending(const CollectiveOp& op) {
   return op.state == "scheduled" || op.state == "started";
 }
@@ -266,23 +269,11 @@ HangAnalysis analyze_hang(const CollectiveRun& run) {
   std::vector<std::vector<std::size_t>> back(views.size());  // who waits for each rank
   for (std::size_t v = 0; v < views.size(); ++v)
     for (const auto w : adj[v]) back[w].push_back(v);
-  for (const auto& comp : components(adj)) {
-    const std::size_t start = *std::min_element(comp.begin(), comp.end());
-    const auto path = cycle_through(start, comp, adj);
-    if (path.empty()) continue;
-    Deadlock d;
-    for (std::size_t k = 0; k < path.size(); ++k)
-      d.cycle.push_back(edge(path[k], path[(k + 1) % path.size()]));
-    const auto issued = static_cast<std::size_t>(
-        std::count_if(d.cycle.begin(), d.cycle.end(), [](const WaitEdge& e) { return e.issued; }));
-    if (issued > 0 && issued < d.cycle.size()) {
-      d.cause = Deadlock::Cause::SkippedCollective;
-      for (std::size_t k = 0; k < d.cycle.size(); ++k)
-        if (!d.cycle[k].issued) {
-          d.skipped_edge = k;
-          break;
-        }
-    }
+  for (auto comp : components(adj)) {
+    std::sort(comp.begin(), comp.end(),
+              [&](std::size_t a, std::size_t b) { return views[a].rank < views[b].rank; });
+    std::vector<std::int32_t> ranks, behind;
+    for (const auto v : comp) ranks.push_back(views[v].rank);
     // Everyone with a path into the component waits on it.
     std::vector<bool> reaches(views.size(), false);
     std::vector<std::size_t> queue(comp.begin(), comp.end());
@@ -291,13 +282,38 @@ HangAnalysis analyze_hang(const CollectiveRun& run) {
       for (const auto w : back[queue[q]])
         if (!reaches[w]) reaches[w] = true, queue.push_back(w);
     for (std::size_t v = 0; v < views.size(); ++v)
-      if (reaches[v] && std::find(comp.begin(), comp.end(), v) == comp.end())
-        d.behind.push_back(views[v].rank);
-    std::sort(d.behind.begin(), d.behind.end());
-    h.deadlocks.push_back(std::move(d));
+      if (reaches[v] && std::find(comp.begin(), comp.end(), v) == comp.end()) behind.push_back(views[v].rank);
+    std::sort(behind.begin(), behind.end());
+    std::vector<bool> covered(views.size(), false);
+    std::size_t cycles = 0;
+    for (const auto start : comp) {
+      if (covered[start] || cycles == kMaxCyclesPerDeadlock) continue;
+      const auto path = cycle_through(start, comp, adj);
+      if (path.empty()) continue;
+      ++cycles;
+      Deadlock d;
+      for (std::size_t k = 0; k < path.size(); ++k) {
+        covered[path[k]] = true;
+        d.cycle.push_back(edge(path[k], path[(k + 1) % path.size()]));
+      }
+      const auto issued = static_cast<std::size_t>(
+          std::count_if(d.cycle.begin(), d.cycle.end(), [](const WaitEdge& e) { return e.issued; }));
+      if (issued > 0 && issued < d.cycle.size()) {
+        d.cause = Deadlock::Cause::SkippedCollective;
+        for (std::size_t k = 0; k < d.cycle.size(); ++k)
+          if (!d.cycle[k].issued) {
+            d.skipped_edge = k;
+            break;
+          }
+      }
+      d.behind = behind;
+      d.component = ranks;
+      h.deadlocks.push_back(std::move(d));
+    }
   }
-  std::sort(h.deadlocks.begin(), h.deadlocks.end(),
-            [](const Deadlock& a, const Deadlock& b) { return a.cycle.front().from < b.cycle.front().from; });
+  std::stable_sort(h.deadlocks.begin(), h.deadlocks.end(), [](const Deadlock& a, const Deadlock& b) {
+    return a.component.front() < b.component.front();
+  });
 
   // A member that never issued what others wait in and has nothing pending: it never arrived.
   std::set<std::tuple<std::int32_t, std::string, std::int64_t>> seen;

@@ -93,7 +93,10 @@ struct Deadlock {
   std::vector<WaitEdge> cycle;  // from -> to -> ... back to the first edge's from
   /// SkippedCollective: the edge whose `to` went on without issuing its `waits_in`.
   std::size_t skipped_edge = 0;
-  std::vector<std::int32_t> behind;  // ranks not in the cycle that wait on it
+  std::vector<std::int32_t> behind;  // ranks outside the deadlock that wait on it
+  /// Every rank of the deadlock (the strongly connected component of the waits this cycle is in):
+  /// one cycle is reported through each rank no earlier cycle of the component ran through.
+  std::vector<std::int32_t> component;
 };
 
 struct HangAnalysis {

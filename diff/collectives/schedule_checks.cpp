@@ -96,7 +96,10 @@ void report_deadlock(const Deadlock& d, FindingConsumer& out, Tally& t) {
   }
   std::string msg = "deadlock: " + join(waits, "; ") + "; back to " + rank_name(d.cycle.front().from) +
                     ". Cause: " + cause + ". Fix: " + fix;
-  if (!d.behind.empty()) msg += ". Ranks " + ranks_text(d.behind) + " wait on this cycle";
+  if (d.component.size() > d.cycle.size())
+    msg += ". This cycle is one of the deadlock of ranks " + ranks_text(d.component) +
+           " (each of them waits, through others, on itself)";
+  if (!d.behind.empty()) msg += ". Ranks " + ranks_text(d.behind) + " wait on this deadlock";
   Finding f;
   f.severity = Severity::Divergence;
   f.kind = "collective_deadlock";
@@ -110,6 +113,7 @@ void report_deadlock(const Deadlock& d, FindingConsumer& out, Tally& t) {
       {"cause", d.cause == Deadlock::Cause::OrderInversion ? "order_inversion" : "skipped_collective"},
       {"cycle", cycle},
       {"behind", d.behind},
+      {"component", d.component},
       {"fix", fix}};
   if (d.cause == Deadlock::Cause::SkippedCollective) {
     const auto& e = d.cycle[d.skipped_edge];
@@ -233,7 +237,9 @@ void check_hang(const CollectiveRun& run, FindingConsumer& out, Tally& t) {
   t.schedule["deadlocks"] = nlohmann::json::array();
   t.schedule["hang"] = {{"groups", nlohmann::json::array()},
                         {"never_arrived", nlohmann::json::array()},
-                        {"missing_dumps", h.missing_dumps}};
+                        {"missing_dumps", h.missing_dumps},
+                        {"waits", nlohmann::json::array()}};
+  for (const auto& e : h.waits) t.schedule["hang"]["waits"].push_back(edge_json(e));
   if (!h.missing_dumps.empty()) {
     Finding f;
     f.severity = Severity::Incomplete;

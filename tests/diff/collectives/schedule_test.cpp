@@ -172,7 +172,7 @@ TEST(ScheduleInversion, FourRanksTheInvertedPairDeadlocksTheOthersWaitBehind) {
   EXPECT_NE(dl[0].message.find("Fix: issue the collectives of pg 0 (default_pg) and pg 1 (tp) in one order"),
             std::string::npos)
       << dl[0].message;
-  EXPECT_NE(dl[0].message.find("Ranks 2, 3 wait on this cycle"), std::string::npos) << dl[0].message;
+  EXPECT_NE(dl[0].message.find("Ranks 2, 3 wait on this deadlock"), std::string::npos) << dl[0].message;
   EXPECT_EQ(schedule_findings(c, "collective_order_inversion").size(), 1U);
   // --json carries the cycle and the inversion.
   ASSERT_EQ(c.verdict.data["deadlocks"].size(), 1U);
