@@ -6,6 +6,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "diff/ops/op_compare.hpp"  // is_collective
+
 namespace gparity::diff::ops {
 
 using model::ops::HashValue;
@@ -323,6 +325,7 @@ class Aligner {
     unobserved();
     anchor();
     hunks();
+    never_written();
     for (std::uint32_t c = 0; c < c_.size(); ++c) {
       if (c_.at(c).hash_noise) {
         ++a_.compiled_noise;
@@ -350,6 +353,7 @@ class Aligner {
       const OpRecord& r = e_.at(e);
       EagerOp& op = a_.eager[e];
       if (r.output_hash_unreliable) continue;  // Unhashed: the wait_tensor carries the value
+      if (r.hash_noise) continue;              // DebugMode's own hashing: never compared
       std::uint32_t strong_found = 0, weak_found = 0, missing = 0, weak = 0;
       for (std::uint32_t i = 0; i < r.out_count; ++i) {
         const ValueKey k = ekey(el().out(r, i));
@@ -606,6 +610,66 @@ class Aligner {
     }
   }
 
+  /// Step 4 (op_align.hpp): an eager op the compiled run never wrote. An op nothing in the step
+  /// reads keeps its divergence (a step output, a gradient), so a divergence only ever moves to
+  /// what reads it, never disappears.
+  void never_written() {
+    bool kernels = false;
+    for (std::uint32_t c = 0; c < c_.size() && !kernels; ++c)
+      kernels = c_.at(c).kind == model::ops::RecordKind::Triton;
+    if (!kernels) return;
+    for (std::uint32_t e = e_.size(); e-- > 0;) {
+      EagerOp& op = a_.eager[e];
+      if (op.status != ValueStatus::Divergent || a_.consumers_of(e).empty() || materialized(e)) continue;
+      op.status = ValueStatus::Unobserved;
+      op.never_written = true;
+      // Its readers' own hash of it is missing from the compiled run for the same reason: no
+      // evidence that it differs.
+      for (const auto c : a_.consumers_of(e))
+        for (std::uint32_t j = 0; j < e_.at(c).arg_count; ++j)
+          if (const auto at = a_.arg_first[c] + j;
+              a_.arg_producer[at] == static_cast<std::int32_t>(e) && a_.arg_value[at] == 2)
+            a_.arg_value[at] = 0;
+    }
+  }
+
+  /// Whether a counterpart of eager op `e` writes a tensor of one of its outputs' dtype and size,
+  /// for someone else: an op, or a kernel launch that not every reader of `e` shares (a launch
+  /// that computes every reader too keeps the value inside itself).
+  [[nodiscard]] bool materialized(std::uint32_t e) const {
+    for (const auto c : a_.counterparts_of(e)) {
+      if (c_.at(c).kind == model::ops::RecordKind::Triton && fused_readers(e, c)) continue;
+      if (writes_kind_of(e, c_.at(c))) return true;
+    }
+    return false;
+  }
+
+  /// Whether compiled record `cr` writes a tensor of one of eager op `e`'s outputs' dtype and size.
+  [[nodiscard]] bool writes_kind_of(std::uint32_t e, const OpRecord& cr) const {
+    const OpRecord& r = e_.at(e);
+    for (std::uint32_t i = 0; i < r.out_count; ++i) {
+      const TensorRef& t = el().out(r, i);
+      if (!t.hashed()) continue;
+      for (std::uint32_t k = 0; k < cr.out_count; ++k) {
+        const TensorRef& o = cl().out(cr, k);
+        if (o.numel == t.numel && cl().str(o.dtype) == el().str(t.dtype)) return true;
+      }
+    }
+    return false;
+  }
+
+  /// Whether every reader of `e` with a counterpart has launch `c` among them.
+  [[nodiscard]] bool fused_readers(std::uint32_t e, std::uint32_t c) const {
+    bool any = false;
+    for (const auto x : a_.consumers_of(e)) {
+      const auto cps = a_.counterparts_of(x);
+      if (cps.empty()) continue;
+      if (std::find(cps.begin(), cps.end(), c) == cps.end()) return false;
+      any = true;
+    }
+    return any;
+  }
+
   [[nodiscard]] bool is_anchor(std::uint32_t e) const {
     return lo_[e] != std::numeric_limits<std::uint32_t>::max();
   }
@@ -702,12 +766,37 @@ class Aligner {
       if (t < 0 && targets.size() == 1) t = 0;
       if (t >= 0) take(static_cast<std::size_t>(t), w, PairedBy::Decomposition);
     }
+    fused_consumers(targets, got, how);
     for (std::size_t t = 0; t < targets.size(); ++t) {
       EagerOp& op = a_.eager[targets[t]];
       op.first_counterpart = static_cast<std::uint32_t>(a_.counterparts.size());
       a_.counterparts.insert(a_.counterparts.end(), got[t].begin(), got[t].end());
       op.counterpart_count = static_cast<std::uint32_t>(got[t].size());
       op.paired_by = how[t];
+    }
+  }
+
+  /// A kernel launch computes what reads its ops' values too (Inductor fuses a chain into one
+  /// launch): a target left without counterpart that reads what another target of the stretch
+  /// made, in the same phase, shares that target's kernel launches that write a tensor of its
+  /// kind. Collectives are never fused.
+  void fused_consumers(const std::vector<std::uint32_t>& targets,
+                       std::vector<std::vector<std::uint32_t>>& got, std::vector<PairedBy>& how) const {
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      const OpRecord& r = e_.at(targets[t]);
+      if (!got[t].empty() || is_collective(el().op_name(r))) continue;
+      for (std::uint32_t j = 0; j < r.arg_count && got[t].empty(); ++j) {
+        const std::int32_t p = a_.arg_producer[a_.arg_first[targets[t]] + j];
+        const auto end = targets.begin() + static_cast<std::ptrdiff_t>(t);
+        const auto it = std::find(targets.begin(), end, p);
+        if (p < 0 || it == end) continue;
+        const OpRecord& made = e_.at(static_cast<std::uint32_t>(p));
+        if (made.phase != r.phase || is_collective(el().op_name(made))) continue;
+        for (const auto c : got[static_cast<std::size_t>(it - targets.begin())])
+          if (c_.at(c).kind == model::ops::RecordKind::Triton && writes_kind_of(targets[t], c_.at(c)))
+            got[t].push_back(c);
+        if (!got[t].empty()) how[t] = PairedBy::Fusion;
+      }
     }
   }
 

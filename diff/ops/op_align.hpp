@@ -22,6 +22,11 @@
 //     given to the eager op whose inputs they read (compiled dataflow and input hashes): a
 //     decomposition's ops become its counterparts. A Triton kernel that holds the previous
 //     anchor's value and writes a tensor of the op's shape is a counterpart too (fusion).
+//  4. where the compiled records show kernel launches (Inductor under DebugMode: every value the
+//     compiled run wrote is there), a divergent eager op that other ops of the step read and
+//     none of whose counterparts writes a tensor of one of its outputs' dtype and size is
+//     unobserved (never written: fused into a kernel that keeps it in registers), never an
+//     origin: the divergence shows at the first value the compiled run did write.
 // Complexity: O((n + m) log m) time; memory a few words per tensor.
 
 #include <cstdint>
@@ -53,9 +58,10 @@ std::vector<OpSlice> slices_of(const OpLog& log);
 
 /// Whether a record is an op of the program: a dispatched op or a Triton kernel launch. A
 /// torch-function call (DebugMode's record_torchfunction) or a DTensor redistribute_input wraps
-/// the ops it dispatches, which hold its values: it is never counted as an op nor paired.
+/// the ops it dispatches, which hold its values: it is never counted as an op nor paired; nor is
+/// DebugMode's own hashing of a launch's arguments (hash_noise).
 [[nodiscard]] inline bool is_program_op(const model::ops::OpRecord& r) noexcept {
-  return r.kind == model::ops::RecordKind::Op || r.kind == model::ops::RecordKind::Triton;
+  return (r.kind == model::ops::RecordKind::Op || r.kind == model::ops::RecordKind::Triton) && !r.hash_noise;
 }
 /// The program ops of a slice (is_program_op), DebugMode's own kernel-argument hashing left out.
 [[nodiscard]] std::uint32_t program_ops(const OpSlice& s, std::uint32_t from = 0);
@@ -101,6 +107,10 @@ struct EagerOp {
   std::uint32_t counterpart_count = 0;
   std::uint32_t outputs_missing = 0;  // hashed outputs whose value is not in the compiled run
   std::uint32_t outputs_weak = 0;     // hashed outputs with weak hashes
+  /// Unobserved because the compiled run, whose records show every kernel it launched, wrote no
+  /// value of its outputs' kind: fused away (step 4 of the alignment). What it read and what
+  /// reads it are judged without its value.
+  bool never_written = false;
 };
 
 struct SliceAlignment {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/model/base/input_error.hpp"
+#include "diff/kernels/fused_kernels.hpp"
 #include "diff/ops/op_cut.hpp"
 #include "diff/ops/op_findings.hpp"
 #include "diff/report/evidence.hpp"
@@ -217,7 +218,9 @@ int compare_op_runs(const model::ops::OpRun& eager, const model::ops::OpRun& com
   const auto c = read_rank_logs(compiled);
   if (o.eager_name == "eager") o.eager_name = eager.path;
   if (o.compiled_name == "compiled") o.compiled_name = compiled.path;
-  return compare_op_logs(e, c, o, out);
+  // Records that show kernel launches (diff/kernels): two compiled runs kernel by kernel; eager
+  // against one naming the fused kernel that wrote each divergent value.
+  return kernels::compare_runs_with_kernels(eager, compiled, e, c, o, out);
 }
 
 // ---- a step recorded in part (StepCut, op_cut.hpp) ------------------------------------------------
@@ -344,8 +347,8 @@ std::pair<std::uint32_t, std::int64_t> stop_in_eager(const StepVerdict& sv, cons
     if (hi > reach.compiled_last) {
       from = e + 1;
       compiled = std::max(compiled, hi);
-    } else if (a.eager[e].status == ValueStatus::Divergent) {
-      break;
+    } else if (a.eager[e].status == ValueStatus::Divergent || a.eager[e].never_written) {
+      break;  // nothing of it in the compiled records (a value never written is not there either)
     }
   }
   return {from, compiled};

@@ -110,8 +110,11 @@ std::vector<InputCheck> input_checks(const StepVerdict& sv, std::uint32_t e) {
       c.state = InputState::Differs;
       c.by_hash = true;
     } else if (c.producer >= 0) {
-      const auto s = a.eager[static_cast<std::uint32_t>(c.producer)].status;
-      if (s == ValueStatus::Matched || s == ValueStatus::Unobserved) c.state = InputState::Equal;
+      const EagerOp& p = a.eager[static_cast<std::uint32_t>(c.producer)];
+      const auto s = p.status;
+      // A value the compiled run never wrote (op_align.hpp, step 4) is no evidence either way.
+      if (s == ValueStatus::Matched || (s == ValueStatus::Unobserved && !p.never_written))
+        c.state = InputState::Equal;
       if (s == ValueStatus::Divergent) c.state = InputState::Differs;
     }
     out.push_back(c);
@@ -214,7 +217,9 @@ void spread(const StepVerdict& sv, OpDivergence& d, std::size_t max_listed, int 
         if (seen[c]) continue;
         const bool unhashed_wait =
             c != u && judged_record(sv, c) == u && a.eager[c].status == ValueStatus::Unhashed;
-        if (a.eager[c].status != ValueStatus::Divergent && !unhashed_wait) continue;
+        // A value the compiled run never wrote passes the divergence on to what reads it.
+        if (a.eager[c].status != ValueStatus::Divergent && !unhashed_wait && !a.eager[c].never_written)
+          continue;
         seen[c] = true;
         if (a.eager[c].status == ValueStatus::Divergent) reached.push_back(c);
         stack.push_back(c);
