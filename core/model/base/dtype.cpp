@@ -72,6 +72,10 @@ bool dtype_is_float(DType d) noexcept {
 
 std::optional<DType> parse_dtype(std::string_view text) noexcept {
   if (text.starts_with("torch.")) text.remove_prefix(6);
+  // Short names first: FX annotations spell every tensor's dtype so ("f32", "bf16").
+  for (const Info& i : kInfo) {
+    if (text == i.short_name) return i.dtype;
+  }
   for (const Info& i : kInfo) {
     if (text == i.name || text == i.short_name || text == i.st_name) return i.dtype;
   }

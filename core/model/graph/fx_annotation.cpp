@@ -1,6 +1,6 @@
 // Annotations of the FX text reader: "f32[4, 64][64, 1]cuda:0", "bf16[s77, 96]", "Sym(2*s0)",
 // and anything else kept verbatim (fx_text.hpp).
-#include <cctype>
+#include <array>
 #include <charconv>
 
 #include "core/model/base/input_error.hpp"
@@ -48,6 +48,29 @@ std::optional<std::string_view> bracket_group(std::string_view s, std::size_t& a
   return std::nullopt;
 }
 
+bool is_alnum_(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/// parse_dtype for the short names FX prints ("f32", "bf16"), compared without calls; the general
+/// lookup for any other text.
+std::optional<DType> short_dtype(std::string_view t) {
+  struct Short {
+    std::string_view name;
+    DType dtype;
+  };
+  static constexpr Short kShort[] = {{"f32", DType::F32}, {"bf16", DType::BF16}, {"i64", DType::I64},
+                                     {"f16", DType::F16}, {"b8", DType::Bool},   {"i32", DType::I32},
+                                     {"f64", DType::F64}, {"u8", DType::U8}};
+  for (const Short& s : kShort) {
+    if (s.name.size() != t.size()) continue;
+    std::size_t i = 0;
+    while (i < t.size() && t[i] == s.name[i]) ++i;
+    if (i == t.size()) return s.dtype;
+  }
+  return parse_dtype(t);
+}
+
 Dim parse_dim(std::string_view t, Graph& g) {
   Dim d;
   std::int64_t v = 0;
@@ -79,7 +102,60 @@ Device parse_device_text(std::string_view t, Graph& g) {
 }
 }  // namespace fx
 
+namespace {
+
+/// The common annotation "f32[4, 64][64, 1]cuda:0" (concrete sizes and strides, a dtype of
+/// letters and digits) in one pass; nullopt for anything else, which the general path reads.
+std::optional<TensorMeta> plain_annotation(std::string_view a, Graph& g) {
+  std::size_t p = 0;
+  while (p < a.size() && is_alnum_(a[p])) ++p;
+  if (p == 0 || p >= a.size() || a[p] != '[') return std::nullopt;
+  const std::optional<DType> dt = short_dtype(a.substr(0, p));
+  if (!dt) return std::nullopt;
+  TensorMeta m;
+  m.kind = TensorMeta::Kind::Tensor;
+  m.dtype = *dt;
+  // One bracketed list of non-negative integers (at most 18 digits each) at a[p] == '['.
+  const auto dims = [&](std::vector<Dim>& out) {
+    std::array<std::int64_t, 16> v{};
+    std::size_t count = 0;
+    ++p;
+    while (p < a.size() && a[p] == ' ') ++p;
+    if (p < a.size() && a[p] == ']') {
+      ++p;
+      return true;
+    }
+    while (true) {
+      const std::size_t start = p;
+      std::int64_t x = 0;
+      while (p < a.size() && a[p] >= '0' && a[p] <= '9') x = x * 10 + (a[p++] - '0');
+      if (p == start || p - start > 18 || count == v.size()) return false;
+      v[count++] = x;
+      while (p < a.size() && a[p] == ' ') ++p;
+      if (p >= a.size()) return false;
+      if (a[p] == ']') break;
+      if (a[p] != ',') return false;
+      ++p;
+      while (p < a.size() && a[p] == ' ') ++p;
+    }
+    ++p;
+    out.resize(count);
+    for (std::size_t i = 0; i < count; ++i) out[i].value = v[i];
+    return true;
+  };
+  if (!dims(m.sizes)) return std::nullopt;
+  if (p < a.size() && a[p] == '[') {
+    if (!dims(m.strides)) return std::nullopt;
+    m.has_strides = true;
+  }
+  if (p < a.size()) m.device = fx::parse_device_text(a.substr(p), g);
+  return m;
+}
+
+}  // namespace
+
 TensorMeta parse_fx_annotation(std::string_view a, Graph& g, const std::string& source, std::int64_t line) {
+  if (auto m = plain_annotation(a, g)) return std::move(*m);
   TensorMeta m;
   if (a.starts_with("Sym(") && a.ends_with(")")) {
     m.kind = TensorMeta::Kind::Sym;
@@ -87,7 +163,7 @@ TensorMeta parse_fx_annotation(std::string_view a, Graph& g, const std::string& 
     return m;
   }
   std::size_t p = 0;
-  while (p < a.size() && (std::isalnum(static_cast<unsigned char>(a[p])) || a[p] == '_')) ++p;
+  while (p < a.size() && is_alnum_(a[p])) ++p;
   if (p == 0 || p >= a.size() || a[p] != '[') {
     m.kind = TensorMeta::Kind::Other;
     m.sym = g.intern(a);

@@ -1,17 +1,20 @@
 #include "core/model/graph/fx_lexer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
 
 #include "core/model/base/input_error.hpp"
 
 namespace gparity::model::fx {
 namespace {
 
-bool is_digit(char c) noexcept {
+constexpr bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
 }
 
-bool is_single_op(char c) noexcept {
+constexpr bool is_single_op(char c) noexcept {
   switch (c) {
     case '+':
     case '-':
@@ -37,37 +40,6 @@ bool is_single_op(char c) noexcept {
 
 }  // namespace
 
-bool is_ident_start(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         static_cast<unsigned char>(c) >= 0x80;
-}
-bool is_ident_char(char c) noexcept {
-  return is_ident_start(c) || is_digit(c);
-}
-bool is_open(char c) noexcept {
-  return c == '(' || c == '[' || c == '{';
-}
-bool is_close(char c) noexcept {
-  return c == ')' || c == ']' || c == '}';
-}
-bool is_binary_start(char c) noexcept {
-  switch (c) {
-    case '|':
-    case '^':
-    case '&':
-    case '<':
-    case '>':
-    case '+':
-    case '-':
-    case '*':
-    case '/':
-    case '%':
-    case '@':
-    case '=':
-    case '!': return true;
-    default: return false;
-  }
-}
 bool triple_quote(std::string_view s, std::size_t i, char q) noexcept {
   return i + 2 < s.size() && s[i] == q && s[i + 1] == q && s[i + 2] == q;
 }
@@ -77,7 +49,9 @@ Lexer::Lexer(std::string_view text, const std::string& source) : text_(text) {
 }
 
 void Lexer::run() {
-  tokens_.reserve(text_.size() / 5);
+  cap_ = std::max<std::size_t>(64, text_.size() / 6);
+  tokens_ = std::make_unique_for_overwrite<Token[]>(cap_);
+  match_ = std::make_unique_for_overwrite<std::uint32_t[]>(cap_);
   statements_.reserve(text_.size() / 60);
   std::size_t i = 0;
   std::int64_t line = 1;
@@ -94,7 +68,7 @@ void Lexer::run() {
     Statement st;
     st.indent = static_cast<std::int32_t>(j - i);
     st.line = line;
-    st.tok_begin = static_cast<std::uint32_t>(tokens_.size());
+    st.tok_begin = static_cast<std::uint32_t>(ntok_);
     st.com_begin = static_cast<std::uint32_t>(comments_.size());
     st.text_begin = static_cast<std::uint32_t>(j);
     error_.clear();
@@ -103,7 +77,7 @@ void Lexer::run() {
     while (st.text_end > st.text_begin && (text_[st.text_end - 1] == '\n' || text_[st.text_end - 1] == '\r' ||
                                            text_[st.text_end - 1] == ' '))
       --st.text_end;
-    st.tok_end = static_cast<std::uint32_t>(tokens_.size());
+    st.tok_end = static_cast<std::uint32_t>(ntok_);
     st.com_end = static_cast<std::uint32_t>(comments_.size());
     st.comment_only = st.tok_begin == st.tok_end && error_.empty();
     if (!error_.empty()) {
@@ -112,6 +86,16 @@ void Lexer::run() {
     }
     statements_.push_back(std::move(st));
   }
+}
+
+void Lexer::grow_tokens() {
+  auto bigger = std::make_unique_for_overwrite<Token[]>(cap_ * 2);
+  std::memcpy(bigger.get(), tokens_.get(), ntok_ * sizeof(Token));
+  tokens_ = std::move(bigger);
+  auto match = std::make_unique_for_overwrite<std::uint32_t[]>(cap_ * 2);
+  std::memcpy(match.get(), match_.get(), ntok_ * sizeof(std::uint32_t));
+  match_ = std::move(match);
+  cap_ *= 2;
 }
 
 // Records the problem for the current statement and skips to the end of the physical line `i`
@@ -127,99 +111,152 @@ std::size_t Lexer::recover(std::size_t i, std::int64_t line, std::int64_t at, st
   return i < text_.size() ? i : text_.size();
 }
 
+namespace {
+
+// What a byte starts, for the dispatch of Lexer::statement.
+enum class Start : std::uint8_t {
+  Other,
+  Newline,
+  Blank,
+  Backslash,
+  Hash,
+  Ident,
+  Digit,
+  Dot,
+  Quote,
+  Open,
+  Close,
+  Op
+};
+
+constexpr auto kStart = [] {
+  std::array<Start, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const auto ch = static_cast<char>(c);
+    if (is_ident_start(ch)) t[static_cast<std::size_t>(c)] = Start::Ident;
+    if (is_open(ch)) t[static_cast<std::size_t>(c)] = Start::Open;
+    if (is_close(ch)) t[static_cast<std::size_t>(c)] = Start::Close;
+    if (is_single_op(ch)) t[static_cast<std::size_t>(c)] = Start::Op;
+  }
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = Start::Digit;
+  t['\n'] = Start::Newline;
+  t[' '] = t['\t'] = t['\r'] = t['\f'] = Start::Blank;
+  t['\\'] = Start::Backslash;
+  t['#'] = Start::Hash;
+  t['.'] = Start::Dot;
+  t['\''] = t['"'] = Start::Quote;
+  return t;
+}();
+
+// Bytes that end the plain part of a one-line string literal quoted with " or '.
+constexpr auto stop_table(char quote) {
+  std::array<bool, 256> t{};
+  t[static_cast<unsigned char>(quote)] = t['\\'] = t['\n'] = true;
+  return t;
+}
+constexpr auto kStopDouble = stop_table('"');
+constexpr auto kStopSingle = stop_table('\'');
+
+}  // namespace
+
 // Tokenizes one logical line starting at i; returns the offset after its final newline.
 std::size_t Lexer::statement(std::size_t i, std::int64_t& line) {
   auto& open = open_;
   open.clear();
   const std::size_t n = text_.size();
+  const char* const s = text_.data();
   while (i < n) {
-    const char c = text_[i];
-    if (c == '\n') {
-      ++line;
-      ++i;
-      if (open.empty()) return i;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
-      ++i;
-      continue;
-    }
-    if (c == '\\' && i + 1 < n && text_[i + 1] == '\n') {  // explicit line continuation
-      i += 2;
-      ++line;
-      continue;
-    }
-    if (c == '#') {
-      std::size_t e = i + 1;
-      while (e < n && text_[e] != '\n') ++e;
-      std::size_t b = i + 1;
-      if (b < e && text_[b] == ' ') ++b;
-      std::size_t t = e;
-      while (t > b && (text_[t - 1] == '\r' || text_[t - 1] == ' ')) --t;
-      comments_.push_back({line, text_.substr(b, t - b)});
-      i = e;
-      continue;
-    }
+    const char c = s[i];
     const auto start = static_cast<std::uint32_t>(i);
-    if (is_ident_start(c)) {
-      while (i < n && is_ident_char(text_[i])) ++i;
-      // String prefixes (r'', b'', f'') are part of the string token.
-      if (i < n && (text_[i] == '\'' || text_[i] == '"') && i - start <= 2) {
+    switch (kStart[static_cast<unsigned char>(c)]) {
+      case Start::Newline:
+        ++line;
+        ++i;
+        if (open.empty()) return i;
+        continue;
+      case Start::Blank: ++i; continue;
+      case Start::Backslash:
+        if (i + 1 < n && s[i + 1] == '\n') {  // explicit line continuation
+          i += 2;
+          ++line;
+          continue;
+        }
+        break;  // a stray backslash: an unexpected character, below
+      case Start::Hash: {
+        const void* nl = std::memchr(s + i + 1, '\n', n - i - 1);
+        const std::size_t e = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - s) : n;
+        std::size_t b = i + 1;
+        if (b < e && s[b] == ' ') ++b;
+        std::size_t t = e;
+        while (t > b && (s[t - 1] == '\r' || s[t - 1] == ' ')) --t;
+        comments_.push_back({line, text_.substr(b, t - b)});
+        i = e;
+        continue;
+      }
+      case Start::Ident:
+        ++i;
+        while (i < n && is_ident_char(s[i])) ++i;
+        // String prefixes (r'', b'', f'') are part of the string token.
+        if (i < n && (s[i] == '\'' || s[i] == '"') && i - start <= 2) {
+          std::int64_t at = line;
+          const auto end = string_end(i, at);
+          if (!end) return recover(i, line, line, "unterminated string");
+          line = at;
+          i = *end;
+          push(Tok::String, start, i, line);
+        } else {
+          push(Tok::Name, start, i, line);
+        }
+        continue;
+      case Start::Dot:
+        if (!(i + 1 < n && is_digit(s[i + 1]))) break;  // an operator, below
+        [[fallthrough]];
+      case Start::Digit:
+        while (i < n) {
+          const char d = s[i];
+          if (is_ident_char(d) || d == '.') {
+            ++i;
+          } else if ((d == '+' || d == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E') &&
+                     !(s[start] == '0' && i > start + 1 && (s[start + 1] == 'x' || s[start + 1] == 'X'))) {
+            ++i;
+          } else {
+            break;
+          }
+        }
+        push(Tok::Number, start, i, line);
+        continue;
+      case Start::Quote: {
         std::int64_t at = line;
         const auto end = string_end(i, at);
         if (!end) return recover(i, line, line, "unterminated string");
         line = at;
         i = *end;
         push(Tok::String, start, i, line);
-      } else {
-        push(Tok::Name, start, i, line);
+        continue;
       }
-      continue;
-    }
-    if (is_digit(c) || (c == '.' && i + 1 < n && is_digit(text_[i + 1]))) {
-      while (i < n) {
-        const char d = text_[i];
-        if (is_ident_char(d) || d == '.') {
-          ++i;
-        } else if ((d == '+' || d == '-') && (text_[i - 1] == 'e' || text_[i - 1] == 'E') &&
-                   !(text_[start] == '0' && i > start + 1 &&
-                     (text_[start + 1] == 'x' || text_[start + 1] == 'X'))) {
-          ++i;
-        } else {
-          break;
-        }
+      case Start::Open:
+        if (open.size() >= kMaxDepth)
+          return recover(i, line, line, "brackets nested deeper than " + std::to_string(kMaxDepth));
+        open.push_back({c, line, static_cast<std::uint32_t>(ntok_)});
+        push(Tok::Op, start, ++i, line);
+        match_[ntok_ - 1] = kNoMatch;
+        continue;
+      case Start::Close: {
+        const char want = c == ')' ? '(' : c == ']' ? '[' : '{';
+        if (open.empty() || open.back().bracket != want)
+          return recover(i, line, line, std::string("unbalanced brackets: unexpected '") + c + "'");
+        match_[open.back().token] = static_cast<std::uint32_t>(ntok_);
+        open.pop_back();
+        push(Tok::Op, start, ++i, line);
+        continue;
       }
-      push(Tok::Number, start, i, line);
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      std::int64_t at = line;
-      const auto end = string_end(i, at);
-      if (!end) return recover(i, line, line, "unterminated string");
-      line = at;
-      i = *end;
-      push(Tok::String, start, i, line);
-      continue;
-    }
-    if (is_open(c)) {
-      if (open.size() >= kMaxDepth)
-        return recover(i, line, line, "brackets nested deeper than " + std::to_string(kMaxDepth));
-      open.emplace_back(c, line);
-      push(Tok::Op, start, ++i, line);
-      continue;
-    }
-    if (is_close(c)) {
-      const char want = c == ')' ? '(' : c == ']' ? '[' : '{';
-      if (open.empty() || open.back().first != want)
-        return recover(i, line, line, std::string("unbalanced brackets: unexpected '") + c + "'");
-      open.pop_back();
-      push(Tok::Op, start, ++i, line);
-      continue;
+      case Start::Op:
+      case Start::Other: break;
     }
     // Operators: the longest of ... ** // == != <= >= << >> -> and single characters.
-    const char c2 = i + 1 < n ? text_[i + 1] : '\0';
+    const char c2 = i + 1 < n ? s[i + 1] : '\0';
     std::size_t len = 1;
-    if (c == '.' && c2 == '.' && i + 2 < n && text_[i + 2] == '.') {
+    if (c == '.' && c2 == '.' && i + 2 < n && s[i + 2] == '.') {
       len = 3;
     } else if ((c == '*' && c2 == '*') || (c == '/' && c2 == '/') || (c == '=' && c2 == '=') ||
                (c == '!' && c2 == '=') || (c == '<' && (c2 == '=' || c2 == '<')) ||
@@ -235,7 +272,7 @@ std::size_t Lexer::statement(std::size_t i, std::int64_t& line) {
     i += len;
   }
   if (!open.empty()) {
-    const auto [bracket, at] = open.back();
+    const auto [bracket, at, token] = open.back();
     return recover(i, line, at, std::string("unbalanced brackets: '") + bracket + "' is never closed");
   }
   return i;
@@ -245,6 +282,14 @@ std::optional<std::size_t> Lexer::string_end(std::size_t i, std::int64_t& line) 
   const char q = text_[i];
   const bool triple = triple_quote(text_, i, q);
   i += triple ? 3 : 1;
+  if (!triple) {
+    // The common case: a one-line literal without escapes up to its closing quote.
+    const char* const s = text_.data();
+    const std::size_t n = text_.size();
+    const auto& stop = q == '"' ? kStopDouble : kStopSingle;
+    while (i < n && !stop[static_cast<unsigned char>(s[i])]) ++i;
+    if (i < n && s[i] == q) return i + 1;
+  }
   while (i < text_.size()) {
     const char c = text_[i];
     if (c == '\\') {

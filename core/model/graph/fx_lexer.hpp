@@ -6,8 +6,11 @@
 // that do not match or never close, nesting deeper than kMaxDepth) carries `error` and its line,
 // and the lexer resumes at the next physical line, so one damaged line costs only itself.
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,10 +21,10 @@ namespace gparity::model::fx {
 enum class Tok : std::uint8_t { Name, Number, String, Op };
 
 struct Token {
-  Tok type;
   std::uint32_t begin;  // offsets into the text
   std::uint32_t end;
-  std::int64_t line;  // 1-based line in the text
+  std::uint32_t line;  // 1-based line in the text (the text is under 4 GiB)
+  Tok type;
 };
 
 struct Comment {
@@ -41,11 +44,49 @@ struct Statement {
   std::int64_t error_line = 0;
 };
 
-bool is_ident_start(char c) noexcept;
-bool is_ident_char(char c) noexcept;
-bool is_open(char c) noexcept;
-bool is_close(char c) noexcept;
-bool is_binary_start(char c) noexcept;
+/// Character classes, one table lookup each (the lexer's inner loops run them on every byte).
+namespace cc {
+inline constexpr std::uint8_t kIdentStart = 1, kDigit = 2, kOpen = 4, kClose = 8, kBinary = 16, kBlank = 32;
+inline constexpr auto kTable = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] |= kIdentStart;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] |= kIdentStart;
+  for (int c = 0x80; c < 0x100; ++c) t[static_cast<std::size_t>(c)] |= kIdentStart;
+  t['_'] |= kIdentStart;
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] |= kDigit;
+  t['('] |= kOpen;
+  t['['] |= kOpen;
+  t['{'] |= kOpen;
+  t[')'] |= kClose;
+  t[']'] |= kClose;
+  t['}'] |= kClose;
+  for (const char c : std::string_view("|^&<>+-*/%@=!")) t[static_cast<unsigned char>(c)] |= kBinary;
+  t[' '] |= kBlank;
+  t['\t'] |= kBlank;
+  t['\r'] |= kBlank;
+  t['\f'] |= kBlank;
+  return t;
+}();
+constexpr bool has(char c, std::uint8_t cls) noexcept {
+  return (kTable[static_cast<unsigned char>(c)] & cls) != 0;
+}
+}  // namespace cc
+
+constexpr bool is_ident_start(char c) noexcept {
+  return cc::has(c, cc::kIdentStart);
+}
+constexpr bool is_ident_char(char c) noexcept {
+  return cc::has(c, cc::kIdentStart | cc::kDigit);
+}
+constexpr bool is_open(char c) noexcept {
+  return cc::has(c, cc::kOpen);
+}
+constexpr bool is_close(char c) noexcept {
+  return cc::has(c, cc::kClose);
+}
+constexpr bool is_binary_start(char c) noexcept {
+  return cc::has(c, cc::kBinary);
+}
 bool triple_quote(std::string_view s, std::size_t i, char q) noexcept;
 
 class Lexer {
@@ -56,7 +97,11 @@ class Lexer {
   Lexer(std::string_view text, const std::string& source);
   void run();
 
-  [[nodiscard]] const std::vector<Token>& tokens() const { return tokens_; }
+  [[nodiscard]] std::span<const Token> tokens() const { return {tokens_.get(), ntok_}; }
+  static constexpr std::uint32_t kNoMatch = 0xFFFFFFFFu;
+  /// The token closing the bracket token `i` opens (kNoMatch when it is never closed); only
+  /// for tokens that open a bracket.
+  [[nodiscard]] std::uint32_t match(std::uint32_t i) const { return match_[i]; }
   [[nodiscard]] const std::vector<Comment>& comments() const { return comments_; }
   [[nodiscard]] const std::vector<Statement>& statements() const { return statements_; }
 
@@ -64,15 +109,25 @@ class Lexer {
   std::size_t statement(std::size_t i, std::int64_t& line);
   std::optional<std::size_t> string_end(std::size_t i, std::int64_t& line);
   std::size_t recover(std::size_t i, std::int64_t line, std::int64_t at, std::string problem);
+  // A buffer grown by hand, never zeroed: a push is a store.
   void push(Tok t, std::uint32_t b, std::size_t e, std::int64_t line) {
-    tokens_.push_back({t, b, static_cast<std::uint32_t>(e), line});
+    if (ntok_ == cap_) grow_tokens();
+    tokens_[ntok_++] = {b, static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(line), t};
   }
+  void grow_tokens();
 
   std::string_view text_;
-  std::vector<Token> tokens_;
+  std::unique_ptr<Token[]> tokens_;
+  std::size_t ntok_ = 0, cap_ = 0;
   std::vector<Comment> comments_;
   std::vector<Statement> statements_;
-  std::vector<std::pair<char, std::int64_t>> open_;
+  struct Open {
+    char bracket;
+    std::int64_t line;
+    std::uint32_t token;
+  };
+  std::vector<Open> open_;
+  std::unique_ptr<std::uint32_t[]> match_;  // per token: an open bracket's closing token
   std::string error_;
   std::int64_t error_line_ = 0;
 };

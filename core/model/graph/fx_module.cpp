@@ -24,6 +24,11 @@ void Parser::expect(std::uint32_t& p, std::uint32_t end, std::string_view op, st
 
 // Index after the bracket group opening at p.
 std::uint32_t Parser::skip_group(std::uint32_t p, std::uint32_t end) const {
+  if (p < end && tok(p).type == Tok::Op && is_open(text_[tok(p).begin])) {
+    // Brackets nest properly in a statement the lexer accepted: its match is the group's end.
+    const std::uint32_t m = lexer_.match(p);
+    return m < end ? m + 1 : end;
+  }
   int depth = 0;
   for (; p < end; ++p) {
     if (tok(p).type != Tok::Op) continue;
@@ -150,6 +155,11 @@ std::size_t Parser::parse_forward(std::size_t i, Graph& g) {
   const Statement& s = st[i];
   Body body;
   body.g = &g;
+  // At most a node per statement but for pytree lines: no regrowth of the node vector.
+  const std::size_t statements = skip_block(i) - i;
+  g.nodes.reserve(g.nodes.size() + statements);
+  body.names.reserve(statements);
+  g.strings.reserve(g.strings.size() + statements * 2);  // a name per node, and some targets
   if (!s.error.empty()) problem(s.error_line, s.error);
   try {
     parse_signature(s, body);
@@ -224,8 +234,14 @@ TensorMeta Parser::annotation(std::uint32_t b, std::uint32_t e, Graph& g) {
   if (quoted) {
     const std::string_view lit = text(b);
     // The common case, a plain "..." literal, is parsed in place without a copy.
+    const auto plain = [](std::string_view v) {
+      for (const char c : v) {
+        if (c == '\\' || c == '"' || c == '\'') return false;
+      }
+      return true;
+    };
     if (lit.size() >= 2 && (lit.front() == '"' || lit.front() == '\'') && lit.back() == lit.front() &&
-        lit.substr(1, lit.size() - 2).find_first_of("\\\"'") == std::string_view::npos) {
+        plain(lit.substr(1, lit.size() - 2))) {
       a = lit.substr(1, lit.size() - 2);
     } else {
       const auto s = decode_string(lit);

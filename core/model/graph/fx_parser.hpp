@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/model/graph/fx_lexer.hpp"
@@ -47,7 +46,7 @@ class Parser {
  private:
   struct Body {
     Graph* g = nullptr;
-    std::unordered_map<std::string_view, NodeId> names;
+    StringIndex names;              // node names in scope (views into the text or the graph's pool)
     std::uint32_t provisional = 0;  // signature placeholders that pytree lines may replace
     bool has_output = false;
     SourceLoc loc;

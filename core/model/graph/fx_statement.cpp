@@ -53,11 +53,11 @@ void Parser::opaque(const Statement& s, Body& body) {
   std::vector<NodeId> uses;
   for (std::uint32_t q = bound.empty() ? b : p; q < e; ++q) {
     if (tok(q).type != Tok::Name || (q > b && is_op(q - 1, e, "."))) continue;
-    const auto it = body.names.find(text(q));
-    if (it == body.names.end()) continue;
+    const NodeId* id = body.names.find(text(q));
+    if (id == nullptr) continue;
     bool seen = false;
-    for (const auto u : uses) seen = seen || u == it->second;
-    if (!seen) uses.push_back(it->second);
+    for (const auto u : uses) seen = seen || u == *id;
+    if (!seen) uses.push_back(*id);
   }
   for (const auto u : uses) n.args.push_back(Value::ref(u));
   n.comment = g.intern(b < e ? comment_at(s, tok(b).line) : std::string_view{});
@@ -69,16 +69,16 @@ void Parser::opaque(const Statement& s, Body& body) {
   }
   n.name = g.intern(name);
   const auto id = static_cast<NodeId>(g.nodes.size());
-  body.names.emplace(g.str(n.name), id);
+  body.names.insert(g.str(n.name), id);
   g.nodes.push_back(std::move(n));
-  for (std::size_t k = 1; k < bound.size(); ++k) body.names.emplace(bound[k], id);
+  for (std::size_t k = 1; k < bound.size(); ++k) body.names.insert(bound[k], id);
   if (b < e && tok(b).type == Tok::Name && text(b) == "return") body.has_output = true;
 }
 
 NodeId Parser::add_node(Body& body, Node n, std::int64_t line) {
   const auto id = static_cast<NodeId>(body.g->nodes.size());
   const auto name = body.g->str(n.name);
-  if (!body.names.emplace(name, id).second) fail(line, "node '" + std::string(name) + "' is defined twice");
+  if (!body.names.insert(name, id)) fail(line, "node '" + std::string(name) + "' is defined twice");
   body.g->nodes.push_back(std::move(n));
   return id;
 }
@@ -89,7 +89,7 @@ void Parser::drop_provisional(Body& body, std::int64_t line) {
   if (body.g->nodes.size() != body.provisional) fail(line, "graph inputs declared after node lines");
   for (std::uint32_t k = 0; k < body.provisional; ++k) body.names.erase(body.g->str(body.g->nodes[k].name));
   body.g->nodes.erase(body.g->nodes.begin(), body.g->nodes.begin() + body.provisional);
-  for (auto& [name, id] : body.names) id -= body.provisional;
+  body.names.for_each([&](std::string_view, NodeId& id) { id -= body.provisional; });
   body.provisional = 0;
 }
 
@@ -293,11 +293,11 @@ void Parser::rhs(const Statement& s, std::uint32_t p, std::uint32_t e, Body& bod
     unsupported(s.line, "unsupported node expression '" + std::string(callee) + "'");
   }
   if (is_op(de, e, "[") && parts == 1) {  // tuple indexing: operator.getitem
-    const auto it = body.names.find(callee);
-    if (it == body.names.end()) unsupported(s.line, "indexing unknown node '" + std::string(callee) + "'");
+    const NodeId* id = body.names.find(callee);
+    if (id == nullptr) unsupported(s.line, "indexing unknown node '" + std::string(callee) + "'");
     n.kind = NodeKind::CallFunction;
     n.target = g.intern("operator.getitem");
-    n.args.push_back(Value::ref(it->second));
+    n.args.push_back(Value::ref(*id));
     std::uint32_t q = de + 1;
     n.args.push_back(value(q, e, body));
     expect(q, e, "]", s.line);
@@ -313,7 +313,7 @@ void Parser::rhs(const Statement& s, std::uint32_t p, std::uint32_t e, Body& bod
   } else if (parts == 2 && body.names.contains(text(p))) {
     n.kind = NodeKind::CallMethod;
     n.target = g.intern(text(p + 2));
-    n.args.push_back(Value::ref(body.names.at(text(p))));
+    n.args.push_back(Value::ref(*body.names.find(text(p))));
   } else {
     n.kind = NodeKind::CallFunction;
     n.target = g.intern(callee.starts_with("torch.ops.") ? callee.substr(10) : callee);
@@ -325,16 +325,16 @@ void Parser::rhs(const Statement& s, std::uint32_t p, std::uint32_t e, Body& bod
 
 // `l_x_ = L_x_`: Dynamo names its placeholders by the source and renames them here.
 void Parser::rename_placeholder(const Statement& s, std::string_view from, Body& body, Node& n) {
-  const auto it = body.names.find(from);
-  if (it == body.names.end() || body.g->nodes[it->second].kind != NodeKind::Placeholder ||
-      body.g->nodes[it->second].name != body.g->nodes[it->second].target) {
+  const NodeId* found = body.names.find(from);
+  if (found == nullptr || body.g->nodes[*found].kind != NodeKind::Placeholder ||
+      body.g->nodes[*found].name != body.g->nodes[*found].target) {
     fail(s.line, "assignment from '" + std::string(from) + "', which is not an input of the graph");
   }
-  Node& ph = body.g->nodes[it->second];
-  const NodeId id = it->second;
-  body.names.erase(it);
+  const NodeId id = *found;
+  Node& ph = body.g->nodes[id];
+  body.names.erase(from);
   ph.name = n.name;
-  if (!body.names.emplace(body.g->str(ph.name), id).second) {
+  if (!body.names.insert(body.g->str(ph.name), id)) {
     fail(s.line, "node '" + std::string(body.g->str(ph.name)) + "' is defined twice");
   }
   if (n.meta.kind != TensorMeta::Kind::None) ph.meta = std::move(n.meta);

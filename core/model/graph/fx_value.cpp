@@ -53,6 +53,23 @@ void Parser::call_args(std::uint32_t& p, std::uint32_t e, Body& body, std::vecto
                        std::vector<Kwarg>& kwargs) {
   const std::int64_t line = tok(p).line;
   expect(p, e, "(", line);
+  // Items counted first (top-level commas; `name =` starts a keyword), so each vector is
+  // allocated once.
+  std::size_t positional = 0, keywords = 0;
+  const std::uint32_t group_end = skip_group(p - 1, e);
+  for (std::uint32_t q = p; q + 1 < group_end;) {
+    if (tok(q).type == Tok::Name && is_op(q + 1, group_end, "=")) {
+      ++keywords;
+    } else {
+      ++positional;
+    }
+    while (q + 1 < group_end && !is_op(q, group_end, ",")) {
+      q = tok(q).type == Tok::Op && is_open(text_[tok(q).begin]) ? skip_group(q, group_end) : q + 1;
+    }
+    ++q;
+  }
+  args.reserve(args.size() + positional);
+  kwargs.reserve(keywords);
   while (!is_op(p, e, ")")) {
     if (p >= e) unsupported(line, "unbalanced brackets in call");
     if (tok(p).type == Tok::Name && is_op(p + 1, e, "=")) {
@@ -93,8 +110,21 @@ Value Parser::value(std::uint32_t& p, std::uint32_t e, Body& body) {
 Value Parser::sequence(std::uint32_t& p, std::uint32_t e, Body& body, std::string_view close,
                        ValueKind kind) {
   const std::int64_t line = tok(p).line;
+  // Its items counted first (top-level commas), so the vector is allocated once.
+  std::size_t commas = 0;
+  const std::uint32_t group_end = skip_group(p, e);
+  for (std::uint32_t q = p + 1; q < group_end; ++q) {
+    if (tok(q).type != Tok::Op) continue;
+    const char c = text_[tok(q).begin];
+    if (is_open(c)) {
+      q = skip_group(q, group_end) - 1;
+    } else if (c == ',') {
+      ++commas;
+    }
+  }
   ++p;
   std::vector<Value> items;
+  items.reserve(commas + 1);
   bool trailing_comma = false;
   while (!is_op(p, e, close)) {
     if (p >= e) unsupported(line, "unbalanced brackets");
@@ -180,7 +210,7 @@ Value Parser::atom(std::uint32_t& p, std::uint32_t e, Body& body) {
     if (name == "True") return Value::boolean(true);
     if (name == "False") return Value::boolean(false);
     if (name == "inf" || name == "nan") return Value::text(ValueKind::Float, g.intern(name));
-    if (const auto it = body.names.find(name); it != body.names.end()) return Value::ref(it->second);
+    if (const NodeId* id = body.names.find(name)) return Value::ref(*id);
     return Value::text(ValueKind::Symbolic, g.intern(name));
   }
   if (name == "math.inf") return Value::text(ValueKind::Float, g.intern("inf"));

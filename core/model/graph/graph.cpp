@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "core/model/graph/fingerprint_parts.hpp"
 
@@ -15,9 +16,14 @@ StringPool::StringPool() {
   intern("");
 }
 
-StringPool::StringPool(const StringPool& other) : strings_(other.strings_) {
-  // The index holds views into our own storage, so it is rebuilt, never copied.
-  for (std::size_t i = 0; i < strings_.size(); ++i) index_.emplace(strings_[i], static_cast<StrId>(i));
+StringPool::StringPool(const StringPool& other) {
+  // The views point into the other pool's chunks: every string is stored again.
+  strings_.reserve(other.strings_.size());
+  index_.reserve(other.strings_.size());
+  for (const std::string_view text : other.strings_) {
+    strings_.push_back(store(text));
+    index_.insert(strings_.back(), static_cast<StrId>(strings_.size() - 1));
+  }
 }
 
 StringPool& StringPool::operator=(const StringPool& other) {
@@ -28,16 +34,63 @@ StringPool& StringPool::operator=(const StringPool& other) {
   return *this;
 }
 
+std::string_view StringPool::store(std::string_view text) {
+  constexpr std::size_t kChunk = 16 * 1024;
+  if (text.empty()) return {};
+  char* at = nullptr;
+  if (text.size() > kChunk / 4) {  // a long string (a code line, a path): a block of its own
+    chunks_.push_back(std::make_unique_for_overwrite<char[]>(text.size()));
+    at = chunks_.back().get();
+  } else {
+    if (text.size() > left_) {
+      chunks_.push_back(std::make_unique_for_overwrite<char[]>(kChunk));
+      next_ = chunks_.back().get();
+      left_ = kChunk;
+    }
+    at = next_;
+    next_ += text.size();
+    left_ -= text.size();
+  }
+  std::memcpy(at, text.data(), text.size());
+  return {at, text.size()};
+}
+
+StringPool::StringPool(StringPool&& other) noexcept
+    : chunks_(std::move(other.chunks_)),
+      next_(std::exchange(other.next_, nullptr)),
+      left_(std::exchange(other.left_, 0)),
+      strings_(std::move(other.strings_)),
+      index_(std::move(other.index_)) {}
+
+StringPool& StringPool::operator=(StringPool&& other) noexcept {
+  if (this != &other) {
+    chunks_ = std::move(other.chunks_);
+    next_ = std::exchange(other.next_, nullptr);
+    left_ = std::exchange(other.left_, 0);
+    strings_ = std::move(other.strings_);
+    index_ = std::move(other.index_);
+  }
+  return *this;
+}
+
 StrId StringPool::intern(std::string_view text) {
-  if (const auto it = index_.find(text); it != index_.end()) return it->second;
-  const auto id = static_cast<StrId>(strings_.size());
-  strings_.emplace_back(text);
-  index_.emplace(strings_.back(), id);
-  return id;
+  if (text.empty() && !strings_.empty()) return kEmptyStr;  // "" is always id 0
+  return index_.find_or_insert(
+      text,
+      [&] {
+        strings_.push_back(store(text));
+        return static_cast<StrId>(strings_.size() - 1);
+      },
+      [&](std::string_view) { return strings_.back(); });
+}
+
+void StringPool::reserve(std::size_t n) {
+  strings_.reserve(n);
+  index_.reserve(n);
 }
 
 std::optional<StrId> StringPool::find(std::string_view text) const {
-  if (const auto it = index_.find(text); it != index_.end()) return it->second;
+  if (const std::uint32_t* id = index_.find(text)) return *id;
   return std::nullopt;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/model/base/dtype.hpp"
+#include "core/model/graph/string_index.hpp"
 
 namespace gparity::model {
 
@@ -26,25 +28,33 @@ using NodeId = std::uint32_t;
 inline constexpr StrId kEmptyStr = 0;
 inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
 
-/// Interned strings with stable ids and stable storage.
+/// Interned strings with stable ids and stable storage (an arena of chunks: views stay valid as
+/// the pool grows, and a string costs no allocation of its own).
 class StringPool {
  public:
   StringPool();
   StringPool(const StringPool& other);
   StringPool& operator=(const StringPool& other);
-  StringPool(StringPool&&) noexcept = default;
-  StringPool& operator=(StringPool&&) noexcept = default;
+  StringPool(StringPool&& other) noexcept;
+  StringPool& operator=(StringPool&& other) noexcept;
   ~StringPool() = default;
 
   StrId intern(std::string_view text);
+  /// Room for `n` strings without regrowing.
+  void reserve(std::size_t n);
   [[nodiscard]] std::string_view str(StrId id) const noexcept { return strings_[id]; }
   [[nodiscard]] std::size_t size() const noexcept { return strings_.size(); }
   /// The id of `text` when it was interned, else nullopt.
   [[nodiscard]] std::optional<StrId> find(std::string_view text) const;
 
  private:
-  std::deque<std::string> strings_;  // deque: interned views stay valid as the pool grows
-  std::unordered_map<std::string_view, StrId> index_;
+  std::string_view store(std::string_view text);
+
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  char* next_ = nullptr;  // free bytes of the current chunk: [next_, next_ + left_)
+  std::size_t left_ = 0;
+  std::vector<std::string_view> strings_;
+  StringIndex index_;
 };
 
 /// Opaque: a statement the FX reader does not model (valid Python it cannot map to an FX op, or a
