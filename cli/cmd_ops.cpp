@@ -1,6 +1,8 @@
 // `gparity ops show LOG`: one DebugMode log (core/model/ops) as a table of its records, or as
-// JSON. Damaged lines are listed on stderr with file:line (exit 1); a file with no record is
-// exit 2.
+// JSON; with --kernels its kernel launches only: each argument's role and values before and after
+// the launch, the output-code line and, from a trace/ beside the log (Inductor's provenance), the
+// post-grad and pre-grad nodes, ATen ops and user lines. Damaged lines are listed on stderr with
+// file:line (exit 1); a file with no record is exit 2.
 
 #include <CLI/CLI.hpp>
 #include <bit>
@@ -15,7 +17,11 @@
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/json_output.hpp"
 #include "core/model/ops/debugmode.hpp"
+#include "core/model/ops/inductor_provenance.hpp"
+#include "core/model/ops/kernel_launch.hpp"
 #include "core/model/ops/op_run.hpp"
+#include "diff/kernels/kernel_findings.hpp"
+#include "diff/kernels/kernel_sites.hpp"
 
 namespace gparity::cli {
 namespace {
@@ -27,6 +33,7 @@ using model::ops::TensorRef;
 struct OpsShowOptions {
   std::string path;
   bool json = false;
+  bool kernels = false;
   std::size_t limit = 0;
 };
 
@@ -124,6 +131,102 @@ std::string hashes_text(const OpLog& log, const OpRecord& r) {
   return s;
 }
 
+/// One tensor's hashes as the log printed them ("-" when none).
+std::string hash_list(const OpLog& log, const TensorRef& t) {
+  if (!t.hashed()) return "-";
+  std::string s;
+  for (std::uint32_t k = 0; k < t.hash_count; ++k) s += (k ? "/" : "") + log.hash_text(log.hash(t, k));
+  return s;
+}
+
+/// A launch's written value of argument `name` (its post-kernel hash), or nullptr.
+const TensorRef* written(const OpLog& log, const OpRecord& r, std::uint32_t name) {
+  for (std::uint32_t i = 0; i < r.out_count; ++i)
+    if (log.out(r, i).name == name) return &log.out(r, i);
+  return nullptr;
+}
+
+/// The kernel launches of a log, their arguments by role, and their provenance where a trace/
+/// lies beside the log.
+int show_kernels(const OpLog& log, const OpsShowOptions& o) {
+  model::ops::RunProvenance prov;
+  std::string prov_note = "no trace/ beside the log: no provenance";
+  if (const std::string dir = model::ops::find_provenance_dir(o.path); !dir.empty()) {
+    try {
+      prov = model::ops::read_provenance(dir);
+      prov_note = "provenance from " + dir;
+    } catch (const model::InputError& e) {
+      std::cerr << "gparity: warning: " << printable(e.what()) << " (kernels shown without provenance)\n";
+    }
+  }
+  const model::ops::RankProvenance* rank = prov.rank(log.rank);
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  const bool colour = colour_enabled(stdout);
+  std::size_t shown = 0, total = 0;
+  std::string text;
+  for (const auto& slice : diff::ops::slices_of(log)) {
+    const auto launches = diff::kernels::step_launches(slice);
+    const auto sites = diff::kernels::map_sites(slice, launches, rank);
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+      const OpRecord& r = slice.at(launches[i]);
+      if (!model::ops::is_kernel(r)) continue;
+      ++total;
+      if (o.limit > 0 && shown >= o.limit) continue;
+      ++shown;
+      const auto& site = sites[i];
+      const std::int64_t line = site.known() ? site.site->line : model::ops::launch_line(log, r);
+      nlohmann::ordered_json args = nlohmann::ordered_json::array();
+      text += paint("step " + std::to_string(r.step) + "  #" + std::to_string(r.index) + "  line " +
+                        std::to_string(r.line) + "  " + printable(log.op_name(r)),
+                    Colour::Bold, colour) +
+              (line > 0 ? "  (output code line " + std::to_string(line) + ")" : std::string()) + "\n";
+      for (std::uint32_t a = 0; a < r.arg_count; ++a) {
+        const TensorRef& t = log.arg(r, a);
+        const auto role = model::ops::kernel_arg_role(log.str(t.name));
+        const TensorRef* after = written(log, r, t.name);
+        nlohmann::ordered_json j = {{"name", log.str(t.name)},
+                                    {"role", model::ops::arg_role_name(role)},
+                                    {"tensor", log.tensor_text(t)}};
+        // An out_ptr's value before the launch is whatever its buffer held: not shown as an input.
+        if (model::ops::kernel_reads(role)) j["before"] = hash_list(log, t);
+        if (after) j["after"] = hash_list(log, *after);
+        args.push_back(j);
+        text += "    " + pad(std::string(model::ops::arg_role_name(role)), 8) +
+                pad(printable(log.str(t.name)), 13) + pad(printable(log.tensor_text(t)), 20) +
+                (model::ops::kernel_reads(role) ? hash_list(log, t) : std::string()) +
+                (after ? " -> " + hash_list(log, *after) : std::string()) + "\n";
+      }
+      if (const std::string p = diff::kernels::provenance_text(site); !p.empty())
+        text += "    " + printable(p.substr(2)) + "\n";
+      nlohmann::ordered_json k = {{"step", r.step},
+                                  {"index", r.index},
+                                  {"line", r.line},
+                                  {"kernel", log.op_name(r)},
+                                  {"family", model::ops::kernel_family(log.op_name(r))},
+                                  {"launch_line", line},
+                                  {"args", args}};
+      k["provenance"] = nlohmann::ordered_json::parse(diff::kernels::provenance_json(site).dump());
+      kernels.push_back(k);
+    }
+  }
+  if (o.json) {
+    nlohmann::ordered_json out = {
+        {"path", log.path},
+        {"rank", log.rank},
+        {"hash_functions", log.hash_spec.functions},
+        {"provenance", prov.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(prov.dir)},
+        {"kernel_launches", total},
+        {"kernels", kernels}};
+    std::cout << model::json_output(out) << '\n';
+  } else {
+    std::cout << paint(printable(log.path), Colour::Bold, colour) << " (rank " << log.rank << ", " << total
+              << " kernel launches of " << log.records.size() << " records; " << printable(prov_note) << ")\n"
+              << text;
+    if (shown < total) std::cout << "... " << total - shown << " more kernel launches (--limit)\n";
+  }
+  return log.issues.empty() ? kExitParity : kExitDivergence;
+}
+
 int show(const OpsShowOptions& o) {
   const auto run = model::ops::open_op_run(o.path);
   if (run.files.size() != 1)
@@ -134,6 +237,7 @@ int show(const OpsShowOptions& o) {
     std::cerr << "gparity: warning: " << printable(log.path) << ':' << i.line << ": " << printable(i.problem)
               << '\n';
   if (log.records.empty()) throw model::InputError(o.path, "no DebugMode record in this file");
+  if (o.kernels) return show_kernels(log, o);
   const std::size_t n = o.limit > 0 ? std::min(o.limit, log.records.size()) : log.records.size();
   if (o.json) {
     nlohmann::ordered_json out = {{"path", log.path},          {"rank", log.rank},
@@ -184,6 +288,12 @@ void register_ops(CLI::App& app, Action& action) {
       "stderr (exit 1); a file with no record is exit 2.");
   show_cmd->add_option("LOG", o->path, "A DebugMode log file")->required();
   show_cmd->add_flag("--json", o->json, "The records as JSON");
+  show_cmd->add_flag(
+      "--kernels", o->kernels,
+      "Only the kernel launches ([triton] lines): each argument's role (in_ptr, out_ptr, in_out_ptr) "
+      "and values before and after the launch, the output-code line, and from a trace/ beside the "
+      "log (TORCH_TRACE with Inductor's provenance) the kernel's post-grad and pre-grad nodes, ATen "
+      "ops and user lines");
   show_cmd->add_option("--limit", o->limit, "Print at most N records");
   show_cmd->callback([o, &action] { action = [o] { return show(*o); }; });
 }
