@@ -182,6 +182,13 @@ Participant graph_schedule(std::int32_t rank, const CollectiveStream& s, GroupId
   return p;
 }
 
+/// What CollectiveOp::signature() says, field by field (no strings built).
+bool same_signature(const CollectiveOp* a, const CollectiveOp* b) {
+  return a->kind == b->kind && a->params == b->params && a->input_shapes == b->input_shapes &&
+         a->input_dtypes == b->input_dtypes && a->output_shapes == b->output_shapes &&
+         a->output_dtypes == b->output_dtypes;
+}
+
 /// Baseline and candidate tokens of one stream: per process group, the in-place pairs of the
 /// alignment of that group's collectives, numbered as the baseline numbers them
 /// (collective_seq_id, or the place among the group's collectives in a graph), in stream order;
@@ -195,13 +202,23 @@ void aligned_tokens(const CollectiveStream& base, const CollectiveStream& cand, 
   const auto first = pb.tokens.size();
   for (const auto& g : groups) {
     std::vector<const CollectiveOp*> ob, oc;
-    std::vector<CollectiveOp> vb, vc;
     for (const auto& op : base.ops)
-      if (schedulable(op) && op.group == g) ob.push_back(&op), vb.push_back(op);
+      if (schedulable(op) && op.group == g) ob.push_back(&op);
     for (const auto& op : cand.ops)
-      if (schedulable(op) && op.group == g) oc.push_back(&op), vc.push_back(op);
+      if (schedulable(op) && op.group == g) oc.push_back(&op);
     const auto id = ids.id(g);
-    for (const auto& pair : diff_sequences(vb, vc).same) {
+    // Equal sequences (the common case) pair in place without the alignment's signatures.
+    const bool equal = ob.size() == oc.size() && std::equal(ob.begin(), ob.end(), oc.begin(), same_signature);
+    std::vector<SequenceDiff::Pair> pairs;
+    if (equal)
+      for (std::size_t k = 0; k < ob.size(); ++k) pairs.push_back({k, k});
+    if (!equal) {
+      std::vector<CollectiveOp> vb, vc;
+      for (const auto* op : ob) vb.push_back(*op);
+      for (const auto* op : oc) vc.push_back(*op);
+      pairs = diff_sequences(vb, vc).same;
+    }
+    for (const auto& pair : pairs) {
       const auto seq = ob[pair.a]->seq > 0 ? ob[pair.a]->seq : static_cast<std::int64_t>(pair.a) + 1;
       pb.tokens.push_back({id, seq, ob[pair.a], &base});
       pc.tokens.push_back({id, seq, oc[pair.b], &cand});

@@ -93,6 +93,39 @@ TEST(CliCollectives, RunFoldersCompileAgainstEager) {
   EXPECT_EQ(j["result"]["ranks"], 2);
 }
 
+// ---- across process groups on the real NCCL dumps of tests/data/collectives/fr_device -----------
+
+const std::string kFrDevice = std::string(GPARITY_SOURCE_DIR) + "/tests/data/collectives/fr_device/";
+
+TEST(CliCollectives, RealHangsAreDeadlocksWithCauseAndFixInJson) {
+  const auto healthy = run_command(GPARITY_EXE, {"collectives", kFrDevice + "healthy_4r"});
+  EXPECT_EQ(healthy.exit_code, 0) << healthy.out << healthy.err;
+  EXPECT_EQ(healthy.out.find("no rank in the file name"), std::string::npos) << healthy.out;
+
+  const auto inv = run_command(GPARITY_EXE, {"collectives", "--json", kFrDevice + "inversion_2r"});
+  EXPECT_EQ(inv.exit_code, 1) << inv.err;
+  const auto j = nlohmann::json::parse(inv.out);
+  EXPECT_EQ(j["headline"].get<std::string>().rfind("collectives deadlock", 0), 0U) << j["headline"];
+  ASSERT_EQ(j["result"]["deadlocks"].size(), 1U);
+  EXPECT_EQ(j["result"]["deadlocks"][0]["cause"], "order_inversion");
+  EXPECT_EQ(j["result"]["deadlocks"][0]["cycle"][0]["from"], 0);
+  EXPECT_EQ(j["result"]["deadlocks"][0]["cycle"][0]["to"], 1);
+  EXPECT_FALSE(j["result"]["inversions"].empty());
+  EXPECT_EQ(j["result"]["inversions"][0]["first"][0]["stream"], "pg 0 (default_pg)");
+
+  const auto skip = run_command(GPARITY_EXE, {"collectives", kFrDevice + "skip_4r"});
+  EXPECT_EQ(skip.exit_code, 1);
+  EXPECT_NE(skip.out.find("Cause: a skipped collective: rank 3 never issued"), std::string::npos) << skip.out;
+  EXPECT_NE(skip.out.find("Fix: make rank 3 issue"), std::string::npos) << skip.out;
+
+  // --no-schedules: the per-group checks only (what the bench measures against).
+  const auto plain =
+      run_command(GPARITY_EXE, {"collectives", "--json", "--no-schedules", kFrDevice + "inversion_2r"});
+  const auto p = nlohmann::json::parse(plain.out);
+  EXPECT_FALSE(p["result"].contains("deadlocks"));
+  EXPECT_EQ(plain.out.find("collective_order_inversion"), std::string::npos);
+}
+
 TEST(CliCollectives, BadInputExitsTwo) {
   TempDir dir;
   const auto bad = dir.write("rank0_flight_recorder.json", "{\"entries\": [");
