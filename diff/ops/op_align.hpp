@@ -21,7 +21,9 @@
 //     unpaired compiled records in the same stretch: by op name and shape first; the rest are
 //     given to the eager op whose inputs they read (compiled dataflow and input hashes): a
 //     decomposition's ops become its counterparts. A Triton kernel that holds the previous
-//     anchor's value and writes a tensor of the op's shape is a counterpart too (fusion).
+//     anchor's value and writes a tensor of the op's shape is a counterpart too (fusion), and a
+//     launch computes the ops of the stretch that read its ops' values (same phase, no
+//     collective) when it writes a tensor of their kind.
 //  4. where the compiled records show kernel launches (Inductor under DebugMode: every value the
 //     compiled run wrote is there), a divergent eager op that other ops of the step read and
 //     none of whose counterparts writes a tensor of one of its outputs' dtype and size is
@@ -108,7 +110,7 @@ struct EagerOp {
   std::uint32_t outputs_missing = 0;  // hashed outputs whose value is not in the compiled run
   std::uint32_t outputs_weak = 0;     // hashed outputs with weak hashes
   /// Unobserved because the compiled run, whose records show every kernel it launched, wrote no
-  /// value of its outputs' kind: fused away (step 4 of the alignment). What it read and what
+  /// value of its outputs' kind: fused away (step 4 above; docs/ops.md's step 6). What it read and what
   /// reads it are judged without its value.
   bool never_written = false;
 };
