@@ -40,15 +40,22 @@ int run_one_rank(ReplayCliOptions& o) {
   runtime::ReplaySession session(o.run, std::cout, std::cerr);
   session.run();
   if (!session.comparing()) return session.finish({}, {}, {}, kExitParity);
-  const auto& jobs = session.jobs();
-  diff::ReplayRankRun run;
-  run.rank = session.rank();
-  run.label_a = jobs[0].label;
-  run.label_b = jobs[1].label;
-  run.a = {jobs[0].records, &jobs[0].hoisted.graph};
-  run.b = {jobs[1].records, &jobs[1].hoisted.graph};
-  run.outputs_a = jobs[0].outputs;
-  run.outputs_b = jobs[1].outputs;
+  const auto rank_run = [&session] {
+    const auto& jobs = session.jobs();
+    diff::ReplayRankRun run;
+    run.rank = session.rank();
+    run.label_a = jobs[0].label;
+    run.label_b = jobs[1].label;
+    run.a = {jobs[0].records, &jobs[0].hoisted.graph};
+    run.b = {jobs[1].records, &jobs[1].hoisted.graph};
+    run.outputs_a = jobs[0].outputs;
+    run.outputs_b = jobs[1].outputs;
+    return run;
+  };
+  // --node-hash lazy: the first pass hashed outputs and collective inputs; where they differ on
+  // this rank, every node is hashed again, so the verdict names the node the full mode names.
+  if (session.lazy()) (void)session.finish_lazy_pass(!diff::replay_rank_equal(rank_run()));
+  const auto run = rank_run();
   const auto mode = o.run.cuda_graph ? diff::ReplayMode::CudaGraph
                     : o.run.coor     ? diff::ReplayMode::Coor
                                      : diff::ReplayMode::Against;
@@ -98,9 +105,10 @@ void register_replay(CLI::App& app, Action& action) {
   cmd->add_flag("--no-hash", r.no_hash, "Run without hashing (timing)");
   cmd->add_option("--node-hash", r.node_hash,
                   "shard: the shard-invariant hash of every node's tensors; both: XXH3-64 too (on a "
-                  "GPU, XXH3 is a sequential chain per tensor)")
-      ->check(CLI::IsMember({"both", "shard"}))
-      ->capture_default_str();
+                  "GPU, XXH3 is a sequential chain per tensor); lazy: the graphs' outputs and "
+                  "collective inputs, and every node only on ranks where those differ (docs/replay.md). "
+                  "Default: lazy with --against, --coor or --repeat, else shard")
+      ->check(CLI::IsMember({"both", "shard", "lazy"}));
   cmd->add_option("--node-hash-spec", r.node_hash_spec,
                   "Spec of the node records' shard hash (docs/hashing.md): v2 reads at memory "
                   "bandwidth; v1 compares with older runs by value (runs of two specs compare by XXH3)")

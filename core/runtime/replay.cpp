@@ -5,13 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/model/base/atomic_file.hpp"
 #include "core/model/base/display_text.hpp"
@@ -28,6 +29,7 @@
 #include "core/runtime/interpreter/inputs.hpp"
 #include "core/runtime/interpreter/interpreter.hpp"
 #include "core/runtime/launcher.hpp"
+#include "core/runtime/replay_options.hpp"
 #include "hash/shard_hash.hpp"
 
 namespace gparity::runtime {
@@ -47,100 +49,6 @@ std::string own_executable() {
   std::vector<char> buf(4096);
   const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
   return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string("gparity-run");
-}
-
-/// pick()'s rank when the caller names none: the source's first rank. (An int, not an optional:
-/// GCC 12 cannot follow an optional through pick()'s inlining, -Wmaybe-uninitialized.)
-constexpr int kNoRank = -1;
-
-const model::GraphEntry& pick(const model::GraphCollection& c, const std::string& path, int rank,
-                              const std::string& kind, const std::string& compile_id,
-                              std::optional<std::size_t> index) {
-  model::GraphSelector s;
-  if (!c.ranks.empty()) s.rank = rank == kNoRank ? c.ranks.front() : rank;
-  s.kind = kind;
-  s.occurrence = index;
-  if (!compile_id.empty()) {
-    s.compile = model::CompileId::parse(compile_id);
-    if (!s.compile) throw model::InputError(compile_id, "not a compile id (expected e.g. 0/0 or 0/0_1)");
-  }
-  const auto found = model::select_graphs(c, s);
-  if (found.empty())
-    throw model::InputError(path, "no graph matches the selection" +
-                                      (s.rank ? " for rank " + std::to_string(*s.rank) : std::string()) +
-                                      " (see `gparity graph list " + path + "`)");
-  if (found.size() > 1) {
-    std::string which;
-    for (const auto* e : found)
-      which += "\n  --compile-id " + e->compile.text() + " --graph " + e->kind + " --index " +
-               std::to_string(e->occurrence);
-    throw model::InputError(path,
-                            std::to_string(found.size()) + " graphs match; narrow the selection:" + which);
-  }
-  const model::GraphEntry& e = *found.front();
-  // Statements the reader could not parse stay in the graph as opaque text, which cannot run:
-  // refuse the graph here, naming the damage by file and line (the failing node would quote the
-  // whole statement, megabytes of it for a hostile one).
-  if (e.graph->total_opaque() > 0) {
-    // The graph's own problem: in its file, at or after its envelope's line (a trace "log:line").
-    const model::TraceProblem* first = nullptr;
-    for (const auto& p : c.problems) {
-      std::int64_t from = 0;
-      if (e.source.starts_with(p.source + ":")) {
-        const auto line = std::string_view(e.source).substr(p.source.size() + 1);
-        std::from_chars(line.data(), line.data() + line.size(), from);
-      } else if (e.source != p.source && !e.source.starts_with(p.source + "!")) {
-        continue;
-      }
-      if (p.line >= from && (first == nullptr || p.line < first->line)) first = &p;
-    }
-    if (first != nullptr)
-      throw model::InputError(
-          first->source, first->line,
-          first->problem + " (the graph keeps that statement as text: it cannot be replayed)");
-  }
-  return e;
-}
-
-GroupRanks group_ranks(const model::ProcessGroupTable& table) {
-  GroupRanks groups;
-  for (const auto& g : table.groups()) groups[g.name] = std::vector<int>(g.ranks.begin(), g.ranks.end());
-  return groups;
-}
-
-std::map<std::string, std::int64_t> parse_syms(const std::vector<std::string>& syms) {
-  std::map<std::string, std::int64_t> out;
-  for (const auto& s : syms) {
-    const auto eq = s.find('=');
-    try {
-      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
-      std::size_t used = 0;
-      out[s.substr(0, eq)] = std::stoll(s.substr(eq + 1), &used);
-      if (used != s.size() - eq - 1) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--sym takes NAME=INTEGER, got \"" + s + "\"");
-    }
-  }
-  return out;
-}
-
-InputOptions input_options(const ReplayOptions& o, int rank) {
-  InputOptions io;
-  io.safetensors = o.inputs;
-  io.seed = o.seed;
-  io.per_rank = o.per_rank_inputs;
-  io.rank = rank;
-  if (!o.int_range.empty()) {
-    const auto colon = o.int_range.find(':', 1);
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("");
-      io.int_range =
-          std::pair{std::stoll(o.int_range.substr(0, colon)), std::stoll(o.int_range.substr(colon + 1))};
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--int-range takes LO:HI, got \"" + o.int_range + "\"");
-    }
-  }
-  return io;
 }
 
 json timing_json(const std::vector<double>& ms) {
@@ -189,7 +97,11 @@ struct ReplaySession::Impl {
   std::unique_ptr<GroupComm> comm;
   std::unique_ptr<model::TraceWriter> writer;
   std::vector<model::RankInfo> rank_infos;  // every rank's host, node and device (manifest)
-  CollectiveResults own_collectives;        // --coor: the own job's collective results, for run_alone()
+  std::string node_hash;                    // the mode in force: shard, both or lazy (node_hash_mode)
+  bool holding = false;                     // lazy with two executions: records held back (run())
+  /// Each job's collective results (several ranks), by job: the own job's for --coor's run_alone(),
+  /// and with --node-hash lazy both jobs', for the second pass of a rank whose first pass differed.
+  std::array<CollectiveResults, 2> kept;
   json summary;
 
   Impl(ReplayOptions options, std::ostream& o_, std::ostream& e_)
@@ -230,20 +142,22 @@ struct ReplaySession::Impl {
 
   void select_jobs() {
     const bool multi = coll.ranks.size() > 1;
-    const int own_rank = o.rank ? *o.rank : (multi ? env.rank : kNoRank);
+    const int own_rank = o.rank ? *o.rank : (multi ? env.rank : kSourceFirstRank);
     if (multi && !o.rank && std::find(coll.ranks.begin(), coll.ranks.end(), env.rank) == coll.ranks.end())
       throw model::InputError(o.source, "the trace has no graphs of rank " + std::to_string(env.rank));
-    const auto& own = pick(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
+    const auto& own = select_replay_graph(coll, o.source, own_rank, o.kind, o.compile_id, o.index);
     jobs.push_back(job(o.against.empty() && !o.coor ? (o.kind.empty() ? std::string("graph") : o.kind)
                                                     : (o.coor ? "own" : "a"),
                        own));
     if (!o.against.empty()) {
       other = model::load_graphs(o.against);
-      const auto& b = pick(*other, o.against, own_rank, o.against_kind.empty() ? o.kind : o.against_kind,
-                           o.compile_id, o.index);
+      const auto& b =
+          select_replay_graph(*other, o.against, own_rank, o.against_kind.empty() ? o.kind : o.against_kind,
+                              o.compile_id, o.index);
       jobs.push_back(job("b", b));
     } else if (o.coor) {
-      jobs.push_back(job("coor", pick(coll, o.source, kNoRank, o.kind, o.compile_id, o.index)));
+      jobs.push_back(
+          job("coor", select_replay_graph(coll, o.source, kSourceFirstRank, o.kind, o.compile_id, o.index)));
     }
     for (const auto& j : jobs)
       for (const auto& u : j.hoisted.unresolved)
@@ -278,11 +192,12 @@ struct ReplaySession::Impl {
     m.extra["replay"] = {{"source", o.source}, {"against", o.against}, {"coor", o.coor},
                          {"seed", o.seed},     {"groups", table},      {"flight_recorder", o.group_dumps}};
     // What the node records carry (each record says it too: its "xxh3", "shard" and "view" fields).
+    // "lazy": outputs and collective inputs, every node on the ranks whose first pass differed.
     if (!o.no_hash)
-      m.extra["replay"]["node_hash"] = {{"hashes", o.node_hash},
+      m.extra["replay"]["node_hash"] = {{"hashes", node_hash},
                                         {"views", o.hash_views},
                                         {"shard_spec", static_cast<int>(node_shard_spec())},
-                                        {"outputs_xxh3", true},  // graph outputs: XXH3 whatever "hashes" says
+                                        {"outputs_xxh3", node_hash == "both"},
                                         {"stream", o.node_hash_stream}};
     model::write_manifest(o.out, m);
   }
@@ -324,7 +239,8 @@ struct ReplaySession::Impl {
     io.source = j.entry->source;
     io.device = device;
     io.hash = !o.no_hash;
-    io.node_xxh3 = o.node_hash == "both";
+    io.node_xxh3 = node_hash == "both";
+    io.every_node = node_hash != "lazy";
     io.shard_spec = node_shard_spec();
     io.view_hashes = o.hash_views;
     io.hash_side_stream = o.node_hash_stream == "side";
@@ -343,27 +259,44 @@ struct ReplaySession::Impl {
   std::vector<double> timed_reruns(Interpreter& interp, InputSource& inputs) const {
     std::vector<double> ms;
     for (int r = 0; r < o.repeat; ++r)
-      ms.push_back(
-          timed_on_device(device_index(), [&] { (void)interp.rerun(inputs, {.hash = !o.no_hash}); }));
+      ms.push_back(timed_on_device(device_index(), [&] {
+        (void)interp.rerun(inputs, {.hash = !o.no_hash, .keep_collectives = false});
+      }));
     return ms;
   }
 
-  /// Runs job `j` once (records written, top-level ones kept), then the timed reruns.
-  void run_job(ReplayJob& j, CollectiveResults* keep, CollectiveResults* take) {
+  /// How run_job runs a job.
+  struct JobRun {
+    CollectiveResults* keep = nullptr;  // keep its collectives' results here ...
+    CollectiveResults* take = nullptr;  // ... or take them from here (no timed reruns then)
+    bool every_node = true;             // false: --node-hash lazy's first pass
+    bool hold = false;                  // hold the records back in j.held instead of writing them
+    bool timed = true;                  // the --repeat reruns
+  };
+
+  /// Runs job `j` once (records written or held, top-level ones kept), then the timed reruns;
+  /// returns its summary.
+  json run_job(ReplayJob& j, const JobRun& how) {
     auto io = interpret_options(j);
-    io.keep_collectives = keep;
-    io.take_collectives = take;
+    io.keep_collectives = how.keep;
+    io.take_collectives = how.take;
+    io.every_node = how.every_node;
     Interpreter interp(j.hoisted.graph, io);
     InputSource inputs(inputs_opts);
     std::size_t count = 0;
     const auto t0 = std::chrono::steady_clock::now();
     j.outputs = interp.run(inputs, [&](const model::NodeRecord& r) {
-      writer->write_node(r);
+      if (how.hold) {
+        j.held.push_back(r);
+      } else {
+        writer->write_node(r);
+      }
       if (r.graph == j.label) j.records.push_back(r);
       ++count;
     });
     const double ms = ms_since(t0);
-    const auto reruns = take != nullptr ? std::vector<double>{} : timed_reruns(interp, inputs);
+    const auto reruns =
+        how.take != nullptr || !how.timed ? std::vector<double>{} : timed_reruns(interp, inputs);
     json g = {{"label", j.label},
               {"source", j.entry->source},
               {"ops", interp.op_nodes()},
@@ -382,15 +315,39 @@ struct ReplaySession::Impl {
                                          {"tensors", p.tensors},       {"bytes", p.bytes},
                                          {"same_bytes", p.same_bytes}};
     }
-    summary["graphs"].push_back(std::move(g));
     if (!o.json) {
       out << "rank " << env.rank << ": " << model::shown(j.label) << " (" << model::shown(j.entry->source)
-          << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed, " << ms << " ms";
+          << "): " << interp.op_nodes() << " ops, " << count << " tensors hashed"
+          << (how.every_node ? "" : " (lazy: outputs, collective inputs, in-place writes)") << ", " << ms
+          << " ms";
       if (!reruns.empty())
         out << "; " << reruns.size() << " more runs" << (o.no_hash ? " without hashing" : "") << ": median "
             << median(reruns) << " ms";
       out << std::endl;
     }
+    return g;
+  }
+
+  /// Lazy: every job again with every node hashed, each collective taking the result its job's
+  /// first pass had (no communication: only this rank runs), no timed reruns. Returns what the
+  /// first pass recorded that the second does not record alike (empty: the replay was deterministic).
+  std::vector<std::string> every_node_pass() {
+    std::vector<std::string> differing;
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+      auto& j = jobs[k];
+      auto first = std::move(j.held);
+      auto first_outputs = std::move(j.outputs);
+      j.held.clear();
+      j.records.clear();
+      const JobRun how{.take = env.world_size > 1 ? &kept[k] : nullptr, .hold = true, .timed = false};
+      auto g = run_job(j, how);
+      for (auto& d : records_not_alike(first, j.held)) differing.push_back(std::move(d));
+      j.outputs = std::move(first_outputs);  // the verdict's outputs stay the first pass's
+      for (auto& entry : summary["graphs"])
+        if (entry["label"] == j.label && !entry.contains("every_node_pass"))
+          entry["every_node_pass"] = {{"tensors", g["tensors"]}, {"ms", g["ms"]}};
+    }
+    return differing;
   }
 
   /// --cuda-graph: the graph uncaptured and captured (core/runtime/interpreter/captured_replay),
@@ -446,40 +403,18 @@ struct ReplaySession::Impl {
   }
 };
 
-void check_replay_options(const ReplayOptions& o) {
-  if (!o.against.empty() && o.coor) throw std::invalid_argument("--against and --coor exclude each other");
-  if (o.cuda_graph && (!o.against.empty() || o.coor || o.device != "cuda" || o.no_hash))
-    throw std::invalid_argument(
-        "--cuda-graph runs one graph on --device cuda and compares hashes (no --against, --coor or "
-        "--no-hash)");
-  if ((!o.against.empty() || o.coor) && o.no_hash)
-    throw std::invalid_argument("--against and --coor compare hashes: drop --no-hash");
-  if (o.node_hash_stream != "same" && o.node_hash_stream != "side")
-    throw std::invalid_argument("--node-hash-stream " + o.node_hash_stream + " is neither same nor side");
-  if (!(o.node_hash_side_share > 0 && o.node_hash_side_share <= 1))
-    throw std::invalid_argument("--node-hash-side-share must be in (0, 1]");
-  if (o.node_hash_side_batch_mib < 1)
-    throw std::invalid_argument("--node-hash-side-batch must be at least 1 MiB");
-  if (o.node_hash_batch_mib < 1) throw std::invalid_argument("--node-hash-batch must be at least 1 MiB");
-  if (o.node_hash_xxh3_chains != "host" && o.node_hash_xxh3_chains != "device")
-    throw std::invalid_argument("--node-hash-xxh3-chains " + o.node_hash_xxh3_chains +
-                                " is neither host nor device");
-  if (!hash::parse_shard_spec(o.node_hash_spec))
-    throw std::invalid_argument("--node-hash-spec " + o.node_hash_spec +
-                                " is not a shard hash spec (v1 or v2)");
-}
-
 ReplaySession::ReplaySession(ReplayOptions options, std::ostream& out, std::ostream& err)
     : impl_(std::make_unique<Impl>(std::move(options), out, err)) {
   auto& m = *impl_;
   const auto& o = m.o;
   check_replay_options(o);
   m.coll = model::load_graphs(o.source);
-  m.groups = group_ranks(o.groups);
+  m.groups = replay_group_ranks(o.groups);
   m.gpu_of_rank = m.place_on_gpus();
   m.device = o.device == "cuda" ? "cuda:" + std::to_string(m.env.local_rank) : "cpu";
-  m.symbols = parse_syms(o.syms);
-  m.inputs_opts = input_options(o, m.env.rank);
+  m.node_hash = node_hash_mode(o);
+  m.symbols = parse_replay_syms(o.syms);
+  m.inputs_opts = replay_input_options(o, m.env.rank);
   m.select_jobs();
   if (m.env.world_size > 1) {
     const auto backend = o.device == "cuda" ? CommBackend::Nccl : CommBackend::Gloo;
@@ -490,7 +425,7 @@ ReplaySession::ReplaySession(ReplayOptions options, std::ostream& out, std::ostr
   if (m.env.rank == 0) m.write_manifest();
   m.writer = std::make_unique<model::TraceWriter>(o.out, m.env.rank);
   for (const auto& j : m.jobs) m.write_graph_records(j);
-  m.summary = {{"rank", m.env.rank}, {"graphs", json::array()}};
+  m.summary = {{"rank", m.env.rank}, {"graphs", json::array()}, {"node_hash", {{"mode", m.node_hash}}}};
 }
 
 ReplaySession::~ReplaySession() = default;
@@ -517,10 +452,51 @@ void ReplaySession::run() {
     m.run_captured_job();
     return;
   }
-  // --coor on several ranks: the own job keeps its collectives' results for run_alone().
-  const bool keep = m.o.coor && m.env.world_size > 1;
-  for (std::size_t j = 0; j < m.jobs.size(); ++j)
-    m.run_job(m.jobs[j], keep && j == 0 ? &m.own_collectives : nullptr, nullptr);
+  // Lazy with two executions: the records wait until the verdict knows whether this rank's
+  // first pass differed (finish_lazy_pass).
+  m.holding = m.node_hash == "lazy" && m.jobs.size() == 2;
+  for (std::size_t j = 0; j < m.jobs.size(); ++j) {
+    // On several ranks the own job of --coor keeps its collectives' results for run_alone(), and
+    // a lazy first pass every job's, for the second pass.
+    const bool keep = m.env.world_size > 1 && ((m.o.coor && j == 0) || m.holding);
+    const Impl::JobRun how{
+        .keep = keep ? &m.kept[j] : nullptr, .every_node = m.node_hash != "lazy", .hold = m.holding};
+    m.summary["graphs"].push_back(m.run_job(m.jobs[j], how));
+  }
+}
+
+bool ReplaySession::lazy() const noexcept {
+  return impl_->holding;
+}
+
+LazyPass ReplaySession::finish_lazy_pass(bool first_pass_differs) {
+  auto& m = *impl_;
+  if (!m.holding) throw std::logic_error("finish_lazy_pass without a lazy first pass");
+  LazyPass p;
+  p.every_node = first_pass_differs;
+  if (p.every_node) p.not_alike = m.every_node_pass();
+  for (auto& j : m.jobs) {
+    for (const auto& r : j.held) m.writer->write_node(r);
+    j.held.clear();
+  }
+  m.holding = false;
+  json data = {
+      {"every_node_pass", p.every_node}, {"deterministic", p.not_alike.empty()}, {"not_alike", p.not_alike}};
+  m.summary["node_hash"].update(data);
+  if (!p.every_node) return p;
+  std::string text = "the first pass (outputs, collective inputs) differed: every node hashed again";
+  if (p.not_alike.empty()) {
+    text += "; every tensor the first pass hashed hashed alike (deterministic)";
+  } else {
+    text += "; NOT deterministic: " + std::to_string(p.not_alike.size()) +
+            " tensor(s) of the first pass hashed otherwise, first " + p.not_alike.front();
+    m.err << "gparity: warning: rank " << m.env.rank
+          << ": replay is not deterministic: " << model::shown(p.not_alike.front())
+          << " hashed otherwise when every node was hashed; the verdict keeps the first pass's outputs"
+          << std::endl;
+  }
+  m.writer->write_event({"lazy_node_hash", std::nullopt, text, data});
+  return p;
 }
 
 std::vector<std::string> ReplaySession::exchange(const std::string& key, const std::string& text) {
@@ -537,7 +513,7 @@ std::vector<model::NodeRecord> ReplaySession::run_alone(std::string& problem) {
   alone.outputs.clear();
   m.write_graph_records(alone);
   try {
-    m.run_job(alone, nullptr, &m.own_collectives);
+    m.summary["graphs"].push_back(m.run_job(alone, {.take = &m.kept[0]}));
   } catch (const ReplayError& e) {
     problem = e.what();
     return {};

@@ -48,8 +48,8 @@ struct ReplayOptions {
   model::ProcessGroupTable groups;       // --group, Flight Recorder dumps
   std::vector<std::string> group_dumps;  // the dumps the table was read from (manifest)
   bool no_hash = false;
-  std::string node_hash = "shard";             // --node-hash shard|both (issue 24: shard by default)
-  bool hash_views = false;                     // --hash-views
+  std::string node_hash;    // --node-hash shard|both|lazy; empty: node_hash_mode's default (issue 33)
+  bool hash_views = false;  // --hash-views
   std::string node_hash_spec = "v2";           // --node-hash-spec v1|v2: the node records' shard hash spec
   std::string node_hash_stream = "same";       // --node-hash-stream same|side: where CUDA hashes run
   double node_hash_side_share = 0.25;          // --node-hash-side-share: the side stream's share of the GPU
@@ -73,6 +73,21 @@ struct ReplayJob {
   model::HoistResult hoisted;
   std::vector<model::NodeRecord> records;  // top-level node records (subgraphs' are written only)
   std::vector<model::NodeRecord> outputs;  // the graph outputs' records
+  std::vector<model::NodeRecord> held;     // lazy: every record of the pass, not written yet
+};
+
+/// What --node-hash the replay runs with: the option, else (issue 33) lazy for --against, --coor
+/// and --repeat without --cuda-graph, shard otherwise. Lazy hashes the graphs' outputs and the
+/// collectives' inputs first (InterpretOptions::every_node), and every node only on a rank whose
+/// first pass differed (ReplaySession::finish_lazy_pass).
+std::string node_hash_mode(const ReplayOptions& o);
+
+/// How a lazy replay's records came to be (ReplaySession::finish_lazy_pass).
+struct LazyPass {
+  bool every_node = false;  // the first pass differed: every job ran again with every node hashed
+  /// Records of the first pass that the second did not write alike ("graph a, node mm output 0"):
+  /// the replay is not deterministic (empty: it is, as far as the first pass hashed).
+  std::vector<std::string> not_alike;
 };
 
 /// Options that exclude each other (--against with --coor; --cuda-graph with either, with
@@ -97,8 +112,19 @@ class ReplaySession {
   [[nodiscard]] const std::vector<ReplayJob>& jobs() const noexcept;
 
   /// Runs every job (records written as they come; --repeat: timed reruns), or with --cuda-graph
-  /// the graph uncaptured and captured (two jobs: the graph's label and "cuda-graph").
+  /// the graph uncaptured and captured (two jobs: the graph's label and "cuda-graph"). Lazy with
+  /// two executions: the first pass, its records held back until finish_lazy_pass().
   void run();
+  /// run() made a lazy first pass whose records wait for finish_lazy_pass().
+  [[nodiscard]] bool lazy() const noexcept;
+  /// Ends a lazy first pass. `first_pass_differs` (the caller compared the jobs' records): every
+  /// job runs again with every node hashed, each collective taking the result its job's first
+  /// pass had (no communication: the other ranks go on), and the jobs' records become the second
+  /// pass's, so that the first divergent node is named as a run hashing every node names it; the
+  /// outputs stay the first pass's. Every record of the first pass must come again alike (the
+  /// replay is deterministic), else LazyPass::not_alike names them (a warning, the summary's
+  /// "node_hash" and a "lazy_node_hash" event say so too). Then the records are written.
+  LazyPass finish_lazy_pass(bool first_pass_differs);
   /// Every rank's text under `key`, by rank (this rank's alone without other ranks).
   std::vector<std::string> exchange(const std::string& key, const std::string& text);
   /// --coor: the coor job's graph again, labelled "coor-alone", every collective taking the

@@ -73,6 +73,13 @@ Comparison compare(const ReplayRankRun& run) {
   return c;
 }
 
+/// The one evidence rule (diff/report/evidence.hpp): two executions that recorded nothing are no parity.
+EvidenceRuling evidence_of(const Comparison& c, const ReplayRankRun& run) {
+  return rule_on(node_evidence(c.nodes, run.label_a, run.a.records.size() + run.outputs_a.size(), run.label_b,
+                               run.b.records.size() + run.outputs_b.size(),
+                               std::min(run.outputs_a.size(), run.outputs_b.size())));
+}
+
 /// What a rank learns about every rank from the exchanged records.
 struct Across {
   causality::Result result;
@@ -134,16 +141,18 @@ Alone alone_from_json(const std::string& text) {
 
 }  // namespace
 
+bool replay_rank_equal(const ReplayRankRun& run) {
+  const auto c = compare(run);
+  return c.equal() && evidence_of(c, run).exit_code == 0;
+}
+
 ReplayVerdict judge_replay(ReplayMode mode, const ReplayRankRun& run, const causality::GroupTable& groups,
                            const ReplayExchange& exchange, const ReplayRunAlone& run_alone) {
   ReplayVerdict v;
   auto c = compare(run);
   v.equal = c.equal();
   v.json["outputs_equal"] = v.equal;
-  // The one evidence rule (diff/report/evidence.hpp): two executions that recorded nothing are no parity.
-  const auto ruling = rule_on(node_evidence(c.nodes, run.label_a, run.a.records.size() + run.outputs_a.size(),
-                                            run.label_b, run.b.records.size() + run.outputs_b.size(),
-                                            std::min(run.outputs_a.size(), run.outputs_b.size())));
+  const auto ruling = evidence_of(c, run);
   v.json["evidence"] = ruling.json;
 
   // Across ranks (not for --cuda-graph: both executions are this rank's).

@@ -58,6 +58,10 @@ struct ReplayVerdict {
   int exit_code = 0;    // 0 all equal, 1 a divergence on some rank (--cuda-graph: on this rank)
 };
 
+/// This rank's two executions compared here alone: equal outputs, no divergent node, and records
+/// compared on both sides. A lazy replay (--node-hash lazy) hashes every node again where not.
+bool replay_rank_equal(const ReplayRankRun& run);
+
 /// The whole verdict of one rank: compares its two executions, exchanges and classifies across
 /// ranks, and for --coor runs the rank alone when its divergences all came from other ranks.
 ReplayVerdict judge_replay(ReplayMode mode, const ReplayRankRun& run, const causality::GroupTable& groups,

@@ -568,7 +568,12 @@ c10::IValue take_collective(CollectiveResults& results, std::string_view op, boo
                       signature + " here but " + it->second.signature + " in the run whose results it takes");
   const c10::IValue& kept = it->second.value;
   const bool in_place = op.ends_with('_') || op == "all_gather_into_tensor_out";
-  if (!in_place) return kept;
+  if (!in_place) {
+    // A copy: the graph may write the result in place, and the kept result is taken again (a
+    // lazy replay's second pass, then --coor's alone run).
+    const c10::InferenceMode normal(false);
+    return deep_clone(kept);
+  }
   const std::size_t target = op == "all_gather_into_tensor_out" ? args.size() - 1 : 0;
   const auto dst = tensors_of(args[target]), src = tensors_of(kept);
   for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i].copy_(src[i]);

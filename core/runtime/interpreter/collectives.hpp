@@ -55,8 +55,10 @@ class GroupComm {
 /// tensors and the group): one run keeps them (InterpretOptions::keep_collectives), a later run
 /// of another graph takes them instead of communicating (take_collectives). `replay --coor` runs
 /// a rank's coor graph so, alone, with the results its own graph's collectives had: its group
-/// partners' correct inputs. Taking a result for a collective the keeping run did not have, or
-/// had with another signature, is a ReplayError naming both.
+/// partners' correct inputs; a lazy replay's second pass (--node-hash lazy) runs each graph again
+/// so, on the ranks whose first pass differed only, with the results its own first pass had. Each
+/// take hands out a copy. Taking a result for a collective the keeping run did not have, or had
+/// with another signature, is a ReplayError naming both.
 class CollectiveResults {
  public:
   CollectiveResults();

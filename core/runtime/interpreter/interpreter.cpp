@@ -86,7 +86,7 @@ struct PendingRecords {
   std::int64_t batch_bytes;
   std::vector<Entry> entries;
   std::vector<at::Tensor> queued;         // not yet enqueued, slots next_slot - queued.size() ...
-  std::vector<std::uint8_t> queued_xxh3;  // per queued tensor: XXH3 too (a graph output)
+  std::vector<std::uint8_t> queued_xxh3;  // per queued tensor: XXH3 too (--node-hash both)
   std::int64_t queued_bytes = 0;
   std::size_t next_slot = 0;  // slots handed out since the last collect(): > 0 while any waits
   RunProfile profile;
@@ -167,6 +167,7 @@ struct Interpreter::Impl {
   std::vector<c10::IValue> bound;
   bool hash_now = true;               // o.hash, or the rerun's choice
   bool keep_values = false;           // no frees: every node's value outlives the run (hash_kept)
+  bool keep_now = true;               // keep the collectives' results this run (o.keep_collectives)
   c10::IValue result;                 // the output of the last run
   PendingRecords* pending = nullptr;  // the top level's, shared with the subgraphs
   /// Where each node's tensors' hashes are (this run, until an op writes in place): getitem and
@@ -185,9 +186,8 @@ struct Interpreter::Impl {
     bool xxh3 = false;  // carries XXH3 (besides the shard hash)
   };
   std::vector<std::map<std::int64_t, HashRef>> node_hashes;
-  /// Nodes the graph's output names (its elements): their tensors get XXH3 whatever node_xxh3
-  /// says (issue 24: graph outputs keep XXH3-64 beside the shard hash).
-  std::vector<bool> output_nodes;
+  /// The nodes hashed when not every node is (InterpretOptions::every_node false; mark_wanted).
+  std::vector<bool> wanted;
   std::unique_ptr<PendingRecords> own_pending;
 
   Impl(const model::Graph& graph, InterpretOptions options) : g(graph), o(std::move(options)) {}
@@ -239,19 +239,44 @@ struct Interpreter::Impl {
       steps.push_back(std::move(s));
     }
     plan_frees();
-    mark_outputs();
+    mark_wanted();
   }
 
-  void mark_outputs() {
-    output_nodes.assign(g.nodes.size(), false);
-    for (const auto& n : g.nodes) {
-      if (n.kind != NodeKind::Output || n.args.empty()) continue;
-      const auto& out = n.args[0];
-      if (out.kind == ValueKind::Node && out.node < g.nodes.size()) output_nodes[out.node] = true;
-      for (const auto& item : out.items)
-        if (item.kind == ValueKind::Node && item.node < g.nodes.size()) output_nodes[item.node] = true;
+  /// What a lazy pass hashes (InterpretOptions::every_node false): the output node and the nodes
+  /// it names, the tensors collectives read (not wait_tensor's: a collective's result), the
+  /// results of ops that write in place; then, walking back (arguments come before their
+  /// users), what those records name: a getitem's source (it takes that node's hashes) and a
+  /// view's aliased argument (the base it is recorded in). Each wanted node is then recorded
+  /// exactly as a run hashing every node records it.
+  void mark_wanted() {
+    wanted.assign(g.nodes.size(), false);
+    const auto want = [&](model::NodeId r) {
+      if (r < wanted.size()) wanted[r] = true;
+    };
+    for (const auto& s : steps) {
+      const auto& n = g.nodes[s.node];
+      if (s.kind == StepKind::Output) {
+        wanted[s.node] = true;
+        for (const auto& a : n.args) model::for_each_ref(a, want);
+      } else if (s.kind == StepKind::Collective && s.name != "wait_tensor") {
+        for (const auto* v : s.values)
+          if (v != nullptr) model::for_each_ref(*v, want);
+      } else if (s.kind == StepKind::Op && s.writes) {
+        wanted[s.node] = true;
+      }
+    }
+    for (auto id = static_cast<std::int64_t>(steps.size()) - 1; id >= 0; --id) {
+      const auto& s = steps[static_cast<std::size_t>(id)];
+      if (!wanted[s.node]) continue;
+      const auto& n = g.nodes[s.node];
+      if (s.kind == StepKind::GetItem) want(n.args[0].node);
+      if (s.kind == StepKind::Op && s.view && s.alias_arg && *s.alias_arg < s.args.size() &&
+          s.args[*s.alias_arg].value != nullptr)
+        model::for_each_ref(*s.args[*s.alias_arg].value, want);
     }
   }
+
+  [[nodiscard]] bool hashes(const Step& s) const { return o.every_node || wanted[s.node]; }
 
   void plan_frees() {
     std::vector<std::size_t> last(g.nodes.size(), 0);
@@ -577,6 +602,7 @@ struct Interpreter::Impl {
     std::vector<c10::IValue> operands;
     for (const auto* v : s.values) operands.push_back(detail::plain_value(*v, ctx()));
     s.body->hash_now = hash_now;
+    s.body->keep_now = keep_now;
     s.body->pending = pending;
     auto out = s.body->execute(inputs, sink, &operands);
     return out;
@@ -664,23 +690,18 @@ struct Interpreter::Impl {
     if (node_hashes.size() < g.nodes.size()) node_hashes.resize(g.nodes.size());
     std::vector<at::Tensor> cpu;
     std::vector<std::optional<HashRef>> known(ts.size());
-    // A graph output (the output's record, and the node whose tensor it names) carries XXH3
-    // whatever node_xxh3 says (issue 24): an argument's hashes without XXH3 do not do for it.
-    // An output that is a view stays a view (no hash; its base is hashed), as any view does.
-    const auto wants_xxh3 = [&](std::size_t i) {
-      return n.kind == NodeKind::Output || (id < output_nodes.size() && output_nodes[id] && index[i] == 0);
-    };
     for (std::size_t i = 0; i < ts.size(); ++i) {
       if (const auto* ref = known_hash(n, id, index[i])) known[i] = *ref;
       if (!known[i] && alias_of) known[i] = view_in(ts[i], *alias_of);
-      if (!known[i] && same_bytes && ts.size() == 1 && (same_bytes->xxh3 || !wants_xxh3(i))) {
+      if (!known[i] && same_bytes && ts.size() == 1) {
         known[i] = *same_bytes;
         ++pending->profile.same_bytes;
       }
-      if (known[i] && !known[i]->view && !known[i]->xxh3 && wants_xxh3(i)) known[i].reset();
       if (!known[i] && !ts[i].is_cuda()) cpu.push_back(ts[i]);
     }
     const auto cpu_hashes = hash_blocks(cpu, {}, {}, o.shard_spec);
+    pending->profile.tensors += cpu.size();
+    for (const auto& t : cpu) pending->profile.bytes += static_cast<std::int64_t>(t.nbytes());
     std::size_t next_cpu = 0;
     const auto src = source_of(n);
     for (std::size_t i = 0; i < ts.size(); ++i) {
@@ -699,8 +720,8 @@ struct Interpreter::Impl {
         ref = std::move(*known[i]);
       } else {
         if (ts[i].is_cuda()) {
-          ref.xxh3 = o.node_xxh3 || wants_xxh3(i);
-          ref.slot = pending->queue(ts[i], wants_xxh3(i));
+          ref.xxh3 = o.node_xxh3;
+          ref.slot = pending->queue(ts[i], o.node_xxh3);
         } else {
           ref.known = cpu_hashes[next_cpu++];
           ref.xxh3 = true;  // hash_blocks computes both on the CPU
@@ -717,7 +738,7 @@ struct Interpreter::Impl {
       }
       r.has_shard = !ref.view;
       r.shard_spec = static_cast<std::uint8_t>(o.shard_spec);
-      r.has_xxh3 = ref.xxh3 && (o.node_xxh3 || wants_xxh3(i)) && !ref.view;
+      r.has_xxh3 = ref.xxh3 && o.node_xxh3 && !ref.view;
       e.slot = ref.slot;
       if (!ref.slot) {
         r.xxh3 = r.has_xxh3 ? ref.known.xxh3 : 0;
@@ -798,7 +819,7 @@ struct Interpreter::Impl {
               env[s.node] = detail::take_collective(*o.take_collectives, s.name, s.legacy, args);
             } else {
               env[s.node] = detail::run_collective(o.comm, s.name, s.legacy, args);
-              if (o.keep_collectives != nullptr)
+              if (o.keep_collectives != nullptr && keep_now)
                 detail::keep_collective(*o.keep_collectives, s.name, s.legacy, args, env[s.node]);
             }
             break;
@@ -817,7 +838,7 @@ struct Interpreter::Impl {
             break;
         }
       });
-      if (hash_now) record_step(s, sink, outputs);
+      if (hash_now && hashes(s)) record_step(s, sink, outputs);
       if (!keep_values)
         for (const auto id : s.free_after) env[id] = c10::IValue();
     }
@@ -874,7 +895,7 @@ struct Interpreter::Impl {
     // dispatch keys (the same kernels, so the same bits).
     const c10::InferenceMode no_autograd;
     if (reseed) at::manual_seed(o.rng_seed);
-    for (auto* c : {o.keep_collectives, o.take_collectives})
+    for (auto* c : {keep_now ? o.keep_collectives : nullptr, o.take_collectives})
       if (c != nullptr) detail::restart_collectives(*c);
     std::vector<model::NodeRecord> outputs;
     // With hashes on a side stream, the graph runs on a high-priority stream: its kernels go
@@ -927,6 +948,7 @@ std::vector<model::NodeRecord> Interpreter::rerun(InputSource& inputs, const Rer
                                                   const NodeSink& sink) {
   impl_->hash_now = options.hash;
   impl_->keep_values = options.keep_values;
+  impl_->keep_now = options.keep_collectives;
   return impl_->run_bound(inputs, sink, options.reseed);
 }
 
@@ -936,7 +958,8 @@ std::vector<model::NodeRecord> Interpreter::hash_kept(const NodeSink& sink) {
   std::vector<model::NodeRecord> outputs;
   impl_->with_pending(
       [&] {
-        for (const auto& s : impl_->steps) impl_->record_step(s, sink, &outputs);
+        for (const auto& s : impl_->steps)
+          if (impl_->hashes(s)) impl_->record_step(s, sink, &outputs);
       },
       sink, &outputs);
   return outputs;

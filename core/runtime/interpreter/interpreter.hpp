@@ -47,11 +47,16 @@ struct InterpretOptions {
   std::string source;          // file the graph came from (for "file:line" positions)
   std::string device = "cpu";  // "cpu" or "cuda:N": where inputs are placed
   bool hash = true;            // hash every node's tensors (on_node gets the records)
-  /// XXH3-64 of every node's tensors besides the shard-invariant hash (--node-hash both). Off by
-  /// default (issue 24): on a GPU XXH3's scramble chain is sequential per tensor (~16 ns a KiB),
-  /// so one large tensor's chain can take longer than the whole graph. The graph's outputs (and the
-  /// nodes they name) carry XXH3 whatever this says, unless they are views (issue 24).
+  /// XXH3-64 of every record's tensor besides the shard-invariant hash (--node-hash both). Off by
+  /// default, for the graph's outputs too (issue 33): on a GPU XXH3's scramble chain is sequential
+  /// per tensor (~16 ns a KiB), so one large tensor's chain can take longer than the whole graph.
   bool node_xxh3 = false;
+  /// Hash every node's tensors (true), or only what a comparison needs first (--node-hash lazy,
+  /// issue 33): the graph's outputs, the inputs of its collectives (wait_tensor aside: its input
+  /// is a collective's result), the results of ops that write an argument in place (a graph's
+  /// effects besides its outputs), and the nodes those records name (a view's aliased argument, a
+  /// getitem's source), so that each record is exactly the one a run hashing every node writes.
+  bool every_node = true;
   /// The shard hash's spec for node records (docs/hashing.md); each record names it in
   /// "shard_spec". `gparity replay` asks for v2 (--node-hash-spec, issue 24); v1 unless asked.
   hash::ShardSpec shard_spec = hash::ShardSpec::V1;
@@ -91,8 +96,9 @@ struct InterpretOptions {
 /// CPU hashes included), enqueuing the CUDA hash batches, and waiting for their results.
 struct RunProfile {
   double record_ms = 0, enqueue_ms = 0, collect_ms = 0;
-  std::size_t batches = 0, tensors = 0;
-  std::int64_t bytes = 0;      // CUDA bytes hashed
+  std::size_t batches = 0;     // CUDA batches
+  std::size_t tensors = 0;     // tensors hashed (on the device or the host)
+  std::int64_t bytes = 0;      // their bytes
   std::size_t same_bytes = 0;  // results that took an argument's hashes: the very same bytes
 };
 
@@ -124,6 +130,9 @@ class Interpreter {
     bool hash = false;         // hash every node's tensors (sink gets the records)
     bool keep_values = false;  // keep every node's value after the run, for hash_kept()
     bool reseed = true;        // reset the generators to rng_seed first (not inside a capture)
+    /// Keep the collectives' results (InterpretOptions::keep_collectives) in this run; timed
+    /// reruns do not, so that they time the graph and its hashing, not the copies.
+    bool keep_collectives = true;
   };
   void bind_inputs(InputSource& inputs);
   std::vector<model::NodeRecord> rerun(InputSource& inputs, const RerunOptions& options,
