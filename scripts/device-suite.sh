@@ -52,6 +52,7 @@ LINES=(
   "recbench|1|480|runtime_tests bench_recorder hash_cuda_tests bench_hash_cuda|device-recbench-run.sh"
   "replaycost|1|540|gparity hash_cuda_tests runtime_tests runtime_replay_tests bench_hash_cuda|device-replaycost-run.sh"
   "replay-bench|1|450|gparity gparity-run bench_replay|device-replay-run.sh, steps 4 6: bench_replay, replay_gpu_bench"
+  "replay-hash|1|240|gparity|bench/replay_gpu_bench.py --quick (issue 33): replay alone, every node hashed against its floor, lazy, planted divergence"
   "dcp-bench|1|420||device-dcp-bench.sh (its own build, without LibTorch)"
 )
 field() { local IFS='|'; read -r -a f <<<"$1"; echo "${f[$2]}"; }
@@ -371,6 +372,14 @@ PY
         sub(/gparity run, /, "", $3); sub(/ \(bitwise identical\)/, "", $6); printf "%s%s: %s", (n++ ? "; " : ""), $3, ($6 ~ /^none/ ? "identical" : "step " $6 " (" $7 " params)")}' \
         "$dir/out/rings-table.md" 2>/dev/null)
       ;;
+    replay-hash)
+      # The table's rows: graph, floor ratio, lazy overhead, planted; fail without rows or when
+      # the planted divergence's verdicts differ between the modes.
+      grep -q '^| dim ' "$dir/out/replay_gpu_bench.txt" 2>/dev/null || fail=1
+      grep -q '^planted divergence: lazy and full disagree' "$dir/out/replay_gpu_bench.txt" 2>/dev/null && fail=1
+      fig=$(awk -F'|' '/^\| dim / {gsub(/ +/, " "); printf "%s%s%s: %s, lazy %s", (n++ ? "; " : ""), $2, $3, $10, $12}' \
+        "$dir/out/replay_gpu_bench.txt" 2>/dev/null)
+      ;;
     replay-*)
       local s=$dir/out/summary.txt
       [ -s "$s" ] || fail=1
@@ -393,7 +402,7 @@ PY
       fig=$(grep -E 'x faster|[0-9]\.[0-9]+x|GB/s|ratio' "$c" | head -2 | cut -c1-160 | paste -sd';' -)
       ;;
   esac
-  if [ "$fail" = 1 ]; then echo "fail|$fig"; elif [[ $name == @(cuda-hash|oprec-bench|recbench|replaycost|dcp-bench|runtime-2|async-2|replay-bench|cudagraph-bench) ]]; then echo "ran|$fig"; else echo "pass|$fig"; fi
+  if [ "$fail" = 1 ]; then echo "fail|$fig"; elif [[ $name == @(cuda-hash|oprec-bench|recbench|replaycost|dcp-bench|runtime-2|async-2|replay-bench|replay-hash|cudagraph-bench) ]]; then echo "ran|$fig"; else echo "pass|$fig"; fi
 }
 
 run_line() {  # name dir limit
@@ -423,6 +432,8 @@ run_line() {  # name dir limit
     oprec-bench) timeout -k 15 "$limit" bash "$scripts/device-oprec-run.sh" "$carry" ;;
     recbench) BUILD=$build timeout -k 15 "$limit" bash "$scripts/device-recbench-run.sh" "$carry" ;;
     replaycost) DEADLINE_S=$((limit - 30)) timeout -k 15 "$limit" bash "$scripts/device-replaycost-run.sh" "$carry" ;;
+    replay-hash) CUDA_VISIBLE_DEVICES=0 timeout -k 15 "$limit" python3 "$carry/src/bench/replay_gpu_bench.py" --quick \
+      --gparity "$build/cli/gparity" --out "$OUT/replay_gpu_bench.json" 2>&1 | tee "$OUT/replay_gpu_bench.txt" ;;
     dcp-bench) timeout -k 15 "$limit" bash "$scripts/device-dcp-bench.sh" "$carry" ;;
     *) echo "device-suite: unknown line $name" >&2; return 2 ;;
   esac
