@@ -97,27 +97,17 @@ int compare_kernel_logs(const std::vector<ops::RankLogs>& base, const std::vecto
   const bool usable = choice && choice->usable();
   h.mode = "kernel launches' values by " + (usable ? choice->text() : std::string("no common hash")) +
            " (PyTorch DebugMode logs of compiled runs: Triton kernels, extern kernels, the ops around them)";
-  if (!usable || choice->text().find("hash_tensor") != std::string::npos)
-    h.notes.push_back(
-        "hash_tensor is order-blind (an XOR-style reduction) and 0 for any constant tensor: hash 0 is never "
-        "evidence");
+  h.notes = ops::detail::hash_notes(choice, o);
   h.notes.push_back("DebugMode's own hashing ops around each launch are not the program's: never compared");
   h.notes.push_back(provenance_note(w.base, prov.base));
   h.notes.push_back(provenance_note(w.cand, prov.cand));
-  if (o.allow_incomplete)
-    h.notes.push_back("--allow-incomplete: missing evidence is reported but does not fail");
   out.begin(h);
 
   std::uint64_t compared = 0;
   std::string nothing_why;
   auto finish = [&](int code, std::string headline, std::vector<std::string> summary, json data) {
-    Verdict v;
-    v.exit_code = code;
-    v.headline = std::move(headline);
-    v.summary = std::move(summary);
-    v.data = std::move(data);
-    return finish_verdict(
-        v, ops::detail::op_evidence(base, cand, o, usable ? &*choice : nullptr, compared, nothing_why), out);
+    return ops::detail::finish_op_verdict({code, std::move(headline), std::move(summary), std::move(data)},
+                                          base, cand, o, choice, compared, nothing_why, out);
   };
   ops::detail::damage(base, w.base, em);
   ops::detail::damage(cand, w.cand, em);

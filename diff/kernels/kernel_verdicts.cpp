@@ -424,20 +424,27 @@ CausalStep causal_step(const std::vector<KernelRankVerdict>& verdicts,
   return cs;
 }
 
+/// The cause diff/causality gives a collective, in a kernel verdict's terms.
+KernelCause kernel_cause(causality::Cause c) noexcept {
+  switch (c) {
+    case causality::Cause::Origin: return KernelCause::Origin;
+    case causality::Cause::Received: return KernelCause::Received;
+    case causality::Cause::Propagated: return KernelCause::Propagated;
+    case causality::Cause::Input: return KernelCause::Input;
+    case causality::Cause::Unknown: return KernelCause::Unknown;
+  }
+  return KernelCause::Unknown;
+}
+
+/// A collective's first divergence as the causal order over every rank judges it.
 void apply_causality(const CausalStep& cs, std::size_t pos, KernelDivergence& d) {
-  const int rank = cs.ranks[pos].rank;
-  const std::size_t rec = cs.index[pos][static_cast<std::size_t>(d.base)];
-  const causality::Classification* c = cs.result.find(rank, rec);
-  if (c == nullptr) return;
-  d.causal = c->to_json();
-  d.causal_text = c->text(cs.ranks[pos].records[rec].node, rank);
-  d.from_ranks = c->from_ranks;
-  switch (c->cause) {
-    case causality::Cause::Origin: d.cause = KernelCause::Origin; break;
-    case causality::Cause::Received: d.cause = KernelCause::Received; break;
-    case causality::Cause::Propagated: d.cause = KernelCause::Propagated; break;
-    case causality::Cause::Input: d.cause = KernelCause::Input; break;
-    case causality::Cause::Unknown: d.cause = KernelCause::Unknown; break;
+  const auto& records = cs.ranks[pos];
+  const std::size_t at = cs.index[pos][static_cast<std::size_t>(d.base)];
+  if (const causality::Classification* c = cs.result.find(records.rank, at)) {
+    d.cause = kernel_cause(c->cause);
+    d.from_ranks = c->from_ranks;
+    d.causal_text = c->text(records.records[at].node, records.rank);
+    d.causal = c->to_json();
   }
 }
 

@@ -44,32 +44,15 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
   const std::string e_kind = records_of(e0), c_kind = records_of(c0);
   h.mode = "op values by " + (choice && choice->usable() ? choice->text() : std::string("no common hash")) +
            " (" + (e_kind == c_kind ? e_kind : e_kind + " vs " + c_kind) + ")";
-  if (!choice || !choice->usable() || choice->text().find("hash_tensor") != std::string::npos)
-    h.notes.push_back(
-        "hash_tensor is order-blind (an XOR-style reduction) and 0 for any constant tensor: hash 0 is never "
-        "evidence");
-  if (choice && choice->usable() && choice->names.front() != "hash_tensor" && choice->names.front() != "norm")
-    h.notes.push_back(
-        "xxh3 is XXH3-64 of a tensor's bytes, shard its shard-invariant hash (docs/hashing.md): identities, "
-        "a value is found only where the same bits are");
-  if (choice && choice->usable() && !choice->identity())
-    h.notes.push_back(
-        "only norm decides: an L1 norm is closeness, not identity; equal norms cannot prove bitwise parity");
-  if (o.allow_incomplete)
-    h.notes.push_back("--allow-incomplete: missing evidence is reported but does not fail");
+  h.notes = hash_notes(choice, o);
   out.begin(h);
 
   // Every verdict finishes through the evidence rule: nothing compared is never parity.
   std::uint64_t compared = 0;
   std::string nothing_why;
   auto finish = [&](int code, std::string headline, std::vector<std::string> summary, json data) {
-    Verdict v;
-    v.exit_code = code;
-    v.headline = std::move(headline);
-    v.summary = std::move(summary);
-    v.data = std::move(data);
-    const HashChoice* usable = choice && choice->usable() ? &*choice : nullptr;
-    return finish_verdict(v, op_evidence(eager, compiled, o, usable, compared, nothing_why), out);
+    return finish_op_verdict({code, std::move(headline), std::move(summary), std::move(data)}, eager,
+                             compiled, o, choice, compared, nothing_why, out);
   };
 
   damage(eager, w.base, em);

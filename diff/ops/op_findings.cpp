@@ -487,6 +487,32 @@ std::map<int, std::uint64_t> values_per_rank(const std::vector<RankLogs>& side, 
 
 }  // namespace
 
+std::vector<std::string> hash_notes(const std::optional<HashChoice>& choice, const OpCompareOptions& o) {
+  std::vector<std::string> notes;
+  const bool usable = choice && choice->usable();
+  if (!usable || choice->text().find("hash_tensor") != std::string::npos)
+    notes.push_back(
+        "hash_tensor is order-blind (an XOR-style reduction) and 0 for any constant tensor: hash 0 is never "
+        "evidence");
+  if (usable && choice->names.front() != "hash_tensor" && choice->names.front() != "norm")
+    notes.push_back(
+        "xxh3 is XXH3-64 of a tensor's bytes, shard its shard-invariant hash (docs/hashing.md): identities, "
+        "a value is found only where the same bits are");
+  if (usable && !choice->identity())
+    notes.push_back(
+        "only norm decides: an L1 norm is closeness, not identity; equal norms cannot prove bitwise parity");
+  if (o.allow_incomplete)
+    notes.push_back("--allow-incomplete: missing evidence is reported but does not fail");
+  return notes;
+}
+
+int finish_op_verdict(Verdict v, const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
+                      const OpCompareOptions& o, const std::optional<HashChoice>& choice,
+                      std::uint64_t compared, std::string nothing_why, FindingConsumer& out) {
+  const HashChoice* usable = choice && choice->usable() ? &*choice : nullptr;
+  return finish_verdict(v, op_evidence(eager, compiled, o, usable, compared, std::move(nothing_why)), out);
+}
+
 Evidence op_evidence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
                      const OpCompareOptions& o, const HashChoice* choice, std::uint64_t compared,
                      std::string nothing_why) {

@@ -64,6 +64,14 @@ std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side,
 void damage(const std::vector<RankLogs>& side, const std::string& which, Emitter& em);
 /// Ranks and steps that only one side has: missing evidence.
 void presence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled, Emitter& em);
+/// The report header's notes on the deciding hash functions (hash_tensor's weakness, xxh3 and
+/// shard as identities, norm alone) and on --allow-incomplete.
+std::vector<std::string> hash_notes(const std::optional<HashChoice>& choice, const OpCompareOptions& o);
+/// Ends a comparison of op logs: the verdict through the evidence rule (op_evidence), so that
+/// nothing compared is never parity.
+int finish_op_verdict(Verdict v, const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
+                      const OpCompareOptions& o, const std::optional<HashChoice>& choice,
+                      std::uint64_t compared, std::string nothing_why, FindingConsumer& out);
 /// What the comparison had to work with, for the evidence rule (diff/report/evidence.hpp).
 Evidence op_evidence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,
                      const OpCompareOptions& o, const HashChoice* choice, std::uint64_t compared,
