@@ -164,15 +164,7 @@ int compare_kernel_logs(const std::vector<ops::RankLogs>& base, const std::vecto
                {"sides", {{"baseline", w.base}, {"candidate", w.cand}}}};
   if (divergent_ranks > 0) {
     // Lead with where it started (an origin), earliest step first; else any rank.
-    const KernelRankVerdict* lead = nullptr;
-    for (const bool origin_only : {true, false}) {
-      for (const auto& v : verdicts) {
-        const KernelStepVerdict* s = v.first_divergent();
-        if (!s || (origin_only && !starts_here(s->first->cause))) continue;
-        if (!lead || s->step < lead->first_divergent()->step) lead = &v;
-      }
-      if (lead) break;
-    }
+    const KernelRankVerdict* lead = ops::detail::lead_rank(verdicts, starts_here);
     const KernelStepVerdict* sv = lead->first_divergent();
     return finish(1,
                   "kernel-level divergence on " + std::to_string(divergent_ranks) + " of " +

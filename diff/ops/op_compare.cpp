@@ -147,15 +147,7 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                {"sides", {{"baseline", w.base}, {"candidate", w.cand}}}};
   if (divergent_ranks > 0) {
     // Lead with an origin (the rank where it started), earliest step first; else any rank.
-    const RankVerdict* rv = nullptr;
-    for (const bool origin_only : {true, false}) {
-      for (const auto& v : verdicts) {
-        const StepVerdict* s = v.first_divergent();
-        if (!s || (origin_only && s->first->cause != OpCause::Origin)) continue;
-        if (!rv || s->step < rv->first_divergent()->step) rv = &v;
-      }
-      if (rv) break;
-    }
+    const RankVerdict* rv = lead_rank(verdicts, [](OpCause c) { return c == OpCause::Origin; });
     const StepVerdict* sv = rv->first_divergent();
     const OpRecord& r = sv->eager.at(sv->first->record);
     return finish(1,

@@ -64,6 +64,24 @@ std::optional<model::ops::HashSpec> side_spec(const std::vector<RankLogs>& side,
 void damage(const std::vector<RankLogs>& side, const std::string& which, Emitter& em);
 /// Ranks and steps that only one side has: missing evidence.
 void presence(const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled, Emitter& em);
+/// The rank a divergence verdict leads with: the one whose first divergence starts there
+/// (`starts_here` on its cause), earliest step first; else the earliest divergent rank. Rank
+/// verdicts with first_divergent() -> a step verdict with `step` and `first->cause`; at least one
+/// rank diverged.
+template <typename RankVerdictT, typename StartsHere>
+const RankVerdictT* lead_rank(const std::vector<RankVerdictT>& verdicts, StartsHere starts_here) {
+  const RankVerdictT* lead = nullptr;
+  for (const bool origin_only : {true, false}) {
+    for (const auto& v : verdicts) {
+      const auto* s = v.first_divergent();
+      if (!s || (origin_only && !starts_here(s->first->cause))) continue;
+      if (!lead || s->step < lead->first_divergent()->step) lead = &v;
+    }
+    if (lead) break;
+  }
+  return lead;
+}
+
 /// The report header's notes on the deciding hash functions (hash_tensor's weakness, xxh3 and
 /// shard as identities, norm alone) and on --allow-incomplete.
 std::vector<std::string> hash_notes(const std::optional<HashChoice>& choice, const OpCompareOptions& o);
