@@ -327,7 +327,8 @@ std::vector<UserFrame> parse_stack_frames(std::string_view stack) {
     std::string_view tail = line.substr(q + 1);
     if (const auto l = tail.find("line "); l != std::string_view::npos) {
       std::int64_t n = 0;
-      for (std::size_t i = l + 5; i < tail.size() && tail[i] >= '0' && tail[i] <= '9'; ++i)
+      // At most 15 digits: a hostile line number never overflows.
+      for (std::size_t i = l + 5; i < tail.size() && i < l + 20 && tail[i] >= '0' && tail[i] <= '9'; ++i)
         n = n * 10 + (tail[i] - '0');
       f.line = n;
     }
