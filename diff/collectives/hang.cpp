@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "diff/collectives/schedule.hpp"
@@ -90,7 +92,8 @@ std::map<std::string, std::vector<std::int64_t>> group_members(const CollectiveR
       if (!s.flight_recorder()) continue;
       auto& set = m[s.process_group()];
       if (s.ranks.empty()) set.insert(rc.rank);
-      set.insert(s.ranks.begin(), s.ranks.end());
+      for (const auto r : s.ranks)
+        if (r >= 0 && r <= INT32_MAX) set.insert(r);  // a rank is an int32 (the rest is damage)
     }
   }
   std::map<std::string, std::vector<std::int64_t>> out;
@@ -180,8 +183,7 @@ HangAnalysis analyze_hang(const CollectiveRun& run) {
   std::set<std::int32_t> missing;
   for (const auto& [g, ranks] : members)
     for (const auto r : ranks)
-      if (r >= 0 && r <= INT32_MAX && !node.contains(static_cast<std::int32_t>(r)))
-        missing.insert(static_cast<std::int32_t>(r));
+      if (!node.contains(static_cast<std::int32_t>(r))) missing.insert(static_cast<std::int32_t>(r));
   h.missing_dumps.assign(missing.begin(), missing.end());
 
   // Per group: the lowest collective some member is blocked or waiting in.

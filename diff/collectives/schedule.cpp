@@ -1,6 +1,7 @@
 #include "diff/collectives/schedule.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 
@@ -77,7 +78,9 @@ void inversions_of_pair(std::uint32_t a, std::uint32_t b, const std::vector<cons
       }
     }
   }
-  if (min_a > max_a || max_a - min_a > 100'000'000) return;
+  // Sequence numbers are input: the span is taken in unsigned arithmetic, which cannot overflow.
+  if (min_a > max_a || static_cast<std::uint64_t>(max_a) - static_cast<std::uint64_t>(min_a) > 100'000'000ULL)
+    return;
   std::vector<Extreme> f(static_cast<std::size_t>(max_a - min_a + 1));
   for (std::size_t p = 0; p < ps.size(); ++p) {
     if (as[p].tokens.empty() || bs[p].tokens.empty()) continue;
@@ -160,7 +163,7 @@ Participant flight_recorder_schedule(const RankCollectives& rc, GroupIds& ids) {
     if (!s.flight_recorder()) continue;
     std::int64_t last = INT64_MIN;
     for (const auto& op : s.ops) {
-      if (!schedulable(op) || op.seq <= last) continue;
+      if (!schedulable(op) || op.seq <= 0 || op.seq <= last) continue;
       last = op.seq;
       p.tokens.push_back({ids.id(s.process_group()), op.seq, &op, &s});
     }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "diff/collectives/collectives_internal.hpp"

@@ -35,6 +35,11 @@ const std::vector<std::pair<std::string, QString>>& collectives_status_meanings(
       {"added", QStringLiteral("against the baseline: only in the candidate")},
       {"removed", QStringLiteral("against the baseline: only in the baseline")},
       {"p2p", QStringLiteral("point-to-point send/recv, paired across ranks instead of by position")},
+      {"deadlock",
+       QStringLiteral("in a wait-for cycle of a hang: the rank blocks in it, or issued it behind the one it "
+                      "blocks in (the deadlock finding names the cause and the fix)")},
+      {"inverted", QStringLiteral("two ranks issue this and another group's collective in opposite orders")},
+      {"moved", QStringLiteral("against the baseline: issued across another group's collective")},
       {"none", QStringLiteral("this rank issues no collective at this position")},
   };
   return m;
@@ -105,6 +110,9 @@ QColor collective_status_colour(const std::string& status) {
   if (status == "added") return {120, 200, 120};
   if (status == "removed") return {170, 120, 100};
   if (status == "p2p") return {240, 226, 140};
+  if (status == "deadlock") return {200, 40, 40};
+  if (status == "inverted") return {236, 120, 70};
+  if (status == "moved") return {230, 150, 60};
   return {236, 236, 236};  // none
 }
 
@@ -187,6 +195,39 @@ CollectiveSequences load_collective_sequences(const std::vector<std::string>& pa
         out.streams[static_cast<std::size_t>(stream)].columns[static_cast<std::size_t>(column)].cells;
     if (static_cast<std::size_t>(row) < cells.size()) cells[static_cast<std::size_t>(row)].status = status;
   };
+  // The collectives a finding across process groups names (diff/collectives/schedule.hpp): each
+  // {stream, where} on a rank's column; the finding selects the first.
+  const auto mark_op = [&](const nlohmann::json& op, int rank, bool baseline, const char* status,
+                           CollectiveFindingRef& ref) {
+    if (!op.is_object() || !op.contains("stream") || !op.contains("where")) return;
+    const auto it = std::find(names.begin(), names.end(), op["stream"].get<std::string>());
+    if (it == names.end()) return;
+    const int stream = static_cast<int>(it - names.begin());
+    const int column = column_of(stream, rank, baseline);
+    if (column < 0) return;
+    const int row =
+        by_where(*column_streams[static_cast<std::size_t>(stream)][static_cast<std::size_t>(column)],
+                 op["where"].get<std::string>());
+    mark(stream, column, row, status);
+    if (ref.row < 0 && row >= 0) ref.stream = stream, ref.column = column, ref.row = row;
+  };
+  const auto mark_schedule = [&](const diff::Finding& f, CollectiveFindingRef& ref) {
+    const auto& v = f.values;
+    const auto rank = [&](const char* key) { return static_cast<int>(int_value(v, key)); };
+    if (f.kind == "collective_deadlock" && v.contains("cycle")) {
+      for (const auto& e : v["cycle"]) {
+        mark_op(e["waits_in"], static_cast<int>(int_value(e, "from")), false, "deadlock", ref);
+        if (e.contains("to_record"))
+          mark_op(e["to_record"], static_cast<int>(int_value(e, "to")), false, "deadlock", ref);
+      }
+    } else if (f.kind == "collective_order_inversion" && v.contains("first") && v.contains("second")) {
+      for (const auto& op : v["first"]) mark_op(op, rank("first_rank"), false, "inverted", ref);
+      for (const auto& op : v["second"]) mark_op(op, rank("second_rank"), false, "inverted", ref);
+    } else if (f.kind == "collective_moved_across_group" && v.contains("candidate")) {
+      for (const auto& op : v["candidate"]) mark_op(op, rank("rank"), false, "moved", ref);
+      for (const auto& op : v["baseline"]) mark_op(op, rank("rank"), true, "moved", ref);
+    }
+  };
   for (const auto& f : report.findings) {
     if (f.severity == diff::Severity::Info) continue;
     CollectiveFindingRef ref;
@@ -237,6 +278,7 @@ CollectiveSequences load_collective_sequences(const std::vector<std::string>& pa
       }
       if (ref.column < 0 || ref.row < 0) ref.row = -1;
     }
+    mark_schedule(f, ref);
     out.findings.push_back(std::move(ref));
   }
   return out;

@@ -5,7 +5,9 @@
 // first), one row per position in the stream. A cell is coloured by what the report says of it:
 // the first place a rank departs from the stream's reference rank (mismatch), a root / non-root
 // pair that differs by design and matches by the rooted rule (diff::rooted_records_match),
-// against the baseline reordered, changed, added or removed, point-to-point, or absent. The
+// against the baseline reordered, changed, added or removed, point-to-point, or absent; across
+// process groups (issue 34) in a deadlock's wait-for cycle, in an order inversion between two
+// ranks, or moved across another group's collective against the baseline. The
 // report's findings are listed beneath; a row selects its cell.
 //
 // load_collective_sequences runs off the GUI thread (no Qt) and throws model::InputError for
@@ -31,7 +33,8 @@ namespace gparity::gui::views {
 
 struct CollectiveCell {
   /// "same", "mismatch", "differs" (after a rank's first mismatch), "rooted", "reordered",
-  /// "changed", "added", "removed", "p2p", "none" (the rank has no collective here).
+  /// "changed", "added", "removed", "p2p", "deadlock", "inverted", "moved", "none" (the rank has
+  /// no collective here).
   std::string status = "none";
   std::string text;      // "all_gather [1] int64 → [4, 1] int64"
   std::string detail;    // every field, for the tool tip and the inspector

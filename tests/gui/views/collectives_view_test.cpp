@@ -126,6 +126,36 @@ TEST(CollectivesView, AgainstTheBaselineTheReportsFirstDivergenceIsSelected) {
   gparity::testing::screenshot(view, "view_collectives_baseline");
 }
 
+TEST(CollectivesView, ARealDeadlockMarksItsCycleAndTheInvertedCollectives) {
+  // tests/data/collectives/fr_device/inversion_2r: rank 0 issued world #2 before tp #2, rank 1 the
+  // other way round (real NCCL dumps, issue 34).
+  gparity::testing::app();
+  const std::vector<std::string> paths = {std::string(GPARITY_SOURCE_DIR) +
+                                          "/tests/data/collectives/fr_device/inversion_2r"};
+  CollectivesView view(load_collective_sequences(paths, {}));
+  view.resize(1280, 640);
+  view.show();
+  QApplication::processEvents();
+  EXPECT_EQ(view.data().exit_code, 1);
+  const CollectiveFindingRef* deadlock = nullptr;
+  for (const auto& f : view.data().findings)
+    if (deadlock == nullptr && f.finding.kind == "collective_deadlock") deadlock = &f;
+  ASSERT_NE(deadlock, nullptr);
+  ASSERT_GE(deadlock->row, 0);  // the finding selects a collective of the cycle
+  const auto& world = view.data().streams[static_cast<std::size_t>(deadlock->stream)];
+  EXPECT_EQ(world.name, "pg 0 (default_pg)");
+  // World #2 on both ranks: rank 0 blocks in it, rank 1 issued it behind its tp all_reduce.
+  ASSERT_EQ(world.columns.size(), 2U);
+  for (const auto& col : world.columns) {
+    std::size_t n = 0;
+    for (const auto& cell : col.cells) n += cell.status == "deadlock" && cell.seq == 2;
+    EXPECT_EQ(n, 1U) << "rank " << col.rank;
+  }
+  std::size_t inverted = 0;
+  for (const auto& t : view.data().streams) inverted += count_status(t, "inverted");
+  EXPECT_GT(inverted, 0U);
+}
+
 TEST(CollectivesView, AFileThatIsNoCollectiveFormatIsRefusedNamingIt) {
   const std::string readme = std::string(GPARITY_SOURCE_DIR) + "/README.md";
   try {
