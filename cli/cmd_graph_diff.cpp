@@ -101,7 +101,14 @@ int run_ranks(const RanksOptions& o) {
   // as problems and the rest is still classified. Each graph's rank versions are held as one graph
   // plus what differs (diff::RankGraphSet): memory grows with the differences, not ranks x size.
   const auto norm = o.norm.get();
-  const auto input = diff::read_ranks_input(o.path, norm, o.per_node);
+  // Rank logs are read on every core; a terminal sees how far (stderr, nothing when redirected).
+  ProgressBar progress("reading rank logs", 0);
+  const auto input =
+      diff::read_ranks_input(o.path, norm, o.per_node, 0, [&](std::size_t done, std::size_t total) {
+        progress.set_total(total);
+        progress.update(done);
+      });
+  progress.finish();
   if (input.trace.ranks.empty()) throw model::InputError(o.path, "no TORCH_TRACE rank logs found");
   const auto report = diff::classify_trace(input, diff::mesh_override_layout(o.mesh, o.per_node));
   if (!o.html.empty()) model::write_file_atomically(o.html, diff::ranks_html(report, o.path));

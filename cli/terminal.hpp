@@ -27,6 +27,8 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   void update(std::uint64_t done, std::string_view detail = {});
+  /// For work whose size is known only once it starts (the logs of a folder).
+  void set_total(std::uint64_t total) noexcept { total_ = total; }
   void finish();
 
  private:

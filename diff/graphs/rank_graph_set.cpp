@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/model/graph/fingerprint_parts.hpp"
+#include "diff/graphs/rank_shared.hpp"
 
 namespace gparity::diff {
 
@@ -17,112 +18,9 @@ using model::ValueKind;
 
 namespace {
 
-std::string cuda_text(std::int32_t index) {
-  return "cuda:" + std::to_string(index);
-}
-
-/// A's local device and B's, when they differ (else nodes are shared only when equal).
-struct Locals {
-  std::int32_t a = 0, b = 0;
-  bool remap = false;
-  std::string a_text, b_text;  // 'cuda:k' as the fingerprint spells a local device
-};
-
-Locals locals(std::optional<std::int32_t> a, std::optional<std::int32_t> b) {
-  Locals l;
-  if (a && b && *a != *b) {
-    l.a = *a;
-    l.b = *b;
-    l.remap = true;
-    l.a_text = cuda_text(*a);
-    l.b_text = cuda_text(*b);
-  }
-  return l;
-}
-
-bool device_index_shared(std::int32_t ia, std::int32_t ib, const Locals& l) {
-  if (!l.remap) return ia == ib;
-  if (ia == l.a) return ib == l.b;
-  return ib == ia && ia != l.b;
-}
-
-// Node `nb` of B equals node `na` of A up to the local device, in a way no normalization of diff/
-// can tell apart from A's node (rank_graph_set.hpp says which nodes are not shared).
-class SharedTest {
- public:
-  SharedTest(const Graph& a, const Graph& b, const Locals& l) : a_(a), b_(b), l_(l) {}
-
-  bool node(const Node& x, const Node& y) const {
-    if (x.kind != y.kind || x.line != y.line || x.args.size() != y.args.size() ||
-        x.kwargs.size() != y.kwargs.size() || x.source.line != y.source.line || !same(x.name, y.name) ||
-        !same(x.target, y.target) || !same(x.source.file, y.source.file) ||
-        !same(x.source.function, y.source.function) || !same(x.source.code, y.source.code) ||
-        !same(x.module_path, y.module_path) || !same(x.comment, y.comment) || !meta(x.meta, y.meta)) {
-      return false;
-    }
-    for (std::size_t i = 0; i < x.args.size(); ++i) {
-      if (!value(x.args[i], y.args[i])) return false;
-    }
-    for (std::size_t i = 0; i < x.kwargs.size(); ++i) {
-      if (!same(x.kwargs[i].name, y.kwargs[i].name) || !value(x.kwargs[i].value, y.kwargs[i].value))
-        return false;
-    }
-    return true;
-  }
-
- private:
-  bool same(model::StrId x, model::StrId y) const { return a_.str(x) == b_.str(y); }
-
-  bool value(const Value& x, const Value& y) const {
-    if (x.kind != y.kind || x.i != y.i || x.node != y.node || x.items.size() != y.items.size() ||
-        !same(x.device.type, y.device.type)) {
-      return false;
-    }
-    if (x.kind == ValueKind::Device) {
-      if (!device_index_shared(x.device.index, y.device.index, l_)) return false;
-      // A local literal is shared only as a cuda device: diff/'s field comparison takes only
-      // cuda literals for devices, while the hashes take any type.
-      if (l_.remap && x.device.index == l_.a && a_.str(x.device.type) != "cuda") return false;
-    } else if (x.device.index != y.device.index) {
-      return false;
-    }
-    if (x.kind == ValueKind::String && l_.remap) {
-      const auto sx = a_.str(x.s);
-      const auto sy = b_.str(y.s);
-      if (sx == l_.a_text) return sy == l_.b_text;
-      if (sx != sy) return false;
-      if (const auto k = device_index_of(a_, x); k && (*k == l_.a || *k == l_.b)) return false;
-    } else if (!same(x.s, y.s)) {
-      return false;
-    }
-    for (std::size_t i = 0; i < x.items.size(); ++i) {
-      if (!value(x.items[i], y.items[i])) return false;
-    }
-    return true;
-  }
-
-  bool dims(const std::vector<model::Dim>& x, const std::vector<model::Dim>& y) const {
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (x[i].value != y[i].value || !same(x[i].expr, y[i].expr)) return false;
-    }
-    return true;
-  }
-
-  bool meta(const TensorMeta& x, const TensorMeta& y) const {
-    if (x.kind != y.kind || x.dtype != y.dtype || x.has_strides != y.has_strides || !dims(x.sizes, y.sizes) ||
-        !dims(x.strides, y.strides) || !same(x.device.type, y.device.type) || !same(x.sym, y.sym) ||
-        !device_index_shared(x.device.index, y.device.index, l_)) {
-      return false;
-    }
-    // Annotation texts are localized by the field diff but not by the fingerprint.
-    return !l_.remap || a_.str(x.sym).find("cuda:") == std::string_view::npos;
-  }
-
-  const Graph& a_;
-  const Graph& b_;
-  const Locals& l_;
-};
+using rank_shared::locals;
+using rank_shared::Locals;
+using rank_shared::SharedTest;
 
 model::Normalization fingerprint_norm(const GraphNormalization& norm, std::optional<std::int32_t> local) {
   model::Normalization n;
@@ -264,7 +162,36 @@ std::optional<std::vector<NodeId>> patched_positions(const RankGraphSet::Base& b
 
 }  // namespace
 
-void RankGraphSet::add(std::int32_t rank, const Graph& graph) {
+std::uint64_t RankGraphSet::patched_fingerprint(const Member& m) const {
+  const Base& base = *m.base;
+  const auto fn = fingerprint_norm(norm_, m.local);
+  // Shared nodes hash as the base's do; patched nodes' bytes depend on them alone.
+  std::string patched_bytes;
+  std::vector<std::size_t> ends;
+  for (std::size_t k = 0; k < m.patched.size(); ++k) {
+    model::fingerprint_node_bytes(m.patches, static_cast<NodeId>(k), fn, patched_bytes);
+    ends.push_back(patched_bytes.size());
+  }
+  std::vector<std::string_view> parts{base.header_bytes};
+  const std::string_view all(base.node_bytes);
+  std::size_t from = 0;
+  for (std::size_t k = 0; k < m.patched.size(); ++k) {
+    const std::size_t p = m.patched[k];
+    parts.push_back(all.substr(base.node_offsets[from], base.node_offsets[p] - base.node_offsets[from]));
+    const std::size_t b0 = k == 0 ? 0 : ends[k - 1];
+    parts.push_back(std::string_view(patched_bytes).substr(b0, ends[k] - b0));
+    from = p + 1;
+  }
+  parts.push_back(all.substr(base.node_offsets[from]));
+  return model::fingerprint_of_parts(parts);
+}
+
+void RankGraphSet::push(Member m) {
+  std::lock_guard lock(mutex_);
+  members_.push_back(std::move(m));
+}
+
+void RankGraphSet::add(std::int32_t rank, const Graph& graph, const PayloadText* text) {
   const auto local = local_of(rank);
   const auto fn = fingerprint_norm(norm_, local);
   std::vector<const Base*> tried;
@@ -282,43 +209,49 @@ void RankGraphSet::add(std::int32_t rank, const Graph& graph) {
     if (!positions) continue;
     m.base = base;
     m.patched = std::move(*positions);
-    // The fingerprint from the base's bytes: shared nodes hash as the base's do.
-    std::string patched_bytes;
-    std::vector<std::size_t> ends;
-    for (const NodeId p : m.patched) {
-      model::fingerprint_node_bytes(graph, p, fn, patched_bytes);
-      ends.push_back(patched_bytes.size());
-    }
-    std::vector<std::string_view> parts{base->header_bytes};
-    const std::string_view all(base->node_bytes);
-    std::size_t from = 0;
-    for (std::size_t k = 0; k < m.patched.size(); ++k) {
-      const std::size_t p = m.patched[k];
-      parts.push_back(all.substr(base->node_offsets[from], base->node_offsets[p] - base->node_offsets[from]));
-      const std::size_t b0 = k == 0 ? 0 : ends[k - 1];
-      parts.push_back(std::string_view(patched_bytes).substr(b0, ends[k] - b0));
-      from = p + 1;
-    }
-    parts.push_back(all.substr(base->node_offsets[from]));
-    m.fingerprint = model::fingerprint_of_parts(parts);
     m.patches.name = m.patches.intern(graph.str(graph.name));
     m.patches.nodes.reserve(m.patched.size());
     for (const NodeId p : m.patched) {
       m.patches.nodes.push_back(copy_node(graph, graph.nodes[p], m.patches, std::nullopt, std::nullopt,
                                           [](NodeId r) { return r; }));
     }
-    std::lock_guard lock(mutex_);
-    members_.push_back(std::move(m));
+    m.fingerprint = patched_fingerprint(m);
+    push(std::move(m));
     return;
   }
-  // Not a delta of any base tried: a base of its own.
+  // Not a delta of any base tried: a base of its own, which keeps its payload text when it is
+  // the first (later ranks are then read against it: add_text).
   m.fingerprint = model::fingerprint(graph, fn);
   auto base = make_base(graph, local);
+  if (text != nullptr && tried.empty() && !base->node_offsets.empty())
+    base->text = RankPayloadTemplate::make(std::string(text->text), text->first_line, base->graph, local);
   m.base = base.get();
   m.is_base = true;
   std::lock_guard lock(mutex_);
   bases_.push_back(std::move(base));
   members_.push_back(std::move(m));
+}
+
+bool RankGraphSet::add_text(std::int32_t rank, const PayloadText& text) {
+  if (norm_.renumber_symbols) return false;
+  const Base* base = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!bases_.empty()) base = bases_.front().get();
+  }
+  if (base == nullptr || !base->text) return false;
+  Member m;
+  m.rank = rank;
+  m.local = local_of(rank);
+  auto d = base->text->delta(text.text, text.first_line, m.local);
+  if (!d) return false;
+  m.base = base;
+  m.patched = std::move(d->patched);
+  m.patches = std::move(d->patches);
+  m.from_text = true;
+  m.fingerprint = patched_fingerprint(m);
+  push(std::move(m));
+  return true;
 }
 
 std::vector<const RankGraphSet::Member*> RankGraphSet::members() const {

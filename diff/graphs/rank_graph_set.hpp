@@ -28,10 +28,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/graph/graph.hpp"
 #include "diff/graphs/graph_normalize.hpp"
+#include "diff/graphs/rank_text.hpp"
 
 namespace gparity::diff {
 
@@ -45,10 +47,23 @@ class RankGraphSet {
   RankGraphSet& operator=(RankGraphSet&&) = delete;
   ~RankGraphSet();
 
+  /// A graph's FX payload text and the log line of its first line.
+  struct PayloadText {
+    std::string_view text;
+    std::int64_t first_line = 1;
+  };
+
   /// Adds `rank`'s graph (each rank once): its patched nodes, or a copy when it becomes a base.
   /// Thread-safe. The caller drops the graph (freeing a 100,000-node graph costs about what
-  /// comparing it does: it belongs to reading it).
-  void add(std::int32_t rank, const model::Graph& graph);
+  /// comparing it does: it belongs to reading it). `text`: the payload `graph` was parsed from,
+  /// without problems; the first base keeps it, so that later ranks may be added by add_text.
+  void add(std::int32_t rank, const model::Graph& graph, const PayloadText* text = nullptr);
+
+  /// Adds `rank`'s graph from its payload text compared with the first base's
+  /// (diff/graphs/rank_text.hpp): only the statements that differ are parsed. The same member
+  /// add() gives for the parsed graph. false (nothing added) when the text must be parsed whole
+  /// and given to add(). Thread-safe.
+  bool add_text(std::int32_t rank, const PayloadText& text);
 
   struct Base {
     model::Graph graph;
@@ -58,6 +73,7 @@ class RankGraphSet {
     std::vector<std::size_t> node_offsets;  // node i: node_bytes[offsets[i], offsets[i+1])
     bool refs_backward = true;              // every node refers only to earlier nodes
     bool distinct_names = true;
+    std::unique_ptr<RankPayloadTemplate> text;  // the payload it was read from (the first base)
   };
   struct Member {
     std::int32_t rank = 0;
@@ -67,6 +83,7 @@ class RankGraphSet {
     bool is_base = false;                // the graph is base->graph itself
     std::vector<model::NodeId> patched;  // positions whose node differs from the base's, ascending
     model::Graph patches;                // those nodes, in that order; references by position
+    bool from_text = false;              // added by add_text: only its differing statements parsed
   };
 
   /// Members sorted by rank (call after every add()).
@@ -81,6 +98,9 @@ class RankGraphSet {
  private:
   [[nodiscard]] std::optional<std::int32_t> local_of(std::int32_t rank) const noexcept;
   std::unique_ptr<Base> make_base(model::Graph graph, std::optional<std::int32_t> local) const;
+  /// The member's fingerprint from its base's bytes and its patched nodes' bytes.
+  [[nodiscard]] std::uint64_t patched_fingerprint(const Member& m) const;
+  void push(Member m);
 
   GraphNormalization norm_;
   std::int32_t ranks_per_node_ = 0;

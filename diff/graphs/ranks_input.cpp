@@ -16,7 +16,7 @@
 namespace gparity::diff {
 
 RanksInput read_ranks_input(const std::string& path, const GraphNormalization& norm,
-                            std::int32_t ranks_per_node, unsigned threads) {
+                            std::int32_t ranks_per_node, unsigned threads, const RanksProgress& progress) {
   RanksInput in;
   in.norm = norm;
   model::TraceOptions options;
@@ -47,6 +47,14 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
       if (r.payload_lines == 0 || !model::is_graph_record_name(r.kind, r.name)) continue;
       const std::string text = rt.payload(r);
       if (!model::looks_like_fx_text(text) && (r.kind == "artifact" || r.kind == "graph_dump")) continue;
+      std::int32_t& occ = seen[{r.compile, r.name}];
+      RankGraphSet* set = set_for({r.compile, r.name, occ});
+      const RankGraphSet::PayloadText payload{text, r.line + 1};
+      // Compared with the first rank's payload as text: only what differs is parsed.
+      if (set->add_text(rt.rank, payload)) {
+        ++occ;
+        continue;
+      }
       model::FxParse p = model::read_fx_text(text, rt.path, r.line + 1);
       for (auto& pr : p.problems)
         rt.problems.push_back({rt.path, pr.line, r.name + " payload: " + pr.problem});
@@ -54,8 +62,8 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
         rt.unparsed.push_back(ri);
         continue;
       }
-      const std::int32_t occ = seen[{r.compile, r.name}]++;
-      set_for({r.compile, r.name, occ})->add(rt.rank, *p.graph);
+      ++occ;
+      set->add(rt.rank, *p.graph, p.problems.empty() ? &payload : nullptr);
     }
     std::stable_sort(
         rt.problems.begin(), rt.problems.end(),
@@ -65,11 +73,18 @@ RanksInput read_ranks_input(const std::string& path, const GraphNormalization& n
     // may go, and what is read later (records' small payloads) comes back from the file.
     if (!rt.text.empty()) ::madvise(const_cast<char*>(rt.text.data()), rt.text.size(), MADV_DONTNEED);
   };
+  std::atomic<std::size_t> done{0};
+  std::mutex progress_mutex;
   const auto guarded = [&](std::size_t i) {
     try {
       read_graphs(i);
     } catch (...) {
       errors[i] = std::current_exception();
+    }
+    const std::size_t k = ++done;
+    if (progress) {
+      std::lock_guard lock(progress_mutex);
+      progress(k, files.size());
     }
   };
   // The first log alone: its graphs become the bases the other ranks are stored against.

@@ -16,8 +16,8 @@ inline std::string replace_all(std::string s, std::string_view from, std::string
   return s;
 }
 
-/// `body`: the node lines (8-space indented by this function) ending in a return.
-inline model::Graph fx_graph(std::string_view body, int device = 0) {
+/// The module text around `body`: the node lines (8-space indented here) ending in a return.
+inline std::string fx_module_text(std::string_view body, int device = 0) {
   std::string text =
       "class GraphModule(torch.nn.Module):\n    def forward(self, x: \"f32[8, 64][64, 1]cuda:{d}\", "
       "w: \"f32[64, 64][64, 1]cuda:{d}\"):\n";
@@ -28,7 +28,12 @@ inline model::Graph fx_graph(std::string_view body, int device = 0) {
     text += "        " + std::string(body.substr(p, e - p)) + "\n";
     p = e + 1;
   }
-  return model::parse_fx_text(replace_all(text, "{d}", std::to_string(device)), "test.py");
+  return replace_all(text, "{d}", std::to_string(device));
+}
+
+/// fx_module_text parsed.
+inline model::Graph fx_graph(std::string_view body, int device = 0) {
+  return model::parse_fx_text(fx_module_text(body, device), "test.py");
 }
 
 /// A small FX body with one rank's plants: the slice bounds {lo}..{hi} (rank-derived offsets),

@@ -196,18 +196,20 @@ std::size_t Lexer::statement(std::size_t i, std::int64_t& line) {
       case Start::Ident:
         ++i;
         while (i < n && is_ident_char(s[i])) ++i;
-        // String prefixes (r'', b'', f'') are part of the string token.
-        if (i < n && (s[i] == '\'' || s[i] == '"') && i - start <= 2) {
-          std::int64_t at = line;
-          const auto end = string_end(i, at);
-          if (!end) return recover(i, line, line, "unterminated string");
-          line = at;
-          i = *end;
-          push(Tok::String, start, i, line);
-        } else {
+        if (!(i < n && (s[i] == '\'' || s[i] == '"') && i - start <= 2)) {
           push(Tok::Name, start, i, line);
+          continue;
         }
+        [[fallthrough]];  // a string prefix (r'', b'', f''): part of the string token
+      case Start::Quote: {
+        std::int64_t at = line;
+        const auto end = string_end(i, at);
+        if (!end) return recover(i, line, line, "unterminated string");
+        line = at;
+        i = *end;
+        push(Tok::String, start, i, line);
         continue;
+      }
       case Start::Dot:
         if (!(i + 1 < n && is_digit(s[i + 1]))) break;  // an operator, below
         [[fallthrough]];
@@ -225,15 +227,6 @@ std::size_t Lexer::statement(std::size_t i, std::int64_t& line) {
         }
         push(Tok::Number, start, i, line);
         continue;
-      case Start::Quote: {
-        std::int64_t at = line;
-        const auto end = string_end(i, at);
-        if (!end) return recover(i, line, line, "unterminated string");
-        line = at;
-        i = *end;
-        push(Tok::String, start, i, line);
-        continue;
-      }
       case Start::Open:
         if (open.size() >= kMaxDepth)
           return recover(i, line, line, "brackets nested deeper than " + std::to_string(kMaxDepth));

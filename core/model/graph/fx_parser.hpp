@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/graph/fx_delta.hpp"
 #include "core/model/graph/fx_lexer.hpp"
 #include "core/model/graph/fx_text.hpp"
 
@@ -42,6 +43,9 @@ class Parser {
       : text_(text), source_(source), first_line_(first_line), lexer_(text, source) {}
 
   FxParse parse();
+  /// fx_delta.hpp's entry points, over this text.
+  std::optional<std::vector<FxStatement>> statements(const Graph& g);
+  std::optional<Node> node_statement(const FxStatementContext& ctx, Graph& into);
 
  private:
   struct Body {
@@ -50,7 +54,19 @@ class Parser {
     std::uint32_t provisional = 0;  // signature placeholders that pytree lines may replace
     bool has_output = false;
     SourceLoc loc;
+    // A statement read alone (fx_delta.hpp): names of another graph's nodes before
+    // `outer_below` are in scope too, and node ids count from `id_base`.
+    const StringIndex* outer = nullptr;
+    NodeId outer_below = 0;
+    NodeId id_base = 0;
   };
+  [[nodiscard]] static const NodeId* lookup(const Body& body, std::string_view name) {
+    if (const NodeId* id = body.names.find(name)) return id;
+    if (body.outer != nullptr) {
+      if (const NodeId* id = body.outer->find(name); id != nullptr && *id < body.outer_below) return id;
+    }
+    return nullptr;
+  }
 
   // -- helpers over tokens (fx_module.cpp)
   [[noreturn]] static void fail(std::int64_t line, std::string problem) {
@@ -84,6 +100,9 @@ class Parser {
   // End of an annotation starting at p: the first top-level ',' '=' or `end`.
   [[nodiscard]] std::uint32_t annotation_end(std::uint32_t p, std::uint32_t end) const;
   std::string_view comment_at(const Statement& s, std::int64_t line) const;
+
+  // -- statements read alone (fx_delta.cpp)
+  [[nodiscard]] FxStatementKind kind_of(const Statement& s) const;
 
   // -- structure (fx_module.cpp)
   std::size_t parse_class(std::size_t i, Graph& g);

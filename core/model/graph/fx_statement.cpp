@@ -53,7 +53,7 @@ void Parser::opaque(const Statement& s, Body& body) {
   std::vector<NodeId> uses;
   for (std::uint32_t q = bound.empty() ? b : p; q < e; ++q) {
     if (tok(q).type != Tok::Name || (q > b && is_op(q - 1, e, "."))) continue;
-    const NodeId* id = body.names.find(text(q));
+    const NodeId* id = lookup(body, text(q));
     if (id == nullptr) continue;
     bool seen = false;
     for (const auto u : uses) seen = seen || u == *id;
@@ -62,13 +62,13 @@ void Parser::opaque(const Statement& s, Body& body) {
   for (const auto u : uses) n.args.push_back(Value::ref(u));
   n.comment = g.intern(b < e ? comment_at(s, tok(b).line) : std::string_view{});
   std::string name = bound.empty() ? std::string() : std::string(bound.front());
-  if (name.empty() || body.names.contains(name)) {
+  if (name.empty() || lookup(body, name) != nullptr) {
     name = "opaque_" + std::to_string(n.line);
-    for (int k = 1; body.names.contains(name); ++k)
+    for (int k = 1; lookup(body, name) != nullptr; ++k)
       name = "opaque_" + std::to_string(n.line) + "_" + std::to_string(k);
   }
   n.name = g.intern(name);
-  const auto id = static_cast<NodeId>(g.nodes.size());
+  const auto id = static_cast<NodeId>(body.id_base + g.nodes.size());
   body.names.insert(g.str(n.name), id);
   g.nodes.push_back(std::move(n));
   for (std::size_t k = 1; k < bound.size(); ++k) body.names.insert(bound[k], id);
@@ -76,9 +76,10 @@ void Parser::opaque(const Statement& s, Body& body) {
 }
 
 NodeId Parser::add_node(Body& body, Node n, std::int64_t line) {
-  const auto id = static_cast<NodeId>(body.g->nodes.size());
+  const auto id = static_cast<NodeId>(body.id_base + body.g->nodes.size());
   const auto name = body.g->str(n.name);
-  if (!body.names.insert(name, id)) fail(line, "node '" + std::string(name) + "' is defined twice");
+  if (lookup(body, name) != nullptr || !body.names.insert(name, id))
+    fail(line, "node '" + std::string(name) + "' is defined twice");
   body.g->nodes.push_back(std::move(n));
   return id;
 }
@@ -239,7 +240,7 @@ void Parser::flatten_line(const Statement& s, std::uint32_t b, std::uint32_t e, 
   }
   drop_provisional(body, s.line);
   for (const auto t : names) {
-    if (body.names.contains(text(t))) continue;  // declared by an annotation line above
+    if (lookup(body, text(t)) != nullptr) continue;  // declared by an annotation line above
     Node n;
     n.kind = NodeKind::Placeholder;
     n.name = n.target = body.g->intern(text(t));
@@ -293,7 +294,7 @@ void Parser::rhs(const Statement& s, std::uint32_t p, std::uint32_t e, Body& bod
     unsupported(s.line, "unsupported node expression '" + std::string(callee) + "'");
   }
   if (is_op(de, e, "[") && parts == 1) {  // tuple indexing: operator.getitem
-    const NodeId* id = body.names.find(callee);
+    const NodeId* id = lookup(body, callee);
     if (id == nullptr) unsupported(s.line, "indexing unknown node '" + std::string(callee) + "'");
     n.kind = NodeKind::CallFunction;
     n.target = g.intern("operator.getitem");
@@ -310,10 +311,10 @@ void Parser::rhs(const Statement& s, std::uint32_t p, std::uint32_t e, Body& bod
   if (callee.starts_with("self.")) {
     n.kind = NodeKind::CallModule;
     n.target = g.intern(callee.substr(5));
-  } else if (parts == 2 && body.names.contains(text(p))) {
+  } else if (parts == 2 && lookup(body, text(p)) != nullptr) {
     n.kind = NodeKind::CallMethod;
     n.target = g.intern(text(p + 2));
-    n.args.push_back(Value::ref(*body.names.find(text(p))));
+    n.args.push_back(Value::ref(*lookup(body, text(p))));
   } else {
     n.kind = NodeKind::CallFunction;
     n.target = g.intern(callee.starts_with("torch.ops.") ? callee.substr(10) : callee);
@@ -325,7 +326,7 @@ void Parser::rhs(const Statement& s, std::uint32_t p, std::uint32_t e, Body& bod
 
 // `l_x_ = L_x_`: Dynamo names its placeholders by the source and renames them here.
 void Parser::rename_placeholder(const Statement& s, std::string_view from, Body& body, Node& n) {
-  const NodeId* found = body.names.find(from);
+  const NodeId* found = lookup(body, from);
   if (found == nullptr || body.g->nodes[*found].kind != NodeKind::Placeholder ||
       body.g->nodes[*found].name != body.g->nodes[*found].target) {
     fail(s.line, "assignment from '" + std::string(from) + "', which is not an input of the graph");

@@ -210,7 +210,7 @@ Value Parser::atom(std::uint32_t& p, std::uint32_t e, Body& body) {
     if (name == "True") return Value::boolean(true);
     if (name == "False") return Value::boolean(false);
     if (name == "inf" || name == "nan") return Value::text(ValueKind::Float, g.intern(name));
-    if (const NodeId* id = body.names.find(name)) return Value::ref(*id);
+    if (const NodeId* id = lookup(body, name)) return Value::ref(*id);
     return Value::text(ValueKind::Symbolic, g.intern(name));
   }
   if (name == "math.inf") return Value::text(ValueKind::Float, g.intern("inf"));

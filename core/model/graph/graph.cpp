@@ -201,6 +201,8 @@ bool meta_equal(const Graph& ga, const TensorMeta& a, const Graph& gb, const Ten
   return ga.str(a.sym) == gb.str(b.sym);
 }
 
+}  // namespace
+
 bool nodes_equal(const Graph& ga, const Node& a, const Graph& gb, const Node& b) {
   if (a.kind != b.kind || a.line != b.line || ga.str(a.name) != gb.str(b.name) ||
       ga.str(a.target) != gb.str(b.target) || a.args.size() != b.args.size() ||
@@ -222,8 +224,6 @@ bool nodes_equal(const Graph& ga, const Node& a, const Graph& gb, const Node& b)
   }
   return true;
 }
-
-}  // namespace
 
 bool values_equal(const Graph& ga, const Value& a, const Graph& gb, const Value& b) {
   if (a.kind != b.kind || a.i != b.i || a.node != b.node || ga.str(a.s) != gb.str(b.s) ||

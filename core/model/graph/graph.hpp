@@ -209,6 +209,8 @@ struct Graph {
 /// Deep equality by text (string ids may differ between the two pools).
 bool graphs_equal(const Graph& a, const Graph& b);
 bool values_equal(const Graph& ga, const Value& a, const Graph& gb, const Value& b);
+/// Two nodes equal field by field by text (references compared as positions).
+bool nodes_equal(const Graph& ga, const Node& a, const Graph& gb, const Node& b);
 
 /// Calls f(NodeId) for every node reference inside `v`, depth first, in order.
 template <typename F>

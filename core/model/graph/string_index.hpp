@@ -18,36 +18,22 @@ class StringIndex {
  public:
   /// The value stored for `key`, or nullptr.
   [[nodiscard]] const std::uint32_t* find(std::string_view key) const noexcept {
-    if (slots_.empty()) return nullptr;
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
-      const Slot& s = slots_[i];
-      if (s.state == kEmpty) return nullptr;
-      if (s.state == kLive && s.key == key) return &s.value;
-    }
+    const Slot* s = live(key);
+    return s != nullptr ? &s->value : nullptr;
   }
   [[nodiscard]] bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
 
   /// Adds key -> value unless the key is there (false, the old value kept).
   bool insert(std::string_view key, std::uint32_t value) {
-    if ((used_ + 1) * 2 > slots_.size()) grow(live_ + 1);
-    const std::size_t mask = slots_.size() - 1;
-    Slot* tomb = nullptr;
-    for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
-      Slot& s = slots_[i];
-      if (s.state == kEmpty) {
-        Slot& at = tomb != nullptr ? *tomb : s;
-        if (tomb == nullptr) ++used_;
-        at = {key, value, kLive};
-        ++live_;
-        return true;
-      }
-      if (s.state == kTomb) {
-        if (tomb == nullptr) tomb = &s;
-      } else if (s.key == key) {
-        return false;
-      }
-    }
+    bool fresh = false;
+    find_or_insert(
+        key,
+        [&] {
+          fresh = true;
+          return value;
+        },
+        [](std::string_view k) { return k; });
+    return fresh;
   }
 
   /// The value stored for `key`, or the value `make()` gives, stored under the key view
@@ -77,17 +63,11 @@ class StringIndex {
 
   /// Removes `key`; false when it was not there.
   bool erase(std::string_view key) noexcept {
-    if (slots_.empty()) return false;
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
-      Slot& s = slots_[i];
-      if (s.state == kEmpty) return false;
-      if (s.state == kLive && s.key == key) {
-        s.state = kTomb;
-        --live_;
-        return true;
-      }
-    }
+    Slot* s = const_cast<Slot*>(live(key));
+    if (s == nullptr) return false;
+    s->state = kTomb;
+    --live_;
+    return true;
   }
 
   /// Room for `n` entries without growing.
@@ -129,6 +109,17 @@ class StringIndex {
     std::uint32_t value = 0;
     std::uint8_t state = kEmpty;
   };
+
+  /// The live slot of `key`, or nullptr.
+  [[nodiscard]] const Slot* live(std::string_view key) const noexcept {
+    if (slots_.empty()) return nullptr;
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.state == kEmpty) return nullptr;
+      if (s.state == kLive && s.key == key) return &s;
+    }
+  }
 
   void grow(std::size_t entries) {
     std::size_t n = 16;

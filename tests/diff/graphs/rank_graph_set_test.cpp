@@ -206,6 +206,9 @@ TEST_F(RepeatedSample, NodesAddedRemovedMovedAndRenamedOnSomeRanks) {
 
 // The bundled traces (and the shared samples when present), read whole and read for scale: the
 // same report, as JSON.
+// Every rank's graph that is not a base of its own must have been read by its differences
+// (RankGraphSet::add_text): the device digits rewritten, the statements that differ (aten.full's
+// device literal, the rank bug's slice bounds, tp group names) parsed alone.
 void expect_same_trace(const std::string& dir, const RankLayout& layout = {}) {
   SCOPED_TRACE(dir);
   const GraphNormalization norm;
@@ -214,6 +217,15 @@ void expect_same_trace(const std::string& dir, const RankLayout& layout = {}) {
   const auto sets = classify_trace(input, layout);
   EXPECT_EQ(to_json(sets).dump(), to_json(whole).dump());
   EXPECT_FALSE(whole.graphs.empty());
+  std::size_t from_text = 0, members = 0;
+  for (const auto& g : input.graphs) {
+    for (const auto* m : g.set->members()) {
+      from_text += m->from_text;
+      members += !m->is_base;
+    }
+  }
+  EXPECT_GT(members, 0U);
+  EXPECT_EQ(from_text, members);
 }
 
 TEST(RankGraphSet, TorchTraceDirectoriesAsTheStraightforwardPath) {
