@@ -97,7 +97,7 @@ void MainWindow::classify_current() {
   report(tr("%1 across %2 ranks: %3, %n finding(s)", nullptr, static_cast<int>(c.findings.size()))
              .arg(shown_text(e.kind))
              .arg(same.size())
-             .arg(QString::fromUtf8(diff::verdict_name(c.verdict).data())));
+             .arg(exact_text(diff::verdict_name(c.verdict))));
 }
 
 DiffView* MainWindow::show_diff(std::shared_ptr<const Document> other, int index) {

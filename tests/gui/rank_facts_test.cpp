@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "gui/display_text.hpp"
 #include "gui/graph_canvas.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models.hpp"
@@ -88,8 +89,8 @@ TEST_F(RankFactsTest, MeshSampleFindingsNameTheDpCoordinateAndTpGroups) {
         ++dp_rows;
         // A click on the row selects its node on the canvas.
         window_->jump_to_finding(r);
-        EXPECT_EQ(QString::fromUtf8(doc->graphs[i].graph->node_name(window_->canvas()->selected()).data()),
-                  cell(r, FindingsModel::Node));
+        const auto name = doc->graphs[i].graph->node_name(window_->canvas()->selected());
+        EXPECT_EQ(gparity::gui::exact_text(name), cell(r, FindingsModel::Node));
       }
       if (cell(r, FindingsModel::Class) == QStringLiteral("process-group-parametric") &&
           f.target.find("all_reduce") != std::string::npos) {
