@@ -42,6 +42,12 @@ struct CollectiveOp {
   /// Where the program issued it (Flight Recorder frames): the first frame outside torch and
   /// other installed packages, "fn (file:line)"; "" when the dump has no frames.
   std::string site;
+  /// The call site's file and line, as the dump holds them ("" / 0 when it has no frames).
+  std::string site_path;
+  std::int64_t site_line = 0;
+  /// A Flight Recorder entry issued by Inductor's output code: the graph node(s) the code names
+  /// at its call site, from the run's TORCH_TRACE (diff/collectives/output_code_sites.hpp).
+  std::string node;
   /// What ranks must agree on: kind, params, shapes and dtypes (not the group name, not where).
   [[nodiscard]] std::string signature() const;
 };
@@ -86,7 +92,9 @@ CollectiveStream collectives_from_graph(const model::Graph& g, std::string name)
 std::vector<CollectiveStream> collectives_from_flight_recorder(const model::FlightRecorderDump& d);
 
 /// Reads every PATH (run folders with rank<r>_flight_recorder.json and/or TORCH_TRACE logs, in
-/// the folder or its trace/ subfolder; single dumps; single logs) into one run. Files are told
+/// the folder or its trace/ subfolder; single dumps; single logs) into one run. Flight Recorder
+/// entries issued from Inductor's output code are named with their graph node when a folder's
+/// TORCH_TRACE holds that code (name_output_code_nodes). Files are told
 /// by content (core/model/formats/format_detect.hpp), never by name: a file that is none of
 /// the formats tried (kCollectiveFormats) throws InputError naming it and them; a pickle or a
 /// dump that holds no Flight Recorder entries, or a log with no collectives, yields a rank with

@@ -15,6 +15,7 @@
 #include "core/model/formats/torch_trace.hpp"
 #include "diff/collectives/collectives.hpp"
 #include "diff/collectives/collectives_internal.hpp"
+#include "diff/collectives/output_code_sites.hpp"
 #include "diff/graphs/trace_facts.hpp"
 
 // Reading collective sequences: Flight Recorder dumps (JSON, pickle) and TORCH_TRACE graphs.
@@ -293,7 +294,7 @@ bool is_flight_recorder(const fs::path& p) {
 }
 
 /// Reads what a folder holds; false when it holds neither kind of file.
-bool add_folder(CollectiveRun& run, const fs::path& dir) {
+bool add_folder(CollectiveRun& run, const fs::path& dir, std::vector<std::string>& trace_dirs) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
@@ -306,6 +307,7 @@ bool add_folder(CollectiveRun& run, const fs::path& dir) {
   bool found = !dumps.empty();
   if (std::any_of(files.begin(), files.end(), is_trace_log)) {
     add_torch_trace(run, dir.string());
+    trace_dirs.push_back(dir.string());
     found = true;
   }
   return found;
@@ -347,11 +349,13 @@ std::string frame_text(const model::FlightRecorderFrame& f) {
   return f.name + " (" + file + ":" + std::to_string(f.line) + ")";
 }
 
-std::string call_site(const std::vector<model::FlightRecorderFrame>& frames) {
-  if (frames.empty()) return {};
+/// The frame where the program issued the entry: the first outside installed code, else the
+/// innermost; nullptr when the dump has no frames.
+const model::FlightRecorderFrame* call_frame(const std::vector<model::FlightRecorderFrame>& frames) {
+  if (frames.empty()) return nullptr;
   std::size_t i = 0;
   while (i < frames.size() && library_frame(frames[i])) ++i;
-  return frame_text(i == frames.size() ? frames.front() : frames[i]);
+  return i == frames.size() ? &frames.front() : &frames[i];
 }
 
 model::ProcessGroupStatus status_of(const model::FlightRecorderDump& d, std::int64_t pg_id) {
@@ -424,7 +428,11 @@ std::vector<CollectiveStream> collectives_from_flight_recorder(const model::Flig
       op.seq = e->is_p2p ? 0 : e->collective_seq_id;
       op.record = e->record_id;
       op.where = "record " + std::to_string(e->record_id);
-      op.site = call_site(e->frames);
+      if (const auto* f = call_frame(e->frames)) {
+        op.site = frame_text(*f);
+        op.site_path = f->filename;
+        op.site_line = f->line;
+      }
       if (s.status.pg_id < 0) s.status = status_of(d, e->pg_id);
       s.ops.push_back(std::move(op));
     }
@@ -437,14 +445,15 @@ std::vector<CollectiveStream> collectives_from_flight_recorder(const model::Flig
 
 CollectiveRun load_collectives(std::span<const std::string> paths) {
   CollectiveRun run;
+  std::vector<std::string> trace_dirs;
   for (const auto& p : paths) {
     run.path += (run.path.empty() ? "" : " ") + p;
     const fs::path path(p);
     const model::PathKind kind = model::path_kind(path);
     if (kind == model::PathKind::Directory) {
-      const bool here = add_folder(run, path);
-      const bool sub =
-          model::path_kind(path / "trace") == model::PathKind::Directory && add_folder(run, path / "trace");
+      const bool here = add_folder(run, path, trace_dirs);
+      const bool sub = model::path_kind(path / "trace") == model::PathKind::Directory &&
+                       add_folder(run, path / "trace", trace_dirs);
       if (!here && !sub)
         throw model::InputError(p,
                                 "no rank<r>_flight_recorder.json and no TORCH_TRACE log here or in trace/");
@@ -464,6 +473,7 @@ CollectiveRun load_collectives(std::span<const std::string> paths) {
       }
     }
   }
+  name_output_code_nodes(run, trace_dirs);
   return run;
 }
 

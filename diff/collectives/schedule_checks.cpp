@@ -21,6 +21,7 @@ nlohmann::json op_json(const ScheduledCollective& c) {
                       {"where", c.op.where},
                       {"state", c.op.state}};
   if (!c.op.site.empty()) j["site"] = c.op.site;
+  if (!c.op.node.empty()) j["node"] = c.op.node;
   if (c.op.line > 0) j["line"] = c.op.line;
   return j;
 }

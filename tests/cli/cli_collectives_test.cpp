@@ -126,6 +126,23 @@ TEST(CliCollectives, RealHangsAreDeadlocksWithCauseAndFixInJson) {
   EXPECT_EQ(plain.out.find("collective_order_inversion"), std::string::npos);
 }
 
+// A compiled run folder (dumps beside trace/) against the eager run's dumps
+// (tests/data/collectives/trace_device): the pass's move named with its graph node in --json.
+TEST(CliCollectives, CompiledRunFolderNamesTheMovedCollectivesNode) {
+  const std::string d = std::string(GPARITY_SOURCE_DIR) + "/tests/data/collectives/trace_device/";
+  const auto same = run_command(GPARITY_EXE, {"collectives", d + "compiled", "--baseline", d + "eager"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  const auto moved =
+      run_command(GPARITY_EXE, {"collectives", "--json", d + "moved", "--baseline", d + "eager"});
+  EXPECT_EQ(moved.exit_code, 1) << moved.err;
+  const auto j = nlohmann::json::parse(moved.out);
+  EXPECT_EQ(j["result"]["moved"], 2);
+  ASSERT_EQ(j["result"]["moved_across_groups"].size(), 2U);
+  const auto& first = j["result"]["moved_across_groups"][0]["candidate"][0];
+  EXPECT_EQ(first["node"], "tensor_1");
+  EXPECT_EQ(first["stream"], "pg 2 (dp)");
+}
+
 TEST(CliCollectives, BadInputExitsTwo) {
   TempDir dir;
   const auto bad = dir.write("rank0_flight_recorder.json", "{\"entries\": [");
