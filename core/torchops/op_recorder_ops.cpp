@@ -4,12 +4,14 @@
 
 #include <mutex>
 
+#include "core/model/ops/op_log.hpp"
 #include "core/torchops/op_recorder_state.hpp"
 
 namespace gparity::torchops::oprec_detail {
 namespace {
 
 /// The Python recorder's rule (op_recorder.py, _unhashed_return; core/model/ops/op_log.hpp).
+/// Literals: the markers are written as they are, for the life of the process.
 const char* unhashed_return(std::string_view name) {
   for (const std::string_view rng : {"philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"})
     if (name == rng) return "rng_state";
@@ -33,6 +35,11 @@ std::unique_ptr<OpInfo> classify(const c10::OperatorName& op) {
       for (const auto& ret : handle->schema().returns()) {
         info->unhashed_returns.push_back(unhashed_return(ret.name()));
         info->any_unhashed = info->any_unhashed || info->unhashed_returns.back()[0] != '\0';
+      }
+      // An allocation's result holds whatever the allocator's block held: no value to hash.
+      if (info->unhashed_returns.size() == 1 && model::ops::allocates_uninitialized(op.name)) {
+        info->unhashed_returns.front() = "uninitialized";
+        info->any_unhashed = true;
       }
     }
     // An op with only a CompositeImplicitAutograd kernel is decomposed above autograd: the

@@ -105,6 +105,14 @@ def _unhashed_return(name):
     return "debug" if name in _DEBUG_RETURNS else None
 
 
+# Ops whose one result is uninitialized memory (whatever the allocator's block held): marked
+# "uninitialized", never hashed. The C++ backend and the readers share the list
+# (core/model/ops/op_log.hpp, allocates_uninitialized).
+_ALLOCATIONS = frozenset(
+    ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted")
+)
+
+
 def _unhashed_outputs(func, out, cache={}):
     """Per tensor of _flat_tensors(out): its "unhashed" marker or None; None when the op's returns
     are all values (the common case: one dict lookup, no per-return flattening)."""
@@ -113,9 +121,14 @@ def _unhashed_outputs(func, out, cache={}):
         schema = getattr(func, "_schema", None)
         returns = getattr(schema, "returns", None) or ()
         marks = [_unhashed_return(r.name) for r in returns]
+        name = getattr(schema, "name", "")
+        if len(marks) == 1 and name.startswith("aten::") and name[6:] in _ALLOCATIONS:
+            marks = ["uninitialized"]
         marks = cache[func] = marks if any(marks) else None
     if marks is None:
         return None
+    if len(marks) == 1 and isinstance(out, torch.Tensor):
+        return marks
     if not isinstance(out, (tuple, list)) or len(out) != len(marks):
         return None
     result = []

@@ -276,10 +276,17 @@ class Views(unittest.TestCase):
 
     def check_hash_choice(self, backend):
         # The shard hash alone by default; XXH3 beside it only when asked, on the same values.
-        # (Not the outputs of allocations: new_empty's bytes are uninitialized, whatever was there.)
         def outs(recs):
-            return [o for r in recs if "empty" not in r["op"] for o in r["outs"] if "shard" in o]
-        shard_only, both = outs(self.record(backend)), outs(self.record(backend, "xxh3+shard"))
+            return [o for r in recs for o in r["outs"] if "shard" in o]
+        recs = self.record(backend)
+        shard_only, both = outs(recs), outs(self.record(backend, "xxh3+shard"))
+        # An allocation's output holds whatever bytes were there: marked, never hashed.
+        allocs = [r for r in recs if r["op"].split(".")[0] in ("aten::empty", "aten::new_empty", "aten::empty_like",
+                                                              "aten::empty_strided", "aten::new_empty_strided")]
+        self.assertTrue(allocs, backend)
+        for r in allocs:
+            self.assertEqual([(o.get("unhashed"), "shard" in o) for o in r["outs"]], [("uninitialized", False)],
+                             (backend, r["op"]))
         self.assertTrue(shard_only, backend)
         self.assertFalse(any("xxh3" in o for o in shard_only), backend)
         self.assertTrue(all("xxh3" in o for o in both), backend)

@@ -466,6 +466,17 @@ OpRecord Reader::begin_record(RecordKind kind, std::string_view name, std::uint3
 }
 
 void Reader::zip_outputs(std::string_view op, std::uint32_t out, std::uint32_t hash, bool& mismatch) {
+  if (allocates_uninitialized(op)) {
+    // Uninitialized memory: DebugMode hashes whatever bytes the block held (unless deterministic
+    // mode filled them), which no other run need share. No value, as the recorders mark it.
+    const auto first = log_.tensors.size();
+    zip(out, hash, 0, mismatch);
+    for (auto t = first; t < log_.tensors.size(); ++t) {
+      log_.tensors[t].unhashed = Unhashed::Uninitialized;
+      log_.tensors[t].hash_count = 0;
+    }
+    return;
+  }
   const auto returns = attention_returns(op);
   const auto& n = arena_.nodes;
   if (returns.empty() || !n[out].container() || arena_.child_count(out) != returns.size()) {

@@ -72,8 +72,24 @@ std::string_view unhashed_name(Unhashed u) noexcept {
     case Unhashed::No: return "";
     case Unhashed::RngState: return "rng_state";
     case Unhashed::Debug: return "debug";
+    case Unhashed::Uninitialized: return "uninitialized";
   }
   return "";
+}
+
+Unhashed unhashed_from_name(std::string_view name) noexcept {
+  for (const auto u : {Unhashed::RngState, Unhashed::Debug, Unhashed::Uninitialized})
+    if (name == unhashed_name(u)) return u;
+  return Unhashed::No;
+}
+
+bool allocates_uninitialized(std::string_view op) noexcept {
+  if (op.starts_with("aten::")) op.remove_prefix(6);
+  if (const auto dot = op.find('.'); dot != std::string_view::npos) op = op.substr(0, dot);
+  for (const std::string_view e :
+       {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"})
+    if (op == e) return true;
+  return false;
 }
 
 Unhashed unhashed_return(std::string_view return_name) noexcept {

@@ -85,10 +85,19 @@ enum class TensorKind : std::uint8_t { Plain, DTensor, Fake };
 /// Why a tensor holds no value of the computation and is not hashed (op records' `"unhashed"`;
 /// docs/trace-format.md, "op"): the attention ops' RNG state (`philox_seed`, `philox_offset`,
 /// `rng_state`: with dropout 0 possibly uninitialized bytes on CUDA) and debug outputs
-/// (`debug_attn_mask`). Such a tensor is neither a value anchor nor a divergence (diff/ops).
-enum class Unhashed : std::uint8_t { No, RngState, Debug };
-/// "rng_state", "debug" ("" for No).
+/// (`debug_attn_mask`), and the result of an allocation (`uninitialized`: aten::empty and kin hand
+/// back whatever bytes the allocator's block held, so two runs hash different garbage). Such a
+/// tensor is neither a value anchor nor a divergence (diff/ops).
+enum class Unhashed : std::uint8_t { No, RngState, Debug, Uninitialized };
+/// "rng_state", "debug", "uninitialized" ("" for No); unhashed_from_name is its inverse (No for
+/// any other text).
 std::string_view unhashed_name(Unhashed u) noexcept;
+Unhashed unhashed_from_name(std::string_view name) noexcept;
+/// An op whose one result is uninitialized memory: empty, empty_like, empty_strided, new_empty,
+/// new_empty_strided, empty_permuted, by name with or without "aten::" and overload
+/// ("aten::empty.memory_format"). The recorders mark its output `uninitialized` (both backends),
+/// the DebugMode reader drops its hashes, replay fills it deterministically.
+bool allocates_uninitialized(std::string_view op) noexcept;
 /// The marker of an op schema's return name (the recorders' rule, in both backends): RngState
 /// for philox_seed, philox_offset, rng_state, unused (flash's second RNG word), seed, offset;
 /// Debug for debug_attn_mask; No otherwise (native_dropout's mask is a value: its returns are

@@ -133,12 +133,12 @@ class Reader {
       return problem = "tensor " + std::to_string(r.id) + ": \"xxh3\" without \"shard\"", false;
     }
     if (const auto u = t.find("unhashed"); u != t.end()) {
-      // RNG state / a debug output (docs/trace-format.md, "op"): no value, never hashed.
+      // RNG state, a debug output, an allocation's result (docs/trace-format.md, "op"): no value.
       const std::string why = u->is_string() ? u->get<std::string>() : "";
-      r.unhashed = why == "rng_state" ? Unhashed::RngState : why == "debug" ? Unhashed::Debug : Unhashed::No;
+      r.unhashed = unhashed_from_name(why);
       if (r.unhashed == Unhashed::No)
-        return problem =
-                   "tensor " + std::to_string(r.id) + ": \"unhashed\" is not \"rng_state\" or \"debug\"",
+        return problem = "tensor " + std::to_string(r.id) +
+                         ": \"unhashed\" is not \"rng_state\", \"debug\" or \"uninitialized\"",
                false;
       if (has_s) return problem = "tensor " + std::to_string(r.id) + ": \"unhashed\" with hashes", false;
     }

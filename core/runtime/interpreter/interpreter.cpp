@@ -15,6 +15,7 @@
 #include <limits>
 #include <set>
 
+#include "core/model/ops/op_log.hpp"
 #include "core/runtime/clock.hpp"
 #include "core/runtime/interpreter/collectives.hpp"
 #include "core/runtime/interpreter/detail.hpp"
@@ -379,10 +380,7 @@ struct Interpreter::Impl {
     if (s.view) s.alias_arg = aliased_argument(schema);
     s.returns = schema.returns().size();
     note_rng_state_outputs(schema, s);
-    static const std::set<std::string> kEmpty = {
-        "aten::empty",     "aten::empty_like",        "aten::empty_strided",
-        "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
-    s.uninitialized_result = s.returns == 1 && kEmpty.contains(schema.name());
+    s.uninitialized_result = s.returns == 1 && model::ops::allocates_uninitialized(schema.name());
   }
 
   /// A return annotated as an alias of an argument: `Tensor(a)`, or a list of them (`Tensor(a)[]`).

@@ -638,8 +638,55 @@ TEST(OpRecordsCompare, AnAttentionsRngStateIsUnhashedAndNoDivergence) {
   const auto unknown =
       records_of({rec(1, "aten::x", "", R"({"id":1,"dtype":"int64","shape":[],"unhashed":"nonce"})")});
   ASSERT_FALSE(unknown[0].logs.front().issues.empty());
-  EXPECT_NE(unknown[0].logs.front().issues.front().problem.find("is not \"rng_state\" or \"debug\""),
+  EXPECT_NE(unknown[0].logs.front().issues.front().problem.find(
+                "is not \"rng_state\", \"debug\" or \"uninitialized\""),
             std::string::npos);
+}
+
+TEST(OpRecordsCompare, AnAllocationsOutputIsUninitializedNoValue) {
+  // The recorders mark aten::empty's output (whatever bytes the block held) and the fill_ that
+  // reads it unchanged; fill_'s result is the value.
+  const std::string alloc = R"({"id":1,"dtype":"float32","shape":[4],"unhashed":"uninitialized"})";
+  auto step = [&](std::uint64_t filled) {
+    return rec(1, "aten::empty.memory_format", "", alloc) +
+           rec(1, "aten::fill_.Scalar", alloc, t(1, filled)) +
+           rec(1, "aten::mul.Tensor", t(1) + "," + t(2, 31), t(3, filled + 100));
+  };
+  const auto e = records_of({step(21)});
+  const OpLog& log = e[0].logs.front();
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  EXPECT_EQ(log.out(log.records[0], 0).unhashed, model::ops::Unhashed::Uninitialized);
+  EXPECT_FALSE(log.out(log.records[0], 0).hashed());
+  EXPECT_EQ(model::ops::unhashed_name(model::ops::Unhashed::Uninitialized), "uninitialized");
+  EXPECT_EQ(compare(e, records_of({step(21)})).code, 0);
+  // What was written into it is a value: fill_ is the origin, never the allocation.
+  const auto v = judge(e, records_of({step(22)}));
+  ASSERT_TRUE(v[0].steps[0].first);
+  EXPECT_EQ(op_of(v[0].steps[0].eager, v[0].steps[0].first->record), "aten::fill_.Scalar");
+}
+
+TEST(OpAlign, AnAllocationsBytesAreNoValueInDebugModeLogs) {
+  // DebugMode hashes aten::empty's output: two runs of the same program hash different garbage.
+  auto step = [](std::uint64_t garbage) {
+    return op("aten::empty.memory_format", {}, {{"t$0: f32[4]", garbage}}) +
+           op("aten::fill_.Scalar", {{"t$0: f32[4]", garbage}}, {{"t$0: f32[4]", 21}}) +
+           op("aten::mul.Tensor", {{"t$0: f32[4]", 21}, {"t$1: f32[4]", 12}}, {{"t$2: f32[4]", 16}});
+  };
+  const auto e = logs_of({step(1000)}, "e");
+  const auto c = logs_of({step(2000)}, "c");
+  const OpLog& log = e[0].logs.front();
+  ASSERT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  EXPECT_EQ(log.out(log.records[0], 0).unhashed, model::ops::Unhashed::Uninitialized);
+  EXPECT_FALSE(log.arg(log.records[1], 0).hashed());  // fill_ reads the garbage unchanged
+  EXPECT_TRUE(log.out(log.records[1], 0).hashed());   // and writes the value
+  const auto v = judge(e, c);
+  EXPECT_FALSE(v[0].steps[0].first);
+  EXPECT_EQ(compare(e, c).code, 0);
+  for (const char* a : {"aten::empty", "empty_strided", "aten::new_empty.default", "aten::empty_like",
+                        "aten::new_empty_strided", "aten::empty_permuted"})
+    EXPECT_TRUE(model::ops::allocates_uninitialized(a)) << a;
+  for (const char* a : {"aten::zeros", "aten::empty_cache", "aten::fill_", "my::empty"})
+    EXPECT_FALSE(model::ops::allocates_uninitialized(a)) << a;
 }
 
 TEST(OpRecordsCompare, EveryAllReduceOfTheStepIsReceivedNoneIsAnOtherOrigin) {
