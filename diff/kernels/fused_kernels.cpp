@@ -1,11 +1,14 @@
 #include "diff/kernels/fused_kernels.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 
 #include "core/model/ops/kernel_launch.hpp"
 #include "diff/kernels/kernel_compare.hpp"
 #include "diff/kernels/kernel_findings.hpp"
 #include "diff/ops/op_findings.hpp"
+#include "diff/runs/run_compare.hpp"
 
 namespace gparity::diff::kernels {
 
@@ -42,6 +45,15 @@ bool same_hashes(const OpLog& a, const TensorRef& x, const OpLog& b, const Tenso
   return true;
 }
 
+/// The eager output of `e` that kernel output `o` materialized (same dtype and size), or nullptr.
+const TensorRef* eager_value(const OpLog& el, const OpRecord& e, const OpLog& cl, const TensorRef& o) {
+  for (std::uint32_t i = 0; i < e.out_count; ++i) {
+    const TensorRef& t = el.out(e, i);
+    if (t.hashed() && o.numel == t.numel && cl.str(o.dtype) == el.str(t.dtype)) return &t;
+  }
+  return nullptr;
+}
+
 /// The outputs of kernel launch `k` of the same dtype and size as one of eager record `e`'s, but
 /// for the values `e` read (the launch wrote them for `e`'s producers).
 std::vector<std::uint32_t> materialized_outputs(const OpLog& el, const OpRecord& e, const OpLog& cl,
@@ -51,17 +63,51 @@ std::vector<std::uint32_t> materialized_outputs(const OpLog& el, const OpRecord&
     const TensorRef& o = cl.out(k, j);
     bool read = false;
     for (std::uint32_t i = 0; i < e.arg_count && !read; ++i) read = same_hashes(el, el.arg(e, i), cl, o);
-    if (read) continue;
-    for (std::uint32_t i = 0; i < e.out_count; ++i) {
-      const TensorRef& t = el.out(e, i);
-      if (t.hashed() && o.numel == t.numel && cl.str(o.dtype) == el.str(t.dtype)) {
-        out.push_back(j);
-        break;
-      }
-    }
+    if (!read && eager_value(el, e, cl, o) != nullptr) out.push_back(j);
   }
   return out;
 }
+
+}  // namespace
+
+json drift_row(const OpLog& el, const TensorRef& eager, const OpLog& cl, const TensorRef& compiled) {
+  using model::ops::HashValue;
+  json row = {{"eager", el.tensor_text(eager)}, {"compiled", std::string(cl.str(compiled.name))}};
+  // Only a norm (an L1 norm as a float64) is a number; hash_tensor and custom hashes are bits
+  // that say equal or not, never by how much.
+  const std::uint32_t n = std::min(eager.hash_count, compiled.hash_count);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const HashValue& a = el.hash(eager, i);
+    const HashValue& b = cl.hash(compiled, i);
+    if (a.kind != HashValue::Kind::Float || b.kind != HashValue::Kind::Float) continue;
+    const double x = std::bit_cast<double>(a.bits);
+    const double y = std::bit_cast<double>(b.bits);
+    row["evidence"] = "norm";
+    row["eager_norm"] = el.hash_text(a);
+    row["compiled_norm"] = cl.hash_text(b);
+    if (const auto u = ulp_distance(a.bits, b.bits, model::DType::F64)) row["norm_ulp_f64"] = *u;
+    const double m = std::max(std::fabs(x), std::fabs(y));
+    if (std::isfinite(x) && std::isfinite(y)) row["norm_rel"] = m == 0 ? 0.0 : std::fabs(x - y) / m;
+    return row;
+  }
+  row["evidence"] = "hashes only";
+  return row;
+}
+
+std::string drift_text(const json& row) {
+  if (row.value("evidence", "") != "norm")
+    return "; drift: not measurable (the logs hold hashes only, no norms: bits equal or not, never by how "
+           "much)";
+  std::string s = "; drift of the L1 norms (a lower bound on the values' L1 distance): ";
+  s += "eager " + row.value("eager_norm", std::string()) + ", compiled " +
+       row.value("compiled_norm", std::string());
+  if (row.contains("norm_rel")) s += ", relative " + std::to_string(row["norm_rel"].get<double>());
+  if (row.contains("norm_ulp_f64"))
+    s += ", " + std::to_string(row["norm_ulp_f64"].get<std::uint64_t>()) + " ULP (f64)";
+  return s;
+}
+
+namespace {
 
 /// The provenance of compiled record `at` of `log`: its step's launches mapped to their output code.
 KernelSite site_of(const OpLog& log, std::uint32_t at, const model::ops::RankProvenance* rank,
@@ -105,6 +151,12 @@ void FusedKernelNamer::finding(const Finding& f) {
     const auto pos = static_cast<std::uint32_t>(std::find(launches.begin(), launches.end(), k - slice.begin) -
                                                 launches.begin());
     std::string written;
+    json drift = json::array();
+    for (const auto j : outs) {
+      const TensorRef& o = cl->out(cl->records[k], j);
+      if (const TensorRef* t = eager_value(*el, el->records[e], *cl, o))
+        drift.push_back(drift_row(*el, *t, *cl, o));
+    }
     for (const auto j : outs) {
       const TensorRef& t = cl->out(cl->records[k], j);
       written += (written.empty() ? "" : ", ") + std::string(cl->str(t.name)) + " " + cl->tensor_text(t);
@@ -116,13 +168,15 @@ void FusedKernelNamer::finding(const Finding& f) {
     std::string clause =
         "; the compiled run materialized it in fused kernel " +
         (pos < launches.size() ? launch_text(view, pos) : std::string(cl->op_name(cl->records[k]))) +
-        ", which wrote " + ops::detail::printable(written) + provenance_text(site);
+        ", which wrote " + ops::detail::printable(written) + provenance_text(site) +
+        (drift.empty() ? std::string() : drift_text(drift.front()));
     Finding g = f;
     const auto at = g.message.rfind("; decided by ");
     g.message.insert(at == std::string::npos ? g.message.size() : at, clause);
     g.values["fused_kernel"] = {{"launch", ops::detail::record_json(*cl, cl->records[k])},
                                 {"wrote", written},
                                 {"provenance", provenance_json(site)}};
+    g.values["drift"] = drift;
     out_.finding(g);
     return;
   }

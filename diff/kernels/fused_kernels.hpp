@@ -8,6 +8,8 @@
 // it), with that launch's provenance (output-code line, post-grad and pre-grad nodes, ATen ops,
 // user frames) where the compiled run has a TORCH_TRACE.
 
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "core/model/ops/inductor_provenance.hpp"
@@ -33,6 +35,17 @@ class FusedKernelNamer final : public FindingConsumer {
   const std::vector<ops::RankLogs>& compiled_;
   const model::ops::RunProvenance* provenance_;
 };
+
+/// One row of the eager-against-Inductor drift table: an eager op's output and the kernel output
+/// that materialized it (both hashed). DebugMode logs numbers only with hash_fn "norm" (an L1
+/// norm, float64): then the row holds both norms, their relative difference ("norm_rel") and
+/// their distance in float64 ULP ("norm_ulp_f64"); that bounds the values' drift from below,
+/// never from above. With hash_tensor or custom hashes the row says "hashes only": bits equal or
+/// not, no number is invented.
+nlohmann::json drift_row(const model::ops::OpLog& eager_log, const model::ops::TensorRef& eager,
+                         const model::ops::OpLog& compiled_log, const model::ops::TensorRef& compiled);
+/// The row as a finding's clause ("; drift of the L1 norms ..." or "; drift: not measurable ...").
+std::string drift_text(const nlohmann::json& row);
 
 /// `gparity compare` of two op-log runs already read: two compiled runs whose records show kernel
 /// launches kernel by kernel (kernel_compare.hpp); eager against such a run through the op

@@ -265,5 +265,69 @@ TEST(FusedKernels, AnIntermediateTheKernelKeptIsUnobservedAndTheValueItWroteIsTh
   EXPECT_EQ(f->values["fused_kernel"]["launch"]["op"], "triton_poi_fused_add_mul_0");
 }
 
+// ---- the drift table ----------------------------------------------------------------------------
+
+/// Eager mul against a fused add+mul kernel, hashed with DebugMode's "norm" (L1 norms as floats).
+Compared fused_with_norms(const std::string& eager_norm, const std::string& compiled_norm) {
+  const std::string eager =
+      "    # File: /w/m.py:5 in f, code: y = (a + b) * c\n"
+      "    aten::add.Tensor(t$0: f32[4], t$1: f32[4])  ->  t$2: f32[4]  # {'input_hash': (((1.5,), (2.5,)), "
+      "{}), 'hash': (3.5,)}\n"
+      "    aten::mul.Tensor(t$2: f32[4], t$3: f32[4])  ->  t$4: f32[4]  # {'input_hash': (((3.5,), (4.5,)), "
+      "{}), 'hash': (" +
+      eager_norm + ",)}\n";
+  const std::string compiled =
+      "    # File: /tmp/c.py:10 in call, code: triton_poi_fused_add_mul_0.run(arg0_1, arg1_1, arg2_1, buf0, "
+      "4, stream=stream0)\n"
+      "    [triton] triton_poi_fused_add_mul_0(in_ptr0=t: f32[4], in_ptr1=t: f32[4], in_ptr2=t: f32[4], "
+      "out_ptr0=t: f32[4], xnumel=4)\n"
+      "    # pre-kernel hashes: {in_ptr0: (1.5,), in_ptr1: (2.5,), in_ptr2: (4.5,), out_ptr0: (0.0,)}\n"
+      "    # post-kernel hashes: {in_ptr0: (1.5,), in_ptr1: (2.5,), in_ptr2: (4.5,), out_ptr0: (" +
+      compiled_norm + ",)}\n";
+  std::vector<RankLogs> e(1), c(1);
+  e[0].logs.push_back(model::ops::parse_debugmode_text(eager, "eager.txt", 0, 1));
+  c[0].logs.push_back(model::ops::parse_debugmode_text(compiled, "compiled.txt", 0, 1));
+  Compared r;
+  FusedKernelNamer namer(r.report, e, c, nullptr);
+  r.code = ops::compare_op_logs(e, c, {}, namer);
+  return r;
+}
+
+TEST(DriftTable, NormsGiveTheRelativeDifferenceAndUlpOfTheNorms) {
+  const Compared r = fused_with_norms("15.75", "15.5");
+  EXPECT_EQ(r.code, 1);
+  const Finding* f = r.divergence(0, 1);
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->values["drift"].size(), 1u);
+  const json& row = f->values["drift"][0];
+  EXPECT_EQ(row["evidence"], "norm");
+  EXPECT_EQ(row["compiled"], "out_ptr0");
+  EXPECT_DOUBLE_EQ(row["norm_rel"].get<double>(), 0.25 / 15.75);
+  // 15.5 and 15.75 share an exponent (8 <= x < 16): 0.25 apart is 0.25 / 2^-49 ULP.
+  EXPECT_EQ(row["norm_ulp_f64"].get<std::uint64_t>(), std::uint64_t{1} << 47);
+  EXPECT_NE(f->message.find("drift of the L1 norms"), std::string::npos) << f->message;
+  // Norms one ULP apart are a drift of one ULP.
+  const Compared near = fused_with_norms("1.0", "1.0000000000000002");
+  const Finding* g = near.divergence(0, 1);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->values["drift"][0]["norm_ulp_f64"].get<std::uint64_t>(), 1u);
+}
+
+TEST(DriftTable, HashTensorLogsHoldNoNumbersAndTheTableSaysSo) {
+  // debugmode_inductor is hashed with hash_tensor: no drift is invented.
+  const Compared r = compare_runs(kRuns + "eager", kRuns + "inductor");
+  std::size_t rows = 0;
+  for (const auto& f : r.report.findings) {
+    if (!f.values.contains("drift")) continue;
+    for (const auto& row : f.values["drift"]) {
+      ++rows;
+      EXPECT_EQ(row["evidence"], "hashes only");
+      EXPECT_FALSE(row.contains("norm_rel"));
+    }
+    EXPECT_NE(f.message.find("drift: not measurable"), std::string::npos) << f.message;
+  }
+  EXPECT_GT(rows, 0u);
+}
+
 }  // namespace
 }  // namespace gparity::diff::kernels
