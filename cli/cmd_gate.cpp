@@ -13,7 +13,9 @@
 #include "core/model/base/display_text.hpp"
 #include "core/model/base/input_error.hpp"
 #include "core/model/base/output_error.hpp"
+#include "core/model/ops/op_run.hpp"
 #include "diff/gate/gate_policy.hpp"
+#include "diff/kernels/kernel_verdicts.hpp"
 #include "diff/resolve/inputs.hpp"
 
 namespace gparity::cli {
@@ -21,7 +23,20 @@ namespace {
 
 /// The policy's required op-level comparison (docs/ops.md), under its own title: both inputs
 /// must resolve as op logs (diff/resolve, as the gate's main comparison and `compare` do).
-int gate_ops(const std::string& baseline, const std::string& candidate, bool allow_incomplete,
+/// With kernels required, a side without kernel launches on every rank is no kernel evidence.
+void require_kernels(const std::string& path) {
+  for (auto& rank : diff::ops::read_rank_logs(model::ops::open_op_run(path))) {
+    const int id = rank.rank;
+    std::vector<diff::ops::RankLogs> one(1);
+    one[0] = std::move(rank);
+    if (!diff::kernels::shows_kernels(one))
+      throw model::InputError(path, "rank " + std::to_string(id) +
+                                        " shows no kernel launches: the gate's \"ops\" requires kernel-level "
+                                        "parity (\"kernels\": true; docs/gate.md)");
+  }
+}
+
+int gate_ops(const std::string& baseline, const std::string& candidate, bool allow_incomplete, bool kernels,
              const ReportOptions& r) {
   const std::string paths[] = {baseline, candidate};
   const auto in = diff::resolve_inputs(paths, diff::ResolveFor::Compare);
@@ -29,6 +44,10 @@ int gate_ops(const std::string& baseline, const std::string& candidate, bool all
     throw model::InputError(baseline, "not op logs (gparity op records or DebugMode logs) but " +
                                           std::string(diff::input_kind_name(in.kind)) +
                                           ": the gate's \"ops\" compares op runs (docs/ops.md)");
+  if (kernels) {
+    require_kernels(baseline);
+    require_kernels(candidate);
+  }
   ReportSinks sinks(r, "gparity.gate.ops");
   diff::CompareOptions o;
   o.title = "gparity gate (op-level parity)";
@@ -137,7 +156,8 @@ void register_gate(CLI::App& app, Action& action) {
           ro.json = false;
           ro.terminal = &std::cerr;
         }
-        rc = worse(rc, gate_ops(p.ops_baseline, p.ops_candidate, p.options.allow_incomplete, ro));
+        rc = worse(rc,
+                   gate_ops(p.ops_baseline, p.ops_candidate, p.options.allow_incomplete, p.ops_kernels, ro));
         if (!r.json)
           std::cout << "op-level reports: " << model::shown(ro.junit) << ", " << model::shown(ro.markdown)
                     << ", " << model::shown(ro.json_file) << ", " << model::shown(ro.html) << '\n';

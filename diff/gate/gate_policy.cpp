@@ -189,9 +189,13 @@ GatePolicy parse_gate_policy(std::string_view text, const std::string& source) {
     if (!it->is_object())
       throw InputError(source,
                        "\"ops\" must be an object {\"baseline\": \"eager op run\", \"candidate\": \"...\"}");
-    check_keys(*it, {"baseline", "candidate"}, source, "\"ops\"");
+    check_keys(*it, {"baseline", "candidate", "kernels"}, source, "\"ops\"");
     p.ops_baseline = string_field(*it, "baseline", source);
     p.ops_candidate = string_field(*it, "candidate", source);
+    if (const auto k = it->find("kernels"); k != it->end()) {
+      if (!k->is_boolean()) throw InputError(source, "\"ops\" \"kernels\" must be true or false");
+      p.ops_kernels = k->get<bool>();
+    }
     if (p.ops_baseline.empty() || p.ops_candidate.empty())
       throw InputError(source,
                        "\"ops\" needs both \"baseline\" and \"candidate\" (op-record or DebugMode runs)");

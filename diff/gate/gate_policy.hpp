@@ -32,6 +32,9 @@ struct GatePolicy {
   /// Both empty: not required.
   std::string ops_baseline;
   std::string ops_candidate;
+  /// "ops": {..., "kernels": true}: kernel-level parity required (docs/ops.md, "Inductor
+  /// kernels"): both op runs must show kernel launches on every rank, else exit 2.
+  bool ops_kernels = false;
   [[nodiscard]] bool requires_ops() const noexcept { return !ops_baseline.empty(); }
 };
 

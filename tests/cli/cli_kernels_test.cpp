@@ -93,4 +93,29 @@ TEST(CliKernels, OpsShowListsKernelsWithRolesValuesAndProvenance) {
   EXPECT_EQ(with_nodes, 33u);  // the backward's launches too, which have no `# File:` line of their own
 }
 
+// The gate can require kernel-level parity: "ops": {..., "kernels": true}.
+TEST(CliKernels, GateRequiresKernelLevelParity) {
+  TempDir tmp;
+  const auto gate = [&](const std::string& base, const std::string& cand, const nlohmann::json& kernels) {
+    nlohmann::json p = {{"baseline", kRuns + base}, {"candidate", kRuns + base}};
+    p["ops"] = {{"baseline", kRuns + base}, {"candidate", kRuns + cand}, {"kernels", kernels}};
+    const auto path = tmp.write("policy.json", p.dump());
+    return run_command(GPARITY_EXE, {"gate", "--policy", path, "--out", (tmp.path() / "out").string()});
+  };
+  auto r = gate("inductor", "inductor_repeat", true);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = gate("inductor", "inductor_pass1", true);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  r = gate("inductor_nondet", "inductor_nondet_repeat", true);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // non-deterministic is never parity
+  // No kernel evidence on a side while kernels are required: exit 2, naming the run.
+  r = gate("eager", "inductor", true);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("shows no kernel launches"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("eager"), std::string::npos) << r.err;
+  r = gate("eager", "inductor", "yes");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("\"kernels\" must be true or false"), std::string::npos) << r.err;
+}
+
 }  // namespace
