@@ -197,7 +197,8 @@ TEST(Causality, AReceivedDivergenceNamesTheSendersFirstOriginAndTheOneThatReache
   EXPECT_EQ(r2.origins[0].node, "state");
   // One origin that reaches the collective itself: no "through".
   const auto one = one_bug(2, {1});
-  const auto* c1 = classify(one, mesh()).find(0, kAllReduce);
+  const auto r1 = classify(one, mesh());  // kept: find() points into it
+  const auto* c1 = r1.find(0, kAllReduce);
   ASSERT_NE(c1, nullptr);
   EXPECT_FALSE(c1->through.has_value());
 }
