@@ -10,12 +10,11 @@
 namespace gparity::torchops::oprec_detail {
 namespace {
 
-/// The Python recorder's rule (op_recorder.py, _unhashed_return; core/model/ops/op_log.hpp).
-/// Literals: the markers are written as they are, for the life of the process.
+/// The Python recorder's rule (op_recorder.py, _unhashed_return), the readers' own
+/// (model::ops::unhashed_return): one rule. The names are literals, NUL-terminated, alive for the
+/// life of the process, as the writer keeps them.
 const char* unhashed_return(std::string_view name) {
-  for (const std::string_view rng : {"philox_seed", "philox_offset", "rng_state", "unused", "seed", "offset"})
-    if (name == rng) return "rng_state";
-  return name == "debug_attn_mask" ? "debug" : "";
+  return model::ops::unhashed_name(model::ops::unhashed_return(name)).data();
 }
 
 std::string display_name(const c10::OperatorName& op) {
@@ -38,7 +37,8 @@ std::unique_ptr<OpInfo> classify(const c10::OperatorName& op) {
       }
       // An allocation's result holds whatever the allocator's block held: no value to hash.
       if (info->unhashed_returns.size() == 1 && model::ops::allocates_uninitialized(op.name)) {
-        info->unhashed_returns.front() = "uninitialized";
+        info->unhashed_returns.front() =
+            model::ops::unhashed_name(model::ops::Unhashed::Uninitialized).data();
         info->any_unhashed = true;
       }
     }

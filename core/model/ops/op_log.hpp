@@ -89,8 +89,9 @@ enum class TensorKind : std::uint8_t { Plain, DTensor, Fake };
 /// back whatever bytes the allocator's block held, so two runs hash different garbage). Such a
 /// tensor is neither a value anchor nor a divergence (diff/ops).
 enum class Unhashed : std::uint8_t { No, RngState, Debug, Uninitialized };
-/// "rng_state", "debug", "uninitialized" ("" for No); unhashed_from_name is its inverse (No for
-/// any other text).
+/// "rng_state", "debug", "uninitialized" ("" for No): views of string literals, so NUL-terminated
+/// (the C++ recorder writes their data()); unhashed_from_name is its inverse (No for any other
+/// text).
 std::string_view unhashed_name(Unhashed u) noexcept;
 Unhashed unhashed_from_name(std::string_view name) noexcept;
 /// An op whose one result is uninitialized memory: empty, empty_like, empty_strided, new_empty,
