@@ -56,6 +56,16 @@ int cuda_device_count() noexcept {
   return static_cast<int>(c10::cuda::device_count());
 }
 
+bool current_stream_capturing(int device_index) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const auto stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_index));
+  if (cudaStreamIsCapturing(stream.stream(), &status) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query is no capture, and must not poison later calls
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
 struct CaptureStream::Impl {
   c10::cuda::CUDAStream previous;
   c10::cuda::CUDAStream stream;
@@ -199,6 +209,10 @@ void synchronize_device(int device_index) {
 
 int cuda_device_count() noexcept {
   return 0;
+}
+
+bool current_stream_capturing(int /*device_index*/) noexcept {
+  return false;
 }
 
 struct CaptureStream::Impl {};

@@ -76,6 +76,11 @@ class StepGraphs {
 
 /// GPUs this process sees (0 without CUDA in this LibTorch).
 int cuda_device_count() noexcept;
+/// Whether the current stream of GPU `device_index` is capturing a CUDA graph (anyone's: a
+/// torch.cuda.graph, Inductor's cudagraph trees). Work enqueued now runs only when the graph is
+/// replayed, and memory it writes belongs to the graph's pool: the op recorder hashes nothing
+/// then. False without CUDA.
+bool current_stream_capturing(int device_index) noexcept;
 /// Throws std::invalid_argument, saying why, when `local_rank` has no GPU here ("--device cuda").
 void require_cuda_device(int local_rank);
 

@@ -1,6 +1,8 @@
 // The op recorder: its RecordFunction callbacks, which turn every outermost operator call of
 // every thread into a record (op_recorder_state.hpp).
 
+#include <torch/csrc/autograd/graph_task.h>
+
 #include <exception>
 
 #include "core/torchops/op_recorder_state.hpp"
@@ -15,6 +17,9 @@ constexpr std::int64_t kNested = -3;       // inside a record or a skipped op
 struct ThreadFrames {
   std::vector<std::int64_t> open;
   int blocked = 0;  // open records and skipped ops
+  // Between a kernel launch's begin and end (op_recorder_kernels.cpp): what the launcher
+  // dispatches (an allocation for Triton's scratch space) is the kernel's, not the step's.
+  bool in_kernel = false;
 };
 thread_local ThreadFrames frames;
 
@@ -25,6 +30,10 @@ void fail(State& s, const char* what) {
 
 std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& info) {
   const bool main_thread = std::this_thread::get_id() == s.thread;
+  // Another thread outside any autograd graph task is a library's worker (Gloo staging a CUDA
+  // tensor through the host, a data loader), not the step's program: the Python backend's
+  // dispatch mode, which autograd's threads inherit and no other thread does, never sees it.
+  if (!main_thread && torch::autograd::get_current_graph_task_exec_info() == nullptr) return kBlocking;
   int code = -1, line = 0;
   bool in_backward = false;
 #if GPARITY_OPREC_PYTHON
@@ -40,15 +49,7 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   if (!s.active) return kBlocking;
   Record r;
   r.op = &info;
-  if (!main_thread || in_backward) {
-    r.phase = Phase::backward;
-    s.backward_seen = true;
-  } else {
-    r.phase = s.backward_seen ? Phase::optimizer : Phase::forward;
-  }
-  if (r.phase == Phase::forward && !s.modules.empty()) r.module = s.modules.back();
-  r.code = code;
-  r.line = line;
+  place_record(s, r, main_thread, in_backward, code, line);
   r.args =
       refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
   for (const auto& t : inputs)
@@ -86,7 +87,7 @@ void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   auto& f = frames;
-  if (f.blocked > 0) {
+  if (f.blocked > 0 || f.in_kernel) {
     f.open.push_back(kNested);
     return nullptr;
   }
@@ -123,6 +124,22 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
 }
 
 }  // namespace
+
+void set_in_kernel(bool in_kernel) {
+  frames.in_kernel = in_kernel;
+}
+
+void place_record(State& s, Record& r, bool main_thread, bool in_backward, int code, int line) {
+  if (!main_thread || in_backward) {
+    r.phase = Phase::backward;
+    s.backward_seen = true;
+  } else {
+    r.phase = s.backward_seen ? Phase::optimizer : Phase::forward;
+  }
+  if (r.phase == Phase::forward && !s.modules.empty()) r.module = s.modules.back();
+  r.code = code;
+  r.line = line;
+}
 
 // Global, not thread-local: CUDA backward runs on autograd's device threads.
 at::CallbackHandle add_callbacks() {

@@ -3,6 +3,7 @@
 //   op_recorder.cpp            the step's state, begin/end of a step, the module stack, C entry points
 //   op_recorder_ops.cpp        which ops are records (per overload: skipped, transparent, collective)
 //   op_recorder_callbacks.cpp  the RecordFunction callbacks: an op's record, its phase, module, inputs
+//   op_recorder_kernels.cpp    kernel records: a Triton launch, from Python's launcher hook
 //   op_recorder_tensors.cpp    tensor identity within the step, versions, views and what gets hashed
 //   op_recorder_hashing.cpp    the hashes enqueued on each device, and their one read-back
 //   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group
@@ -64,6 +65,10 @@ struct TensorRef {
   std::int64_t slot = 0;
   std::int64_t view_base = -1;  // a view (issue 24): the id of the hashed tensor it lies in; no hash
   const char* unhashed = "";    // RNG state / debug output ("rng_state", "debug"): no hash
+  // A kernel launch's argument (kernel records only): its name in the kernel's signature
+  // ("in_ptr0") and role ("in", "out", "in_out", "unnamed").
+  std::string name;
+  const char* role = "";
 };
 
 /// What the step has seen of a tensor: its id, the version its hash is of. The weak reference
@@ -106,6 +111,10 @@ struct Record {
   // While the op runs: each input's storage and TensorImpl, to tell its views among the outputs.
   std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> input_storages;
   bool async_collective = false;
+  // A kernel launch (op_recorder_kernels.cpp; op is null): the kernel's name and the record's
+  // "kernel" object (site, handle, source hash, config) as JSON text made by python/gparity.
+  std::string kernel;
+  std::string kernel_json;
 };
 
 struct CodeInfo {
@@ -137,6 +146,28 @@ State& state();
 
 /// The step's global RecordFunction callback (every thread, operator calls, inputs and outputs).
 at::CallbackHandle add_callbacks();
+
+/// While set on this thread no op is recorded: a kernel launch is in flight (kernel_begin sets
+/// it, kernel_end clears it).
+void set_in_kernel(bool in_kernel);
+
+/// A new record's phase (backward on another thread or under autograd's backward; optimizer once
+/// a backward was seen; else forward), module (forward only) and user source line. Caller holds
+/// the state's mutex.
+void place_record(State& s, Record& r, bool main_thread, bool in_backward, int code, int line);
+
+// ---- kernel launches (op_recorder_kernels.cpp) ---------------------------------------------------
+
+/// A Triton kernel about to launch (python/gparity's launcher hook, through
+/// torch.ops.gparity.oprec_kernel_begin): its record, the arguments it reads hashed as an op's
+/// inputs are (`roles[i]` "out": written only, never hashed before), phase, module and source as
+/// an op's. Returns the record's index, or -1 when no step is being recorded.
+std::int64_t kernel_begin(const std::vector<at::Tensor>& args, const std::vector<std::string>& names,
+                          const std::vector<std::string>& roles, const std::string& kernel,
+                          const std::string& kernel_json);
+/// After the launch, on the kernel's stream: the arguments it wrote, hashed as outputs.
+void kernel_end(std::int64_t index, const std::vector<at::Tensor>& outs,
+                const std::vector<std::string>& names, const std::vector<std::string>& roles);
 
 // ---- tensors (op_recorder_tensors.cpp) ----------------------------------------------------------
 

@@ -3,6 +3,7 @@
 
 #include <cctype>
 
+#include "core/runtime/cuda_graph.hpp"
 #include "core/torchops/op_recorder_state.hpp"
 
 namespace gparity::torchops::oprec_detail {
@@ -76,7 +77,10 @@ std::string other_dtype_name(c10::ScalarType t) {
 
 void add_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
   if (v.isTensor()) {
-    if (v.toTensor().defined()) out.push_back(v.toTensor());
+    // A wrapped number is a Python scalar (`x * 2`, `g.div_(world)`), not a tensor of the
+    // program: the Python backend's dispatch mode sees the scalar, and so records none.
+    if (v.toTensor().defined() && !v.toTensor().unsafeGetTensorImpl()->is_wrapped_number())
+      out.push_back(v.toTensor());
   } else if (v.isTensorList()) {
     for (const at::Tensor& t : v.toTensorVector())
       if (t.defined()) out.push_back(t);
@@ -171,10 +175,16 @@ std::vector<TensorRef> refs_of(
       refs.push_back(std::move(ref));
       continue;
     }
-    const bool want = hash_now && s.options.hash && hashable(t);
-    it->second.fresh = want;
+    bool want = hash_now && s.options.hash && hashable(t);
     it->second.base = nullptr;
     it->second.base_id = -1;
+    if (want && t.is_cuda() && runtime::current_stream_capturing(t.device().index())) {
+      // Inside a CUDA graph capture the value does not exist yet, and a hash enqueued now would
+      // run at every replay into memory the step has let go: recorded, never hashed.
+      want = false;
+      ref.unhashed = "captured";
+    }
+    it->second.fresh = want;
     if (want) todo.emplace_back(refs.size(), t);
     refs.push_back(std::move(ref));
   }

@@ -70,6 +70,13 @@ std::string records_jsonl(const State& s, const std::vector<Record>& records, co
       out += std::to_string(t.shape[i]);
     }
     out += ']';
+    if (!t.name.empty() || t.role[0] != '\0') {
+      out += ",\"name\":";
+      json_string(out, t.name);
+      out += ",\"role\":\"";
+      out += t.role;
+      out += '"';
+    }
     if (t.unhashed[0] != '\0') {
       out += ",\"unhashed\":\"";
       out += t.unhashed;
@@ -104,7 +111,14 @@ std::string records_jsonl(const State& s, const std::vector<Record>& records, co
     out += ",\"index\":";
     out += std::to_string(index);
     out += ",\"op\":";
-    json_string(out, r.op->name);
+    json_string(out, r.op ? r.op->name : r.kernel);
+    if (!r.op) {
+      out += ",\"kind\":\"kernel\"";
+      if (!r.kernel_json.empty()) {
+        out += ",\"kernel\":";
+        out += r.kernel_json;
+      }
+    }
     out += ",\"phase\":\"";
     out += kPhases[static_cast<std::size_t>(r.phase)];
     out += '"';

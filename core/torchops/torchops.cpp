@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/runtime/recorder.hpp"
+#include "core/torchops/op_recorder_state.hpp"
 
 namespace {
 
@@ -59,10 +60,24 @@ void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tenso
                                      first, xxh3);
 }
 
+/// The op recorder's kernel records (python/gparity's Inductor launcher hook; op_recorder_kernels.cpp).
+std::int64_t oprec_kernel_begin(at::TensorList args, std::vector<std::string> names,
+                                std::vector<std::string> roles, std::string kernel, std::string kernel_json) {
+  return gparity::torchops::oprec_detail::kernel_begin(args.vec(), names, roles, kernel, kernel_json);
+}
+
+void oprec_kernel_end(std::int64_t index, at::TensorList outs, std::vector<std::string> names,
+                      std::vector<std::string> roles) {
+  gparity::torchops::oprec_detail::kernel_end(index, outs.vec(), names, roles);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(gparity, m) {
   m.def("hash_tensor(Tensor t, int[] offsets, int[] global_shape) -> Tensor", &hash_tensor);
   m.def("hash_tensors(Tensor[] tensors, int[] offsets, int[] global_shapes) -> Tensor", &hash_tensors);
   m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True) -> ()", &hash_into);
+  m.def("oprec_kernel_begin(Tensor[] args, str[] names, str[] roles, str kernel, str kernel_json) -> int",
+        &oprec_kernel_begin);
+  m.def("oprec_kernel_end(int index, Tensor[] outs, str[] names, str[] roles) -> ()", &oprec_kernel_end);
 }

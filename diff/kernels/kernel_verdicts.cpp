@@ -315,9 +315,29 @@ class StepJudge {
       e.aten_differs = bs.site->aten != cs.site->aten;
     if (const auto* cfg = bs.config()) e.base_config = *cfg;
     if (const auto* cfg = cs.config()) e.cand_config = *cfg;
+    recorded_evidence(e, brec(b), crec(c));
     e.deterministic_off = (bsrc && bsrc->deterministic_off) || (csrc && csrc->deterministic_off);
     e.atomics = (bsrc && bsrc->atomics) || (csrc && csrc->atomics);
     return e;
+  }
+
+  /// What gparity's op recorder wrote of both launches (records of kind "kernel"): the source
+  /// hash where provenance gave no source, and the config the autotuner chose, which provenance
+  /// logs only for a kernel with one config ("autotuned among N configs").
+  void recorded_evidence(CodeEvidence& e, const OpRecord& br, const OpRecord& cr) const {
+    const auto* bk = bl().recorded_kernel(br);
+    const auto* ck = cl().recorded_kernel(cr);
+    if (bk && ck && bk->source_hash && ck->source_hash) {
+      e.base_code = e.base_code || bk->source_hash != 0;
+      e.cand_code = e.cand_code || ck->source_hash != 0;
+      if (!e.code_differs && bl().str(bk->source_hash) != cl().str(ck->source_hash)) {
+        e.code_differs = true;
+        e.base_line = "source hash " + std::string(bl().str(bk->source_hash));
+        e.cand_line = "source hash " + std::string(cl().str(ck->source_hash));
+      }
+    }
+    if (bk && bk->config) e.base_config = std::string(bl().str(bk->config));
+    if (ck && ck->config) e.cand_config = std::string(cl().str(ck->config));
   }
 
   /// What the first divergence carries on in the step (launches whose outputs differ and that read

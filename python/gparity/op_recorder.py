@@ -53,7 +53,10 @@ _SLOTS = 1 << 15  # hash slots per device buffer chunk (2 int64 words each)
 _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(m.__file__)) + os.sep
     for m in [torch] + [sys.modules[n] for n in ("functorch",) if n in sys.modules]
-) + (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(os.__file__) + os.sep)
+) + (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(os.__file__) + os.sep) + (
+    # This package as its code objects name it: a sys.path entry with ".." in it is not normalized.
+    (os.path.dirname(__file__) + os.sep,) if os.path.dirname(__file__) != os.path.dirname(os.path.abspath(__file__))
+    else ())
 
 
 def _is_library(filename, cache={}):
@@ -185,6 +188,13 @@ class _Mode(TorchDispatchMode):
         super().__init__()
         self._rec = recorder
 
+    @classmethod
+    def ignore_compile_internals(cls):
+        """torch 2.10+: a compiled region runs its compiled code under this mode (as under
+        DebugMode), instead of Dynamo falling back to running its frames eagerly: the records are
+        those of the program the user runs (kernels through the launcher hook)."""
+        return True
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         return self._rec._on_op(func, args, kwargs)
@@ -253,6 +263,7 @@ class OpRecorder:
         self._backward_seen = False
         self._thread = threading.get_ident()
         self._modules = []      # module path stack (forward hooks)
+        _KernelHook.attach(self)
         if self._cpp is not None:
             self._begin_cpp(step)
             return
@@ -290,6 +301,7 @@ class OpRecorder:
             raise RuntimeError(lib.gparity_oprec_error().decode("utf-8", "replace"))
 
     def _end(self):
+        _KernelHook.detach(self)
         for h in self._hooks:
             h.remove()
         self._hooks = []
@@ -300,13 +312,19 @@ class OpRecorder:
         words = self._collect()
         lines = []
         for index, (op, phase, module, source, args, outs, extra) in enumerate(self._records):
-            rec = {"type": "op", "step": self._step, "index": index, "op": op, "phase": phase}
+            rec = {"type": "op", "step": self._step, "index": index, "op": op}
+            arg_names = out_names = ()
+            if extra and extra.get("kind") == "kernel":
+                extra = dict(extra)
+                arg_names, out_names = extra.pop("_arg_names"), extra.pop("_out_names")
+                rec["kind"], rec["kernel"] = extra.pop("kind"), extra.pop("kernel")
+            rec["phase"] = phase
             if module:
                 rec["module"] = module
             if source:
                 rec["source"] = source
-            rec["args"] = [self._tensor_json(t, words) for t in args]
-            rec["outs"] = [self._tensor_json(t, words) for t in outs]
+            rec["args"] = [self._tensor_json(t, words, n) for t, n in _zip_names(args, arg_names)]
+            rec["outs"] = [self._tensor_json(t, words, n) for t, n in _zip_names(outs, out_names)]
             if extra:
                 rec.update(extra)
             lines.append(_dumps(rec))
@@ -346,13 +364,7 @@ class OpRecorder:
         if op.startswith("profiler::"):
             # record_function's handles (the optimizer's step opens one): bookkeeping, not values.
             return func(*args, **kwargs)
-        source, in_backward = self._user_frame()
-        if in_backward or threading.get_ident() != self._thread:
-            phase = "backward"
-            self._backward_seen = True
-        else:
-            phase = "optimizer" if self._backward_seen else "forward"
-        module = self._modules[-1] if self._modules and phase == "forward" else None
+        source, phase, module = self._place()
         collective = op.startswith("c10d::") or op.startswith("_c10d_functional::") or \
             op.startswith("c10d_functional::")
         waits = collective and "wait_tensor" in op
@@ -374,13 +386,65 @@ class OpRecorder:
         self._records.append((op, phase, module, source, in_refs, out_refs, extra))
         return out
 
-    def _user_frame(self):
-        """The innermost user frame {file, line, function, code} and whether autograd's backward
-        is on the stack."""
-        try:
-            f = sys._getframe(3)
-        except ValueError:  # autograd's device thread: no Python caller below the mode
-            return None, False
+    def _place(self, frame=None):
+        """(source, phase, module) of a record made now: backward on another thread or under
+        autograd's backward, optimizer once a backward was seen, else forward (with its module)."""
+        source, in_backward = self._user_frame(frame)
+        if in_backward or threading.get_ident() != self._thread:
+            phase = "backward"
+            self._backward_seen = True
+        else:
+            phase = "optimizer" if self._backward_seen else "forward"
+        module = self._modules[-1] if self._modules and phase == "forward" else None
+        return source, phase, module
+
+    # ---- Inductor's Triton launches (issue 32; _KernelHook installs the call) ---------------------
+    def _launch(self, run, autotuner, args, kwargs, caller):
+        """One launch of a Triton kernel through Inductor's launcher: a record of kind "kernel"
+        (docs/trace-format.md, "op"): the arguments it reads hashed before it as an op's inputs,
+        those it writes hashed after it on its stream as outputs."""
+        info = _kernel_info(autotuner, caller)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        names, roles, written = info.signature(args)
+        if self._cpp is not None:
+            index = torch.ops.gparity.oprec_kernel_begin(tensors, names, roles, info.name, info.json(autotuner, caller))
+            ok = False
+            try:
+                out = run(autotuner, *args, **kwargs)
+                ok = True
+            finally:
+                # Always: it also ends the launch's exemption from op records. A launch that
+                # failed has no outputs to hash.
+                torch.ops.gparity.oprec_kernel_end(index, [tensors[k] for k in written] if ok else [],
+                                                   [names[k] for k in written], [roles[k] for k in written])
+            return out
+        with _no_dispatch_mode():  # the hashing is not the step's ops
+            source, phase, module = self._place(caller)
+            read = [k for k, r in enumerate(roles) if r != "out"]
+            read_refs = self._refs([tensors[k] for k in read], as_input=True)
+            self._op_inputs = ()
+            only_written = [k for k, r in enumerate(roles) if r == "out"]
+            written_refs = self._refs([tensors[k] for k in only_written], as_input=True, hash_now=False)
+            self._op_inputs = ()
+            by_position = dict(zip(read, read_refs))
+            by_position.update(zip(only_written, written_refs))
+            arg_refs = [by_position[k] for k in range(len(tensors))]
+            out = run(autotuner, *args, **kwargs)
+            out_refs = self._refs([tensors[k] for k in written], as_input=False)
+        extra = {"kind": "kernel", "kernel": info.fields(autotuner, caller),
+                 "_arg_names": list(zip(names, roles)),
+                 "_out_names": [(names[k], roles[k]) for k in written]}
+        self._records.append((info.name, phase, module, source, arg_refs, out_refs, extra))
+        return out
+
+    def _user_frame(self, f=None):
+        """The innermost user frame {file, line, function, code} from `f` (default: the op's
+        caller, below the mode) outwards, and whether autograd's backward is on the stack."""
+        if f is None:
+            try:
+                f = sys._getframe(3)
+            except ValueError:  # autograd's device thread: no Python caller below the mode
+                return None, False
         in_backward = False
         while f is not None:
             code = f.f_code
@@ -458,11 +522,16 @@ class OpRecorder:
                 refs.append((tid, t.dtype, tuple(t.shape), None, base.id, None))
                 continue
             want = hash_now and self.hashes != "none" and _hashable(t)
+            mark = None
+            if want and t.is_cuda and _capturing():
+                # Inside a CUDA graph capture the value does not exist yet, and a hash enqueued
+                # now would run at every replay into memory the step has let go.
+                want, mark = False, "captured"
             if k is not None:
                 k.version, k.fresh, k.base = t._version, want, None
             if want:
                 todo.append((len(refs), t))
-            refs.append((tid, t.dtype, tuple(t.shape), None, None, None))
+            refs.append((tid, t.dtype, tuple(t.shape), None, None, mark))
         if todo:
             for (i, _), slot in zip(todo, self._hash_many([t for _, t in todo])):
                 tid, dtype, shape, _, view, mark = refs[i]
@@ -510,9 +579,11 @@ class OpRecorder:
         self._buffers, self._used = {}, {}
         return words
 
-    def _tensor_json(self, ref, words):
+    def _tensor_json(self, ref, words, name=None):
         tid, dtype, shape, slot, view, unhashed = ref
         j = {"id": tid, "dtype": _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", "")), "shape": list(shape)}
+        if name is not None:
+            j["name"], j["role"] = name
         if unhashed:
             j["unhashed"] = unhashed
         if view is not None:
@@ -524,6 +595,189 @@ class OpRecorder:
                 j["xxh3"] = format(w[2 * i] & _MASK64, "016x")
             j["shard"] = format(w[2 * i + 1] & _MASK64, "016x")
         return j
+
+
+def _zip_names(refs, names):
+    return zip(refs, names) if names else ((r, None) for r in refs)
+
+
+def _no_dispatch_mode():
+    """Leaves the recorder's dispatch mode for the block (a kernel's hashing is not the step's)."""
+    from torch.utils import _python_dispatch as pd
+    if hasattr(pd, "_disable_current_modes"):  # torch 2.0+
+        return pd._disable_current_modes()
+    return pd._pop_mode_temporarily()  # torch 1.13: the one mode pushed
+
+
+def _capturing():
+    try:
+        return torch.cuda.is_current_stream_capturing()
+    except Exception:  # pragma: no cover  (a CPU-only torch)
+        return False
+
+
+# ---- Inductor's Triton launches (issue 32) ------------------------------------------------------
+# Triton kernels do not pass the dispatcher: neither a dispatch mode nor RecordFunction sees them.
+# Every launch of an Inductor kernel goes through CachingAutotuner.run (torch._inductor.runtime.
+# triton_heuristics; torch._inductor.triton_heuristics before 2.3), as DebugMode's [triton]
+# records (2.10+) do: the hook wraps it, once, and hands launches to the recorder of the step in
+# flight (nothing else is done while no step is recorded).
+
+_ROLE_PREFIXES = (("in_out_ptr", "in_out"), ("out_ptr", "out"), ("in_ptr", "in"))
+
+
+class _KernelInfo:
+    """What one kernel (one CachingAutotuner) says of itself, computed once."""
+
+    def __init__(self, autotuner):
+        fn = getattr(autotuner, "fn", None)
+        self.name = getattr(fn, "__name__", None) or type(autotuner).__name__
+        names = list(getattr(fn, "arg_names", None) or ())
+        if not names:
+            names = [k for k in (getattr(autotuner, "triton_meta", None) or {}).get("signature", {})
+                     if isinstance(k, str)]
+        self._names = names
+        meta = getattr(autotuner, "inductor_meta", None) or {}
+        self._mutated = set(getattr(autotuner, "mutated_arg_names", None) or meta.get("mutated_arg_names", ()) or ())
+        src = getattr(fn, "src", None)
+        self.source_hash = None
+        if isinstance(src, str):
+            import hashlib
+            # Inductor renumbers kernels: the kernel's own name is not its code.
+            self.source_hash = hashlib.sha256(src.replace(self.name, "<kernel>").encode("utf-8")).hexdigest()[:16]
+        self._sites = {}
+        self._signatures = {}
+        self._json = {}
+
+    def signature(self, args):
+        """(names, roles, written) of a launch's tensor arguments: written = positions among
+        them of those the kernel writes. Computed once per pattern of tensor positions."""
+        key = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
+        sig = self._signatures.get(key)
+        if sig is None:
+            names = [self.arg_name(i) for i in key]
+            roles = [self.role(n) for n in names]
+            sig = (names, roles, [k for k, r in enumerate(roles) if r != "in"])
+            self._signatures[key] = sig
+        return sig
+
+    def arg_name(self, i):
+        return self._names[i] if i < len(self._names) else f"arg{i}"
+
+    def role(self, name):
+        for prefix, role in _ROLE_PREFIXES:
+            if name.startswith(prefix):
+                return role
+        # A kernel that is not Inductor's (a user's @triton.jit kernel): read, and written when
+        # the launcher says it mutates the argument.
+        return "in_out" if name in self._mutated else "unnamed"
+
+    def _site(self, caller):
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        site = self._sites.get(key)
+        if site is None:
+            site = {"file": key[0], "line": key[1], "code": _code_line(*key)}
+            # Inductor's output code comments a launch with its debug handle (2.9+):
+            # `# [Provenance debug handles] triton_poi_fused_gelu_view_2:7`, a line or two above it.
+            for back in range(1, 4):
+                text = _code_line(key[0], key[1] - back)
+                mark = "# [Provenance debug handles] "
+                if text.startswith(mark):
+                    site["handle"] = text[len(mark):].strip()
+                    break
+            self._sites[key] = site
+        return site
+
+    def fields(self, autotuner, caller):
+        out = {"site": self._site(caller)}
+        if self.source_hash:
+            out["source_hash"] = self.source_hash
+        config = _launch_config(autotuner)
+        if config:
+            out["config"] = config
+        return out
+
+    def json(self, autotuner, caller):
+        # Once per call site and launcher (the config is the launcher's, fixed once autotuned).
+        launchers = getattr(autotuner, "launchers", None) or ()
+        key = (caller.f_code.co_filename, caller.f_lineno, id(launchers[0]) if len(launchers) == 1 else None)
+        text = self._json.get(key)
+        if text is None:
+            text = _dumps(self.fields(autotuner, caller))
+            if key[2] is not None:
+                self._json[key] = text
+        return text
+
+
+def _launch_config(autotuner):
+    """The config the autotuner launched with, as Inductor's triton_kernel_info writes one:
+    "XBLOCK=8, num_warps=2, num_stages=1"; None while it has not chosen one."""
+    launchers = getattr(autotuner, "launchers", None) or ()
+    if len(launchers) != 1:
+        return None
+    config = getattr(launchers[0], "config", None)
+    if config is None:
+        return None
+    parts = [f"{k}={_dumps(v)}" for k, v in (getattr(config, "kwargs", None) or {}).items()]
+    for k in ("num_warps", "num_stages"):
+        v = getattr(config, k, None)
+        if v is not None:
+            parts.append(f"{k}={_dumps(v)}")
+    return ", ".join(parts)
+
+
+_kernel_infos = weakref.WeakKeyDictionary()
+
+
+def _kernel_info(autotuner, caller):
+    try:
+        info = _kernel_infos.get(autotuner)
+    except TypeError:  # pragma: no cover  (not weakly referenceable)
+        info = None
+    if info is None:
+        info = _KernelInfo(autotuner)
+        try:
+            _kernel_infos[autotuner] = info
+        except TypeError:  # pragma: no cover
+            pass
+    return info
+
+
+class _KernelHook:
+    """Wraps CachingAutotuner.run once per process; launches go to the recorder in flight."""
+
+    _owner = None
+    _wrapped = set()
+
+    @classmethod
+    def attach(cls, recorder):
+        cls._owner = recorder
+        for name in ("torch._inductor.runtime.triton_heuristics", "torch._inductor.triton_heuristics"):
+            module = sys.modules.get(name)  # not imported here: no Inductor in the process, no kernels
+            tuner = getattr(module, "CachingAutotuner", None) if module is not None else None
+            if tuner is None or tuner in cls._wrapped or not hasattr(tuner, "run"):
+                continue
+            cls._wrap(tuner)
+
+    @classmethod
+    def detach(cls, recorder):
+        if cls._owner is recorder:
+            cls._owner = None
+
+    @classmethod
+    def _wrap(cls, tuner):
+        run = tuner.run
+
+        def gparity_run(autotuner, *args, **kwargs):
+            owner = cls._owner
+            if owner is None:
+                return run(autotuner, *args, **kwargs)
+            return owner._launch(run, autotuner, args, kwargs, sys._getframe(1))
+
+        gparity_run.__wrapped__ = run
+        gparity_run.__doc__ = run.__doc__
+        tuner.run = gparity_run
+        cls._wrapped.add(tuner)
 
 
 def _cpp_group(op, args):

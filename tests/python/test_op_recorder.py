@@ -516,5 +516,116 @@ class OpRecorderMesh2x2(unittest.TestCase):
             self.assertEqual(fd["eager"]["index"], collective["index"], text)
 
 
+class KernelLaunches(unittest.TestCase):
+    """Kernel records (issue 32): a Triton launch through Inductor's launcher is a record of kind
+    "kernel" in both backends. Triton does not run here (Debian's torch 1.13 on a CPU), so a
+    launcher with CachingAutotuner's interface (run(*args, stream=...), fn with __name__,
+    arg_names and src) that really computes its outputs on the CPU is wrapped by the same hook
+    (_KernelHook) that wraps Inductor's class on a GPU machine (tests/data/ops/record_kernels
+    holds records of real Inductor runs)."""
+
+    class Launcher:
+        class _Fn:
+            __name__ = "triton_poi_fused_add_mul_0"
+            arg_names = ["in_ptr0", "in_out_ptr0", "out_ptr0", "xnumel"]
+            src = "def triton_poi_fused_add_mul_0(in_ptr0, in_out_ptr0, out_ptr0, xnumel):\n    pass\n"
+
+        fn = _Fn()
+        mutated_arg_names = ["in_out_ptr0"]
+
+        def run(self, in_ptr0, in_out_ptr0, out_ptr0, xnumel, stream=None):
+            in_out_ptr0.add_(in_ptr0)
+            out_ptr0.copy_(in_out_ptr0 * 3)
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        from gparity import op_recorder
+        op_recorder._KernelHook._wrap(cls.Launcher)
+
+    def record(self, backend):
+        import torch
+        import gparity
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        x = torch.arange(8, dtype=torch.float32)
+        y = torch.linspace(0, 1, 8)                       # read by the kernel only
+        launcher = self.Launcher()
+        with gparity.record_ops(os.path.join(tmp.name, backend), step=1, rank=0, world_size=1, backend=backend):
+            acc = x * 2                                   # an op: acc is a fresh output
+            buf = torch.empty_strided((8,), (1,))         # Inductor's output buffer: uninitialized
+            launcher.run(y, acc, buf, 8, stream=0)  # KERNEL LINE
+            total = buf.sum()                             # reads what the kernel wrote
+        with open(os.path.join(tmp.name, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+            recs = [json.loads(line) for line in f]
+        return recs, (x, y, acc, buf, total)
+
+    def check(self, backend):
+        import torch
+        import gparity
+        recs, (x, y, acc, buf, total) = self.record(backend)
+        kernels = [r for r in recs if r.get("kind") == "kernel"]
+        self.assertEqual(len(kernels), 1, recs)
+        k = kernels[0]
+        self.assertEqual(k["op"], "triton_poi_fused_add_mul_0")
+        self.assertEqual(k["phase"], "forward")
+        with open(__file__, encoding="utf-8") as f:
+            line = next(n for n, text in enumerate(f, 1) if "# KERNEL LINE" in text and "launcher.run" in text)
+        self.assertEqual(k["kernel"]["site"]["line"], line)
+        self.assertEqual(os.path.basename(k["kernel"]["site"]["file"]), "test_op_recorder.py")
+        self.assertIn("launcher.run(", k["kernel"]["site"]["code"])
+        self.assertEqual(len(k["kernel"]["source_hash"]), 16)
+        self.assertEqual([(a["name"], a["role"]) for a in k["args"]],
+                         [("in_ptr0", "in"), ("in_out_ptr0", "in_out"), ("out_ptr0", "out")])
+        self.assertEqual([(a["name"], a["role"]) for a in k["outs"]], [("in_out_ptr0", "in_out"), ("out_ptr0", "out")])
+        by_id = {}
+        for r in recs:
+            if r is k:
+                break
+            for t in r["outs"]:
+                by_id[t["id"]] = (r["op"], t)
+        # Read values: y (made before the step) hashed; acc a fresh output of the step (its
+        # producer's hash holds it); the output buffer an allocation: never hashed before.
+        self.assertIn("shard", k["args"][0])
+        self.assertNotIn("shard", k["args"][1])
+        self.assertEqual(by_id[k["args"][1]["id"]][0], "aten::mul.Tensor")
+        self.assertEqual(k["args"][2].get("unhashed"), "uninitialized")
+        self.assertEqual(by_id[k["args"][2]["id"]][0], "aten::empty_strided")
+        # Written values, hashed after the launch: what the buffers hold now.
+        self.assertEqual(k["outs"][0]["shard"], format(gparity.hash_tensor(acc)[1], "016x"))
+        self.assertEqual(k["outs"][1]["shard"], format(gparity.hash_tensor(buf)[1], "016x"))
+        self.assertEqual(k["args"][0]["shard"], format(gparity.hash_tensor(y)[1], "016x"))
+        self.assertTrue(torch.equal(buf, (x * 2 + y) * 3))
+        # The reader after it reads the kernel's output by id: no hash of its own.
+        after = recs[recs.index(k) + 1]
+        self.assertEqual(after["args"][0]["id"], k["outs"][1]["id"])
+        self.assertNotIn("shard", after["args"][0])
+        return recs
+
+    def test_a_launch_is_a_kernel_record_in_both_backends(self):
+        def shape(recs):  # every record: a Python scalar (x * 2) is no tensor in either backend
+            return [(r["op"], r.get("kernel"), [(t.get("name"), t.get("unhashed"), t.get("shard")) for t in r["args"]],
+                     [(t.get("name"), t.get("shard")) for t in r["outs"]]) for r in recs]
+        self.assertEqual(shape(self.check("python")), shape(self.check("cpp")))
+
+    def test_gparity_reads_kernel_records_as_launches(self):
+        recs, _ = self.record("cpp")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "rank-0.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in recs))
+            r = subprocess.run([EXE, "ops", "show", "--kernels", path, "--json"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("triton_poi_fused_add_mul_0", r.stdout)
+            self.assertIn("out_ptr0", r.stdout)
+
+    def test_no_launch_is_recorded_outside_a_step(self):
+        import torch
+        x = torch.ones(4)
+        acc, buf = x.clone(), torch.zeros(4)
+        self.Launcher().run(x, acc, buf, 4, stream=0)  # the hook passes through
+        self.assertTrue(torch.equal(buf, torch.full((4,), 6.0)))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -73,12 +73,13 @@ std::string_view unhashed_name(Unhashed u) noexcept {
     case Unhashed::RngState: return "rng_state";
     case Unhashed::Debug: return "debug";
     case Unhashed::Uninitialized: return "uninitialized";
+    case Unhashed::Captured: return "captured";
   }
   return "";
 }
 
 Unhashed unhashed_from_name(std::string_view name) noexcept {
-  for (const auto u : {Unhashed::RngState, Unhashed::Debug, Unhashed::Uninitialized})
+  for (const auto u : {Unhashed::RngState, Unhashed::Debug, Unhashed::Uninitialized, Unhashed::Captured})
     if (name == unhashed_name(u)) return u;
   return Unhashed::No;
 }

@@ -88,8 +88,11 @@ enum class TensorKind : std::uint8_t { Plain, DTensor, Fake };
 /// (`debug_attn_mask`), and the result of an allocation (`uninitialized`: aten::empty and kin hand
 /// back whatever bytes the allocator's block held, so two runs hash different garbage). Such a
 /// tensor is neither a value anchor nor a divergence (diff/ops).
-enum class Unhashed : std::uint8_t { No, RngState, Debug, Uninitialized };
-/// "rng_state", "debug", "uninitialized" ("" for No): views of string literals, so NUL-terminated
+/// `captured` (added later): a tensor the recorder met while a CUDA graph was being captured
+/// (Inductor's cudagraph trees, torch.cuda.graph): its value did not exist yet, and nothing was
+/// hashed then.
+enum class Unhashed : std::uint8_t { No, RngState, Debug, Uninitialized, Captured };
+/// "rng_state", "debug", "uninitialized", "captured" ("" for No): views of string literals, so NUL-terminated
 /// (the C++ recorder writes their data()); unhashed_from_name is its inverse (No for any other
 /// text).
 std::string_view unhashed_name(Unhashed u) noexcept;
@@ -207,6 +210,18 @@ struct OpLog {
   /// Member ranks (global, ascending) of the process groups the log lists them for, by the
   /// group's string id (OpRecord::group). A named group not here: its members are unknown.
   std::map<std::uint32_t, std::vector<int>> group_ranks;
+  /// What gparity's op recorder wrote of a kernel launch (a record of kind "kernel"; DebugMode
+  /// logs have none), by the record's line: string ids, 0 where the record had none.
+  struct RecordedKernel {
+    std::uint32_t source_hash = 0;  // of the kernel's Triton source, its own name left out
+    std::uint32_t config = 0;       // the launch config the autotuner chose: "XBLOCK=8, num_warps=2, ..."
+    std::uint32_t handle = 0;       // Inductor's debug handle of the call site: "triton_poi_fused_x_2:7"
+  };
+  std::unordered_map<std::int64_t, RecordedKernel> recorded_kernels;
+  [[nodiscard]] const RecordedKernel* recorded_kernel(const OpRecord& r) const {
+    const auto it = recorded_kernels.find(r.line);
+    return it == recorded_kernels.end() ? nullptr : &it->second;
+  }
   std::uint64_t bytes = 0;
   bool truncated = false;  // the last line did not parse: the file was cut short
 

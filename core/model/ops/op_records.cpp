@@ -138,10 +138,12 @@ class Reader {
       r.unhashed = unhashed_from_name(why);
       if (r.unhashed == Unhashed::No)
         return problem = "tensor " + std::to_string(r.id) +
-                         ": \"unhashed\" is not \"rng_state\", \"debug\" or \"uninitialized\"",
+                         ": \"unhashed\" is not \"rng_state\", \"debug\", \"uninitialized\" or \"captured\"",
                false;
       if (has_s) return problem = "tensor " + std::to_string(r.id) + ": \"unhashed\" with hashes", false;
     }
+    if (const auto n = t.find("name"); n != t.end() && n->is_string())
+      r.name = log_.strings.intern(n->get_ref<const std::string&>());  // a kernel argument's
     if (const auto v = t.find("view"); v != t.end()) {
       const auto b = v->is_object() ? v->find("base") : v->end();
       if (!v->is_object() || b == v->end() || !b->is_number_integer() || b->get<std::int64_t>() < 0)
@@ -220,6 +222,10 @@ class Reader {
       return false;
     }
     r.kind = RecordKind::Op;
+    if (!kernel(j, r, problem)) {
+      log_.tensors.resize(r.first_arg);
+      return false;
+    }
     const auto index = j.find("index");
     r.index =
         index != j.end() && index->is_number_unsigned() ? index->get<std::uint32_t>() : next_index(r.step);
@@ -231,6 +237,40 @@ class Reader {
     }
     if (log_.steps.empty() || log_.steps.back() != r.step) log_.steps.push_back(r.step);
     log_.records.push_back(r);
+    return true;
+  }
+
+  /// A kernel launch (`"kind": "kernel"`, from Inductor's launcher): a Triton record as
+  /// DebugMode's `[triton]` lines make one, its `source` the output-code line that launched it
+  /// (`kernel.site`), and what the recorder knew of the kernel (source hash, config, handle).
+  /// Another kind is a newer recorder's: the record is passed over, not misread as an op.
+  bool kernel(const json& j, OpRecord& r, std::string& problem) {
+    const auto kind = j.find("kind");
+    if (kind == j.end()) return true;
+    if (!kind->is_string()) return problem = "\"kind\" is not a string", false;
+    if (kind->get_ref<const std::string&>() != "kernel")
+      return problem = "unknown record kind \"" + kind->get<std::string>() + "\" (passed over)", false;
+    r.kind = RecordKind::Triton;
+    const auto k = j.find("kernel");
+    if (k == j.end() || !k->is_object()) return true;
+    if (const auto site = k->find("site"); site != k->end() && site->is_object()) {
+      json loc = *site;
+      if (!loc.contains("function")) loc["function"] = "call";
+      if (const auto id = source(loc); id != 0) r.source = id;
+    }
+    OpLog::RecordedKernel facts;
+    const auto text = [&](const char* key) -> std::uint32_t {
+      const auto v = k->find(key);
+      return v != k->end() && v->is_string() ? log_.strings.intern(v->get_ref<const std::string&>()) : 0;
+    };
+    facts.source_hash = text("source_hash");
+    facts.config = text("config");
+    if (const auto site = k->find("site"); site != k->end() && site->is_object()) {
+      const auto h = site->find("handle");
+      if (h != site->end() && h->is_string())
+        facts.handle = log_.strings.intern(h->get_ref<const std::string&>());
+    }
+    log_.recorded_kernels[r.line] = facts;
     return true;
   }
 

@@ -17,6 +17,7 @@
 #include "core/model/ops/kernel_launch.hpp"
 #include "core/model/ops/op_run.hpp"
 #include "diff/kernels/fused_kernels.hpp"
+#include "tests/diff/kernels/compared_runs.hpp"
 #include "tests/support/file_text.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -28,27 +29,6 @@ using json = nlohmann::json;
 using ops::RankLogs;
 
 const std::string kRuns = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/debugmode_inductor/";
-
-struct Compared {
-  int code = -1;
-  CollectingConsumer report;
-  /// The first divergence finding of a rank and step, or nullptr.
-  [[nodiscard]] const Finding* divergence(int rank, std::int64_t step) const {
-    for (const auto& f : report.findings)
-      if (f.kind.find("divergence") != std::string::npos && f.where.rank == rank && f.where.step == step)
-        return &f;
-    return nullptr;
-  }
-};
-
-/// `gparity compare` of two op-log runs, as the command runs it.
-Compared compare_runs(const std::string& a, const std::string& b) {
-  Compared r;
-  const auto ra = model::ops::open_op_run(a), rb = model::ops::open_op_run(b);
-  const auto la = ops::read_rank_logs(ra), lb = ops::read_rank_logs(rb);
-  r.code = compare_runs_with_kernels(ra, rb, la, lb, {}, r.report);
-  return r;
-}
 
 TEST(KernelCompare, TheDeterministicRepeatIsParity) {
   const Compared r = compare_runs(kRuns + "inductor", kRuns + "inductor_repeat");

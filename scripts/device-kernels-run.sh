@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One device call for issue 32's kernel records: builds libgparity_torchops against the machine's
+# pip LibTorch, then records tests/data/ops/record_kernels' runs (gen_all.sh: 2 ranks, eager and
+# Inductor cases, the planted ones, reduce-overhead, both backends), three runs at a time, into
+# $OUT/runs; each run's log beside it. BENCH=1 then runs bench/ops_recorder_gpu_bench.py's
+# compiled modes (BENCH_ARGS: extra arguments) into $OUT/bench.json.
+#
+#   bash CARRY/src/scripts/device-kernels-run.sh CARRY [NAME ...]
+set -uo pipefail
+if [ $# -lt 1 ]; then
+  sed -n '2,8p' "$0"
+  exit 2
+fi
+# shellcheck source-path=SCRIPTDIR source=device-common.sh
+source "$(dirname "$0")/device-common.sh"
+device_start "$1" "1"
+shift
+build=$carry/src/build-device  # kept between calls while the machine stays warm
+device_build "$carry" "$build" "$out/build.log" gparity_torchops || exit 1
+export GPARITY_TORCHOPS=$build/core/torchops/libgparity_torchops.so
+cd "$carry/src" || exit 1
+gen=tests/data/ops/record_kernels/gen_all.sh
+names=${*:-eager inductor inductor_repeat inductor_pass1 inductor_nondet inductor_nondet_repeat inductor_ro inductor_python}
+if [ "${SKIP_RUNS:-0}" != 1 ]; then
+  start=$(date +%s)
+  # Three runs at a time (compilation is CPU-bound; the GPU is shared).
+  set -- $names
+  while [ $# -gt 0 ]; do
+    batch=("$@")
+    batch=("${batch[@]:0:3}")
+    for n in "${batch[@]}"; do bash "$gen" "$out/runs" "$n" & done
+    wait
+    shift "${#batch[@]}"
+  done
+  say "runs in $(($(date +%s) - start)) s"
+  for f in "$out"/runs/*/rank*_meta.json; do
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(sys.argv[1].split("/")[-2], m["rank"], m["backend"], m["pg"], m["losses"], m["records"], m["inductor"])' "$f"
+  done
+  # One file back (the device returns a limited number of files).
+  (cd "$out" && tar czf runs.tar.gz runs && rm -rf runs)
+fi
+if [ "${BENCH:-0}" = 1 ]; then
+  say "bench"
+  # shellcheck disable=SC2086
+  timeout "${BENCH_TIMEOUT:-500}" python3 bench/ops_recorder_gpu_bench.py --modes plain,compiled,compiled_record_ops,compiled_record_ops_python,compiled_debugmode_hash,record_ops_cpp_shard \
+    --out "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.txt" | grep -v Warning
+fi

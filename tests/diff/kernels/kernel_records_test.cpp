@@ -1,0 +1,168 @@
+// Kernel-level parity on gparity's own op records (tests/data/ops/record_kernels: gparity.record_ops
+// on PyTorch 2.11, 2 x H200 over NCCL, the C++ backend with Inductor's launcher hooked, TORCH_TRACE
+// provenance beside two of the runs; facts in its README.md): the same engine as for DebugMode's
+// [triton] logs (kernel_compare_test.cpp), on records of kind "kernel" with the source hash and
+// the launch config the recorder took from each launcher.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/model/ops/kernel_launch.hpp"
+#include "core/model/ops/op_records.hpp"
+#include "diff/kernels/fused_kernels.hpp"
+#include "tests/diff/kernels/compared_runs.hpp"
+
+namespace gparity::diff::kernels {
+namespace {
+
+using json = nlohmann::json;
+const std::string kRecords = std::string(GPARITY_SOURCE_DIR) + "/tests/data/ops/record_kernels/";
+
+std::size_t steps_compared(const Compared& r, int kernels) {
+  std::size_t steps = 0;
+  for (const auto& f : r.report.findings) {
+    if (f.kind != "kernel_step_compared") continue;
+    ++steps;
+    EXPECT_EQ(f.values["kernels"], kernels) << f.message;
+    EXPECT_EQ(f.values["unpaired_baseline"], 0) << f.message;
+    EXPECT_EQ(f.values["unpaired_candidate"], 0) << f.message;
+    EXPECT_GT(f.values["values_compared"].get<int>(), 200) << f.message;
+  }
+  return steps;
+}
+
+TEST(KernelRecords, ALaunchIsATritonRecordWithItsArgumentsSiteSourceHashAndConfig) {
+  const auto log = model::ops::read_op_records(kRecords + "inductor/rank-1.jsonl", 1);
+  EXPECT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  std::size_t kernels = 0;
+  for (const auto& r : log.records) {
+    if (!model::ops::is_kernel(r) || r.step != 1) continue;
+    ++kernels;
+    const auto* facts = log.recorded_kernel(r);
+    ASSERT_NE(facts, nullptr);
+    EXPECT_EQ(log.str(facts->source_hash).size(), 16u);
+    EXPECT_NE(log.str(facts->config).find("num_warps="), std::string::npos);
+    // The output-code line that launched it, as DebugMode's `# File:` line names it.
+    EXPECT_GT(model::ops::launch_line(log, r), 0);
+    EXPECT_TRUE(log.str(facts->handle).starts_with(log.op_name(r))) << log.str(facts->handle);
+    for (std::uint32_t i = 0; i < r.arg_count; ++i) EXPECT_FALSE(log.str(log.arg(r, i).name).empty());
+    for (std::uint32_t i = 0; i < r.out_count; ++i)
+      EXPECT_NE(model::ops::kernel_arg_role(log.str(log.out(r, i).name)), model::ops::ArgRole::In);
+  }
+  EXPECT_EQ(kernels, 33u);  // DebugMode logged 33 [triton] launches a step of this program
+}
+
+TEST(KernelRecords, TheDeterministicRepeatIsKernelLevelParity) {
+  const Compared r = compare_runs(kRecords + "inductor", kRecords + "inductor_repeat");
+  EXPECT_EQ(r.code, 0) << r.report.verdict.headline;
+  EXPECT_EQ(r.report.verdict.data["level"], "kernels");
+  EXPECT_EQ(steps_compared(r, 33), 4u);
+}
+
+TEST(KernelRecords, TheTwoRecorderBackendsAgree) {
+  // inductor_python: the same program recorded by the Python backend (TorchDispatchMode).
+  const Compared r = compare_runs(kRecords + "inductor", kRecords + "inductor_python");
+  EXPECT_EQ(r.code, 0) << r.report.verdict.headline;
+  EXPECT_EQ(steps_compared(r, 33), 4u);
+}
+
+TEST(KernelRecords, ARankOnePassIsRankOneOriginAtTheGeluKernelAndReceivedOnRankZero) {
+  const Compared r = compare_runs(kRecords + "inductor", kRecords + "inductor_pass1");
+  EXPECT_EQ(r.code, 1);
+  const Finding* r1 = r.divergence(1, 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r1->where.node, "triton_poi_fused_gelu_view_2");
+  const json& v = r1->values;
+  EXPECT_EQ(v["cause"], "origin, different code");
+  EXPECT_NE(v["code"]["baseline_line"].get<std::string>().find("libdevice.erf("), std::string::npos);
+  EXPECT_NE(v["code"]["candidate_line"].get<std::string>().find("libdevice.tanh("), std::string::npos);
+  const json& p = v["provenance"];
+  EXPECT_EQ(p["line"], 856);
+  const auto post = p["post_grad_nodes"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(post.begin(), post.end(), "erf"), post.end());
+  ASSERT_FALSE(p["frames"].empty());
+  EXPECT_EQ(p["frames"].back()["line"], 51);  // F.gelu in gen_record_kernels.py
+  EXPECT_NE(r1->message.find("gen_record_kernels.py:51"), std::string::npos) << r1->message;
+
+  const Finding* r0 = r.divergence(0, 1);
+  ASSERT_NE(r0, nullptr);
+  EXPECT_EQ(r0->where.node, "c10d::allreduce_");
+  EXPECT_EQ(r0->values["cause"], "received");
+  EXPECT_EQ(r0->values["from_ranks"], json({1}));
+  EXPECT_EQ(r0->values["causality"]["origin"]["op"], "triton_poi_fused_gelu_view_2");
+  EXPECT_EQ(r.divergence(0, 2)->values["cause"], "follows step");
+}
+
+TEST(KernelRecords, TheSameProgramRunTwiceWithoutDeterminismIsNeverParity) {
+  const Compared r = compare_runs(kRecords + "inductor_nondet", kRecords + "inductor_nondet_repeat");
+  EXPECT_EQ(r.code, 1);
+  // Rank 1: same code and the same config, equal inputs, different outputs.
+  const Finding* r1 = r.divergence(1, 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r1->values["cause"], "non-deterministic");
+  EXPECT_EQ(r1->values["code"]["baseline_config"], r1->values["code"]["candidate_config"]);
+  for (const auto& a : r1->values["args"])
+    if (a["role"] != "out") EXPECT_EQ(a["baseline_before"], a["candidate_before"]) << a;
+  // Rank 0: the autotuner chose another config in the repeat (recorded from the launcher).
+  const Finding* r0 = r.divergence(0, 1);
+  ASSERT_NE(r0, nullptr);
+  EXPECT_EQ(r0->values["cause"], "origin, same code, different config");
+  EXPECT_NE(r0->values["code"]["baseline_config"], r0->values["code"]["candidate_config"]);
+  EXPECT_EQ(r0->values["code"]["source_differs"], false);
+}
+
+TEST(KernelRecords, EagerAgainstInductorNamesNoValueInductorNeverWroteAsOrigin) {
+  const Compared r = compare_runs(kRecords + "eager", kRecords + "inductor");
+  EXPECT_EQ(r.code, 1);
+  const auto e = ops::read_rank_logs(model::ops::open_op_run(kRecords + "eager"));
+  const auto c = ops::read_rank_logs(model::ops::open_op_run(kRecords + "inductor"));
+  const ops::HashChoice choice = ops::choose_hashes(e.front().logs.front(), c.front().logs.front());
+  std::size_t never_written = 0;
+  for (const auto& rv : ops::judge_op_logs(e, c, choice)) {
+    for (const auto& sv : rv.steps) {
+      for (const auto& op : sv.alignment.eager) never_written += op.never_written ? 1 : 0;
+      ASSERT_TRUE(sv.first.has_value());
+      EXPECT_FALSE(sv.alignment.eager[sv.first->record].never_written);
+      for (const auto o : sv.first->other_origins) EXPECT_FALSE(sv.alignment.eager[o].never_written);
+    }
+  }
+  EXPECT_GT(never_written, 0u);
+  for (const int rank : {0, 1}) {
+    const Finding* f = r.divergence(rank, 1);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->values["eager"]["op"], "aten::native_layer_norm");
+    EXPECT_EQ(f->values["fused_kernel"]["launch"]["op"], "triton_per_fused_embedding_native_layer_norm_0");
+  }
+}
+
+TEST(KernelRecords, AReduceOverheadStepRecordsItsCaptureUnhashedAndItsReplayAroundTheGraph) {
+  const auto log = model::ops::read_op_records(kRecords + "inductor_ro/rank-0.jsonl", 0);
+  EXPECT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  std::size_t captured_kernels = 0, step2_kernels = 0, step2_hashed = 0, captured = 0;
+  for (const auto& r : log.records) {
+    if (model::ops::is_kernel(r)) (r.step == 1 ? captured_kernels : step2_kernels) += 1;
+    for (std::uint32_t i = 0; i < r.arg_count + r.out_count; ++i) {
+      const auto& t = log.tensors[r.first_arg + i];
+      // Step 1 captured the CUDA graphs: what was launched then had no value yet, and no hash.
+      if (t.unhashed == model::ops::Unhashed::Captured) {
+        EXPECT_EQ(r.step, 1);
+        EXPECT_FALSE(t.hashed());
+        ++captured;
+      }
+      if (r.step == 2 && t.hashed()) ++step2_hashed;
+    }
+  }
+  EXPECT_EQ(captured_kernels, 33u);
+  EXPECT_GT(captured, 100u);
+  EXPECT_EQ(step2_kernels, 0u);  // replayed: one graph launch, no kernel of its own is seen
+  // The ops around the graph are (the copies into its static inputs, the gradient all-reduce and
+  // the optimizer reading what the graph wrote): 126 values on rank 0.
+  EXPECT_GT(step2_hashed, 100u);
+  const Compared self = compare_runs(kRecords + "inductor_ro", kRecords + "inductor_ro");
+  EXPECT_EQ(self.code, 0) << self.report.verdict.headline;
+}
+
+}  // namespace
+}  // namespace gparity::diff::kernels
