@@ -77,8 +77,11 @@ TEST(KernelCompare, ARankOnePassIsRankOneOriginAtTheGeluKernelAndReceivedOnRankZ
   EXPECT_EQ(p["frames"].back()["line"], 36);
   EXPECT_NE(r1->message.find("gen_inductor.py:36"), std::string::npos) << r1->message;
   // Every input it read was equal; the third launch of the step.
-  for (const auto& a : v["args"])
-    if (a["role"] == "in") EXPECT_EQ(a["baseline_before"], a["candidate_before"]);
+  for (const auto& a : v["args"]) {
+    if (a["role"] == "in") {
+      EXPECT_EQ(a["baseline_before"], a["candidate_before"]);
+    }
+  }
 
   const Finding* r0 = r.divergence(0, 1);
   ASSERT_NE(r0, nullptr);
@@ -110,7 +113,9 @@ TEST(KernelCompare, TheSameProgramRunTwiceWithoutDeterminismIsNonDeterministicNe
     EXPECT_NE(f->message.find("one side only"), std::string::npos);
     // Equal inputs; what differs is out_ptr2..4 (its out_ptr pre-kernel hashes are not inputs).
     for (const auto& a : f->values["args"]) {
-      if (a["role"] != "out") EXPECT_EQ(a["baseline_before"], a["candidate_before"]) << a;
+      if (a["role"] != "out") {
+        EXPECT_EQ(a["baseline_before"], a["candidate_before"]) << a;
+      }
     }
     EXPECT_NE(f->message.find("out_ptr2, out_ptr3, out_ptr4"), std::string::npos) << f->message;
   }

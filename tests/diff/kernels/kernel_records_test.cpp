@@ -54,6 +54,27 @@ TEST(KernelRecords, ALaunchIsATritonRecordWithItsArgumentsSiteSourceHashAndConfi
   EXPECT_EQ(kernels, 33u);  // DebugMode logged 33 [triton] launches a step of this program
 }
 
+TEST(KernelRecords, ARecordOfAnUnknownKindIsReportedAndPassedOverNeverReadAsAnOp) {
+  const std::string text =
+      R"({"type":"op","step":1,"index":0,"op":"aten::add.Tensor","phase":"forward","args":[],"outs":[]})"
+      "\n"
+      R"({"type":"op","step":1,"index":1,"op":"fused_thing","kind":"graph_replay","phase":"forward","args":[],"outs":[]})"
+      "\n"
+      R"J({"type":"op","step":1,"index":2,"op":"k_0","kind":"kernel","phase":"forward","args":[],"outs":[],"kernel":{"site":{"file":"/tmp/c.py","line":7,"code":"k_0.run(buf0, stream=stream0)","handle":"k_0:3"},"config":"XBLOCK=8"}})J"
+      "\n";
+  const auto log = model::ops::parse_op_records(text, "rank-0.jsonl", 0);
+  ASSERT_EQ(log.records.size(), 2u);
+  ASSERT_EQ(log.issues.size(), 1u);
+  EXPECT_EQ(log.issues.front().line, 2);
+  EXPECT_NE(log.issues.front().problem.find("unknown record kind \"graph_replay\""), std::string::npos);
+  const auto& k = log.records[1];
+  EXPECT_TRUE(model::ops::is_kernel(k));
+  EXPECT_EQ(model::ops::launch_line(log, k), 7);
+  EXPECT_EQ(log.str(log.recorded_kernel(k)->handle), "k_0:3");
+  EXPECT_EQ(log.str(log.recorded_kernel(k)->config), "XBLOCK=8");
+  EXPECT_EQ(log.recorded_kernel(k)->source_hash, 0u);
+}
+
 TEST(KernelRecords, TheDeterministicRepeatIsKernelLevelParity) {
   const Compared r = compare_runs(kRecords + "inductor", kRecords + "inductor_repeat");
   EXPECT_EQ(r.code, 0) << r.report.verdict.headline;
@@ -103,8 +124,11 @@ TEST(KernelRecords, TheSameProgramRunTwiceWithoutDeterminismIsNeverParity) {
   ASSERT_NE(r1, nullptr);
   EXPECT_EQ(r1->values["cause"], "non-deterministic");
   EXPECT_EQ(r1->values["code"]["baseline_config"], r1->values["code"]["candidate_config"]);
-  for (const auto& a : r1->values["args"])
-    if (a["role"] != "out") EXPECT_EQ(a["baseline_before"], a["candidate_before"]) << a;
+  for (const auto& a : r1->values["args"]) {
+    if (a["role"] != "out") {
+      EXPECT_EQ(a["baseline_before"], a["candidate_before"]) << a;
+    }
+  }
   // Rank 0: the autotuner chose another config in the repeat (recorded from the launcher).
   const Finding* r0 = r.divergence(0, 1);
   ASSERT_NE(r0, nullptr);

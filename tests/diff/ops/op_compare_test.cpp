@@ -639,7 +639,7 @@ TEST(OpRecordsCompare, AnAttentionsRngStateIsUnhashedAndNoDivergence) {
       records_of({rec(1, "aten::x", "", R"({"id":1,"dtype":"int64","shape":[],"unhashed":"nonce"})")});
   ASSERT_FALSE(unknown[0].logs.front().issues.empty());
   EXPECT_NE(unknown[0].logs.front().issues.front().problem.find(
-                "is not \"rng_state\", \"debug\" or \"uninitialized\""),
+                "is not \"rng_state\", \"debug\", \"uninitialized\" or \"captured\""),
             std::string::npos);
 }
 
