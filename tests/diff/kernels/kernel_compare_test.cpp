@@ -176,18 +176,7 @@ TEST(KernelCompare, ALaunchOnlyOneSideMadeIsADivergenceNeverParity) {
 TEST(FusedKernels, EagerAgainstInductorNamesNoValueInductorNeverWroteAsOrigin) {
   const Compared r = compare_runs(kRuns + "eager", kRuns + "inductor");
   EXPECT_EQ(r.code, 1);
-  const auto e = ops::read_rank_logs(model::ops::open_op_run(kRuns + "eager"));
-  const auto c = ops::read_rank_logs(model::ops::open_op_run(kRuns + "inductor"));
-  const ops::HashChoice choice = ops::choose_hashes(e.front().logs.front(), c.front().logs.front());
-  std::size_t never_written = 0;
-  for (const auto& rv : ops::judge_op_logs(e, c, choice)) {
-    for (const auto& sv : rv.steps) {
-      for (const auto& op : sv.alignment.eager) never_written += op.never_written ? 1 : 0;
-      ASSERT_TRUE(sv.first.has_value());
-      EXPECT_FALSE(sv.alignment.eager[sv.first->record].never_written);
-      for (const auto o : sv.first->other_origins) EXPECT_FALSE(sv.alignment.eager[o].never_written);
-    }
-  }
+  const std::size_t never_written = never_written_ops_named_origin_none(kRuns + "eager", kRuns + "inductor");
   EXPECT_GT(never_written, 0u);  // Inductor keeps values in registers: those are unobserved
   // Each divergence names the fused kernel that wrote the value that differs, with its nodes.
   for (const int rank : {0, 1}) {
