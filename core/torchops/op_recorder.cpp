@@ -35,6 +35,7 @@ void begin_step(const OpRecorderOptions& options) {
     s.thread = std::this_thread::get_id();
     s.records.clear();
     s.known.clear();
+    s.by_storage.clear();
     s.devices.clear();
     s.next_id = options.first_tensor_id;
     s.backward_seen = false;
@@ -59,6 +60,7 @@ std::string end_step(std::int64_t& next_tensor_id) {
     records = std::move(s.records);
     devices = std::move(s.devices);
     s.known.clear();
+    s.by_storage.clear();
     next_tensor_id = s.next_id;
   }
   if (!s.error.empty()) throw std::runtime_error("gparity.record_ops (C++ recorder): " + s.error);

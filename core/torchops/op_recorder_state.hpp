@@ -129,6 +129,10 @@ struct State {
   std::vector<at::CallbackHandle> handles;
   std::vector<Record> records;
   std::unordered_map<const c10::TensorImpl*, Known> known;
+  // The tensors of `known` by storage: a write through one (an in-place op, a kernel writing
+  // through an alias that autograd does not know as a view: Inductor's reinterpret_tensor) makes
+  // the hashes of the others stale (no shared version counter tells).
+  std::unordered_map<const c10::StorageImpl*, std::vector<const c10::TensorImpl*>> by_storage;
   std::vector<DeviceWords> devices;
   std::int64_t next_id = 0;
   bool backward_seen = false;

@@ -41,6 +41,17 @@ const Known* fresh_hashed(State& s, const Known& k, const at::Tensor* self = nul
   return version == h->version ? h : nullptr;
 }
 
+/// `written` was written: every other tensor of the step in its storage no longer holds what its
+/// hash says (its next reader hashes it again).
+void stale_aliases(State& s, const c10::StorageImpl* storage, const c10::TensorImpl* written) {
+  const auto it = s.by_storage.find(storage);
+  if (it == s.by_storage.end()) return;
+  for (const auto* other : it->second) {
+    if (other == written) continue;
+    if (const auto k = s.known.find(other); k != s.known.end()) k->second.fresh = false;
+  }
+}
+
 /// The hashed tensor a view input lies in: its autograd base (at::Tensor::_base), while that is
 /// fresh; else null.
 const Known* fresh_base_of(State& s, const at::Tensor& t) {
@@ -152,6 +163,7 @@ std::vector<TensorRef> refs_of(
       Known k(t);
       k.id = s.next_id++;
       it = s.known.emplace(impl, std::move(k)).first;
+      if (t.has_storage()) s.by_storage[t.storage().unsafeGetStorageImpl()].push_back(impl);
     }
     ref.id = it->second.id;
     it->second.version = version;
@@ -185,6 +197,7 @@ std::vector<TensorRef> refs_of(
       ref.unhashed = "captured";
     }
     it->second.fresh = want;
+    if (!as_input && t.has_storage()) stale_aliases(s, t.storage().unsafeGetStorageImpl(), impl);
     if (want) todo.emplace_back(refs.size(), t);
     refs.push_back(std::move(ref));
   }

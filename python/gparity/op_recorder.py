@@ -258,6 +258,7 @@ class OpRecorder:
         self._step = step
         self._records = []      # (op, phase, module, source, args, outs, collective)
         self._known = {}        # id(tensor) -> _Known
+        self._by_storage = {}   # storage key -> [_Known]
         self._buffers = {}      # device -> [chunks], slots used in the last
         self._used = {}
         self._backward_seen = False
@@ -333,6 +334,7 @@ class OpRecorder:
         self._file.flush()
         self._records = []
         self._known = {}
+        self._by_storage = {}
 
     def _end_cpp(self):
         next_id = ctypes.c_int64(0)
@@ -407,7 +409,8 @@ class OpRecorder:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         names, roles, written = info.signature(args)
         if self._cpp is not None:
-            index = torch.ops.gparity.oprec_kernel_begin(tensors, names, roles, info.name, info.json(autotuner, caller))
+            begin, end = _kernel_ops()
+            index = begin(tensors, names, roles, info.name, info.json(autotuner, caller))
             ok = False
             try:
                 out = run(autotuner, *args, **kwargs)
@@ -415,8 +418,8 @@ class OpRecorder:
             finally:
                 # Always: it also ends the launch's exemption from op records. A launch that
                 # failed has no outputs to hash.
-                torch.ops.gparity.oprec_kernel_end(index, [tensors[k] for k in written] if ok else [],
-                                                   [names[k] for k in written], [roles[k] for k in written])
+                end(index, [tensors[k] for k in written] if ok else [],
+                    [names[k] for k in written], [roles[k] for k in written])
             return out
         with _no_dispatch_mode():  # the hashing is not the step's ops
             source, phase, module = self._place(caller)
@@ -522,6 +525,8 @@ class OpRecorder:
                 refs.append((tid, t.dtype, tuple(t.shape), None, base.id, None))
                 continue
             want = hash_now and self.hashes != "none" and _hashable(t)
+            if not as_input:
+                self._stale_aliases(t, k)
             mark = None
             if want and t.is_cuda and _capturing():
                 # Inside a CUDA graph capture the value does not exist yet, and a hash enqueued
@@ -549,7 +554,18 @@ class OpRecorder:
             return None
         k = _Known(ref, tid, t._version, False)
         self._known[id(t)] = k
+        key = _storage_key(t)
+        if key is not None:
+            self._by_storage.setdefault(key, []).append(k)
         return k
+
+    def _stale_aliases(self, t, written):
+        """`t` was written: every other tensor of the step in its storage no longer holds what its
+        hash says (a kernel writing through Inductor's reinterpret_tensor, which autograd does not
+        know as a view: no shared version counter tells); its next reader hashes it again."""
+        for other in self._by_storage.get(_storage_key(t), ()):
+            if other is not written:
+                other.fresh = False
 
     def _hash_many(self, tensors):
         """Enqueues both hashes of every tensor (one call per device); returns their slots
@@ -599,6 +615,18 @@ class OpRecorder:
 
 def _zip_names(refs, names):
     return zip(refs, names) if names else ((r, None) for r in refs)
+
+
+_kernel_op_overloads = []
+
+
+def _kernel_ops():
+    """torch.ops.gparity.oprec_kernel_begin / _end as OpOverloads (resolved once: a launch pays
+    the dispatcher, not the attribute lookups)."""
+    if not _kernel_op_overloads:
+        _kernel_op_overloads.extend((torch.ops.gparity.oprec_kernel_begin.default,
+                                     torch.ops.gparity.oprec_kernel_end.default))
+    return _kernel_op_overloads
 
 
 def _no_dispatch_mode():

@@ -619,6 +619,33 @@ class KernelLaunches(unittest.TestCase):
             self.assertIn("triton_poi_fused_add_mul_0", r.stdout)
             self.assertIn("out_ptr0", r.stdout)
 
+    def test_a_kernel_writing_through_an_alias_makes_the_aliased_tensor_hashed_again(self):
+        """Inductor hands kernels reinterpret_tensor()s: aliases that autograd does not know as
+        views, so no version counter moves when a kernel writes through one. A tensor in the
+        written storage must not keep its old hash as its value (a reader would be said to read
+        what it no longer holds): its next reader hashes it again, in both backends."""
+        import torch
+        import gparity
+        for backend in ("python", "cpp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                y = torch.linspace(0, 1, 8)
+                a = torch.arange(8, dtype=torch.float32) + 0.5
+                alias = torch.empty(0).set_(a.storage(), 0, a.shape, a.stride())  # not a view
+                acc = torch.ones(8)
+                with gparity.record_ops(os.path.join(tmp, backend), step=1, rank=0, world_size=1, backend=backend):
+                    first = a * 2                                   # reads a: hashed
+                    self.Launcher().run(y, acc, alias, 8, stream=0)  # writes a's bytes through the alias
+                    second = a * 3                                  # reads a again: what it holds now
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    recs = [json.loads(line) for line in f]
+                muls = [r for r in recs if r["op"] == "aten::mul.Tensor"]
+                self.assertEqual(len(muls), 2, recs)
+                self.assertIn("shard", muls[0]["args"][0], (backend, muls[0]))
+                self.assertIn("shard", muls[1]["args"][0], (backend, muls[1]))
+                self.assertEqual(muls[1]["args"][0]["shard"], format(gparity.hash_tensor(a)[1], "016x"))
+                self.assertNotEqual(muls[0]["args"][0]["shard"], muls[1]["args"][0]["shard"])
+                self.assertTrue(torch.equal(second, a * 3) and not torch.equal(first, a * 2))
+
     def test_no_launch_is_recorded_outside_a_step(self):
         import torch
         x = torch.ones(4)
