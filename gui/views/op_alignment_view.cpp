@@ -9,8 +9,10 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "core/model/ops/op_run.hpp"
+#include "diff/kernels/fused_kernels.hpp"
 #include "diff/ops/op_compare.hpp"
 #include "gui/display_text.hpp"
 #include "gui/legend.hpp"
@@ -38,17 +40,6 @@ const std::vector<std::pair<std::string, QString>>& op_alignment_status_meanings
       {"compiled only", QStringLiteral("a compiled record without an eager partner")},
   };
   return m;
-}
-
-std::vector<diff::ops::RankLogs> load_side(const model::ops::OpRun& run) {
-  std::vector<diff::ops::RankLogs> side;
-  for (const int r : run.ranks()) {
-    diff::ops::RankLogs rl;
-    rl.rank = r;
-    for (const auto* f : run.files_of(r)) rl.logs.push_back(model::ops::read_op_run_file(*f));
-    side.push_back(std::move(rl));
-  }
-  return side;
 }
 
 const model::ops::OpLog* first_hashed(const std::vector<diff::ops::RankLogs>& side) {
@@ -151,22 +142,27 @@ OpAlignment load_op_alignment(const std::string& eager, const std::string& compi
   OpAlignment out;
   out.eager_path = eager;
   out.compiled_path = compiled;
-  const auto e = load_side(model::ops::open_op_run(eager));
-  const auto c = load_side(model::ops::open_op_run(compiled));
+  const auto eager_run = model::ops::open_op_run(eager);
+  const auto compiled_run = model::ops::open_op_run(compiled);
+  const auto e = diff::ops::read_rank_logs(eager_run);
+  const auto c = diff::ops::read_rank_logs(compiled_run);
   diff::CollectingConsumer report;
   diff::ops::OpCompareOptions o;
   o.eager_name = eager;
   o.compiled_name = compiled;
-  out.exit_code = diff::ops::compare_op_logs(e, c, o, report);
+  // As `gparity compare` decides (diff::ops::compare_op_runs): kernel by kernel when both
+  // sides' records show kernel launches.
+  out.exit_code = diff::kernels::compare_runs_with_kernels(eager_run, compiled_run, e, c, o, report);
   out.headline = report.verdict.headline;
-  // The deciding hashes as compare_op_logs chooses them: the first hashed log of each side.
+  // The deciding hashes as the comparison chooses them: the first hashed log of each side.
   const auto* e0 = first_hashed(e);
   const auto* c0 = first_hashed(c);
-  if (e0 == nullptr || c0 == nullptr) return out;
-  const auto choice = diff::ops::choose_hashes(*e0, *c0);
-  if (!choice.usable()) return out;
-  out.hashes = choice.text();
-  for (const auto& rv : diff::ops::judge_op_logs(e, c, choice)) {
+  std::optional<diff::ops::HashChoice> choice;
+  if (e0 != nullptr && c0 != nullptr) choice = diff::ops::choose_hashes(*e0, *c0);
+  out.kernels = load_op_kernels(eager_run, compiled_run, e, c, choice ? &*choice : nullptr);
+  if (!choice || !choice->usable()) return out;
+  out.hashes = choice->text();
+  for (const auto& rv : diff::ops::judge_op_logs(e, c, *choice)) {
     OpAlignRank r;
     r.rank = rv.rank;
     const auto* first = rv.first_divergent();
@@ -272,6 +268,7 @@ OpAlignmentView::OpAlignmentView(OpAlignment data, QWidget* parent)
     entries.push_back({op_status_colour(status), QString::fromStdString(status), meaning});
   legend_ = new Legend(std::move(entries), this);
   layout->addWidget(legend_);
+  add_kernel_table(layout);
 
   connect(rank_box_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i < 0 || i >= static_cast<int>(data_.ranks.size())) return;
@@ -298,6 +295,80 @@ OpAlignmentView::OpAlignmentView(OpAlignment data, QWidget* parent)
   start = std::max(start, 0);
   rank_box_->setCurrentIndex(-1);
   if (!data_.ranks.empty()) rank_box_->setCurrentIndex(start);
+  // Two compiled runs: where the kernel verdict's headline leads (its origin first).
+  if (data_.kernels.lead_rank >= 0) show_rank_step(data_.kernels.lead_rank, data_.kernels.lead_step);
+}
+
+void OpAlignmentView::add_kernel_table(QVBoxLayout* layout) {
+  kernel_box_ = new QWidget(this);
+  kernel_box_->setObjectName(QStringLiteral("kernels"));
+  auto* box = new QVBoxLayout(kernel_box_);
+  box->setContentsMargins(0, 0, 0, 0);
+  const auto& k = data_.kernels;
+  box->addWidget(new QLabel(
+      k.compared ? tr("Kernel launches, judged launch by launch (first divergent launch selected):")
+                 : tr("Kernel launches of the %1 run (not compared here: the op table compares the values):")
+                       .arg(QString::fromStdString(k.side)),
+      kernel_box_));
+  kernel_table_ = new QTableView(kernel_box_);
+  kernel_table_->setObjectName(QStringLiteral("kernel_table"));
+  kernel_table_->setModel(&kernel_model_);
+  kernel_table_->verticalHeader()->hide();
+  kernel_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  kernel_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  kernel_table_->setWordWrap(false);
+  box->addWidget(kernel_table_, 1);
+  kernel_detail_ = new QLabel(kernel_box_);
+  kernel_detail_->setObjectName(QStringLiteral("kernel_detail"));
+  kernel_detail_->setWordWrap(true);
+  kernel_detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  box->addWidget(kernel_detail_);
+  box->addWidget(new Legend(kernel_legend_entries(), kernel_box_));
+  layout->addWidget(kernel_box_, 1);
+  kernel_box_->setVisible(!k.side.empty());
+  connect(kernel_table_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+          [this](const QModelIndex&, const QModelIndex&) { show_kernel_detail(); });
+}
+
+void OpAlignmentView::show_kernels_of_step() {
+  const auto* step = data_.kernels.find(shown_rank(), shown_step());
+  kernel_model_.set_step(step);
+  if (step == nullptr) {
+    kernel_detail_->setText(data_.kernels.side.empty() ? QString() : tr("no kernel launches in this step"));
+    return;
+  }
+  fit_columns(kernel_table_, 300);
+  if (!select_kernel_row(step->first_row)) show_kernel_detail();
+}
+
+void OpAlignmentView::show_kernel_detail() {
+  const auto* row = selected_kernel();
+  kernel_detail_->setText(row == nullptr ? tr("select a launch for its nodes and source lines")
+                                         : shown_lines(kernel_row_detail(*row)));
+}
+
+bool OpAlignmentView::select_kernel_row(int row) {
+  if (row < 0 || row >= kernel_model_.rowCount()) return false;
+  const QModelIndex i = kernel_model_.index(row, OpKernelModel::Index);
+  kernel_table_->selectionModel()->setCurrentIndex(
+      i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  kernel_table_->scrollTo(i, QAbstractItemView::PositionAtCenter);
+  return true;
+}
+
+const OpKernelRow* OpAlignmentView::selected_kernel() const {
+  const auto* step = kernel_model_.source();
+  const auto cur = kernel_table_->selectionModel()->currentIndex();
+  if (step == nullptr || !cur.isValid()) return nullptr;
+  return &step->rows[static_cast<std::size_t>(cur.row())];
+}
+
+QString OpAlignmentView::kernel_detail() const {
+  return kernel_detail_->text();
+}
+
+bool OpAlignmentView::shows_kernels() const {
+  return !kernel_box_->isHidden();
 }
 
 OpAlignmentView::~OpAlignmentView() = default;
@@ -321,6 +392,7 @@ void OpAlignmentView::show_step_index(int index) {
   const auto& s = r.steps[static_cast<std::size_t>(index)];
   model_.set_step(&s);
   fit_columns(table_, 300);
+  show_kernels_of_step();
   step_line_->setText(shown_text(
       "rank " + std::to_string(r.rank) + ", step " + std::to_string(s.step) + " (" + s.eager_log + " vs " +
       s.compiled_log +
@@ -393,6 +465,7 @@ bool OpAlignmentView::select_cause(const CauseRef& cause) {
 void OpAlignmentView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
   center_current_when_shown(table_);
+  if (shows_kernels()) center_current_when_shown(kernel_table_);
 }
 
 }  // namespace gparity::gui::views

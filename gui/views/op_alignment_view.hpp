@@ -9,6 +9,13 @@
 // paired; the first divergent op of the step is marked with its cause and selected. A rank and a
 // step selector show every rank.
 //
+// When either side's records show Inductor kernel launches (issue 32), a kernel table under the
+// op table lists the shown rank-step's launches (op_kernel_rows.hpp): two compiled runs judged
+// launch by launch as `gparity compare` judges them, the step's first divergent launch selected;
+// the selected launch's output-code line, nodes, ATen ops and source lines in a line beneath.
+// The headline and exit code are the CLI's (diff::kernels::compare_runs_with_kernels); with two
+// compiled runs the view opens where the kernel verdict leads.
+//
 // load_op_alignment runs off the GUI thread (no Qt) and throws model::InputError for input the
 // CLI refuses. Rows hold their text, so the value type does not keep the logs alive.
 
@@ -20,9 +27,12 @@
 
 #include "gui/cause_ref.hpp"
 #include "gui/legend.hpp"
+#include "gui/views/op_kernel_model.hpp"
+#include "gui/views/op_kernel_rows.hpp"
 #include "gui/views/source_table_model.hpp"
 
 class QComboBox;
+class QVBoxLayout;
 class QLabel;
 class QTableView;
 
@@ -62,6 +72,7 @@ struct OpAlignment {
   int exit_code = 0;
   std::string hashes;  // the deciding hash functions ("hash_tensor")
   std::vector<OpAlignRank> ranks;
+  OpKernels kernels;  // the kernel launches, when either side's records show any
 };
 
 OpAlignment load_op_alignment(const std::string& eager, const std::string& compiled);
@@ -109,6 +120,14 @@ class OpAlignmentView final : public QWidget {
   [[nodiscard]] const OpAlignment& data() const noexcept { return data_; }
   [[nodiscard]] const OpAlignmentModel& model() const noexcept { return model_; }
   [[nodiscard]] const Legend* legend() const noexcept { return legend_; }
+  /// The kernel table (hidden when neither side shows kernel launches), its selected launch and
+  /// the line that details it.
+  [[nodiscard]] const OpKernelModel& kernel_model() const noexcept { return kernel_model_; }
+  [[nodiscard]] const OpKernelRow* selected_kernel() const;
+  [[nodiscard]] QString kernel_detail() const;
+  [[nodiscard]] bool shows_kernels() const;
+  /// Selects the shown step's kernel row `row`; false when absent.
+  bool select_kernel_row(int row);
 
  protected:
   /// Centres the selection once the table has its size.
@@ -118,15 +137,22 @@ class OpAlignmentView final : public QWidget {
   void fill_steps();
   void show_step_index(int index);
   void select_row(int row);
+  void add_kernel_table(QVBoxLayout* layout);
+  void show_kernels_of_step();
+  void show_kernel_detail();
 
   OpAlignment data_;
   OpAlignmentModel model_;
+  OpKernelModel kernel_model_;
   int rank_ = -1, step_ = -1;  // indices into data_.ranks and its steps
   QComboBox* rank_box_ = nullptr;
   QComboBox* step_box_ = nullptr;
   QLabel* step_line_ = nullptr;
   QTableView* table_ = nullptr;
   Legend* legend_ = nullptr;
+  QWidget* kernel_box_ = nullptr;
+  QTableView* kernel_table_ = nullptr;
+  QLabel* kernel_detail_ = nullptr;
 };
 
 }  // namespace gparity::gui::views
