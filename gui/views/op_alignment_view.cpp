@@ -459,6 +459,9 @@ bool OpAlignmentView::select_cause(const CauseRef& cause) {
   if (row < 0) return false;
   show_rank_step(rank->rank, step->step);
   select_row(row);
+  // A step's cause: its first divergent launch too (the step shown already keeps its selection).
+  if (const auto* k = data_.kernels.find(rank->rank, step->step); k != nullptr && cause.op_index < 0)
+    select_kernel_row(k->first_row);
   return true;
 }
 

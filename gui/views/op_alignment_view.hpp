@@ -110,7 +110,7 @@ class OpAlignmentView final : public QWidget {
 
   /// Op: the rank, the step (when >= 0, else the rank's first divergent step, else its first),
   /// and the eager op whose record index is op_index (when >= 0; else the step's first
-  /// divergence); false when absent.
+  /// divergence; then the step's first divergent kernel launch too); false when absent.
   bool select_cause(const CauseRef& cause);
   void show_rank_step(int rank, std::int64_t step);
 

@@ -124,6 +124,19 @@ TEST(OpKernelView, ARankOnePassIsTheGeluKernelOnRankOneWithItsNodesAndSourceAndR
   ASSERT_NE(view.selected_kernel(), nullptr);
   EXPECT_EQ(view.selected_kernel()->name, "c10d::allreduce_");
   EXPECT_TRUE(view.kernel_detail().contains(QStringLiteral("received from rank 1")));
+
+  // Following a cause back to rank 1's step 1 selects its first divergent launch again.
+  view.show_rank_step(1, 1);
+  ASSERT_TRUE(view.select_kernel_row(0));
+  EXPECT_NE(view.selected_kernel()->name, "triton_poi_fused_gelu_view_2");
+  CauseRef c;
+  c.kind = CauseRef::Kind::Op;
+  c.rank = 1;
+  c.step = 1;
+  ASSERT_TRUE(view.select_cause(c));
+  ASSERT_NE(view.selected_kernel(), nullptr);
+  EXPECT_EQ(view.selected_kernel()->name, "triton_poi_fused_gelu_view_2");
+  EXPECT_FALSE(view.select_kernel_row(10'000));
 }
 
 TEST(OpKernelView, TheDeterministicRepeatHasNoDivergentLaunch) {
