@@ -95,6 +95,8 @@ class StepJudge {
 
   void compare_values() {
     const auto& a = sv_.align;
+    resolve_inputs(sv_.base, a.base, bl(), base_inputs_);
+    resolve_inputs(sv_.cand, a.cand, cl(), cand_inputs_);
     sv_.values.resize(a.base.size());
     for (std::uint32_t b = 0; b < a.base.size(); ++b) {
       if (model::ops::is_kernel(brec(b))) ++sv_.kernels;
@@ -197,6 +199,42 @@ class StepJudge {
     }
   }
 
+  /// Per launch (in alignment order) and argument, the tensor whose hashes are its value before
+  /// the launch: the argument itself when it carries hashes (DebugMode's pre-kernel hashes, an
+  /// op record's input from before the step), else the last earlier output of the step with its
+  /// id (gparity's op records hash no input that a record of the step wrote: its producer's
+  /// output holds it). Null where neither tells.
+  static void resolve_inputs(const ops::OpSlice& slice, const std::vector<std::uint32_t>& order,
+                             const OpLog& log, std::vector<std::vector<const TensorRef*>>& out) {
+    std::unordered_map<std::int64_t, const TensorRef*> written;
+    out.assign(order.size(), {});
+    for (std::size_t n = 0; n < order.size(); ++n) {
+      const OpRecord& r = slice.at(order[n]);
+      auto& args = out[n];
+      args.resize(r.arg_count, nullptr);
+      for (std::uint32_t i = 0; i < r.arg_count; ++i) {
+        const TensorRef& t = log.arg(r, i);
+        if (t.hashed()) {
+          args[i] = &t;
+        } else if (t.id >= 0 && t.unhashed == model::ops::Unhashed::No) {
+          const auto it = written.find(t.id);
+          args[i] = it == written.end() ? nullptr : it->second;
+        }
+      }
+      for (std::uint32_t j = 0; j < r.out_count; ++j) {
+        const TensorRef& t = log.out(r, j);
+        if (t.id < 0) continue;
+        // A value the launch wrote, or none (a view, an allocation, a collective's output not
+        // complete yet): a later reader's unhashed argument holds that, or is unknown.
+        if (t.hashed() && !r.output_hash_unreliable) {
+          written[t.id] = &t;
+        } else {
+          written.erase(t.id);
+        }
+      }
+    }
+  }
+
   void inputs(std::uint32_t b, std::uint32_t c, LaunchValues& v) {
     const OpRecord& br = brec(b);
     const OpRecord& cr = crec(c);
@@ -205,8 +243,9 @@ class StepJudge {
       const TensorRef& bt = bl().arg(br, i);
       const std::int32_t k = counterpart_index(bl(), bt, i, cl(), cr.first_arg, cr.arg_count);
       ValueState s = ValueState::Unknown;
-      if (k >= 0 && br.has_input_hashes && cr.has_input_hashes)
-        s = compare(bt, cl().arg(cr, static_cast<std::uint32_t>(k)), v.values);
+      const TensorRef* bv = base_inputs_[b][i];
+      const TensorRef* cv = k >= 0 ? cand_inputs_[c][static_cast<std::size_t>(k)] : nullptr;
+      if (bv && cv && br.has_input_hashes && cr.has_input_hashes) s = compare(*bv, *cv, v.values);
       if (s == ValueState::Unknown) ++v.inputs_unknown;
       if (s == ValueState::Differs) v.inputs_differ.push_back(i);
       fold(v.inputs, s);
@@ -364,6 +403,7 @@ class StepJudge {
   const ops::HashChoice& choice_;
   std::vector<std::uint64_t> bdt_, cdt_;
   std::vector<std::vector<std::int32_t>> producers_;
+  std::vector<std::vector<const TensorRef*>> base_inputs_, cand_inputs_;  // resolve_inputs
 };
 
 /// A step of every rank in diff/causality's records: each baseline launch a record reading the
