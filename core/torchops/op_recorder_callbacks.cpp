@@ -40,7 +40,14 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   // No Python frame on autograd's device threads: backward.
   if (main_thread && !python_caller(s, code, line, in_backward)) return kBlocking;
 #endif
-  auto inputs = flat_tensors(fn.inputs());
+  std::vector<at::Tensor> inputs;
+  std::vector<bool> out_buffer;  // per input tensor: an `out=` argument (OpInfo::out_arguments)
+  const auto values = fn.inputs();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    add_tensors(values[i], inputs);
+    if (info.any_out)
+      out_buffer.resize(inputs.size(), i < info.out_arguments.size() && info.out_arguments[i]);
+  }
   std::string group;
 #if GPARITY_OPREC_PYTHON
   if (info.collective && !info.waits && main_thread) group = collective_group(info.name, fn.inputs());
@@ -50,8 +57,14 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   Record r;
   r.op = &info;
   place_record(s, r, main_thread, in_backward, code, line);
-  r.args =
-      refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
+  if (info.any_out) {
+    r.args = input_refs(s, inputs, out_buffer);
+    for (std::size_t i = 0; i < r.args.size(); ++i)
+      if (out_buffer[i]) r.args[i].name = "out";
+  } else {
+    r.args =
+        refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
+  }
   for (const auto& t : inputs)
     if (t.has_storage())
       r.input_storages.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());

@@ -44,13 +44,14 @@ std::int64_t kernel_begin(const std::vector<at::Tensor>& args, const std::vector
 #endif
   // What the kernel reads is hashed before it runs; what it only writes holds whatever the buffer
   // held (Inductor reuses buffers) and is never hashed as an input.
-  std::vector<at::Tensor> read, written_only;
-  std::vector<std::size_t> read_at, written_at;
+  std::vector<at::Tensor> defined;
+  std::vector<bool> only_written;
+  std::vector<std::size_t> at;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined()) continue;
-    const bool only_written = i < roles.size() && roles[i] == "out";
-    (only_written ? written_only : read).push_back(args[i]);
-    (only_written ? written_at : read_at).push_back(i);
+    defined.push_back(args[i]);
+    only_written.push_back(i < roles.size() && roles[i] == "out");
+    at.push_back(i);
   }
   std::lock_guard lock(s.mutex);
   if (!s.active) return -1;
@@ -58,16 +59,8 @@ std::int64_t kernel_begin(const std::vector<at::Tensor>& args, const std::vector
   r.kernel = kernel;
   r.kernel_json = kernel_json;
   place_record(s, r, main_thread, in_backward, code, line);
-  auto read_refs = refs_of(s, read, /*as_input=*/true, /*hash_now=*/true);
-  auto written_refs = refs_of(s, written_only, /*as_input=*/true, /*hash_now=*/false);
-  name_refs(read_refs, read_at, names, roles);
-  name_refs(written_refs, written_at, names, roles);
-  // Back in the signature's order.
-  std::size_t a = 0, b = 0;
-  while (a < read_refs.size() || b < written_refs.size()) {
-    const bool take_read = b >= written_refs.size() || (a < read_refs.size() && read_at[a] < written_at[b]);
-    r.args.push_back(std::move(take_read ? read_refs[a++] : written_refs[b++]));
-  }
+  r.args = input_refs(s, defined, only_written);
+  name_refs(r.args, at, names, roles);
   s.records.push_back(std::move(r));
   set_in_kernel(true);
   return static_cast<std::int64_t>(s.records.size()) - 1;

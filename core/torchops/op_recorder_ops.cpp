@@ -31,6 +31,11 @@ std::unique_ptr<OpInfo> classify(const c10::OperatorName& op) {
   info->waits = info->collective && op.name.find("wait_tensor") != std::string::npos;
   if (auto handle = c10::Dispatcher::singleton().findOp(op)) {
     if (handle->hasSchema()) {
+      for (const auto& arg : handle->schema().arguments()) {
+        const bool out = arg.kwarg_only() && arg.alias_info() && arg.alias_info()->isWrite();
+        info->out_arguments.push_back(out);
+        info->any_out = info->any_out || out;
+      }
       for (const auto& ret : handle->schema().returns()) {
         info->unhashed_returns.push_back(unhashed_return(ret.name()));
         info->any_unhashed = info->any_unhashed || info->unhashed_returns.back()[0] != '\0';

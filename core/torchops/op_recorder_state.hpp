@@ -49,6 +49,11 @@ struct OpInfo {
   /// hold no value of the computation and may be uninitialized bytes on CUDA (dropout 0).
   std::vector<const char*> unhashed_returns;
   bool any_unhashed = false;
+  // Per schema argument: an `out=` buffer (keyword-only, written: `Tensor(a!) out`). What it held
+  // before the op is no input of it (Inductor hands extern kernels reused buffers): recorded as
+  // "name": "out", never hashed before the op; what the op wrote is its output.
+  std::vector<bool> out_arguments;
+  bool any_out = false;
 };
 
 /// The op's info, or null for a RecordFunction that is not an operator call.
@@ -191,6 +196,12 @@ std::vector<TensorRef> refs_of(
     State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now,
     const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs = {},
     const std::vector<const char*>& unhashed = {});
+
+/// Refs of an op's or a launch's inputs where `written_only[i]` marks a buffer it only writes (an
+/// `out=` argument, a kernel's out_ptr): hashed as inputs are, but those never (what a buffer
+/// held before is no input). In the tensors' order. Caller holds the state's mutex.
+std::vector<TensorRef> input_refs(State& s, const std::vector<at::Tensor>& tensors,
+                                  const std::vector<bool>& written_only);
 
 // ---- hashing (op_recorder_hashing.cpp) ----------------------------------------------------------
 

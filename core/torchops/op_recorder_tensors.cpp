@@ -205,4 +205,21 @@ std::vector<TensorRef> refs_of(
   return refs;
 }
 
+std::vector<TensorRef> input_refs(State& s, const std::vector<at::Tensor>& tensors,
+                                  const std::vector<bool>& written_only) {
+  std::vector<at::Tensor> read, written;
+  std::vector<std::size_t> read_at, written_at;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const bool only_written = i < written_only.size() && written_only[i];
+    (only_written ? written : read).push_back(tensors[i]);
+    (only_written ? written_at : read_at).push_back(i);
+  }
+  auto read_refs = refs_of(s, read, /*as_input=*/true, /*hash_now=*/true);
+  auto written_refs = refs_of(s, written, /*as_input=*/true, /*hash_now=*/false);
+  std::vector<TensorRef> refs(tensors.size());
+  for (std::size_t k = 0; k < read_at.size(); ++k) refs[read_at[k]] = std::move(read_refs[k]);
+  for (std::size_t k = 0; k < written_at.size(); ++k) refs[written_at[k]] = std::move(written_refs[k]);
+  return refs;
+}
+
 }  // namespace gparity::torchops::oprec_detail

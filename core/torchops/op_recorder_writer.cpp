@@ -70,9 +70,11 @@ std::string records_jsonl(const State& s, const std::vector<Record>& records, co
       out += std::to_string(t.shape[i]);
     }
     out += ']';
-    if (!t.name.empty() || t.role[0] != '\0') {
+    if (!t.name.empty()) {
       out += ",\"name\":";
       json_string(out, t.name);
+    }
+    if (t.role[0] != '\0') {
       out += ",\"role\":\"";
       out += t.role;
       out += '"';

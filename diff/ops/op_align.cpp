@@ -398,6 +398,13 @@ class Aligner {
       a_.arg_first[e] = static_cast<std::uint32_t>(a_.arg_producer.size());
       const std::size_t edges_before = edges.size();
       for (std::uint32_t i = 0; i < r.arg_count; ++i) {
+        if (el().str(el().arg(r, i).name) == "out") {
+          // An `out=` buffer: what it held before is no input of the op (Inductor hands extern
+          // kernels reused buffers); the op's output is what it wrote.
+          a_.arg_producer.push_back(-1);
+          a_.arg_value.push_back(0);
+          continue;
+        }
         const std::int64_t id = el().arg(r, i).id;
         std::int32_t p = -1;
         if (id >= 0) {

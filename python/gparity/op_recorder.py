@@ -315,10 +315,11 @@ class OpRecorder:
         for index, (op, phase, module, source, args, outs, extra) in enumerate(self._records):
             rec = {"type": "op", "step": self._step, "index": index, "op": op}
             arg_names = out_names = ()
-            if extra and extra.get("kind") == "kernel":
+            if extra and ("_arg_names" in extra or extra.get("kind") == "kernel"):
                 extra = dict(extra)
-                arg_names, out_names = extra.pop("_arg_names"), extra.pop("_out_names")
-                rec["kind"], rec["kernel"] = extra.pop("kind"), extra.pop("kernel")
+                arg_names, out_names = extra.pop("_arg_names", ()), extra.pop("_out_names", ())
+                if "kind" in extra:
+                    rec["kind"], rec["kernel"] = extra.pop("kind"), extra.pop("kernel")
             rec["phase"] = phase
             if module:
                 rec["module"] = module
@@ -372,7 +373,15 @@ class OpRecorder:
         waits = collective and "wait_tensor" in op
 
         ins = _flat_tensors((args, kwargs))
-        in_refs = self._refs(ins, as_input=True)  # hashed before the op: in-place ops change them
+        out_kw = _flat_tensors(kwargs.get("out")) if "out" in kwargs else ()
+        if out_kw:
+            # An `out=` buffer: what it held before is no input of the op (never hashed before).
+            written = [any(t is o for o in out_kw) for t in ins]
+            in_refs = self._input_refs(ins, written)
+            out_names = [("out", None) if w else None for w in written]
+        else:
+            in_refs = self._refs(ins, as_input=True)  # hashed before the op: in-place ops change them
+            out_names = None
         out = func(*args, **kwargs)
         outs = _flat_tensors(out)
         if collective and not waits and not outs:
@@ -385,6 +394,8 @@ class OpRecorder:
             extra = {"collective": True}
             extra.update(_collective_group(op, args, kwargs))
             extra["async"] = True
+        if out_names:
+            extra = dict(extra or {}, _arg_names=out_names)
         self._records.append((op, phase, module, source, in_refs, out_refs, extra))
         return out
 
@@ -423,15 +434,8 @@ class OpRecorder:
             return out
         with _no_dispatch_mode():  # the hashing is not the step's ops
             source, phase, module = self._place(caller)
-            read = [k for k, r in enumerate(roles) if r != "out"]
-            read_refs = self._refs([tensors[k] for k in read], as_input=True)
+            arg_refs = self._input_refs(tensors, [r == "out" for r in roles])
             self._op_inputs = ()
-            only_written = [k for k, r in enumerate(roles) if r == "out"]
-            written_refs = self._refs([tensors[k] for k in only_written], as_input=True, hash_now=False)
-            self._op_inputs = ()
-            by_position = dict(zip(read, read_refs))
-            by_position.update(zip(only_written, written_refs))
-            arg_refs = [by_position[k] for k in range(len(tensors))]
             out = run(autotuner, *args, **kwargs)
             out_refs = self._refs([tensors[k] for k in written], as_input=False)
         extra = {"kind": "kernel", "kernel": info.fields(autotuner, caller),
@@ -543,6 +547,18 @@ class OpRecorder:
                 refs[i] = (tid, dtype, shape, slot, view, mark)
         return refs
 
+    def _input_refs(self, tensors, written_only):
+        """Refs of an op's or a launch's inputs where written_only[i] marks a buffer it only
+        writes (an `out=` argument, a kernel's out_ptr): hashed as inputs are, but those never
+        (what a buffer held before is no input). In the tensors' order (as the C++ backend's
+        input_refs)."""
+        read = [k for k, w in enumerate(written_only) if not w]
+        written = [k for k, w in enumerate(written_only) if w]
+        by_position = dict(zip(read, self._refs([tensors[k] for k in read], as_input=True)))
+        by_position.update(zip(written, self._refs([tensors[k] for k in written], as_input=True, hash_now=False)))
+        self._op_inputs = tensors  # the op's inputs, for the views among its outputs
+        return [by_position[k] for k in range(len(tensors))]
+
     def _new_id(self, t):
         self._next_id += 1
         return self._next_id - 1
@@ -599,7 +615,9 @@ class OpRecorder:
         tid, dtype, shape, slot, view, unhashed = ref
         j = {"id": tid, "dtype": _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", "")), "shape": list(shape)}
         if name is not None:
-            j["name"], j["role"] = name
+            j["name"] = name[0]
+            if name[1] is not None:
+                j["role"] = name[1]
         if unhashed:
             j["unhashed"] = unhashed
         if view is not None:
@@ -614,7 +632,7 @@ class OpRecorder:
 
 
 def _zip_names(refs, names):
-    return zip(refs, names) if names else ((r, None) for r in refs)
+    return zip(refs, list(names) + [None] * (len(refs) - len(names))) if names else ((r, None) for r in refs)
 
 
 _kernel_op_overloads = []

@@ -646,6 +646,28 @@ class KernelLaunches(unittest.TestCase):
                 self.assertNotEqual(muls[0]["args"][0]["shard"], muls[1]["args"][0]["shard"])
                 self.assertTrue(torch.equal(second, a * 3) and not torch.equal(first, a * 2))
 
+    def test_an_out_buffer_is_named_out_and_never_hashed_as_an_input(self):
+        """Inductor calls extern kernels with out= buffers it reuses: what the buffer held is no
+        input of the op (two runs hold different garbage there), in both backends."""
+        import torch
+        import gparity
+        shapes = {}
+        for backend in ("python", "cpp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                a, b = torch.randn(4, 4), torch.randn(4, 4)
+                buf = torch.randn(4, 4)  # made before the step: it would be hashed as an input
+                with gparity.record_ops(os.path.join(tmp, backend), step=1, rank=0, world_size=1, backend=backend):
+                    torch.mm(a, b, out=buf)
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    (mm,) = [json.loads(line) for line in f]
+                self.assertEqual(mm["op"], "aten::mm.out")
+                self.assertEqual([t.get("name") for t in mm["args"]], [None, None, "out"], mm)
+                self.assertNotIn("shard", mm["args"][2])
+                self.assertEqual(mm["outs"][0]["id"], mm["args"][2]["id"])
+                self.assertEqual(mm["outs"][0]["shard"], format(gparity.hash_tensor(buf)[1], "016x"))
+                shapes[backend] = [sorted(t) for t in mm["args"] + mm["outs"]]
+        self.assertEqual(shapes["python"], shapes["cpp"])
+
     def test_no_launch_is_recorded_outside_a_step(self):
         import torch
         x = torch.ones(4)

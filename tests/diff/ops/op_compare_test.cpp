@@ -594,6 +594,27 @@ TEST(OpRecordsCompare, AViewHasNoVerdictOfItsOwnItFollowsItsBase) {
   EXPECT_TRUE(ws.first->inputs[1].by_hash);
 }
 
+TEST(OpRecordsCompare, AnOutBufferIsNoInputOfTheOpThatWritesIt) {
+  // mm(a, b, out=buf) with buf made before the step: what it held (garbage of another step, a
+  // reused buffer) differs between the runs; the mm's own inputs are equal and its output
+  // differs: the mm is the origin, not an op whose input differed.
+  auto step = [](std::uint64_t garbage, std::uint64_t mm) {
+    std::string out_arg = t(5, garbage);
+    out_arg.insert(out_arg.size() - 1, R"(,"name":"out")");
+    return rec(1, "aten::mm.out", t(3, 12) + "," + t(4, 13) + "," + out_arg, t(5, mm)) +
+           rec(1, "aten::sum", t(5), t(6, mm + 1));
+  };
+  const auto e = records_of({step(97, 15)});
+  ASSERT_TRUE(e[0].logs.front().issues.empty()) << e[0].logs.front().issues.front().problem;
+  EXPECT_FALSE(judge(e, records_of({step(98, 15)}))[0].steps[0].first);  // other garbage: parity
+  const auto v = judge(e, records_of({step(98, 25)}));
+  const StepVerdict& s = v[0].steps[0];
+  ASSERT_TRUE(s.first);
+  EXPECT_EQ(op_of(s.eager, s.first->record), "aten::mm.out");
+  EXPECT_EQ(s.first->cause, OpCause::Origin);
+  EXPECT_EQ(s.alignment.arg_value[s.alignment.arg_first[0] + 2], 0);  // the buffer: not read
+}
+
 TEST(OpRecordsCompare, AnAttentionsRngStateIsUnhashedAndNoDivergence) {
   // The recorders write the RNG state and debug outputs unhashed and marked, and so an input that
   // is one of them: an attention whose outputs 3 and 4 (philox_seed, philox_offset) differ between
