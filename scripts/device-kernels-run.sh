@@ -23,11 +23,11 @@ gen=tests/data/ops/record_kernels/gen_all.sh
 names=${*:-eager inductor inductor_repeat inductor_pass1 inductor_nondet inductor_nondet_repeat inductor_ro inductor_python}
 if [ "${SKIP_RUNS:-0}" != 1 ]; then
   start=$(date +%s)
-  # Three runs at a time (compilation is CPU-bound; the GPU is shared).
+  # BATCH (default 3) runs at a time (compilation is CPU-bound; the GPUs are shared).
   set -- $names
   while [ $# -gt 0 ]; do
     batch=("$@")
-    batch=("${batch[@]:0:3}")
+    batch=("${batch[@]:0:${BATCH:-3}}")
     for n in "${batch[@]}"; do bash "$gen" "$out/runs" "$n" & done
     wait
     shift "${#batch[@]}"
