@@ -76,16 +76,28 @@ json args_json(const KernelStepVerdict& sv, std::uint32_t b, std::int32_t c) {
       if (log.str(log.tensors[first + k].name) == bl.str(t.name)) return &log.tensors[first + k];
     return nullptr;
   };
+  // The value an argument held before the launch: its own hashes, else (gparity's op records)
+  // those of the step's earlier output it is, which the judge resolved.
+  auto before = [](const OpLog& log, const TensorRef& t, const auto& resolved, std::size_t launch,
+                   std::size_t arg, bool& from_step) {
+    const TensorRef* v =
+        launch < resolved.size() && arg < resolved[launch].size() ? resolved[launch][arg] : nullptr;
+    from_step = from_step || (v && v != &t);
+    return hashes_of(log, v ? *v : t);
+  };
   json out = json::array();
   for (std::uint32_t i = 0; i < br.arg_count; ++i) {
     const TensorRef& t = bl.arg(br, i);
     json j = {{"name", tensor_name(bl, t, i, false)}, {"tensor", printable(bl.tensor_text(t))}};
     if (model::ops::is_kernel(br))
       j["role"] = model::ops::arg_role_name(model::ops::kernel_arg_role(bl.str(t.name)));
-    j["baseline_before"] = hashes_of(bl, t);
+    bool from_step = false;
+    j["baseline_before"] = before(bl, t, sv.base_inputs, b, i, from_step);
     if (cr)
       if (const auto* ct = find(cl, cr->first_arg, cr->arg_count, t, i))
-        j["candidate_before"] = hashes_of(cl, *ct);
+        j["candidate_before"] = before(cl, *ct, sv.cand_inputs, static_cast<std::size_t>(c),
+                                       static_cast<std::size_t>(ct - &cl.tensors[cr->first_arg]), from_step);
+    if (from_step) j["before_written_in_step"] = true;  // the value an earlier record of the step wrote
     if (const auto* bo = find(bl, br.first_out, br.out_count, t, i); bo && model::ops::is_kernel(br)) {
       j["baseline_after"] = hashes_of(bl, *bo);
       if (cr)

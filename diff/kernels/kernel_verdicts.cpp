@@ -95,8 +95,8 @@ class StepJudge {
 
   void compare_values() {
     const auto& a = sv_.align;
-    resolve_inputs(sv_.base, a.base, bl(), base_inputs_);
-    resolve_inputs(sv_.cand, a.cand, cl(), cand_inputs_);
+    resolve_inputs(sv_.base, a.base, bl(), sv_.base_inputs);
+    resolve_inputs(sv_.cand, a.cand, cl(), sv_.cand_inputs);
     sv_.values.resize(a.base.size());
     for (std::uint32_t b = 0; b < a.base.size(); ++b) {
       if (model::ops::is_kernel(brec(b))) ++sv_.kernels;
@@ -243,8 +243,8 @@ class StepJudge {
       const TensorRef& bt = bl().arg(br, i);
       const std::int32_t k = counterpart_index(bl(), bt, i, cl(), cr.first_arg, cr.arg_count);
       ValueState s = ValueState::Unknown;
-      const TensorRef* bv = base_inputs_[b][i];
-      const TensorRef* cv = k >= 0 ? cand_inputs_[c][static_cast<std::size_t>(k)] : nullptr;
+      const TensorRef* bv = sv_.base_inputs[b][i];
+      const TensorRef* cv = k >= 0 ? sv_.cand_inputs[c][static_cast<std::size_t>(k)] : nullptr;
       if (bv && cv && br.has_input_hashes && cr.has_input_hashes) s = compare(*bv, *cv, v.values);
       if (s == ValueState::Unknown) ++v.inputs_unknown;
       if (s == ValueState::Differs) v.inputs_differ.push_back(i);
@@ -403,7 +403,6 @@ class StepJudge {
   const ops::HashChoice& choice_;
   std::vector<std::uint64_t> bdt_, cdt_;
   std::vector<std::vector<std::int32_t>> producers_;
-  std::vector<std::vector<const TensorRef*>> base_inputs_, cand_inputs_;  // resolve_inputs
 };
 
 /// A step of every rank in diff/causality's records: each baseline launch a record reading the

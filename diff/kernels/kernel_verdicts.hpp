@@ -102,6 +102,10 @@ struct KernelStepVerdict {
   LaunchAlignment align;
   std::vector<LaunchValues> values;  // per baseline launch
   std::vector<KernelSite> base_sites, cand_sites;
+  /// Per launch (alignment order) and argument: the tensor whose hashes are its value before the
+  /// launch (itself when hashed, else the step's last earlier output with its id: gparity's op
+  /// records hash no input the step wrote), or null. Points into the slices' logs.
+  std::vector<std::vector<const model::ops::TensorRef*>> base_inputs, cand_inputs;
   std::size_t kernels = 0;  // baseline kernel launches
   std::size_t values_compared = 0, differing = 0;
   std::optional<KernelDivergence> first;

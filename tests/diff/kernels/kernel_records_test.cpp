@@ -106,6 +106,13 @@ TEST(KernelRecords, ARankOnePassIsRankOneOriginAtTheGeluKernelAndReceivedOnRankZ
   ASSERT_FALSE(p["frames"].empty());
   EXPECT_EQ(p["frames"].back()["line"], 51);  // F.gelu in gen_record_kernels.py
   EXPECT_NE(r1->message.find("gen_record_kernels.py:51"), std::string::npos) << r1->message;
+  // What it read, written earlier in the step (the addmm before it), equal on both sides: shown
+  // as that output's value, never as "-".
+  const json& in = v["args"].at(0);
+  EXPECT_EQ(in["name"], "in_ptr0");
+  EXPECT_EQ(in["before_written_in_step"], true);
+  EXPECT_NE(in["baseline_before"], "-");
+  EXPECT_EQ(in["baseline_before"], in["candidate_before"]);
 
   const Finding* r0 = r.divergence(0, 1);
   ASSERT_NE(r0, nullptr);
