@@ -41,25 +41,25 @@ FxStatementKind Parser::kind_of(const Statement& s) const {
 std::optional<std::vector<FxStatement>> Parser::statements(const Graph& g) {
   if (!g.subgraphs.empty()) return std::nullopt;
   lexer_.run();
-  const auto& st = lexer_.statements();
-  if (st.empty()) return std::nullopt;
+  const auto& lexed = lexer_.statements();
+  if (lexed.empty()) return std::nullopt;
   std::vector<std::uint32_t> line_start{0};
   for (std::size_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n') line_start.push_back(static_cast<std::uint32_t>(i + 1));
   }
   const auto lines_total = static_cast<std::uint32_t>(line_start.size());
-  std::vector<FxStatement> out(st.size());
-  for (std::size_t i = 0; i < st.size(); ++i) {
+  std::vector<FxStatement> out(lexed.size());
+  for (std::size_t i = 0; i < lexed.size(); ++i) {
     FxStatement& s = out[i];
-    s.kind = kind_of(st[i]);
+    s.kind = kind_of(lexed[i]);
     // The first statement takes the lines before it, each one the blank lines after it.
-    s.line = i == 0 ? 1 : static_cast<std::uint32_t>(st[i].line);
+    s.line = i == 0 ? 1 : static_cast<std::uint32_t>(lexed[i].line);
     const std::uint32_t next =
-        i + 1 < st.size() ? static_cast<std::uint32_t>(st[i + 1].line) : lines_total + 1;
+        i + 1 < lexed.size() ? static_cast<std::uint32_t>(lexed[i + 1].line) : lines_total + 1;
     if (next <= s.line || next - 1 > lines_total) return std::nullopt;
     s.lines = next - s.line;
     s.begin = line_start[s.line - 1];
-    s.end = i + 1 < st.size() ? line_start[next - 1] : static_cast<std::uint32_t>(text_.size());
+    s.end = i + 1 < lexed.size() ? line_start[next - 1] : static_cast<std::uint32_t>(text_.size());
   }
   // Each top-level node belongs to the statement holding its line; statements in node order.
   std::size_t k = 0;
@@ -82,17 +82,17 @@ std::optional<std::vector<FxStatement>> Parser::statements(const Graph& g) {
     bool scope = st.kind == FxStatementKind::Module || st.kind == FxStatementKind::Rename ||
                  st.kind == FxStatementKind::Inputs || st.kind == FxStatementKind::Input ||
                  st.node_end > st.node_begin + 1;
-    for (NodeId k = st.node_begin; k < st.node_end; ++k)
-      scope = scope || g.nodes[k].kind == NodeKind::Placeholder || g.nodes[k].kind == NodeKind::Opaque;
+    for (NodeId node = st.node_begin; node < st.node_end; ++node)
+      scope = scope || g.nodes[node].kind == NodeKind::Placeholder || g.nodes[node].kind == NodeKind::Opaque;
     if (scope) first_alone = s + 1;
   }
   for (std::size_t s = first_alone; s < out.size(); ++s) {
     FxStatement& st = out[s];
     const bool one = st.node_end == st.node_begin + 1;
-    const NodeKind k = one ? g.nodes[st.node_begin].kind : NodeKind::Output;
+    const NodeKind kind = one ? g.nodes[st.node_begin].kind : NodeKind::Output;
     st.alone = (st.kind == FxStatementKind::Node || st.kind == FxStatementKind::Setitem) &&
-               (k == NodeKind::CallFunction || k == NodeKind::CallMethod || k == NodeKind::CallModule ||
-                k == NodeKind::GetAttr);
+               (kind == NodeKind::CallFunction || kind == NodeKind::CallMethod ||
+                kind == NodeKind::CallModule || kind == NodeKind::GetAttr);
   }
   return out;
 }
