@@ -42,12 +42,15 @@ const KernelStepVerdict* KernelRankVerdict::first_divergent() const {
   return nullptr;
 }
 
-bool shows_kernels(const std::vector<ops::RankLogs>& side) {
-  for (const auto& r : side)
-    for (const auto& l : r.logs)
-      for (const auto& rec : l.records)
-        if (model::ops::is_kernel(rec)) return true;
+bool rank_shows_kernels(const ops::RankLogs& rank) {
+  for (const auto& l : rank.logs)
+    for (const auto& rec : l.records)
+      if (model::ops::is_kernel(rec)) return true;
   return false;
+}
+
+bool shows_kernels(const std::vector<ops::RankLogs>& side) {
+  return std::any_of(side.begin(), side.end(), rank_shows_kernels);
 }
 
 bool both_compiled(const std::vector<ops::RankLogs>& base, const std::vector<ops::RankLogs>& cand) {

@@ -130,6 +130,8 @@ std::vector<KernelRankVerdict> judge_kernel_logs(const std::vector<ops::RankLogs
 
 /// Whether a side's records show kernel launches.
 bool shows_kernels(const std::vector<ops::RankLogs>& side);
+/// Whether one rank's records show kernel launches.
+bool rank_shows_kernels(const ops::RankLogs& rank);
 /// Whether both sides' records show kernel launches: the kernel-level comparison applies.
 bool both_compiled(const std::vector<ops::RankLogs>& base, const std::vector<ops::RankLogs>& cand);
 

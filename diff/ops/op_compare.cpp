@@ -4,6 +4,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "diff/kernels/fused_kernels.hpp"
+#include "diff/kernels/kernel_verdicts.hpp"
 #include "diff/ops/op_cut.hpp"
 #include "diff/ops/op_findings.hpp"
 #include "diff/report/evidence.hpp"
@@ -191,6 +192,15 @@ int compare_op_runs(const model::ops::OpRun& eager, const model::ops::OpRun& com
                     FindingConsumer& out) {
   const auto e = read_rank_logs(eager);
   const auto c = read_rank_logs(compiled);
+  if (o.require_kernels) {
+    for (const auto* side : {&e, &c})
+      for (const auto& rank : *side)
+        if (!kernels::rank_shows_kernels(rank))
+          throw model::InputError(side == &e ? eager.path : compiled.path,
+                                  "rank " + std::to_string(rank.rank) +
+                                      " shows no kernel launches: the gate's \"ops\" requires kernel-level "
+                                      "parity (\"kernels\": true; docs/gate.md)");
+  }
   if (o.eager_name == "eager") o.eager_name = eager.path;
   if (o.compiled_name == "compiled") o.compiled_name = compiled.path;
   // Records that show kernel launches (diff/kernels): two compiled runs kernel by kernel; eager

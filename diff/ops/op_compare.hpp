@@ -183,6 +183,9 @@ struct OpCompareOptions {
   std::string compiled_name = "compiled";
   bool allow_incomplete = false;
   std::size_t max_listed = 5;  // carriers, counterparts, other origins listed per finding
+  /// Kernel-level parity required (the gate's "ops": {"kernels": true}): compare_op_runs throws
+  /// InputError naming the run and rank whose records show no kernel launch.
+  bool require_kernels = false;
 };
 
 /// Compares logs already read. Returns the exit code; the report goes to `out`.

@@ -97,6 +97,7 @@ int compare_inputs(const ResolvedInputs& in, const CompareOptions& o, FindingCon
       ops::OpCompareOptions oo;
       oo.title = o.title;
       oo.allow_incomplete = o.allow_incomplete;
+      oo.require_kernels = o.require_kernels;
       return ops::compare_op_runs(in.op_runs.at(0), in.op_runs.at(1), oo, out);
     }
     case InputKind::Checkpoints:

@@ -58,6 +58,8 @@ struct CompareOptions {
   /// Missing evidence (failure events, killed or missing ranks, declared steps a rank did not
   /// record) is still named everywhere but no longer fails the comparison; every report says so.
   bool allow_incomplete = false;
+  /// Op runs only: kernel-level parity required (ops::OpCompareOptions::require_kernels).
+  bool require_kernels = false;
   /// Minimums a gate can require of what was compared (docs/gate.md); unmet: INCOMPLETE, exit 1,
   /// whatever allow_incomplete says. Steps: compared on every rank compared; ranks: ranks whose
   /// values were compared; parameters: parameters whose hashes were compared.
