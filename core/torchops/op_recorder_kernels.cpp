@@ -8,17 +8,18 @@
 
 #include <thread>
 
+#include "core/model/ops/kernel_launch.hpp"
 #include "core/torchops/op_recorder_state.hpp"
 
 namespace gparity::torchops::oprec_detail {
 namespace {
 
-const char* role_of(const std::string& role) {
-  // Static strings: a TensorRef keeps the pointer.
-  if (role == "in") return "in";
-  if (role == "out") return "out";
-  if (role == "in_out") return "in_out";
-  return "unnamed";
+/// The readers' role name (model::ops::arg_role_name: literals, NUL-terminated, which a TensorRef
+/// keeps) for the role python/gparity gave; "unnamed" for any other text.
+const char* role_of(std::string_view role) {
+  for (const auto r : {model::ops::ArgRole::In, model::ops::ArgRole::Out, model::ops::ArgRole::InOut})
+    if (model::ops::arg_role_name(r) == role) return model::ops::arg_role_name(r).data();
+  return model::ops::arg_role_name(model::ops::ArgRole::Unnamed).data();
 }
 
 void name_refs(std::vector<TensorRef>& refs, const std::vector<std::size_t>& at,

@@ -194,7 +194,7 @@ std::vector<TensorRef> refs_of(
       // Inside a CUDA graph capture the value does not exist yet, and a hash enqueued now would
       // run at every replay into memory the step has let go: recorded, never hashed.
       want = false;
-      ref.unhashed = "captured";
+      ref.unhashed = model::ops::unhashed_name(model::ops::Unhashed::Captured).data();
     }
     it->second.fresh = want;
     if (!as_input && t.has_storage()) stale_aliases(s, t.storage().unsafeGetStorageImpl(), impl);

@@ -416,12 +416,12 @@ class OpRecorder:
         """One launch of a Triton kernel through Inductor's launcher: a record of kind "kernel"
         (docs/trace-format.md, "op"): the arguments it reads hashed before it as an op's inputs,
         those it writes hashed after it on its stream as outputs."""
-        info = _kernel_info(autotuner, caller)
+        info = _kernel_info(autotuner)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         names, roles, written = info.signature(args)
         if self._cpp is not None:
             begin, end = _kernel_ops()
-            index = begin(tensors, names, roles, info.name, info.json(autotuner, caller))
+            index = begin(tensors, names, roles, info.name, info.fields(autotuner, caller)[1])
             ok = False
             try:
                 out = run(autotuner, *args, **kwargs)
@@ -438,7 +438,7 @@ class OpRecorder:
             self._op_inputs = ()
             out = run(autotuner, *args, **kwargs)
             out_refs = self._refs([tensors[k] for k in written], as_input=False)
-        extra = {"kind": "kernel", "kernel": info.fields(autotuner, caller),
+        extra = {"kind": "kernel", "kernel": info.fields(autotuner, caller)[0],
                  "_arg_names": list(zip(names, roles)),
                  "_out_names": [(names[k], roles[k]) for k in written]}
         self._records.append((info.name, phase, module, source, arg_refs, out_refs, extra))
@@ -693,7 +693,7 @@ class _KernelInfo:
             self.source_hash = hashlib.sha256(src.replace(self.name, "<kernel>").encode("utf-8")).hexdigest()[:16]
         self._sites = {}
         self._signatures = {}
-        self._json = {}
+        self._fields = {}
 
     def signature(self, args):
         """(names, roles, written) of a launch's tensor arguments: written = positions among
@@ -735,24 +735,22 @@ class _KernelInfo:
         return site
 
     def fields(self, autotuner, caller):
-        out = {"site": self._site(caller)}
-        if self.source_hash:
-            out["source_hash"] = self.source_hash
-        config = _launch_config(autotuner)
-        if config:
-            out["config"] = config
-        return out
-
-    def json(self, autotuner, caller):
-        # Once per call site and launcher (the config is the launcher's, fixed once autotuned).
+        """The record's "kernel" object and its JSON text, made once per call site and launcher
+        (the config is the launcher's, fixed once autotuned; not kept before that)."""
         launchers = getattr(autotuner, "launchers", None) or ()
         key = (caller.f_code.co_filename, caller.f_lineno, id(launchers[0]) if len(launchers) == 1 else None)
-        text = self._json.get(key)
-        if text is None:
-            text = _dumps(self.fields(autotuner, caller))
+        made = self._fields.get(key)
+        if made is None:
+            out = {"site": self._site(caller)}
+            if self.source_hash:
+                out["source_hash"] = self.source_hash
+            config = _launch_config(autotuner)
+            if config:
+                out["config"] = config
+            made = (out, _dumps(out))
             if key[2] is not None:
-                self._json[key] = text
-        return text
+                self._fields[key] = made
+        return made
 
 
 def _launch_config(autotuner):
@@ -775,7 +773,7 @@ def _launch_config(autotuner):
 _kernel_infos = weakref.WeakKeyDictionary()
 
 
-def _kernel_info(autotuner, caller):
+def _kernel_info(autotuner):
     try:
         info = _kernel_infos.get(autotuner)
     except TypeError:  # pragma: no cover  (not weakly referenceable)

@@ -253,22 +253,16 @@ class Reader {
     r.kind = RecordKind::Triton;
     const auto k = j.find("kernel");
     if (k == j.end() || !k->is_object()) return true;
-    if (const auto site = k->find("site"); site != k->end() && site->is_object()) {
-      json loc = *site;
-      if (!loc.contains("function")) loc["function"] = "call";
-      if (const auto id = source(loc); id != 0) r.source = id;
-    }
-    OpLog::RecordedKernel facts;
-    const auto text = [&](const char* key) -> std::uint32_t {
-      const auto v = k->find(key);
-      return v != k->end() && v->is_string() ? log_.strings.intern(v->get_ref<const std::string&>()) : 0;
+    const auto text = [&](const json& o, const char* key) -> std::uint32_t {
+      const auto v = o.find(key);
+      return v != o.end() && v->is_string() ? log_.strings.intern(v->get_ref<const std::string&>()) : 0;
     };
-    facts.source_hash = text("source_hash");
-    facts.config = text("config");
+    OpLog::RecordedKernel facts;
+    facts.source_hash = text(*k, "source_hash");
+    facts.config = text(*k, "config");
     if (const auto site = k->find("site"); site != k->end() && site->is_object()) {
-      const auto h = site->find("handle");
-      if (h != site->end() && h->is_string())
-        facts.handle = log_.strings.intern(h->get_ref<const std::string&>());
+      if (const auto id = source(*site, "call"); id != 0) r.source = id;
+      facts.handle = text(*site, "handle");
     }
     log_.recorded_kernels[r.line] = facts;
     return true;
@@ -309,12 +303,13 @@ class Reader {
     return n;
   }
 
-  std::uint32_t source(const json& s) {
+  /// `function` where the location names none (a kernel's launch site: the output code's call()).
+  std::uint32_t source(const json& s, const char* function = "") {
     const auto f = s.find("file");
     const auto l = s.find("line");
     if (f == s.end() || !f->is_string() || l == s.end() || !l->is_number_integer()) return 0;
     const std::string fn =
-        s.contains("function") && s["function"].is_string() ? s["function"].get<std::string>() : "";
+        s.contains("function") && s["function"].is_string() ? s["function"].get<std::string>() : function;
     const std::string code = s.contains("code") && s["code"].is_string() ? s["code"].get<std::string>() : "";
     const std::int64_t line = l->get<std::int64_t>();
     const auto key = std::make_tuple(f->get<std::string>(), line, fn);

@@ -129,7 +129,9 @@ TEST(ScheduleDevice, SkippedCollectiveNamesTheRankThatSkippedIt) {
     EXPECT_EQ(e.waits_in.stream, group) << name;
     EXPECT_EQ(e.waits_in.seq, 2) << name;  // the dp all_reduce of step 2
     EXPECT_EQ(e.to_blocked_in.stream, "pg 0 (default_pg)") << name;
-    if (std::string(name) == "skip_4r") EXPECT_EQ(d.behind, (std::vector<std::int32_t>{0, 2}));
+    if (std::string(name) == "skip_4r") {
+      EXPECT_EQ(d.behind, (std::vector<std::int32_t>{0, 2}));
+    }
 
     CollectingConsumer c;
     EXPECT_EQ(report_collectives(run, nullptr, c), 1) << name;
