@@ -95,10 +95,12 @@ int compare_kernel_logs(const std::vector<ops::RankLogs>& base, const std::vecto
   std::optional<ops::HashChoice> choice;
   if (b0 && c0) choice = ops::choose_hashes(*b0, *c0);
   const bool usable = choice && choice->usable();
-  h.mode = "kernel launches' values by " + (usable ? choice->text() : std::string("no common hash")) +
-           " (PyTorch DebugMode logs of compiled runs: Triton kernels, extern kernels, the ops around them)";
+  h.mode = "kernel launches' values by " + (usable ? choice->text() : std::string("no common hash")) + " (" +
+           ops::detail::log_kinds(b0, c0) +
+           " of compiled runs: Triton kernels, extern kernels, the ops around them)";
   h.notes = ops::detail::hash_notes(choice, o);
-  h.notes.push_back("DebugMode's own hashing ops around each launch are not the program's: never compared");
+  if (ops::detail::is_debugmode_log(b0) || ops::detail::is_debugmode_log(c0))
+    h.notes.push_back("DebugMode's own hashing ops around each launch are not the program's: never compared");
   h.notes.push_back(provenance_note(w.base, prov.base));
   h.notes.push_back(provenance_note(w.cand, prov.cand));
   out.begin(h);

@@ -39,12 +39,8 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     }
   }
   if (e0 && c0) choice = choose_hashes(*e0, *c0);
-  const auto records_of = [](const OpLog* l) {
-    return l && l->format == "gparity op records" ? "gparity op records" : "PyTorch DebugMode logs";
-  };
-  const std::string e_kind = records_of(e0), c_kind = records_of(c0);
   h.mode = "op values by " + (choice && choice->usable() ? choice->text() : std::string("no common hash")) +
-           " (" + (e_kind == c_kind ? e_kind : e_kind + " vs " + c_kind) + ")";
+           " (" + log_kinds(e0, c0) + ")";
   h.notes = hash_notes(choice, o);
   out.begin(h);
 

@@ -487,6 +487,18 @@ std::map<int, std::uint64_t> values_per_rank(const std::vector<RankLogs>& side, 
 
 }  // namespace
 
+bool is_debugmode_log(const model::ops::OpLog* log) {
+  return !(log && log->format == "gparity op records");
+}
+
+std::string log_kinds(const model::ops::OpLog* baseline, const model::ops::OpLog* candidate) {
+  const auto kind = [](const model::ops::OpLog* l) {
+    return std::string(is_debugmode_log(l) ? "PyTorch DebugMode logs" : "gparity op records");
+  };
+  const std::string b = kind(baseline), c = kind(candidate);
+  return b == c ? b : b + " vs " + c;
+}
+
 std::vector<std::string> hash_notes(const std::optional<HashChoice>& choice, const OpCompareOptions& o) {
   std::vector<std::string> notes;
   const bool usable = choice && choice->usable();

@@ -85,6 +85,13 @@ const RankVerdictT* lead_rank(const std::vector<RankVerdictT>& verdicts, StartsH
 /// The report header's notes on the deciding hash functions (hash_tensor's weakness, xxh3 and
 /// shard as identities, norm alone) and on --allow-incomplete.
 std::vector<std::string> hash_notes(const std::optional<HashChoice>& choice, const OpCompareOptions& o);
+
+/// What each side's logs are, for a report's mode line: "gparity op records", "PyTorch DebugMode
+/// logs", or both ("gparity op records vs PyTorch DebugMode logs"); a side without a log counts as
+/// DebugMode's.
+std::string log_kinds(const model::ops::OpLog* baseline, const model::ops::OpLog* candidate);
+/// Whether a side's log is DebugMode's (its own hashing ops around each launch are then passed over).
+bool is_debugmode_log(const model::ops::OpLog* log);
 /// Ends a comparison of op logs: the verdict through the evidence rule (op_evidence), so that
 /// nothing compared is never parity.
 int finish_op_verdict(Verdict v, const std::vector<RankLogs>& eager, const std::vector<RankLogs>& compiled,

@@ -80,6 +80,10 @@ TEST(KernelRecords, TheDeterministicRepeatIsKernelLevelParity) {
   EXPECT_EQ(r.code, 0) << r.report.verdict.headline;
   EXPECT_EQ(r.report.verdict.data["level"], "kernels");
   EXPECT_EQ(steps_compared(r, 33), 4u);
+  // The report says what it compared: gparity's records, not DebugMode logs with hashing ops.
+  EXPECT_NE(r.report.header.mode.find("(gparity op records of compiled runs"), std::string::npos)
+      << r.report.header.mode;
+  for (const auto& n : r.report.header.notes) EXPECT_EQ(n.find("DebugMode"), std::string::npos) << n;
 }
 
 TEST(KernelRecords, TheTwoRecorderBackendsAgree) {
