@@ -345,4 +345,27 @@ Finding kernel_step_info(const KernelRankVerdict& rv, const KernelStepVerdict& s
   return f;
 }
 
+Finding kernel_cut_finding(const KernelRankVerdict& rv, const KernelStepVerdict& sv,
+                           const ops::detail::SideWords& w) {
+  const LaunchCut& cut = *sv.cut;
+  const ops::OpSlice& s = cut.candidate ? sv.cand : sv.base;
+  Finding f{Severity::Incomplete, "kernel_step_cut", {}, "", json::object()};
+  f.where.rank = rv.rank;
+  f.where.step = sv.step;
+  f.where.source = s.log->path;
+  if (s.size() > 0) f.where.line = s.at(s.size() - 1).line;
+  const std::string& stopped = cut.candidate ? w.cand : w.base;
+  const std::string& other = cut.candidate ? w.base : w.cand;
+  f.message = "rank " + std::to_string(rv.rank) + ": the " + stopped + " records of step " +
+              std::to_string(sv.step) + " stop short (" + printable(cut.why) +
+              "): " + std::to_string(cut.not_compared) + " " + other +
+              " launch(es) past the last paired one not compared: not recorded, never divergent";
+  f.values = {{"rank", rv.rank},
+              {"step", sv.step},
+              {"side", cut.candidate ? "candidate" : "baseline"},
+              {"why", cut.why},
+              {"not_compared", cut.not_compared}};
+  return f;
+}
+
 }  // namespace gparity::diff::kernels

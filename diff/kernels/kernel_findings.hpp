@@ -32,4 +32,9 @@ Finding kernel_divergence_finding(const KernelRankVerdict& rv, const KernelStepV
 Finding kernel_step_info(const KernelRankVerdict& rv, const KernelStepVerdict& sv,
                          const ops::detail::SideWords& w);
 
+/// `kernel_step_cut` (incomplete): one side's records of the step stop short (sv.cut); the other
+/// side's launches past the last pair were not compared: not recorded, never divergent.
+Finding kernel_cut_finding(const KernelRankVerdict& rv, const KernelStepVerdict& sv,
+                           const ops::detail::SideWords& w);
+
 }  // namespace gparity::diff::kernels

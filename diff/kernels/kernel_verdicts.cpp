@@ -7,6 +7,7 @@
 
 #include "core/model/ops/kernel_launch.hpp"
 #include "diff/causality/causality.hpp"
+#include "diff/ops/op_cut.hpp"
 
 namespace gparity::diff::kernels {
 
@@ -149,6 +150,12 @@ class StepJudge {
   /// causal order over every rank decides it).
   std::optional<KernelDivergence> first(std::int64_t diverged_before, std::size_t max_listed) {
     const auto& a = sv_.align;
+    // Past a side's cut (sv_.cut) the other side's launches after the last pair were not recorded
+    // there: counted, never a divergence.
+    const bool cand_cut = sv_.cut && sv_.cut->candidate, base_cut = sv_.cut && !sv_.cut->candidate;
+    std::int32_t last_base = -1;
+    for (std::uint32_t b = 0; b < a.base.size(); ++b)
+      if (a.base_partner[b] >= 0) last_base = static_cast<std::int32_t>(b);
     std::int32_t last_cand = -1;
     std::optional<KernelDivergence> d;
     for (std::uint32_t b = 0; b < a.base.size() && !d; ++b) {
@@ -158,13 +165,19 @@ class StepJudge {
           if (a.cand_partner[static_cast<std::size_t>(k)] < 0) d = no_counterpart(-1, k);
         if (d) break;
         last_cand = c;
+      } else if (cand_cut && static_cast<std::int32_t>(b) > last_base) {
+        sv_.cut->not_compared = static_cast<std::uint32_t>(a.base.size() - b);
+        break;
       } else {
         d = no_counterpart(static_cast<std::int32_t>(b), -1);
         break;
       }
       if (sv_.values[b].outputs == ValueState::Differs) d = classify(b, diverged_before);
     }
-    if (!d) {
+    if (!d && base_cut) {
+      sv_.cut->not_compared =
+          static_cast<std::uint32_t>(a.cand.size() - static_cast<std::size_t>(last_cand + 1));
+    } else if (!d) {
       for (auto k = last_cand + 1; k < static_cast<std::int32_t>(a.cand.size()) && !d; ++k)
         if (a.cand_partner[static_cast<std::size_t>(k)] < 0) d = no_counterpart(-1, k);
     }
@@ -510,6 +523,22 @@ void apply_causality(const CausalStep& cs, std::size_t pos, KernelDivergence& d)
   }
 }
 
+/// The side whose records of the step stop short, if one does: a slice that ends its log with a
+/// stop sign (ops::detail::stop_sign, as the op comparison judges it). The candidate's first.
+std::optional<LaunchCut> launch_cut(const KernelStepVerdict& sv, int rank,
+                                    const ops::detail::SideSteps& base_steps,
+                                    const ops::detail::SideSteps& cand_steps) {
+  for (const bool candidate : {true, false}) {
+    const ops::OpSlice& s = candidate ? sv.cand : sv.base;
+    if (s.size() == 0 || s.end != s.log->records.size()) continue;
+    const auto sign =
+        ops::detail::stop_sign(s, rank, candidate ? "candidate" : "baseline",
+                               candidate ? cand_steps : base_steps, candidate ? base_steps : cand_steps);
+    if (sign.stopped()) return LaunchCut{candidate, sign.why, 0};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<KernelRankVerdict> judge_kernel_logs(const std::vector<ops::RankLogs>& base,
@@ -517,6 +546,7 @@ std::vector<KernelRankVerdict> judge_kernel_logs(const std::vector<ops::RankLogs
                                                  const ops::HashChoice& choice, const SideProvenance& prov,
                                                  std::size_t max_listed) {
   std::vector<KernelRankVerdict> out;
+  const auto base_steps = ops::detail::side_steps(base), cand_steps = ops::detail::side_steps(cand);
   // per rank, per step: producers of each baseline launch's arguments (for the causal order)
   std::vector<std::vector<std::vector<std::vector<std::int32_t>>>> producers;
   for (const auto& br : base) {
@@ -544,6 +574,7 @@ std::vector<KernelRankVerdict> judge_kernel_logs(const std::vector<ops::RankLogs
       sv.align = align_launches(sv.base, sv.cand);
       sv.base_sites = map_sites(sv.base, sv.align.base, bp);
       sv.cand_sites = map_sites(sv.cand, sv.align.cand, cp);
+      sv.cut = launch_cut(sv, br.rank, base_steps, cand_steps);
       StepJudge judge(sv, choice);
       judge.compare_values();
       judge.dataflow();

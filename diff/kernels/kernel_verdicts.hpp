@@ -96,8 +96,18 @@ struct KernelDivergence {
   std::size_t other_received_total = 0;  // collectives: equal local inputs, different value
 };
 
+/// A side whose records of the step stop short (its log cut, or a rank that recorded no later step
+/// while the run has one): the other side's launches past its last paired one are not recorded
+/// there, never divergent (no counterpart).
+struct LaunchCut {
+  bool candidate = true;  // the side whose records stop
+  std::string why;
+  std::uint32_t not_compared = 0;  // the other side's launches past the last paired one
+};
+
 struct KernelStepVerdict {
   std::int64_t step = 0;
+  std::optional<LaunchCut> cut;
   ops::OpSlice base, cand;
   LaunchAlignment align;
   std::vector<LaunchValues> values;  // per baseline launch

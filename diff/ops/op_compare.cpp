@@ -231,13 +231,7 @@ namespace {
 /// only), a side's step is taken to go on, not to stop.
 constexpr std::uint32_t kCutSlack = 8;
 
-/// What says one side's records of a step (the slice `s`, which ends its log) stopped short:
-/// `certain` when the log's last line is cut; else what makes it likely, or "": the side recorded
-/// no later step of the rank while the run has one (a rank killed mid-run).
-struct StopSign {
-  bool certain = false;
-  std::string why;
-};
+}  // namespace
 
 StopSign stop_sign(const OpSlice& s, int rank, const std::string& side, const SideSteps& mine,
                    const SideSteps& theirs) {
@@ -252,6 +246,8 @@ StopSign stop_sign(const OpSlice& s, int rank, const std::string& side, const Si
   return {false, "rank " + std::to_string(rank) + " recorded no later " + side +
                      " step, while the run has step " + std::to_string(later)};
 }
+
+namespace {
 
 /// The stop sign's words, else what the alignment says ("its records end 2 record(s) after ...").
 std::string cut_why(const StopSign& sign, std::string alignment) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "diff/ops/op_compare.hpp"
@@ -17,6 +18,17 @@ namespace gparity::diff::ops::detail {
 /// The steps each rank recorded on one side, from every log of the rank.
 using SideSteps = std::map<int, std::set<std::int64_t>>;
 SideSteps side_steps(const std::vector<RankLogs>& side);
+
+/// What says one side's records of a step (the slice `s`, which ends its log) stopped short:
+/// `certain` when the log's last line is cut; else what makes it likely, or "" (no sign): the
+/// side recorded no later step of the rank while the run has one (a rank killed mid-run).
+struct StopSign {
+  bool certain = false;
+  std::string why;
+  [[nodiscard]] bool stopped() const noexcept { return certain || !why.empty(); }
+};
+StopSign stop_sign(const OpSlice& s, int rank, const std::string& side, const SideSteps& mine,
+                   const SideSteps& theirs);
 
 /// Judges whether a step that ends a side's log was cut there (StepCut); called on each aligned
 /// step before its first divergence is chosen, so nothing past a cut is ever one.

@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/model/ops/kernel_launch.hpp"
 #include "core/model/ops/op_records.hpp"
 #include "diff/kernels/fused_kernels.hpp"
 #include "tests/diff/kernels/compared_runs.hpp"
+#include "tests/support/file_text.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace gparity::diff::kernels {
 namespace {
@@ -168,6 +172,49 @@ TEST(KernelRecords, EagerAgainstInductorNamesNoValueInductorNeverWroteAsOrigin) 
     EXPECT_EQ(f->values["eager"]["op"], "aten::native_layer_norm");
     EXPECT_EQ(f->values["fused_kernel"]["launch"]["op"], "triton_per_fused_embedding_native_layer_norm_0");
   }
+}
+
+/// A copy of a run whose rank-1 file stops `lines` lines in, inside its next line (a rank killed
+/// mid-step, a log cut mid-write).
+std::string cut_copy(const std::string& run, const std::filesystem::path& to, int lines) {
+  std::filesystem::create_directories(to);
+  for (const auto& e : std::filesystem::directory_iterator(run)) {
+    if (!e.is_regular_file()) continue;
+    std::string text = testing::slurp(e.path());
+    if (e.path().filename() == "rank-1.jsonl") {
+      std::size_t at = 0;
+      for (int n = 0; n < lines; ++n) at = text.find('\n', at) + 1;
+      text.resize(at + 40);
+    }
+    std::ofstream(to / e.path().filename(), std::ios::binary) << text;
+  }
+  return to.string();
+}
+
+TEST(KernelRecords, ARunCutMidStepIsIncompleteThereNeverADivergence) {
+  testing::TempDir tmp;
+  // The repeat's rank 1 stops 80 records into step 1: the baseline's launches past the last
+  // pair were not recorded there, never "no counterpart".
+  const Compared r =
+      compare_runs(kRecords + "inductor", cut_copy(kRecords + "inductor_repeat", tmp.path() / "rep", 80));
+  EXPECT_EQ(r.code, 1) << r.report.verdict.headline;
+  EXPECT_EQ(r.divergence(1, 1), nullptr) << r.divergence(1, 1)->message;
+  EXPECT_EQ(r.divergence(0, 1), nullptr);
+  const Finding* cut = nullptr;
+  for (const auto& f : r.report.findings)
+    if (f.kind == "kernel_step_cut") cut = &f;
+  ASSERT_NE(cut, nullptr);
+  EXPECT_EQ(cut->severity, Severity::Incomplete);
+  EXPECT_EQ(cut->where.rank, 1);
+  EXPECT_EQ(cut->values["side"], "candidate");
+  EXPECT_GT(cut->values["not_compared"].get<int>(), 0);
+  EXPECT_NE(r.report.verdict.headline.find("incomplete"), std::string::npos) << r.report.verdict.headline;
+  // Cut after the planted divergence: what was recorded before the cut is still judged.
+  const Compared p =
+      compare_runs(kRecords + "inductor", cut_copy(kRecords + "inductor_pass1", tmp.path() / "p1", 80));
+  EXPECT_EQ(p.code, 1);
+  ASSERT_NE(p.divergence(1, 1), nullptr);
+  EXPECT_EQ(p.divergence(1, 1)->where.node, "triton_poi_fused_gelu_view_2");
 }
 
 TEST(KernelRecords, AReduceOverheadStepRecordsItsCaptureUnhashedAndItsReplayAroundTheGraph) {
