@@ -3,7 +3,8 @@
 # pip LibTorch, then records tests/data/ops/record_kernels' runs (gen_all.sh: 2 ranks, eager and
 # Inductor cases, the planted ones, reduce-overhead, both backends), three runs at a time, into
 # $OUT/runs; each run's log beside it. BENCH=1 then runs bench/ops_recorder_gpu_bench.py's
-# compiled modes (BENCH_ARGS: extra arguments) into $OUT/bench.json.
+# compiled modes (BENCH_ARGS: extra arguments) into $OUT/bench.json; PROFILE=1 runs
+# bench/ops_recorder_gpu_profile.py (PROFILE_ARGS) into $OUT/profile.json.
 #
 #   bash CARRY/src/scripts/device-kernels-run.sh CARRY [NAME ...]
 set -uo pipefail
@@ -44,4 +45,10 @@ if [ "${BENCH:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   timeout "${BENCH_TIMEOUT:-500}" python3 bench/ops_recorder_gpu_bench.py --modes plain,compiled,compiled_record_ops,compiled_record_ops_python,compiled_debugmode_hash,record_ops_cpp_shard \
     --out "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.txt" | grep -v Warning
+fi
+if [ "${PROFILE:-0}" = 1 ]; then
+  say "profile"
+  # shellcheck disable=SC2086
+  timeout "${PROFILE_TIMEOUT:-400}" python3 bench/ops_recorder_gpu_profile.py --out "$out/profile.json" ${PROFILE_ARGS:-} 2>&1 |
+    tee "$out/profile.txt" | grep -v Warning
 fi

@@ -121,7 +121,8 @@ __attribute__((visibility("default"))) const char* gparity_oprec_error() {
 /// `codes`: a tuple of two tuples of code objects: those whose frames mean backward
 /// (torch.autograd.backward, .grad), those whose direct ops are bookkeeping (record_function's
 /// __enter__/__exit__); then, optionally, the callable that names a collective's group; `library_prefixes`:
-/// file prefixes of library code, one a line. 0, or -1 (error).
+/// file prefixes of library code, one a line; `hash`: 0 no hashes, else the shard hash's spec (1 or
+/// 2; an older Python passed 1 for "hash"). 0, or -1 (error).
 __attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step, std::int64_t first_id,
                                                                int hash, int xxh3,
                                                                const char* library_prefixes, void* codes) {
@@ -130,6 +131,7 @@ __attribute__((visibility("default"))) int gparity_oprec_begin(std::int64_t step
     o.step = step;
     o.first_tensor_id = first_id;
     o.hash = hash != 0;
+    o.shard_spec = hash == 2 ? 2 : 1;
     o.xxh3 = xxh3 != 0;
     o.library_prefixes = split_lines(library_prefixes);
 #if GPARITY_OPREC_PYTHON

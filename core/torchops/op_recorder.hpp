@@ -29,6 +29,9 @@ struct OpRecorderOptions {
   std::int64_t first_tensor_id = 0;           // ids go on across a recorder's steps
   bool hash = true;                           // false: no hashes at all (the recorder's own cost)
   bool xxh3 = true;                           // false: the shard-invariant hash alone
+  // The shard hash's spec (docs/hashing.md): 2 for op records since issue 32 (one multiply an
+  // element: the recorded step's hashes cost about half of v1's on bf16); records say so.
+  int shard_spec = 2;
   std::vector<std::string> library_prefixes;  // frames in files under these are not user code
 };
 

@@ -31,6 +31,7 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
                std::vector<TensorRef>& refs) {
   at::DisableRecordFunctionGuard no_records;  // our own zeros/contiguous are not the step's ops
   at::NoGradGuard no_grad;
+  const auto spec = s.options.shard_spec == 2 ? hash::ShardSpec::V2 : hash::ShardSpec::V1;
   std::vector<bool> done(todo.size(), false);
   for (std::size_t i = 0; i < todo.size(); ++i) {
     if (done[i]) continue;
@@ -69,10 +70,10 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
       dw.ready->record(impl->getStream(device));
       dw.side->wait(*dw.ready);
       c10::StreamGuard on_side(*dw.side);
-      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3);
+      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3, spec);
       for (const auto& t : group) impl->recordDataPtrOnStream(t.storage().data_ptr(), *dw.side);
     } else {
-      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3);
+      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3, spec);
     }
     dw.used.back() += n;
     for (std::size_t k = 0; k < members.size(); ++k) {

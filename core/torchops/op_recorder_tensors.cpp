@@ -3,6 +3,7 @@
 
 #include <cctype>
 
+#include "core/model/ops/op_log.hpp"
 #include "core/runtime/cuda_graph.hpp"
 #include "core/torchops/op_recorder_state.hpp"
 

@@ -58,6 +58,8 @@ const std::string& code_line(const std::string& file, int line) {
 
 std::string records_jsonl(const State& s, const std::vector<Record>& records, const HashWords& words) {
   const bool xxh3 = s.options.xxh3;
+  // Every record of a hashed step names the shard spec when it is v2 (absent: v1).
+  const bool shard_spec2 = s.options.hash && s.options.shard_spec == 2;
   const auto tensor = [&](std::string& out, const TensorRef& t) {
     out += "{\"id\":";
     out += std::to_string(t.id);
@@ -114,6 +116,7 @@ std::string records_jsonl(const State& s, const std::vector<Record>& records, co
     out += std::to_string(index);
     out += ",\"op\":";
     json_string(out, r.op ? r.op->name : r.kernel);
+    if (shard_spec2) out += ",\"shard_spec\":2";
     if (!r.op) {
       out += ",\"kind\":\"kernel\"";
       if (!r.kernel_json.empty()) {

@@ -18,9 +18,16 @@ std::int64_t as_signed(std::uint64_t v) {
   return std::bit_cast<std::int64_t>(v);
 }
 
-/// [xxh3, shard] of one block at `offsets` inside `global_shape` (both empty: whole tensor).
-at::Tensor hash_tensor(const at::Tensor& t, at::IntArrayRef offsets, at::IntArrayRef global_shape) {
-  const auto h = gparity::runtime::hash_block(t, offsets, global_shape);
+gparity::hash::ShardSpec spec_of(std::int64_t shard_spec) {
+  if (shard_spec != 1 && shard_spec != 2) throw std::invalid_argument("gparity: shard_spec must be 1 or 2");
+  return shard_spec == 2 ? gparity::hash::ShardSpec::V2 : gparity::hash::ShardSpec::V1;
+}
+
+/// [xxh3, shard] of one block at `offsets` inside `global_shape` (both empty: whole tensor); the
+/// shard hash of spec `shard_spec` (docs/hashing.md).
+at::Tensor hash_tensor(const at::Tensor& t, at::IntArrayRef offsets, at::IntArrayRef global_shape,
+                       std::int64_t shard_spec) {
+  const auto h = gparity::runtime::hash_block(t, offsets, global_shape, spec_of(shard_spec));
   auto out = at::empty({2}, at::kLong);
   out[0] = as_signed(h.xxh3);
   out[1] = as_signed(h.shard);
@@ -54,10 +61,12 @@ at::Tensor hash_tensors(at::TensorList tensors, at::IntArrayRef offsets, at::Int
 /// Both hashes of every tensor into `words` from slot `first` (2 int64 words a slot, zeroed, on the
 /// tensors' device), without waiting for the device: the op recorder (python/gparity,
 /// record_ops) hashes every op's outputs this way and reads the words back once a step. `xxh3`
-/// false: the shard-invariant hash alone (its XXH3 words stay 0).
-void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tensors, bool xxh3) {
+/// false: the shard-invariant hash alone (its XXH3 words stay 0); `shard_spec`: 1 or 2
+/// (docs/hashing.md).
+void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tensors, bool xxh3,
+               std::int64_t shard_spec) {
   gparity::runtime::hash_blocks_into(std::span<const at::Tensor>(tensors.data(), tensors.size()), words,
-                                     first, xxh3);
+                                     first, xxh3, spec_of(shard_spec));
 }
 
 /// The op recorder's kernel records (python/gparity's Inductor launcher hook; op_recorder_kernels.cpp).
@@ -74,9 +83,9 @@ void oprec_kernel_end(std::int64_t index, at::TensorList outs, std::vector<std::
 }  // namespace
 
 TORCH_LIBRARY(gparity, m) {
-  m.def("hash_tensor(Tensor t, int[] offsets, int[] global_shape) -> Tensor", &hash_tensor);
+  m.def("hash_tensor(Tensor t, int[] offsets, int[] global_shape, int shard_spec=1) -> Tensor", &hash_tensor);
   m.def("hash_tensors(Tensor[] tensors, int[] offsets, int[] global_shapes) -> Tensor", &hash_tensors);
-  m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True) -> ()", &hash_into);
+  m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True, int shard_spec=1) -> ()", &hash_into);
   m.def("oprec_kernel_begin(Tensor[] args, str[] names, str[] roles, str kernel, str kernel_json) -> int",
         &oprec_kernel_begin);
   m.def("oprec_kernel_end(int index, Tensor[] outs, str[] names, str[] roles) -> ()", &oprec_kernel_end);

@@ -77,7 +77,7 @@ HashChoice choose_hashes(const OpLog& eager, const OpLog& compiled) {
   const auto& a = eager.hash_spec;
   const auto& b = compiled.hash_spec;
   // gparity's own hashes (op records) first: identities; then DebugMode's.
-  for (const char* fn : {"xxh3", "shard", "hash_tensor", "norm"}) {
+  for (const char* fn : {"xxh3", "shard", "shard_v2", "hash_tensor", "norm"}) {
     if (c.names.size() == 2) break;
     const int pa = a.index_of(fn), pb = b.index_of(fn);
     if (pa >= 0 && pb >= 0) {

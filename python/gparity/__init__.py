@@ -53,10 +53,11 @@ def load_ops(path=None):
     _loaded_path = path  # the op recorder's C++ backend calls into the same library (ctypes)
 
 
-def hash_tensor(t, offsets=(), global_shape=()):
-    """(xxh3, shard-invariant partial) of a block, as unsigned ints."""
+def hash_tensor(t, offsets=(), global_shape=(), shard_spec=1):
+    """(xxh3, shard-invariant partial) of a block, as unsigned ints; the shard hash of spec
+    `shard_spec` (1 or 2, docs/hashing.md)."""
     load_ops()
-    h = torch.ops.gparity.hash_tensor(t, list(offsets), list(global_shape)).tolist()
+    h = torch.ops.gparity.hash_tensor(t, list(offsets), list(global_shape), shard_spec).tolist()
     return h[0] & _MASK64, h[1] & _MASK64
 
 

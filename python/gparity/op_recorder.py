@@ -209,9 +209,13 @@ class OpRecorder:
     values compared with xxhsum; XXH3's chain is sequential per tensor: 8.4x / 10.6x); both runs
     must use the same. "none" records without hashes (the recorder's own cost, for benchmarks:
     nothing to compare).
+    shard_spec: the shard hash's spec (docs/hashing.md): 2 (default since issue 32: one multiply an
+    element, about half v1's GPU time on bf16), or 1 to compare with runs recorded before; every
+    record of a v2 run says `"shard_spec": 2`, and hashes of two specs are never compared.
     backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python"."""
 
-    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="shard", backend="auto"):
+    def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="shard", backend="auto",
+                 shard_spec=2):
         from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
 
         d = _dist()
@@ -221,6 +225,9 @@ class OpRecorder:
         if hashes not in ("xxh3+shard", "shard", "none"):
             raise ValueError(f"gparity.OpRecorder: hashes must be 'xxh3+shard', 'shard' or 'none', not {hashes!r}")
         self.hashes = hashes
+        if shard_spec not in (1, 2):
+            raise ValueError(f"gparity.OpRecorder: shard_spec must be 1 or 2, not {shard_spec!r}")
+        self.shard_spec = shard_spec
         self._xxh3 = hashes == "xxh3+shard"
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
@@ -293,7 +300,8 @@ class OpRecorder:
             torch.nn.modules.module.register_module_forward_hook(leave),
         ]
         prefixes = "\n".join(_LIBRARY_DIRS).encode("utf-8", "replace")
-        if lib.gparity_oprec_begin(step, self._next_id, int(self.hashes != "none"), int(self._xxh3), prefixes,
+        if lib.gparity_oprec_begin(step, self._next_id, 0 if self.hashes == "none" else self.shard_spec,
+                                   int(self._xxh3), prefixes,
                                    (tuple(self._backward_codes), _bookkeeping_codes(), _cpp_group)) != 0:
             for h in self._hooks:
                 h.remove()
@@ -314,6 +322,8 @@ class OpRecorder:
         lines = []
         for index, (op, phase, module, source, args, outs, extra) in enumerate(self._records):
             rec = {"type": "op", "step": self._step, "index": index, "op": op}
+            if self.shard_spec == 2 and self.hashes != "none":
+                rec["shard_spec"] = 2
             arg_names = out_names = ()
             if extra and ("_arg_names" in extra or extra.get("kind") == "kernel"):
                 extra = dict(extra)
@@ -597,7 +607,8 @@ class OpRecorder:
                 chunks.append(torch.zeros(2 * max(_SLOTS, len(idx)), dtype=torch.int64, device=dev))
                 used.append(0)
             first = used[-1]
-            torch.ops.gparity.hash_into(chunks[-1], first, [tensors[i].detach() for i in idx], self._xxh3)
+            torch.ops.gparity.hash_into(chunks[-1], first, [tensors[i].detach() for i in idx], self._xxh3,
+                                        self.shard_spec)
             used[-1] = first + len(idx)
             for k, i in enumerate(idx):
                 slots[i] = (dev, len(chunks) - 1, first + k)
@@ -1004,13 +1015,15 @@ def _code_line(filename, lineno):
 _recorders = {}
 
 
-def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="shard", backend="auto"):
+def record_ops(run_dir, step, model=None, rank=None, world_size=None, hashes="shard", backend="auto",
+               shard_spec=2):
     """`with gparity.record_ops(run_dir, step=N, model=model):` records one step's ops. The first
     call for a run directory in this process starts its rank file; later steps append to it.
     backend: "auto" (the C++ recorder when libgparity_torchops has it), "cpp" or "python"."""
     key = os.path.abspath(run_dir)
     rec = _recorders.get(key)
     if rec is None:
-        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes, backend=backend)
+        rec = OpRecorder(run_dir, model=model, rank=rank, world_size=world_size, hashes=hashes, backend=backend,
+                         shard_spec=shard_spec)
         _recorders[key] = rec
     return rec.record(step)

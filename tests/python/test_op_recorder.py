@@ -106,7 +106,7 @@ class _Cases:
     def test_a_parity_of_eager_and_aot_autograd(self):
         code, rep, text = self.compare("compiled")
         self.assertEqual(code, 0, text)
-        self.assertEqual(rep["result"]["decided_by"], "shard")
+        self.assertEqual(rep["result"]["decided_by"], "shard_v2")
         ranks = self.first(rep)
         self.assertEqual(sorted(ranks), [0, 1])
         for r in ranks.values():
@@ -126,7 +126,7 @@ class _Cases:
             ops = {c["op"] for c in f["values"]["compiled"]}
             self.assertEqual(f["values"]["paired_by"], "decomposition", text)
             self.assertTrue({"aten::tanh", "aten::mul.Tensor"} <= ops, ops)
-            self.assertEqual(f["values"]["decided_by"], "shard")
+            self.assertEqual(f["values"]["decided_by"], "shard_v2")
         # Step 2 starts from the weights step 1 updated: it follows.
         follows = [f for f in rep["findings"] if f["kind"] == "op_divergence_follows"]
         self.assertEqual(sorted(f["values"]["rank"] for f in follows), [0, 1], text)
@@ -226,7 +226,7 @@ class BackendsAgree(unittest.TestCase):
         py, cpp = os.path.join(out, "python", "eager"), os.path.join(out, "cpp", "eager")
         code, rep, text = compare_runs(py, cpp)
         self.assertEqual(code, 0, text)
-        self.assertEqual(rep["result"]["decided_by"], "shard")
+        self.assertEqual(rep["result"]["decided_by"], "shard_v2")
         for r in rep["result"]["ranks"]:
             self.assertTrue(r["parity"], text)
             self.assertEqual(r["steps"], 2)
@@ -592,9 +592,9 @@ class KernelLaunches(unittest.TestCase):
         self.assertEqual(k["args"][2].get("unhashed"), "uninitialized")
         self.assertEqual(by_id[k["args"][2]["id"]][0], "aten::empty_strided")
         # Written values, hashed after the launch: what the buffers hold now.
-        self.assertEqual(k["outs"][0]["shard"], format(gparity.hash_tensor(acc)[1], "016x"))
-        self.assertEqual(k["outs"][1]["shard"], format(gparity.hash_tensor(buf)[1], "016x"))
-        self.assertEqual(k["args"][0]["shard"], format(gparity.hash_tensor(y)[1], "016x"))
+        self.assertEqual(k["outs"][0]["shard"], format(gparity.hash_tensor(acc, shard_spec=2)[1], "016x"))
+        self.assertEqual(k["outs"][1]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
+        self.assertEqual(k["args"][0]["shard"], format(gparity.hash_tensor(y, shard_spec=2)[1], "016x"))
         self.assertTrue(torch.equal(buf, (x * 2 + y) * 3))
         # The reader after it reads the kernel's output by id: no hash of its own.
         after = recs[recs.index(k) + 1]
@@ -642,7 +642,7 @@ class KernelLaunches(unittest.TestCase):
                 self.assertEqual(len(muls), 2, recs)
                 self.assertIn("shard", muls[0]["args"][0], (backend, muls[0]))
                 self.assertIn("shard", muls[1]["args"][0], (backend, muls[1]))
-                self.assertEqual(muls[1]["args"][0]["shard"], format(gparity.hash_tensor(a)[1], "016x"))
+                self.assertEqual(muls[1]["args"][0]["shard"], format(gparity.hash_tensor(a, shard_spec=2)[1], "016x"))
                 self.assertNotEqual(muls[0]["args"][0]["shard"], muls[1]["args"][0]["shard"])
                 self.assertTrue(torch.equal(second, a * 3) and not torch.equal(first, a * 2))
 
@@ -664,7 +664,7 @@ class KernelLaunches(unittest.TestCase):
                 self.assertEqual([t.get("name") for t in mm["args"]], [None, None, "out"], mm)
                 self.assertNotIn("shard", mm["args"][2])
                 self.assertEqual(mm["outs"][0]["id"], mm["args"][2]["id"])
-                self.assertEqual(mm["outs"][0]["shard"], format(gparity.hash_tensor(buf)[1], "016x"))
+                self.assertEqual(mm["outs"][0]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
                 shapes[backend] = [sorted(t) for t in mm["args"] + mm["outs"]]
         self.assertEqual(shapes["python"], shapes["cpp"])
 
@@ -674,6 +674,63 @@ class KernelLaunches(unittest.TestCase):
         acc, buf = x.clone(), torch.zeros(4)
         self.Launcher().run(x, acc, buf, 4, stream=0)  # the hook passes through
         self.assertTrue(torch.equal(buf, torch.full((4,), 6.0)))
+
+
+class ShardSpec(unittest.TestCase):
+    """Op records are hashed with the shard hash of spec v2 unless asked for v1 (issue 32: one
+    multiply an element on the GPU, docs/hashing.md), in both backends: every record of a v2 run
+    says so, its hashes are the spec's (scripts/shard_hash_v2_ref.py, written from the spec, agrees),
+    and a v1 run compared with a v2 run is nothing compared (exit 2), never a divergence."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts"))
+
+    def run_step(self, tmp, name, backend, shard_spec):
+        import torch
+        import gparity
+        torch.manual_seed(0)
+        w = torch.randn(8, 8).to(torch.bfloat16)
+        x = torch.randn(4, 8).to(torch.bfloat16)
+        rec = gparity.OpRecorder(os.path.join(tmp, name), rank=0, world_size=1, backend=backend,
+                                 shard_spec=shard_spec)
+        with rec.record(1):
+            y = torch.relu(x @ w)
+        rec.close()
+        with open(os.path.join(tmp, name, "rank-0.jsonl"), encoding="utf-8") as f:
+            return [json.loads(line) for line in f], y
+
+    def test_v2_records_say_so_and_hold_the_specs_hash(self):
+        import shard_hash_v2_ref as ref
+        with tempfile.TemporaryDirectory() as tmp:
+            for backend in ("python", "cpp"):
+                recs, y = self.run_step(tmp, backend, backend, 2)
+                self.assertTrue(recs)
+                self.assertTrue(all(r.get("shard_spec") == 2 for r in recs), recs)
+                relu = [r for r in recs if r["op"].startswith("aten::relu")][-1]
+                import torch
+                expected = ref.shard_hash(bytes(y.contiguous().view(-1).view(torch.uint8).tolist()), 2)
+                self.assertEqual(relu["outs"][0]["shard"], format(expected, "016x"), backend)
+                recs1, y1 = self.run_step(tmp, backend + "_v1", backend, 1)
+                self.assertTrue(all("shard_spec" not in r for r in recs1), recs1)
+                relu1 = [r for r in recs1 if r["op"].startswith("aten::relu")][-1]
+                import gparity
+                self.assertEqual(relu1["outs"][0]["shard"], format(gparity.hash_tensor(y1)[1], "016x"))
+                self.assertNotEqual(relu1["outs"][0]["shard"], relu["outs"][0]["shard"])
+            same = subprocess.run([EXE, "compare", os.path.join(tmp, "python"), os.path.join(tmp, "cpp")],
+                                  capture_output=True, text=True)
+            self.assertEqual(same.returncode, 0, same.stdout + same.stderr)
+            self.assertIn("shard_v2", same.stdout)
+            mixed = subprocess.run([EXE, "compare", os.path.join(tmp, "cpp_v1"), os.path.join(tmp, "cpp")],
+                                   capture_output=True, text=True)
+            self.assertEqual(mixed.returncode, 2, mixed.stdout + mixed.stderr)
+            self.assertIn("shard_spec", mixed.stdout + mixed.stderr)
+
+    def test_a_bad_spec_is_refused(self):
+        import gparity
+        with tempfile.TemporaryDirectory() as tmp, self.assertRaises(ValueError):
+            gparity.OpRecorder(tmp, rank=0, world_size=1, shard_spec=3)
 
 
 if __name__ == "__main__":

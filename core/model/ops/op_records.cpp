@@ -74,9 +74,12 @@ class Reader {
       std::string problem;
       if (!record(j, line_no, problem, any_xxh3)) log_.issues.push_back({line_no, "op record: " + problem});
     }
+    // The shard hash of spec v2 is another function (docs/hashing.md): never compared with v1's.
+    const std::string shard = spec_ == 2 ? "shard_v2" : "shard";
+    log_.hash_spec.functions = {"xxh3", shard};
     if (!any_xxh3) {
       // A run hashed with the shard-invariant hash alone (hashes="shard").
-      log_.hash_spec.functions = {"shard"};
+      log_.hash_spec.functions = {shard};
       for (auto& t : log_.tensors)
         if (t.hash_count == 2) {
           log_.hashes[t.first_hash] = log_.hashes[t.first_hash + 1];
@@ -195,6 +198,7 @@ class Reader {
     if (const auto m = j.find("module"); m != j.end() && m->is_string())
       r.module = log_.strings.intern(m->get_ref<const std::string&>());
     if (const auto s = j.find("source"); s != j.end() && s->is_object()) r.source = source(*s);
+    if (!shard_spec(j, line_no, problem)) return false;
     pending_.clear();
     views_ = 0;
     std::uint32_t args = 0, outs = 0;
@@ -237,6 +241,27 @@ class Reader {
     }
     if (log_.steps.empty() || log_.steps.back() != r.step) log_.steps.push_back(r.step);
     log_.records.push_back(r);
+    return true;
+  }
+
+  /// The record's shard hash spec (`"shard_spec"`: 1 or 2, absent 1; docs/hashing.md): the first
+  /// record's is the log's, and a record of another is a problem (its hashes are another
+  /// function's; one log, one spec).
+  bool shard_spec(const json& j, std::int64_t line_no, std::string& problem) {
+    int spec = 1;
+    if (const auto s = j.find("shard_spec"); s != j.end()) {
+      if (!s->is_number_integer() || (s->get<std::int64_t>() != 1 && s->get<std::int64_t>() != 2))
+        return problem = "\"shard_spec\" is not 1 or 2", false;
+      spec = static_cast<int>(s->get<std::int64_t>());
+    }
+    if (spec_ == 0) {
+      spec_ = spec;
+      spec_line_ = line_no;
+    } else if (spec != spec_) {
+      return problem = "shard hash spec " + std::to_string(spec) + " after spec " + std::to_string(spec_) +
+                       " (line " + std::to_string(spec_line_) + "): one log, one spec",
+             false;
+    }
     return true;
   }
 
@@ -325,6 +350,8 @@ class Reader {
   OpLog log_;
   std::vector<TensorRef> pending_;
   std::uint32_t views_ = 0;  // outputs of the record being read that are views
+  int spec_ = 0;             // the log's shard hash spec (its first record's); 0: none read yet
+  std::int64_t spec_line_ = 0;
   std::unordered_map<std::int64_t, TensorRef> last_hashed_;  // by id: its last hashed appearance
   std::map<std::tuple<std::string, std::int64_t, std::string>, std::uint32_t> source_ids_;
 };

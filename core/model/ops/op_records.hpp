@@ -3,8 +3,9 @@
 // recorder, python/gparity/op_recorder.py; docs/trace-format.md, docs/ops.md): every op of a
 // step with its tensors (record id, dtype, shape, XXH3-64 and shard-invariant hash), module,
 // source line and phase. They become the same OpLog the DebugMode reader makes, so the op
-// alignment and verdicts (diff/ops) work on them unchanged: hash functions "xxh3" and "shard"
-// (identities, not DebugMode's order-blind hash_tensor), an input without hashes holds its
+// alignment and verdicts (diff/ops) work on them unchanged: hash functions "xxh3" and "shard", or
+// "shard_v2" for a log whose records say `"shard_spec": 2` (identities, not DebugMode's
+// order-blind hash_tensor; one spec a log), an input without hashes holds its
 // producer's output, a collective's outputs (`"async": true`) are seen by their next reader, a
 // view argument (`"view": {"base": id}`) is read as its base (the base's id, and its hashes where
 // dtype and size match), so a view op has no verdict of its own.

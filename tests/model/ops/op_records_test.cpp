@@ -71,6 +71,33 @@ TEST(OpRecords, ShardOnlyRunsAreOneFunction) {
   EXPECT_EQ(log.hash(t, 0).bits, 0xaau);
 }
 
+TEST(OpRecords, ShardSpecTwoIsAnotherFunctionAndOneLogHasOneSpec) {
+  const auto relu = [](std::string_view spec, std::string_view hash) {
+    return std::string(R"({"type":"op","step":1,"op":"aten::relu",)") + std::string(spec) +
+           R"("args":[],"outs":[{"id":0,"dtype":"bfloat16","shape":[2],"shard":")" + std::string(hash) +
+           "\"}]}\n";
+  };
+  // Spec v2's hashes are another function's: named apart, so never compared with v1's.
+  const OpLog v2 = parse_op_records(relu(R"("shard_spec":2,)", "00000000000000aa"), "r", 0);
+  ASSERT_TRUE(v2.issues.empty()) << v2.issues.front().problem;
+  EXPECT_EQ(v2.hash_spec.functions, (std::vector<std::string>{"shard_v2"}));
+  EXPECT_EQ(parse_op_records(relu(R"("shard_spec":1,)", "00000000000000aa"), "r", 0).hash_spec.functions,
+            (std::vector<std::string>{"shard"}));
+  // A record of another spec than the log's first costs that record; a bad spec value too.
+  const OpLog mixed = parse_op_records(
+      relu(R"("shard_spec":2,)", "00000000000000aa") + relu("", "00000000000000bb") +
+          relu(R"("shard_spec":"2",)", "00000000000000cc") + relu(R"("shard_spec":2,)", "00000000000000dd"),
+      "r", 0);
+  EXPECT_EQ(mixed.hash_spec.functions, (std::vector<std::string>{"shard_v2"}));
+  ASSERT_EQ(mixed.records.size(), 2u);
+  EXPECT_EQ(mixed.hash(mixed.out(mixed.records[1], 0), 0).bits, 0xddu);
+  ASSERT_EQ(mixed.issues.size(), 2u);
+  EXPECT_EQ(mixed.issues[0].line, 2);
+  EXPECT_NE(mixed.issues[0].problem.find("spec 1 after spec 2 (line 1)"), std::string::npos)
+      << mixed.issues[0].problem;
+  EXPECT_NE(mixed.issues[1].problem.find("not 1 or 2"), std::string::npos) << mixed.issues[1].problem;
+}
+
 TEST(OpRecords, DamageCostsOneRecordAndACutLastLineMarksTheLogTruncated) {
   const std::string text =
       std::string(kGelu) + "{not json\n" +

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Where a recorded compiled step's time goes (issue 32; docs/ops.md, "Cost"): a diagnostic beside
+bench/ops_recorder_gpu_bench.py, which gives the ratios. Same model and step, compiled with
+Inductor, on one GPU. Per mode (compiled; record_ops C++ with hashes "shard"; the same with
+hashes "none"; the Python backend with "shard"), median of --steps steps, each synchronized
+before and after:
+
+  host_ms   the step's Python call returns (kernels enqueued, not waited for)
+  exit_ms   leaving record_ops' scope (the step's hashes read back, its records written)
+  total_ms  the whole step, waited for
+  gpu_ms    the GPU's busy time in the step (torch.profiler: the sum of its kernels' times)
+  hash_ms   of which gparity's hash kernels
+
+then a cProfile of --profile-steps recorded steps (C++ backend, "shard"), sorted by own time.
+
+  GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
+    python3 bench/ops_recorder_gpu_profile.py --config 4096,512,2 --out OUT.json
+"""
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ops_recorder_gpu_bench import Net, step, gparity  # noqa: E402  (bench/, this script's folder)
+
+
+def timed_step(fn, scope):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with scope() as _:
+        fn()
+        t1 = time.perf_counter()
+    t2 = time.perf_counter()
+    torch.cuda.synchronize()
+    t3 = time.perf_counter()
+    return {"host_ms": (t1 - t0) * 1e3, "exit_ms": (t2 - t1) * 1e3, "total_ms": (t3 - t0) * 1e3}
+
+
+def gpu_times(fn, scope):
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with scope():
+            fn()
+        torch.cuda.synchronize()
+    gpu = hashed = 0.0
+    kernels = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
+        gpu += us
+        if "hash" in e.name or "dense_batch" in e.name:
+            hashed += us
+            kernels[e.name] = kernels.get(e.name, 0) + 1
+    return {"gpu_ms": gpu / 1e3, "hash_ms": hashed / 1e3, "hash_launches": sum(kernels.values())}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", action="append", default=[])
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--profile-steps", type=int, default=5)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    gparity.load_ops()
+    doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": []}
+    for c in args.config or ["4096,512,2"]:
+        dim, seq, batch = (int(v) for v in c.split(","))
+        torch.manual_seed(0)
+        model = Net(dim, dim // 128).to(device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(batch, seq, dim, device="cuda", dtype=torch.bfloat16)
+        compiled = torch.compile(model)
+        tmp = tempfile.mkdtemp(prefix="oprec-profile-")
+        recorders = {}
+        counter = [0]
+
+        def recorded(hashes, backend):
+            key = (hashes, backend)
+            if key not in recorders:
+                recorders[key] = gparity.OpRecorder(os.path.join(tmp, f"{backend}_{hashes}"), model=model, rank=0,
+                                                    world_size=1, hashes=hashes, backend=backend)
+
+            def scope():
+                counter[0] += 1
+                return recorders[key].record(counter[0])
+            return scope
+
+        modes = {"compiled": contextlib.nullcontext, "cpp_shard": recorded("shard", "cpp"),
+                 "cpp_none": recorded("none", "cpp"), "python_shard": recorded("shard", "python")}
+        run = lambda: step(compiled, x)  # noqa: E731
+        for scope in modes.values():  # compile, autotune, warm every mode
+            for _ in range(3):
+                timed_step(run, scope)
+        result = {"dim": dim, "seq": seq, "batch": batch, "modes": {}}
+        rows = {name: [] for name in modes}
+        for _ in range(args.steps):
+            for name, scope in modes.items():
+                rows[name].append(timed_step(run, scope))
+        for name, scope in modes.items():
+            med = {k: statistics.median(r[k] for r in rows[name]) for k in rows[name][0]}
+            med.update(gpu_times(run, scope))
+            result["modes"][name] = med
+        base = result["modes"]["compiled"]["total_ms"]
+        print(f"dim {dim} seq {seq} batch {batch}", flush=True)
+        for name, m in result["modes"].items():
+            print(f"  {name:13s} host {m['host_ms']:7.2f}  exit {m['exit_ms']:6.2f}  total {m['total_ms']:7.2f} "
+                  f"({m['total_ms'] / base:4.2f}x)  gpu {m['gpu_ms']:7.2f}  hash {m['hash_ms']:6.2f} "
+                  f"({m['hash_launches']} launches)", flush=True)
+        prof = cProfile.Profile()
+        scope = modes["cpp_shard"]
+        for _ in range(args.profile_steps):
+            torch.cuda.synchronize()
+            prof.enable()
+            with scope():
+                run()
+            torch.cuda.synchronize()
+            prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+        result["cprofile_tottime"] = text.getvalue()
+        print(text.getvalue(), flush=True)
+        for r in recorders.values():
+            r.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        doc["results"].append(result)
+        del model, compiled, x
+        torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+
+
+if __name__ == "__main__":
+    main()
