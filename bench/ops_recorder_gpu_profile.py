@@ -62,10 +62,14 @@ def gpu_times(fn, scope):
             continue
         us = e.device_time if hasattr(e, "device_time") else e.cuda_time
         gpu += us
-        if "hash" in e.name or "dense_batch" in e.name:
+        if "hash" in e.name or "dense_batch" in e.name or "rows_kernel" in e.name or "strided_kernel" in e.name \
+                or "runs_kernel" in e.name or "dense_kernel" in e.name:
             hashed += us
-            kernels[e.name] = kernels.get(e.name, 0) + 1
-    return {"gpu_ms": gpu / 1e3, "hash_ms": hashed / 1e3, "hash_launches": sum(kernels.values())}
+            name = e.name.replace("(anonymous namespace)::", "").split("<")[0].split("(")[0].replace("void ", "").split("::")[-1]
+            n, t = kernels.get(name, (0, 0.0))
+            kernels[name] = (n + 1, t + us / 1e3)
+    return {"gpu_ms": gpu / 1e3, "hash_ms": hashed / 1e3, "hash_launches": sum(n for n, _ in kernels.values()),
+            "hash_kernels": {k: {"launches": n, "ms": round(t, 3)} for k, (n, t) in kernels.items()}}
 
 
 def main():
@@ -119,6 +123,8 @@ def main():
             print(f"  {name:13s} host {m['host_ms']:7.2f}  exit {m['exit_ms']:6.2f}  total {m['total_ms']:7.2f} "
                   f"({m['total_ms'] / base:4.2f}x)  gpu {m['gpu_ms']:7.2f}  hash {m['hash_ms']:6.2f} "
                   f"({m['hash_launches']} launches)", flush=True)
+            for k, v in sorted(m["hash_kernels"].items(), key=lambda kv: -kv[1]["ms"]):
+                print(f"      {k:28s} {v['launches']:4d} launches {v['ms']:7.3f} ms", flush=True)
         prof = cProfile.Profile()
         scope = modes["cpp_shard"]
         for _ in range(args.profile_steps):
