@@ -64,9 +64,11 @@ std::string end_step(std::int64_t& next_tensor_id) {
     next_tensor_id = s.next_id;
   }
   if (!s.error.empty()) throw std::runtime_error("gparity.record_ops (C++ recorder): " + s.error);
-  // Every hash of the step, read back: the step's one wait per device.
-  const auto words = oprec_detail::read_back(devices);
-  return oprec_detail::records_jsonl(s, records, words);
+  // The records first, while the device finishes the step; then every hash of the step, read
+  // back: the step's one wait per device.
+  auto text = oprec_detail::records_jsonl(s, records);
+  oprec_detail::fill_hashes(text, oprec_detail::read_back(devices));
+  return std::move(text.text);
 }
 
 void push_module(std::string_view name) {
@@ -173,6 +175,13 @@ __attribute__((visibility("default"))) void gparity_oprec_push_module(const char
 
 __attribute__((visibility("default"))) void gparity_oprec_pop_module() {
   gparity::torchops::pop_module();
+}
+
+/// After a kernel's launch (torch.ops.gparity.oprec_kernel_begin gave `index`): what it wrote,
+/// hashed; `launched` 0: the launch failed. Through ctypes: no dispatcher call, no arguments to
+/// convert.
+__attribute__((visibility("default"))) void gparity_oprec_kernel_end(std::int64_t index, int launched) {
+  gparity::torchops::oprec_detail::kernel_end(index, launched != 0);
 }
 
 }  // extern "C"

@@ -26,9 +26,9 @@ namespace gparity::torchops {
 
 struct OpRecorderOptions {
   std::int64_t step = 0;
-  std::int64_t first_tensor_id = 0;           // ids go on across a recorder's steps
-  bool hash = true;                           // false: no hashes at all (the recorder's own cost)
-  bool xxh3 = true;                           // false: the shard-invariant hash alone
+  std::int64_t first_tensor_id = 0;  // ids go on across a recorder's steps
+  bool hash = true;                  // false: no hashes at all (the recorder's own cost)
+  bool xxh3 = true;                  // false: the shard-invariant hash alone
   // The shard hash's spec (docs/hashing.md): 2 for op records since issue 32 (one multiply an
   // element: the recorded step's hashes cost about half of v1's on bf16); records say so.
   int shard_spec = 2;

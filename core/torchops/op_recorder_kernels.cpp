@@ -1,6 +1,9 @@
 // The op recorder: kernel records (op_recorder_state.hpp). Triton kernels do not pass the
 // dispatcher, so RecordFunction never sees them: python/gparity wraps Inductor's launcher
-// (CachingAutotuner.run) and calls torch.ops.gparity.oprec_kernel_begin / _end around each launch.
+// (CachingAutotuner.run), registers each call site's kernel once (torch.ops.gparity.oprec_kernel_site:
+// name, record fields, signature) and calls torch.ops.gparity.oprec_kernel_begin (the site, the
+// tensors) before each launch and gparity_oprec_kernel_end (ctypes, the record's index) after it:
+// a launch pays one dispatcher call with its tensors, no strings.
 // A launch is then a record like an op's: what it reads hashed before it (unless an earlier
 // record of the step already holds that value), what it writes hashed after it, on the stream it
 // ran on; `kernel` names it and `kernel_json` carries its site, debug handle, source hash and
@@ -22,20 +25,31 @@ const char* role_of(std::string_view role) {
   return model::ops::arg_role_name(model::ops::ArgRole::Unnamed).data();
 }
 
-void name_refs(std::vector<TensorRef>& refs, const std::vector<std::size_t>& at,
-               const std::vector<std::string>& names, const std::vector<std::string>& roles) {
+/// Each ref's name and role by its argument's position `at[k]` in the kernel's signature.
+void name_refs(std::vector<TensorRef>& refs, const std::vector<std::size_t>& at, const KernelSite& site) {
   for (std::size_t k = 0; k < at.size() && k < refs.size(); ++k) {
     const auto i = at[k];
-    refs[k].name = i < names.size() ? names[i] : std::string();
-    refs[k].role = role_of(i < roles.size() ? roles[i] : std::string());
+    refs[k].name = i < site.names.size() ? site.names[i] : std::string();
+    refs[k].role = i < site.roles.size() ? site.roles[i] : role_of("");
   }
 }
 
 }  // namespace
 
-std::int64_t kernel_begin(const std::vector<at::Tensor>& args, const std::vector<std::string>& names,
-                          const std::vector<std::string>& roles, const std::string& kernel,
-                          const std::string& kernel_json) {
+std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
+                         std::vector<std::string> roles) {
+  auto& s = state();
+  KernelSite site{std::move(kernel), std::move(kernel_json), std::move(names), {}, {}};
+  for (std::size_t i = 0; i < site.names.size(); ++i) {
+    site.roles.push_back(role_of(i < roles.size() ? roles[i] : std::string()));
+    site.only_written.push_back(i < roles.size() && roles[i] == "out");
+  }
+  std::lock_guard lock(s.mutex);
+  s.kernel_sites.push_back(std::move(site));
+  return static_cast<std::int64_t>(s.kernel_sites.size()) - 1;
+}
+
+std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& args) {
   auto& s = state();
   const bool main_thread = std::this_thread::get_id() == s.thread;
   int code = -1, line = 0;
@@ -43,48 +57,57 @@ std::int64_t kernel_begin(const std::vector<at::Tensor>& args, const std::vector
 #if GPARITY_OPREC_PYTHON
   if (!python_caller(s, code, line, in_backward)) return -1;
 #endif
+  std::lock_guard lock(s.mutex);
+  if (!s.active || site_id < 0 || site_id >= static_cast<std::int64_t>(s.kernel_sites.size())) return -1;
+  const KernelSite& site = s.kernel_sites[static_cast<std::size_t>(site_id)];
   // What the kernel reads is hashed before it runs; what it only writes holds whatever the buffer
-  // held (Inductor reuses buffers) and is never hashed as an input.
-  std::vector<at::Tensor> defined;
+  // held (Inductor reuses buffers) and is never hashed as an input. What it writes is kept for
+  // kernel_end, which hashes it after the launch.
+  std::vector<at::Tensor> defined, written;
   std::vector<bool> only_written;
-  std::vector<std::size_t> at;
+  Record r;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined()) continue;
     defined.push_back(args[i]);
-    only_written.push_back(i < roles.size() && roles[i] == "out");
-    at.push_back(i);
+    only_written.push_back(i < site.only_written.size() && site.only_written[i]);
+    r.kernel_at.push_back(i);
   }
-  std::lock_guard lock(s.mutex);
-  if (!s.active) return -1;
-  Record r;
-  r.kernel = kernel;
-  r.kernel_json = kernel_json;
+  r.kernel = site.kernel;
+  r.kernel_json = site.kernel_json;
+  r.kernel_site = static_cast<int>(site_id);
   place_record(s, r, main_thread, in_backward, code, line);
   r.args = input_refs(s, defined, only_written);
-  name_refs(r.args, at, names, roles);
+  name_refs(r.args, r.kernel_at, site);
+  std::vector<std::size_t> written_at;
+  for (std::size_t k = 0; k < r.kernel_at.size(); ++k) {
+    const auto i = r.kernel_at[k];
+    if (i < site.roles.size() &&
+        std::string_view(site.roles[i]) != model::ops::arg_role_name(model::ops::ArgRole::In)) {
+      r.kernel_written.push_back(defined[k]);
+      written_at.push_back(i);
+    }
+  }
+  r.kernel_at = std::move(written_at);
   s.records.push_back(std::move(r));
   set_in_kernel(true);
   return static_cast<std::int64_t>(s.records.size()) - 1;
 }
 
-void kernel_end(std::int64_t index, const std::vector<at::Tensor>& outs,
-                const std::vector<std::string>& names, const std::vector<std::string>& roles) {
+void kernel_end(std::int64_t index, bool launched) {
   set_in_kernel(false);
   auto& s = state();
-  std::vector<std::size_t> at;
-  std::vector<at::Tensor> defined;
-  for (std::size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].defined()) {
-      defined.push_back(outs[i]);
-      at.push_back(i);
-    }
   std::lock_guard lock(s.mutex);
   if (!s.active || index < 0 || index >= static_cast<std::int64_t>(s.records.size())) return;
   auto& r = s.records[static_cast<std::size_t>(index)];
-  if (r.kernel.empty()) return;
-  // The buffers themselves, not views of the arguments: no input storages to compare against.
-  r.outs = refs_of(s, defined, /*as_input=*/false, /*hash_now=*/true);
-  name_refs(r.outs, at, names, roles);
+  if (r.kernel.empty() || r.kernel_site < 0) return;
+  // A launch that failed wrote nothing to hash. The buffers themselves, not views of the
+  // arguments: no input storages to compare against.
+  if (launched) {
+    r.outs = refs_of(s, r.kernel_written, /*as_input=*/false, /*hash_now=*/true);
+    name_refs(r.outs, r.kernel_at, s.kernel_sites[static_cast<std::size_t>(r.kernel_site)]);
+  }
+  r.kernel_written.clear();
+  r.kernel_at.clear();
 }
 
 }  // namespace gparity::torchops::oprec_detail

@@ -120,6 +120,18 @@ struct Record {
   // "kernel" object (site, handle, source hash, config) as JSON text made by python/gparity.
   std::string kernel;
   std::string kernel_json;
+  int kernel_site = -1;                    // into State::kernel_sites
+  std::vector<at::Tensor> kernel_written;  // between kernel_begin and kernel_end: what it writes
+  std::vector<std::size_t> kernel_at;      // their positions in the kernel's signature
+};
+
+/// A call site of a kernel (python/gparity registers each once): its name, the record's "kernel"
+/// object as JSON, its arguments' names and roles (model::ops::arg_role_name literals) by position.
+struct KernelSite {
+  std::string kernel, kernel_json;
+  std::vector<std::string> names;
+  std::vector<const char*> roles;
+  std::vector<bool> only_written;  // an `out` argument: never hashed before the launch
 };
 
 struct CodeInfo {
@@ -144,8 +156,9 @@ struct State {
   std::vector<int> modules;  // the module stack, as indices into module_names
   std::vector<std::string> module_names;
   std::unordered_map<std::string, int> module_index;
-  std::vector<CodeInfo> codes;  // user code objects seen (file, function)
-  std::string error;            // the first failure inside a callback
+  std::vector<CodeInfo> codes;           // user code objects seen (file, function)
+  std::vector<KernelSite> kernel_sites;  // kept across steps (a process has few)
+  std::string error;                     // the first failure inside a callback
 };
 
 /// The one recorder of the process (op_recorder.cpp).
@@ -167,16 +180,20 @@ void place_record(State& s, Record& r, bool main_thread, bool in_backward, int c
 
 // ---- kernel launches (op_recorder_kernels.cpp) ---------------------------------------------------
 
-/// A Triton kernel about to launch (python/gparity's launcher hook, through
+/// Registers a kernel's call site (torch.ops.gparity.oprec_kernel_site): its name, the record's
+/// "kernel" JSON, its tensor arguments' names and roles ("in", "out", "in_out", other: unnamed).
+/// Returns the site's id, valid for the process.
+std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
+                         std::vector<std::string> roles);
+/// A Triton kernel about to launch at `site` (python/gparity's launcher hook, through
 /// torch.ops.gparity.oprec_kernel_begin): its record, the arguments it reads hashed as an op's
-/// inputs are (`roles[i]` "out": written only, never hashed before), phase, module and source as
-/// an op's. Returns the record's index, or -1 when no step is being recorded.
-std::int64_t kernel_begin(const std::vector<at::Tensor>& args, const std::vector<std::string>& names,
-                          const std::vector<std::string>& roles, const std::string& kernel,
-                          const std::string& kernel_json);
-/// After the launch, on the kernel's stream: the arguments it wrote, hashed as outputs.
-void kernel_end(std::int64_t index, const std::vector<at::Tensor>& outs,
-                const std::vector<std::string>& names, const std::vector<std::string>& roles);
+/// inputs are (an "out" argument: written only, never hashed before), phase, module and source as
+/// an op's; no op is recorded on this thread until kernel_end. Returns the record's index, or -1
+/// when no step is being recorded.
+std::int64_t kernel_begin(std::int64_t site, const std::vector<at::Tensor>& args);
+/// After the launch (gparity_oprec_kernel_end), on the kernel's stream: the arguments it wrote,
+/// hashed as outputs (none when the launch failed).
+void kernel_end(std::int64_t index, bool launched);
 
 // ---- tensors (op_recorder_tensors.cpp) ----------------------------------------------------------
 
@@ -233,7 +250,20 @@ void release_codes();
 
 // ---- output (op_recorder_writer.cpp) ------------------------------------------------------------
 
-/// The step's records, one trace v1 "op" JSON line each; `words` from read_back.
-std::string records_jsonl(const State& s, const std::vector<Record>& records, const HashWords& words);
+/// The step's records, one trace v1 "op" JSON line each, with each hash's 16 hex digits left as
+/// a hole (`holes`) to fill once read back: the text is made while the device still runs the
+/// step's last kernels and hashes, not after the wait.
+struct StepText {
+  struct Hole {
+    std::size_t offset;  // of the 16 digits in `text`
+    int device, chunk;   // HashWords[device][chunk]
+    std::int64_t word;   // index into it
+  };
+  std::string text;
+  std::vector<Hole> holes;
+};
+StepText records_jsonl(const State& s, const std::vector<Record>& records);
+/// The holes of `step` filled with `words` (read_back's).
+void fill_hashes(StepText& step, const HashWords& words);
 
 }  // namespace gparity::torchops::oprec_detail

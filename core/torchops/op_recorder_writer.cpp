@@ -56,8 +56,16 @@ const std::string& code_line(const std::string& file, int line) {
 
 }  // namespace
 
-std::string records_jsonl(const State& s, const std::vector<Record>& records, const HashWords& words) {
+StepText records_jsonl(const State& s, const std::vector<Record>& records) {
+  StepText step;
+  std::string& out = step.text;
   const bool xxh3 = s.options.xxh3;
+  // A hash is 16 hex digits: written as zeros now, its place kept, filled once read back.
+  const auto hole = [&](const TensorRef& t, std::int64_t word) {
+    out += '"';
+    step.holes.push_back({out.size(), t.device, t.chunk, 2 * t.slot + word});
+    out += "0000000000000000\"";
+  };
   // Every record of a hashed step names the shard spec when it is v2 (absent: v1).
   const bool shard_spec2 = s.options.hash && s.options.shard_spec == 2;
   const auto tensor = [&](std::string& out, const TensorRef& t) {
@@ -92,21 +100,16 @@ std::string records_jsonl(const State& s, const std::vector<Record>& records, co
       out += '}';
     }
     if (t.device >= 0) {
-      const auto& w = words[static_cast<std::size_t>(t.device)][static_cast<std::size_t>(t.chunk)];
-      const auto i = static_cast<std::size_t>(t.slot);
       if (xxh3) {
-        out += ",\"xxh3\":\"";
-        out += hex64(w[2 * i]);
-        out += '"';
+        out += ",\"xxh3\":";
+        hole(t, 0);
       }
-      out += ",\"shard\":\"";
-      out += hex64(w[2 * i + 1]);
-      out += '"';
+      out += ",\"shard\":";
+      hole(t, 1);
     }
     out += '}';
   };
   static constexpr std::array<const char*, 3> kPhases = {"forward", "backward", "optimizer"};
-  std::string out;
   out.reserve(records.size() * 256);
   for (std::size_t index = 0; index < records.size(); ++index) {
     const auto& r = records[index];
@@ -161,7 +164,15 @@ std::string records_jsonl(const State& s, const std::vector<Record>& records, co
     }
     out += "}\n";
   }
-  return out;
+  return step;
+}
+
+void fill_hashes(StepText& step, const HashWords& words) {
+  for (const auto& h : step.holes) {
+    const auto& w = words[static_cast<std::size_t>(h.device)][static_cast<std::size_t>(h.chunk)];
+    const auto hex = hex64(w[static_cast<std::size_t>(h.word)]);
+    step.text.replace(h.offset, hex.size(), hex);
+  }
 }
 
 }  // namespace gparity::torchops::oprec_detail

@@ -70,14 +70,14 @@ void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tenso
 }
 
 /// The op recorder's kernel records (python/gparity's Inductor launcher hook; op_recorder_kernels.cpp).
-std::int64_t oprec_kernel_begin(at::TensorList args, std::vector<std::string> names,
-                                std::vector<std::string> roles, std::string kernel, std::string kernel_json) {
-  return gparity::torchops::oprec_detail::kernel_begin(args.vec(), names, roles, kernel, kernel_json);
+std::int64_t oprec_kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
+                               std::vector<std::string> roles) {
+  return gparity::torchops::oprec_detail::kernel_site(std::move(kernel), std::move(kernel_json),
+                                                      std::move(names), std::move(roles));
 }
 
-void oprec_kernel_end(std::int64_t index, at::TensorList outs, std::vector<std::string> names,
-                      std::vector<std::string> roles) {
-  gparity::torchops::oprec_detail::kernel_end(index, outs.vec(), names, roles);
+std::int64_t oprec_kernel_begin(std::int64_t site, at::TensorList args) {
+  return gparity::torchops::oprec_detail::kernel_begin(site, args.vec());
 }
 
 }  // namespace
@@ -85,8 +85,9 @@ void oprec_kernel_end(std::int64_t index, at::TensorList outs, std::vector<std::
 TORCH_LIBRARY(gparity, m) {
   m.def("hash_tensor(Tensor t, int[] offsets, int[] global_shape, int shard_spec=1) -> Tensor", &hash_tensor);
   m.def("hash_tensors(Tensor[] tensors, int[] offsets, int[] global_shapes) -> Tensor", &hash_tensors);
-  m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True, int shard_spec=1) -> ()", &hash_into);
-  m.def("oprec_kernel_begin(Tensor[] args, str[] names, str[] roles, str kernel, str kernel_json) -> int",
-        &oprec_kernel_begin);
-  m.def("oprec_kernel_end(int index, Tensor[] outs, str[] names, str[] roles) -> ()", &oprec_kernel_end);
+  m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True, int shard_spec=1) -> ()",
+        &hash_into);
+  m.def("oprec_kernel_site(str kernel, str kernel_json, str[] names, str[] roles) -> int",
+        &oprec_kernel_site);
+  m.def("oprec_kernel_begin(int site, Tensor[] args) -> int", &oprec_kernel_begin);
 }

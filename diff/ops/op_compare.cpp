@@ -60,15 +60,15 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
     return finish(2, "nothing compared: the op logs carry no usable hashes", {}, {{"kind", "ops"}});
   if (!choice || !choice->usable()) {
     Finding f{Severity::Error, "op_hash_functions_differ", {}, "", json::object()};
-    f.message = "the two sides were hashed with different functions: " + w.base + " " + printable(e0->path) +
-                " with " + es_spec->text() + ", " + w.cand + " " + printable(c0->path) + " with " +
-                cs_spec->text() +
-                "; no value can be compared (" +
-                (e0->format == "gparity op records" && c0->format == "gparity op records"
-                     ? "record both with the same gparity.record_ops hashes and shard_spec: shard hashes of two "
-                       "specs are different functions"
-                     : "log both with the same DebugMode.log_tensor_hashes hash_fn") +
-                ")";
+    f.message =
+        "the two sides were hashed with different functions: " + w.base + " " + printable(e0->path) +
+        " with " + es_spec->text() + ", " + w.cand + " " + printable(c0->path) + " with " + cs_spec->text() +
+        "; no value can be compared (" +
+        (e0->format == "gparity op records" && c0->format == "gparity op records"
+             ? "record both with the same gparity.record_ops hashes and shard_spec: shard hashes of two "
+               "specs are different functions"
+             : "log both with the same DebugMode.log_tensor_hashes hash_fn") +
+        ")";
     f.values = {{"eager", es_spec->functions}, {"compiled", cs_spec->functions}};
     em.emit(f);
     nothing_why = "the two sides were hashed with different functions";

@@ -430,8 +430,9 @@ class OpRecorder:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         names, roles, written = info.signature(args)
         if self._cpp is not None:
-            begin, end = _kernel_ops()
-            index = begin(tensors, names, roles, info.name, info.fields(autotuner, caller)[1])
+            # One dispatcher call with the tensors (the site's name, fields and signature were
+            # registered once), one ctypes call after the launch.
+            index = _kernel_begin()(info.site_id(autotuner, caller, names, roles), tensors)
             ok = False
             try:
                 out = run(autotuner, *args, **kwargs)
@@ -439,8 +440,7 @@ class OpRecorder:
             finally:
                 # Always: it also ends the launch's exemption from op records. A launch that
                 # failed has no outputs to hash.
-                end(index, [tensors[k] for k in written] if ok else [],
-                    [names[k] for k in written], [roles[k] for k in written])
+                self._cpp.gparity_oprec_kernel_end(index, int(ok))
             return out
         with _no_dispatch_mode():  # the hashing is not the step's ops
             source, phase, module = self._place(caller)
@@ -649,13 +649,12 @@ def _zip_names(refs, names):
 _kernel_op_overloads = []
 
 
-def _kernel_ops():
-    """torch.ops.gparity.oprec_kernel_begin / _end as OpOverloads (resolved once: a launch pays
-    the dispatcher, not the attribute lookups)."""
+def _kernel_begin():
+    """torch.ops.gparity.oprec_kernel_begin as an OpOverload (resolved once: a launch pays the
+    dispatcher, not the attribute lookups)."""
     if not _kernel_op_overloads:
-        _kernel_op_overloads.extend((torch.ops.gparity.oprec_kernel_begin.default,
-                                     torch.ops.gparity.oprec_kernel_end.default))
-    return _kernel_op_overloads
+        _kernel_op_overloads.append(torch.ops.gparity.oprec_kernel_begin.default)
+    return _kernel_op_overloads[0]
 
 
 def _no_dispatch_mode():
@@ -705,6 +704,7 @@ class _KernelInfo:
         self._sites = {}
         self._signatures = {}
         self._fields = {}
+        self._site_ids = {}
 
     def signature(self, args):
         """(names, roles, written) of a launch's tensor arguments: written = positions among
@@ -745,11 +745,27 @@ class _KernelInfo:
             self._sites[key] = site
         return site
 
+    def site_id(self, autotuner, caller, names, roles):
+        """The C++ recorder's id of this call site (torch.ops.gparity.oprec_kernel_site: the
+        kernel's name, record fields and signature), registered once per call site, launcher and
+        signature (each launch while the autotuner has not chosen a config registers anew)."""
+        key = self._fields_key(autotuner, caller) + (tuple(names),)
+        site = self._site_ids.get(key)
+        if site is None:
+            site = torch.ops.gparity.oprec_kernel_site(self.name, self.fields(autotuner, caller)[1], names, roles)
+            if key[2] is not None:
+                self._site_ids[key] = site
+        return site
+
+    @staticmethod
+    def _fields_key(autotuner, caller):
+        launchers = getattr(autotuner, "launchers", None) or ()
+        return caller.f_code.co_filename, caller.f_lineno, id(launchers[0]) if len(launchers) == 1 else None
+
     def fields(self, autotuner, caller):
         """The record's "kernel" object and its JSON text, made once per call site and launcher
         (the config is the launcher's, fixed once autotuned; not kept before that)."""
-        launchers = getattr(autotuner, "launchers", None) or ()
-        key = (caller.f_code.co_filename, caller.f_lineno, id(launchers[0]) if len(launchers) == 1 else None)
+        key = self._fields_key(autotuner, caller)
         made = self._fields.get(key)
         if made is None:
             out = {"site": self._site(caller)}
@@ -864,6 +880,8 @@ def _cpp_library():
         lib.gparity_oprec_push_module.argtypes = [ctypes.c_char_p]
         lib.gparity_oprec_push_module.restype = None
         lib.gparity_oprec_pop_module.restype = None
+        lib.gparity_oprec_kernel_end.argtypes = [ctypes.c_int64, ctypes.c_int]
+        lib.gparity_oprec_kernel_end.restype = None
         lib.features = lib.gparity_oprec_features()
     except (OSError, AttributeError, TypeError):  # an older library, or none loaded from a path
         lib = None
