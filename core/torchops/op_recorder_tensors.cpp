@@ -61,6 +61,38 @@ const Known* fresh_base_of(State& s, const at::Tensor& t) {
   return it == s.known.end() ? nullptr : fresh_hashed(s, it->second);
 }
 
+/// The first and last storage element `t` reaches; false for an empty tensor or a negative stride.
+bool element_range(const at::Tensor& t, std::int64_t& lo, std::int64_t& hi) {
+  if (t.numel() == 0) return false;
+  lo = hi = t.storage_offset();
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) < 0) return false;
+    hi += (t.size(d) - 1) * t.stride(d);
+  }
+  return true;
+}
+
+/// A fresh hashed tensor of the step in `t`'s storage, contiguous, of `t`'s dtype, whose elements
+/// include every one `t` reaches: `t`, an alias autograd does not know as a view (Inductor hands
+/// extern kernels reinterpret_tensor()s of buffers and parameters), holds values it read there,
+/// and its record names it as a view of that tensor instead of hashing the same bytes again (a
+/// transposed alias hashed on its own costs a strided hash kernel). Else null. `self`: t's own entry.
+const Known* covering_hashed(State& s, const at::Tensor& t, const Known* self) {
+  std::int64_t lo = 0, hi = 0;
+  if (!t.has_storage() || !element_range(t, lo, hi)) return nullptr;
+  const auto it = s.by_storage.find(t.storage().unsafeGetStorageImpl());
+  if (it == s.by_storage.end()) return nullptr;
+  for (const auto* impl : it->second) {
+    const auto k = s.known.find(impl);
+    if (k == s.known.end() || &k->second == self || k->second.base) continue;
+    const Known* h = fresh_hashed(s, k->second);
+    const auto b = h ? h->keep.lock() : c10::intrusive_ptr<c10::TensorImpl>();
+    if (!b || b->dtype() != t.dtype() || !b->is_contiguous() || b->numel() == 0) continue;
+    if (lo >= b->storage_offset() && hi < b->storage_offset() + b->numel()) return h;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* dtype_name(c10::ScalarType t) {
@@ -142,6 +174,7 @@ std::vector<TensorRef> refs_of(
         if (it->second.base || it->second.version == version) base = fresh_hashed(s, it->second, &t);
       }
       if (!base) base = fresh_base_of(s, t);
+      if (!base) base = covering_hashed(s, t, it != s.known.end() ? &it->second : nullptr);
       if (base && it != s.known.end() && base == &it->second) {
         ref.id = it->second.id;  // a fresh earlier output (or input) of the step: its hash holds
         refs.push_back(std::move(ref));

@@ -519,6 +519,8 @@ class OpRecorder:
                 if base is None and t._is_view():
                     kb = self._lookup(t._base)
                     base = kb.fresh_hashed() if kb is not None else None
+                if base is None:
+                    base = self._covering_hashed(t, k)
                 if base is not None and base is k:
                     refs.append((k.id, t.dtype, tuple(t.shape), None, None, None))
                     continue
@@ -584,6 +586,27 @@ class OpRecorder:
         if key is not None:
             self._by_storage.setdefault(key, []).append(k)
         return k
+
+    def _covering_hashed(self, t, k):
+        """A fresh hashed tensor of the step in t's storage, contiguous, of t's dtype, whose
+        elements include every one t reaches: t, an alias autograd does not know as a view
+        (Inductor's reinterpret_tensor of a buffer or parameter), holds values it read there and
+        is recorded as its view, not hashed again. Else None (op_recorder_tensors.cpp, likewise)."""
+        others = self._by_storage.get(_storage_key(t)) if t.numel() > 0 else None
+        if not others or any(st < 0 for st in t.stride()):
+            return None
+        lo = t.storage_offset()
+        hi = lo + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+        for other in others:
+            if other is k or other.base is not None:
+                continue
+            h = other.fresh_hashed()
+            b = h.ref() if h is not None else None
+            if b is None or b.dtype != t.dtype or not b.is_contiguous() or b.numel() == 0:
+                continue
+            if lo >= b.storage_offset() and hi < b.storage_offset() + b.numel():
+                return h
+        return None
 
     def _stale_aliases(self, t, written):
         """`t` was written: every other tensor of the step in its storage no longer holds what its

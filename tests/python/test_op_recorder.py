@@ -619,11 +619,12 @@ class KernelLaunches(unittest.TestCase):
             self.assertIn("triton_poi_fused_add_mul_0", r.stdout)
             self.assertIn("out_ptr0", r.stdout)
 
-    def test_a_kernel_writing_through_an_alias_makes_the_aliased_tensor_hashed_again(self):
+    def test_a_kernel_writing_through_an_alias_makes_the_aliased_tensor_read_what_it_wrote(self):
         """Inductor hands kernels reinterpret_tensor()s: aliases that autograd does not know as
         views, so no version counter moves when a kernel writes through one. A tensor in the
         written storage must not keep its old hash as its value (a reader would be said to read
-        what it no longer holds): its next reader hashes it again, in both backends."""
+        what it no longer holds): its next reader reads the kernel's written output (a view of
+        that hashed alias, which covers it), in both backends."""
         import torch
         import gparity
         for backend in ("python", "cpp"):
@@ -641,10 +642,47 @@ class KernelLaunches(unittest.TestCase):
                 muls = [r for r in recs if r["op"] == "aten::mul.Tensor"]
                 self.assertEqual(len(muls), 2, recs)
                 self.assertIn("shard", muls[0]["args"][0], (backend, muls[0]))
-                self.assertIn("shard", muls[1]["args"][0], (backend, muls[1]))
-                self.assertEqual(muls[1]["args"][0]["shard"], format(gparity.hash_tensor(a, shard_spec=2)[1], "016x"))
-                self.assertNotEqual(muls[0]["args"][0]["shard"], muls[1]["args"][0]["shard"])
+                (kernel,) = [r for r in recs if r.get("kind") == "kernel"]
+                written = {t["name"]: t for t in kernel["outs"]}["out_ptr0"]
+                self.assertEqual(written["shard"], format(gparity.hash_tensor(a, shard_spec=2)[1], "016x"))
+                self.assertNotEqual(muls[0]["args"][0]["shard"], written["shard"])
+                self.assertNotIn("shard", muls[1]["args"][0], (backend, muls[1]))
+                self.assertEqual(muls[1]["args"][0].get("view"), {"base": written["id"]}, (backend, muls[1]))
                 self.assertTrue(torch.equal(second, a * 3) and not torch.equal(first, a * 2))
+
+    def test_an_alias_inside_a_fresh_hashed_tensor_is_its_view_not_hashed_again(self):
+        """Inductor reads parameters and buffers through reinterpret_tensor()s (a transposed
+        weight for mm): an alias whose elements all lie in a fresh hashed contiguous tensor of its
+        dtype holds values read there, and is recorded as that tensor's view (no hash: the same
+        bytes, hashed again by a strided kernel, cost the recorded step most); one reaching past
+        it is hashed. Both backends alike."""
+        import torch
+        import gparity
+        shapes = {}
+        for backend in ("python", "cpp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                big = torch.arange(32, dtype=torch.float32) + 0.5
+                a = torch.empty(0).set_(big.storage(), 0, (4, 4), (4, 1))    # elements 0..15
+                t = torch.empty(0).set_(big.storage(), 0, (4, 4), (1, 4))    # a's transpose
+                row = torch.empty(0).set_(big.storage(), 4, (4,), (1,))      # a's row 1
+                past = torch.empty(0).set_(big.storage(), 12, (8,), (1,))    # 12..19: past a
+                with gparity.record_ops(os.path.join(tmp, backend), step=1, rank=0, world_size=1, backend=backend):
+                    a * 2          # reads a: hashed
+                    t + 1          # a view of a
+                    row * 3        # a view of a
+                    past - 1       # hashed
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    recs = [json.loads(line) for line in f]
+                self.assertEqual(len(recs), 4, recs)
+                read = [r["args"][0] for r in recs]
+                self.assertIn("shard", read[0])
+                for r in read[1:3]:
+                    self.assertEqual(r.get("view"), {"base": read[0]["id"]}, (backend, r))
+                    self.assertNotIn("shard", r)
+                self.assertIn("shard", read[3], (backend, read[3]))
+                self.assertNotIn("view", read[3])
+                shapes[backend] = [sorted(x) for x in read]
+        self.assertEqual(shapes["python"], shapes["cpp"])
 
     def test_an_out_buffer_is_named_out_and_never_hashed_as_an_input(self):
         """Inductor calls extern kernels with out= buffers it reuses: what the buffer held is no
