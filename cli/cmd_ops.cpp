@@ -182,7 +182,7 @@ int show_kernels(const OpLog& log, const OpsShowOptions& o) {
               (line > 0 ? "  (output code line " + std::to_string(line) + ")" : std::string()) + "\n";
       for (std::uint32_t a = 0; a < r.arg_count; ++a) {
         const TensorRef& t = log.arg(r, a);
-        const auto role = model::ops::kernel_arg_role(log.str(t.name));
+        const auto role = model::ops::launch_arg_role(log, t);
         const TensorRef* after = written(log, r, t.name);
         nlohmann::ordered_json j = {{"name", log.str(t.name)},
                                     {"role", model::ops::arg_role_name(role)},

@@ -20,9 +20,9 @@ namespace {
 /// The readers' role name (model::ops::arg_role_name: literals, NUL-terminated, which a TensorRef
 /// keeps) for the role python/gparity gave; "unnamed" for any other text.
 const char* role_of(std::string_view role) {
-  for (const auto r : {model::ops::ArgRole::In, model::ops::ArgRole::Out, model::ops::ArgRole::InOut})
-    if (model::ops::arg_role_name(r) == role) return model::ops::arg_role_name(r).data();
-  return model::ops::arg_role_name(model::ops::ArgRole::Unnamed).data();
+  return model::ops::arg_role_name(
+             model::ops::arg_role_from_name(role).value_or(model::ops::ArgRole::Unnamed))
+      .data();
 }
 
 /// Each ref's name and role by its argument's position `at[k]` in the kernel's signature.

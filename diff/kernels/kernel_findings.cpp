@@ -89,8 +89,7 @@ json args_json(const KernelStepVerdict& sv, std::uint32_t b, std::int32_t c) {
   for (std::uint32_t i = 0; i < br.arg_count; ++i) {
     const TensorRef& t = bl.arg(br, i);
     json j = {{"name", tensor_name(bl, t, i, false)}, {"tensor", printable(bl.tensor_text(t))}};
-    if (model::ops::is_kernel(br))
-      j["role"] = model::ops::arg_role_name(model::ops::kernel_arg_role(bl.str(t.name)));
+    if (model::ops::is_kernel(br)) j["role"] = model::ops::arg_role_name(model::ops::launch_arg_role(bl, t));
     bool from_step = false;
     j["baseline_before"] = before(bl, t, sv.base_inputs, b, i, from_step);
     if (cr)

@@ -72,7 +72,7 @@ struct KeyHash {
 /// argument of an in-place op in logs that hashed inputs after the op ran (2.10).
 bool reads_arg(const OpLog& log, const OpRecord& r, std::uint32_t i) {
   const TensorRef& t = log.arg(r, i);
-  if (model::ops::is_kernel(r)) return model::ops::kernel_reads(model::ops::kernel_arg_role(log.str(t.name)));
+  if (model::ops::is_kernel(r)) return model::ops::kernel_reads(model::ops::launch_arg_role(log, t));
   if (log.str(t.name) == "out") return false;
   if (i == 0 && log.format.find("(hash first)") != std::string::npos) {
     const std::string_view op = log.op_name(r);

@@ -705,6 +705,29 @@ def _capturing():
 _ROLE_PREFIXES = (("in_out_ptr", "in_out"), ("out_ptr", "out"), ("in_ptr", "in"))
 
 
+def _stored_only(src, names):
+    """The in_out_ptr arguments the kernel's source only stores to: each use of the name in its
+    body is `tl.store(name ...)`. Inductor names in_out a buffer a fused kernel writes, then
+    overwrites (a persistent layer norm's rstd over its variance): its old value is no input, and
+    is whatever the allocator's block held (Inductor allocates outside the dispatcher, so no record
+    says so; an autotuner's benchmark runs leave their results there). Such an argument is recorded
+    with role "out": not hashed before the launch, not read (docs/ops.md, "Kernel records"). Any
+    other use (tl.load, a block pointer, pointer arithmetic kept in a variable) keeps it read."""
+    import re
+    start = src.find("def ")
+    colon = src.find(":\n", start) if start >= 0 else -1
+    body = src[colon + 2:] if colon >= 0 else ""
+    out = set()
+    for n in names:
+        if not n.startswith("in_out_ptr"):
+            continue
+        uses = len(re.findall(r"\b%s\b" % re.escape(n), body))
+        stores = len(re.findall(r"tl\.store\(\s*%s\b" % re.escape(n), body))
+        if uses and uses == stores:
+            out.add(n)
+    return frozenset(out)
+
+
 class _KernelInfo:
     """What one kernel (one CachingAutotuner) says of itself, computed once."""
 
@@ -720,6 +743,7 @@ class _KernelInfo:
         self._mutated = set(getattr(autotuner, "mutated_arg_names", None) or meta.get("mutated_arg_names", ()) or ())
         src = getattr(fn, "src", None)
         self.source_hash = None
+        self._stored_only = _stored_only(src, names) if isinstance(src, str) else frozenset()
         if isinstance(src, str):
             import hashlib
             # Inductor renumbers kernels: the kernel's own name is not its code.
@@ -745,6 +769,8 @@ class _KernelInfo:
         return self._names[i] if i < len(self._names) else f"arg{i}"
 
     def role(self, name):
+        if name in self._stored_only:
+            return "out"
         for prefix, role in _ROLE_PREFIXES:
             if name.startswith(prefix):
                 return role

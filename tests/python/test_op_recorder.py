@@ -542,6 +542,7 @@ class KernelLaunches(unittest.TestCase):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
         from gparity import op_recorder
         op_recorder._KernelHook._wrap(cls.Launcher)
+        op_recorder._KernelHook._wrap(cls.StoreOnly)
 
     def record(self, backend):
         import torch
@@ -705,6 +706,56 @@ class KernelLaunches(unittest.TestCase):
                 self.assertEqual(mm["outs"][0]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
                 shapes[backend] = [sorted(t) for t in mm["args"] + mm["outs"]]
         self.assertEqual(shapes["python"], shapes["cpp"])
+
+    class StoreOnly:
+        """A persistent layer norm's shape: in_out_ptr0 only stored to (its old bytes no input)."""
+        class _Fn:
+            __name__ = "triton_per_fused_native_layer_norm_0"
+            arg_names = ["in_out_ptr0", "in_ptr0", "xnumel"]
+            src = ("def triton_per_fused_native_layer_norm_0(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr):\n"
+                   "    tmp0 = tl.load(in_ptr0 + (x0), xmask)\n"
+                   "    tl.store(in_out_ptr0 + (x0), tmp0 * 2, xmask)\n")
+
+        fn = _Fn()
+        mutated_arg_names = ["in_out_ptr0"]
+
+        def run(self, in_out_ptr0, in_ptr0, xnumel, stream=None):
+            in_out_ptr0.copy_(in_ptr0 * 2)
+
+    def test_an_in_out_argument_the_kernel_only_stores_to_is_recorded_as_out(self):
+        """Its old bytes are whatever the allocator's block held (Inductor allocates outside the
+        dispatcher): never hashed before the launch, never an input; what it wrote is hashed."""
+        import torch
+        import gparity
+        shapes = {}
+        for backend in ("python", "cpp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                garbage, x = torch.randn(8), torch.arange(8, dtype=torch.float32)
+                with gparity.record_ops(os.path.join(tmp, backend), step=1, rank=0, world_size=1, backend=backend):
+                    self.StoreOnly().run(garbage, x, 8, stream=0)
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    (k,) = [json.loads(line) for line in f]
+                self.assertEqual([(t["name"], t["role"]) for t in k["args"]], [("in_out_ptr0", "out"), ("in_ptr0", "in")])
+                self.assertNotIn("shard", k["args"][0], (backend, k))
+                self.assertIn("shard", k["args"][1])
+                self.assertEqual([(t["name"], t["role"]) for t in k["outs"]], [("in_out_ptr0", "out")])
+                self.assertEqual(k["outs"][0]["shard"], format(gparity.hash_tensor(x * 2, shard_spec=2)[1], "016x"))
+                shapes[backend] = [sorted(t) for t in k["args"] + k["outs"]]
+        self.assertEqual(shapes["python"], shapes["cpp"])
+
+    def test_which_in_out_arguments_a_source_only_stores_to(self):
+        from gparity.op_recorder import _stored_only
+        head = "def k(in_out_ptr0, in_out_ptr1, in_out_ptr2, in_out_ptr3, in_ptr0, xnumel):\n"
+        body = ("    tmp0 = tl.load(in_out_ptr1 + (x0), xmask)\n"          # read
+                "    p = tl.make_block_ptr(in_out_ptr2, [8], [1], [0], [8], [0])\n"  # a block pointer
+                "    tl.store(in_out_ptr0 + (x0), tmp0, xmask)\n"
+                "    tl.store(in_out_ptr1 + (x0), tmp0, xmask)\n"
+                "    tl.store(p, tmp0)\n")                                 # in_out_ptr3 unused
+        names = ["in_out_ptr0", "in_out_ptr1", "in_out_ptr2", "in_out_ptr3", "in_ptr0"]
+        self.assertEqual(_stored_only(head + body, names), {"in_out_ptr0"})
+        # The signature's own mention (and a decorator's) is not a use.
+        self.assertEqual(_stored_only("@triton.jit(mutated=['in_out_ptr0'])\n" + head +
+                                      "    tl.store(in_out_ptr0 + (x0), 1.0)\n", names), {"in_out_ptr0"})
 
     def test_no_launch_is_recorded_outside_a_step(self):
         import torch

@@ -12,6 +12,16 @@ std::string_view arg_role_name(ArgRole r) noexcept {
   return "unnamed";
 }
 
+std::optional<ArgRole> arg_role_from_name(std::string_view name) noexcept {
+  for (const auto r : {ArgRole::In, ArgRole::Out, ArgRole::InOut, ArgRole::Unnamed})
+    if (arg_role_name(r) == name) return r;
+  return std::nullopt;
+}
+
+ArgRole launch_arg_role(const OpLog& log, const TensorRef& t) noexcept {
+  return t.role ? *t.role : kernel_arg_role(log.str(t.name));
+}
+
 ArgRole kernel_arg_role(std::string_view name) noexcept {
   if (name.starts_with("in_out_ptr")) return ArgRole::InOut;
   if (name.starts_with("out_ptr")) return ArgRole::Out;

@@ -11,19 +11,24 @@
 // does not change.
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "core/model/ops/op_log.hpp"
 
 namespace gparity::model::ops {
 
-enum class ArgRole : std::uint8_t { In, Out, InOut, Unnamed };
 /// "in", "out", "in_out", "unnamed".
 std::string_view arg_role_name(ArgRole r) noexcept;
+/// The role arg_role_name names `name`, or none.
+std::optional<ArgRole> arg_role_from_name(std::string_view name) noexcept;
 /// The role of a launch argument by its name: in_out_ptr* (InOut), out_ptr* (Out), in_ptr* (In);
 /// Unnamed otherwise (a launch whose arguments carry no Inductor names: read and written, as the
 /// reader takes them).
 ArgRole kernel_arg_role(std::string_view name) noexcept;
+/// A launch argument's role: its record's (gparity's recorder reads the kernel's source: an
+/// in_out_ptr it only stores to is Out, its old value no input), else by its name.
+ArgRole launch_arg_role(const OpLog& log, const TensorRef& t) noexcept;
 /// Whether a launch reads the argument before it writes anything (In, InOut, Unnamed).
 inline bool kernel_reads(ArgRole r) noexcept {
   return r != ArgRole::Out;

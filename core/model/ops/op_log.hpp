@@ -92,6 +92,9 @@ enum class TensorKind : std::uint8_t { Plain, DTensor, Fake };
 /// (Inductor's cudagraph trees, torch.cuda.graph): its value did not exist yet, and nothing was
 /// hashed then.
 enum class Unhashed : std::uint8_t { No, RngState, Debug, Uninitialized, Captured };
+
+/// What a kernel launch does with an argument (core/model/ops/kernel_launch.hpp names them).
+enum class ArgRole : std::uint8_t { In, Out, InOut, Unnamed };
 /// "rng_state", "debug", "uninitialized", "captured" ("" for No): views of string literals, so NUL-terminated
 /// (the C++ recorder writes their data()); unhashed_from_name is its inverse (No for any other
 /// text).
@@ -125,6 +128,9 @@ struct TensorRef {
   std::uint8_t hash_count = 0;   // 0: no hash recorded for this tensor
   TensorKind kind = TensorKind::Plain;
   Unhashed unhashed = Unhashed::No;  // RNG state / debug output: never hashed (hash_count 0)
+  // A kernel argument's role as its record gives it (gparity records' `role`: an in_out_ptr the
+  // kernel's source only stores to is "out"); empty: by its name (kernel_launch.hpp).
+  std::optional<ArgRole> role;
   [[nodiscard]] bool hashed() const noexcept { return hash_count > 0; }
 };
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/model/base/mapped_file.hpp"
+#include "core/model/ops/kernel_launch.hpp"
 
 namespace gparity::model::ops {
 
@@ -147,6 +148,8 @@ class Reader {
     }
     if (const auto n = t.find("name"); n != t.end() && n->is_string())
       r.name = log_.strings.intern(n->get_ref<const std::string&>());  // a kernel argument's
+    if (const auto role = t.find("role"); role != t.end() && role->is_string())
+      r.role = arg_role_from_name(role->get_ref<const std::string&>());  // another text: by its name
     if (const auto v = t.find("view"); v != t.end()) {
       const auto b = v->is_object() ? v->find("base") : v->end();
       if (!v->is_object() || b == v->end() || !b->is_number_integer() || b->get<std::int64_t>() < 0)

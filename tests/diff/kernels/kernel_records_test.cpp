@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "core/model/ops/kernel_launch.hpp"
@@ -215,6 +217,72 @@ TEST(KernelRecords, ARunCutMidStepIsIncompleteThereNeverADivergence) {
   EXPECT_EQ(p.code, 1);
   ASSERT_NE(p.divergence(1, 1), nullptr);
   EXPECT_EQ(p.divergence(1, 1)->where.node, "triton_poi_fused_gelu_view_2");
+}
+
+/// A copy of a run whose rank-0 step-1 launch of `kernel` is edited by `edit` (its record).
+std::string edited_copy(const std::string& run, const std::filesystem::path& to, const std::string& kernel,
+                        const std::function<void(json&)>& edit) {
+  std::filesystem::create_directories(to);
+  for (const auto& e : std::filesystem::directory_iterator(run)) {
+    if (!e.is_regular_file()) continue;
+    std::string text = testing::slurp(e.path());
+    if (e.path().filename() == "rank-0.jsonl") {
+      std::string out;
+      std::size_t at = 0;
+      while (at < text.size()) {
+        const auto nl = text.find('\n', at);
+        json j = json::parse(text.substr(at, nl - at));
+        if (j["step"] == 1 && j["op"] == kernel) edit(j);
+        out += j.dump() + "\n";
+        at = nl + 1;
+      }
+      text = out;
+    }
+    std::ofstream(to / e.path().filename(), std::ios::binary) << text;
+  }
+  return to.string();
+}
+
+TEST(KernelRecords, AnInOutArgumentRecordedAsOutIsNoInputOfTheLaunch) {
+  // Inductor's persistent layer norm only stores to its in_out_ptr0 (a buffer allocated outside
+  // the dispatcher, holding an autotuner's leftovers): the recorder reads the kernel's source and
+  // records it with role "out". Here the candidate's launch wrote other values and its in_out_ptr0
+  // held other bytes before: read by its name (in_out: read), those bytes are an input that
+  // differs and the launch's cause is "input"; recorded as out they are no input, and the launch
+  // is what differs (equal inputs, same code and config: non-deterministic).
+  testing::TempDir tmp;
+  const std::string k = "triton_per_fused_embedding_native_layer_norm_0";
+  const auto arg = [](json& r, const char* name) -> json& {
+    for (auto& t : r["args"])
+      if (t["name"] == name) return t;
+    throw std::runtime_error("no argument");
+  };
+  const auto other_run = [&](json& r) {
+    arg(r, "in_out_ptr0")["shard"] = "00000000000000ff";
+    r["outs"][1]["shard"] = "00000000000000ee";
+  };
+  const auto as_out = [&](json& r) { arg(r, "in_out_ptr0")["role"] = "out"; };
+  const Compared by_name = compare_runs(
+      kRecords + "inductor", edited_copy(kRecords + "inductor_repeat", tmp.path() / "a", k, other_run));
+  EXPECT_EQ(by_name.code, 1);
+  ASSERT_NE(by_name.divergence(0, 1), nullptr);
+  EXPECT_EQ(by_name.divergence(0, 1)->where.node, k);
+  EXPECT_EQ(by_name.divergence(0, 1)->values["cause"], "input") << by_name.divergence(0, 1)->message;
+  const Compared recorded =
+      compare_runs(edited_copy(kRecords + "inductor", tmp.path() / "b", k, as_out),
+                   edited_copy(kRecords + "inductor_repeat", tmp.path() / "c", k, [&](json& r) {
+                     other_run(r);
+                     as_out(r);
+                   }));
+  EXPECT_EQ(recorded.code, 1);
+  ASSERT_NE(recorded.divergence(0, 1), nullptr);
+  EXPECT_EQ(recorded.divergence(0, 1)->where.node, k);
+  EXPECT_EQ(recorded.divergence(0, 1)->values["cause"], "non-deterministic")
+      << recorded.divergence(0, 1)->message;
+  const auto log = model::ops::read_op_records((tmp.path() / "c" / "rank-0.jsonl").string(), 0);
+  for (const auto& r : log.records)
+    if (r.step == 1 && log.op_name(r) == k)
+      EXPECT_EQ(model::ops::launch_arg_role(log, log.arg(r, 0)), model::ops::ArgRole::Out);
 }
 
 TEST(KernelRecords, AReduceOverheadStepRecordsItsCaptureUnhashedAndItsReplayAroundTheGraph) {
