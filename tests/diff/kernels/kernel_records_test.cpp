@@ -285,6 +285,41 @@ TEST(KernelRecords, AnInOutArgumentRecordedAsOutIsNoInputOfTheLaunch) {
       EXPECT_EQ(model::ops::launch_arg_role(log, log.arg(r, 0)), model::ops::ArgRole::Out);
 }
 
+TEST(KernelRecords, ReRecordedWithRolesAndSpecV2TheNondetRunsNameTheConfigAndTheNonDeterministicKernel) {
+  // inductor_nondet_v2 / _repeat: the same program recorded again with the recorder of shard spec
+  // v2 and source-read roles (2 ranks over Gloo on one H200). The persistent layer norms' in_out_ptr0
+  // (only stored to, holding the autotuners' leftovers) is recorded as "out", never hashed before:
+  // rank 0's first divergence is the kernel whose autotuner chose another config, rank 1's the
+  // embedding backward's (same code and config, equal inputs), never "an input made before".
+  const auto log = model::ops::read_op_records(kRecords + "inductor_nondet_v2/rank-0.jsonl", 0);
+  EXPECT_TRUE(log.issues.empty()) << log.issues.front().problem;
+  EXPECT_EQ(log.hash_spec.functions, (std::vector<std::string>{"shard_v2"}));
+  std::size_t stored_only = 0;
+  for (const auto& r : log.records) {
+    if (!model::ops::is_kernel(r)) continue;
+    for (std::uint32_t i = 0; i < r.arg_count; ++i) {
+      const auto& t = log.arg(r, i);
+      if (!log.str(t.name).starts_with("in_out_ptr") ||
+          model::ops::launch_arg_role(log, t) != model::ops::ArgRole::Out)
+        continue;
+      ++stored_only;
+      EXPECT_FALSE(t.hashed()) << log.op_name(r);
+    }
+  }
+  EXPECT_GT(stored_only, 0u);
+  const Compared r = compare_runs(kRecords + "inductor_nondet_v2", kRecords + "inductor_nondet_v2_repeat");
+  EXPECT_EQ(r.code, 1);
+  const Finding* r0 = r.divergence(0, 1);
+  const Finding* r1 = r.divergence(1, 1);
+  ASSERT_NE(r0, nullptr);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(r0->values["cause"], "origin, same code, different config") << r0->message;
+  EXPECT_TRUE(r0->where.node.starts_with("triton_per_fused_add_addmm_native_layer_norm")) << r0->where.node;
+  EXPECT_EQ(r1->values["cause"], "non-deterministic") << r1->message;
+  EXPECT_NE(r1->where.node.find("embedding_dense_backward"), std::string::npos) << r1->where.node;
+  EXPECT_EQ(r.report.verdict.data["decided_by"], "shard_v2");
+}
+
 TEST(KernelRecords, AReduceOverheadStepRecordsItsCaptureUnhashedAndItsReplayAroundTheGraph) {
   const auto log = model::ops::read_op_records(kRecords + "inductor_ro/rank-0.jsonl", 0);
   EXPECT_TRUE(log.issues.empty()) << log.issues.front().problem;
