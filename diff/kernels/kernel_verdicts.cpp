@@ -68,11 +68,20 @@ struct KeyHash {
 };
 
 /// Whether a launch reads the argument (its value before the launch is an input): a kernel's
-/// in_ptr / in_out_ptr; an op's arguments but `out=` (a buffer it writes), and not the first
-/// argument of an in-place op in logs that hashed inputs after the op ran (2.10).
-bool reads_arg(const OpLog& log, const OpRecord& r, std::uint32_t i) {
+/// in_ptr / in_out_ptr (by its record's role, else its name; not an in_out_ptr its source, from
+/// provenance, only stores to: DebugMode hashed whatever the buffer held); an op's arguments but
+/// `out=` (a buffer it writes), and not the first argument of an in-place op in logs that hashed
+/// inputs after the op ran (2.10).
+bool reads_arg(const OpLog& log, const OpRecord& r, std::uint32_t i, const KernelSite& site) {
   const TensorRef& t = log.arg(r, i);
-  if (model::ops::is_kernel(r)) return model::ops::kernel_reads(model::ops::launch_arg_role(log, t));
+  if (model::ops::is_kernel(r)) {
+    const auto role = model::ops::launch_arg_role(log, t);
+    if (role == model::ops::ArgRole::InOut)
+      if (const auto* src = site.source())
+        for (const auto& name : src->stored_only)
+          if (name == log.str(t.name)) return false;
+    return model::ops::kernel_reads(role);
+  }
   if (log.str(t.name) == "out") return false;
   if (i == 0 && log.format.find("(hash first)") != std::string::npos) {
     const std::string_view op = log.op_name(r);
@@ -126,7 +135,7 @@ class StepJudge {
       auto& p = producers_[b];
       p.assign(r.arg_count, -1);
       for (std::uint32_t i = 0; i < r.arg_count; ++i) {
-        if (!reads_arg(bl(), r, i)) continue;
+        if (!reads_arg(bl(), r, i, sv_.base_sites[b])) continue;
         const TensorRef& t = bl().arg(r, i);
         if (t.id >= 0) {
           if (const auto it = by_id.find(t.id); it != by_id.end()) p[i] = it->second;
@@ -255,7 +264,7 @@ class StepJudge {
     const OpRecord& br = brec(b);
     const OpRecord& cr = crec(c);
     for (std::uint32_t i = 0; i < br.arg_count; ++i) {
-      if (!reads_arg(bl(), br, i)) continue;
+      if (!reads_arg(bl(), br, i, sv_.base_sites[b])) continue;
       const TensorRef& bt = bl().arg(br, i);
       const std::int32_t k = counterpart_index(bl(), bt, i, cl(), cr.first_arg, cr.arg_count);
       ValueState s = ValueState::Unknown;

@@ -94,6 +94,45 @@ std::string normalize_kernel_line(std::string_view line, std::string_view name) 
   return out;
 }
 
+/// Occurrences of `word` in `line` as a whole identifier, and of them those that are `tl.store(`'s
+/// first argument.
+void count_uses(std::string_view line, std::string_view word, std::size_t& uses, std::size_t& stores) {
+  for (std::size_t at = line.find(word); at != std::string_view::npos; at = line.find(word, at + 1)) {
+    if ((at > 0 && ident_char(line[at - 1])) ||
+        (at + word.size() < line.size() && ident_char(line[at + word.size()])))
+      continue;
+    ++uses;
+    std::size_t before = at;
+    while (before > 0 && line[before - 1] == ' ') --before;
+    stores += before >= 9 && line.substr(before - 9, 9) == "tl.store(" ? 1 : 0;
+  }
+}
+
+/// KernelSource::stored_only of a kernel's lines: the in_out_ptr parameters of its `def` line whose
+/// every use after it is tl.store's first argument.
+std::vector<std::string> stored_only_args(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  std::size_t def = 0;
+  while (def < lines.size() && lines[def].find("def ") == std::string::npos) ++def;
+  if (def == lines.size()) return out;
+  const std::string_view sig = lines[def];
+  const auto open = sig.find('('), close = sig.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return out;
+  std::string_view params = sig.substr(open + 1, close - open - 1);
+  while (!params.empty()) {
+    const auto comma = params.find(',');
+    std::string_view p = params.substr(0, comma);
+    params = comma == std::string_view::npos ? std::string_view() : params.substr(comma + 1);
+    while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+    p = p.substr(0, p.find_first_of(" :"));
+    if (!p.starts_with("in_out_ptr")) continue;
+    std::size_t uses = 0, stores = 0;
+    for (std::size_t i = def + 1; i < lines.size(); ++i) count_uses(lines[i], p, uses, stores);
+    if (uses > 0 && uses == stores) out.emplace_back(p);
+  }
+  return out;
+}
+
 KernelSource kernel_source(const std::vector<std::string_view>& body, std::string_view name) {
   KernelSource k;
   std::string joined;
@@ -107,6 +146,7 @@ KernelSource kernel_source(const std::vector<std::string_view>& body, std::strin
                 line.find("tl.atomic_add(") != std::string_view::npos;
   }
   k.hash = hash::xxh3_64(std::as_bytes(std::span(joined.data(), joined.size())));
+  k.stored_only = stored_only_args(k.lines);
   return k;
 }
 

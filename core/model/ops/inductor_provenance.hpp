@@ -55,6 +55,10 @@ struct KernelSource {
   /// What may make it differ run to run: deterministic algorithms off (its inductor_meta), atomics.
   bool deterministic_off = false;
   bool atomics = false;
+  /// Its in_out_ptr arguments that it only stores to (every use of the name in its body is
+  /// `tl.store(name ...)`): written, their old bytes no input (Inductor names in_out a buffer a
+  /// fused kernel writes then overwrites; python/gparity's recorder applies the same rule).
+  std::vector<std::string> stored_only;
 };
 
 /// What provenance maps a kernel (or one launch of it) to.

@@ -145,6 +145,31 @@ TEST(InductorProvenance, KernelsCompiledWithDeterministicAlgorithmsOffAreMarked)
   EXPECT_FALSE(forward(*d.rank(0))->source_of("triton_poi_fused_gelu_view_2")->deterministic_off);
 }
 
+TEST(InductorProvenance, InOutArgumentsAKernelOnlyStoresToAreNamed) {
+  // A persistent layer norm writes its rstd over the variance buffer it computed: in_out_ptr0 is
+  // only stored to (no input); a backward kernel that accumulates into in_out_ptr0 loads it.
+  const RunProvenance p = read_provenance(kRuns + "/inductor/trace");
+  const OutputCode* fw = forward(*p.rank(0));
+  ASSERT_NE(fw, nullptr);
+  const KernelSource* norm = fw->source_of("triton_per_fused_embedding_native_layer_norm_0");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->stored_only, (std::vector<std::string>{"in_out_ptr0"}));
+  std::size_t loaded = 0;
+  for (const auto& code : p.rank(0)->codes)
+    for (const auto& [name, k] : code.kernels) {
+      bool has_in_out = false, loads = false;
+      for (const auto& l : k.lines) {
+        has_in_out = has_in_out || l.find("in_out_ptr0") != std::string::npos;
+        loads = loads || l.find("tl.load(in_out_ptr0") != std::string::npos;
+      }
+      if (has_in_out && loads) {
+        ++loaded;
+        EXPECT_TRUE(k.stored_only.empty()) << name;
+      }
+    }
+  EXPECT_GT(loaded, 0u);
+}
+
 TEST(InductorProvenance, StackFramesOldAndNewEscaping) {
   const auto a = parse_stack_frames(
       "  File \"/w/gen.py\", line 47, in forward\n    x = l(x)\n  File \"/w/gen.py\", line 33, in forward\n"
