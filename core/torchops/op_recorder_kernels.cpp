@@ -17,20 +17,13 @@
 namespace gparity::torchops::oprec_detail {
 namespace {
 
-/// The readers' role name (model::ops::arg_role_name: literals, NUL-terminated, which a TensorRef
-/// keeps) for the role python/gparity gave; "unnamed" for any other text.
-const char* role_of(std::string_view role) {
-  return model::ops::arg_role_name(
-             model::ops::arg_role_from_name(role).value_or(model::ops::ArgRole::Unnamed))
-      .data();
-}
-
 /// Each ref's name and role by its argument's position `at[k]` in the kernel's signature.
 void name_refs(std::vector<TensorRef>& refs, const std::vector<std::size_t>& at, const KernelSite& site) {
   for (std::size_t k = 0; k < at.size() && k < refs.size(); ++k) {
     const auto i = at[k];
     refs[k].name = i < site.names.size() ? site.names[i] : std::string();
-    refs[k].role = i < site.roles.size() ? site.roles[i] : role_of("");
+    // A literal, NUL-terminated, which a TensorRef keeps.
+    refs[k].role = model::ops::arg_role_name(site.role(i)).data();
   }
 }
 
@@ -39,11 +32,11 @@ void name_refs(std::vector<TensorRef>& refs, const std::vector<std::size_t>& at,
 std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
                          std::vector<std::string> roles) {
   auto& s = state();
-  KernelSite site{std::move(kernel), std::move(kernel_json), std::move(names), {}, {}};
-  for (std::size_t i = 0; i < site.names.size(); ++i) {
-    site.roles.push_back(role_of(i < roles.size() ? roles[i] : std::string()));
-    site.only_written.push_back(i < roles.size() && roles[i] == "out");
-  }
+  KernelSite site{std::move(kernel), std::move(kernel_json), std::move(names), {}};
+  for (std::size_t i = 0; i < site.names.size(); ++i)
+    site.roles.push_back(i < roles.size()
+                             ? model::ops::arg_role_from_name(roles[i]).value_or(model::ops::ArgRole::Unnamed)
+                             : model::ops::ArgRole::Unnamed);
   std::lock_guard lock(s.mutex);
   s.kernel_sites.push_back(std::move(site));
   return static_cast<std::int64_t>(s.kernel_sites.size()) - 1;
@@ -63,17 +56,15 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
   // What the kernel reads is hashed before it runs; what it only writes holds whatever the buffer
   // held (Inductor reuses buffers) and is never hashed as an input. What it writes is kept for
   // kernel_end, which hashes it after the launch.
-  std::vector<at::Tensor> defined, written;
+  std::vector<at::Tensor> defined;
   std::vector<bool> only_written;
   Record r;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined()) continue;
     defined.push_back(args[i]);
-    only_written.push_back(i < site.only_written.size() && site.only_written[i]);
+    only_written.push_back(site.role(i) == model::ops::ArgRole::Out);
     r.kernel_at.push_back(i);
   }
-  r.kernel = site.kernel;
-  r.kernel_json = site.kernel_json;
   r.kernel_site = static_cast<int>(site_id);
   place_record(s, r, main_thread, in_backward, code, line);
   r.args = input_refs(s, defined, only_written);
@@ -81,8 +72,7 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
   std::vector<std::size_t> written_at;
   for (std::size_t k = 0; k < r.kernel_at.size(); ++k) {
     const auto i = r.kernel_at[k];
-    if (i < site.roles.size() &&
-        std::string_view(site.roles[i]) != model::ops::arg_role_name(model::ops::ArgRole::In)) {
+    if (i < site.roles.size() && site.role(i) != model::ops::ArgRole::In) {
       r.kernel_written.push_back(defined[k]);
       written_at.push_back(i);
     }
@@ -99,7 +89,7 @@ void kernel_end(std::int64_t index, bool launched) {
   std::lock_guard lock(s.mutex);
   if (!s.active || index < 0 || index >= static_cast<std::int64_t>(s.records.size())) return;
   auto& r = s.records[static_cast<std::size_t>(index)];
-  if (r.kernel.empty() || r.kernel_site < 0) return;
+  if (r.kernel_site < 0) return;
   // A launch that failed wrote nothing to hash. The buffers themselves, not views of the
   // arguments: no input storages to compare against.
   if (launched) {

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/ops/op_log.hpp"
 #include "core/torchops/op_recorder.hpp"
 
 namespace gparity::torchops::oprec_detail {
@@ -116,22 +117,24 @@ struct Record {
   // While the op runs: each input's storage and TensorImpl, to tell its views among the outputs.
   std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>> input_storages;
   bool async_collective = false;
-  // A kernel launch (op_recorder_kernels.cpp; op is null): the kernel's name and the record's
-  // "kernel" object (site, handle, source hash, config) as JSON text made by python/gparity.
-  std::string kernel;
-  std::string kernel_json;
+  // A kernel launch (op_recorder_kernels.cpp; op is null): its call site, which holds the
+  // kernel's name and the record's "kernel" object.
   int kernel_site = -1;                    // into State::kernel_sites
   std::vector<at::Tensor> kernel_written;  // between kernel_begin and kernel_end: what it writes
   std::vector<std::size_t> kernel_at;      // their positions in the kernel's signature
 };
 
 /// A call site of a kernel (python/gparity registers each once): its name, the record's "kernel"
-/// object as JSON, its arguments' names and roles (model::ops::arg_role_name literals) by position.
+/// object (site, handle, source hash, config) as JSON text made by python/gparity, its arguments'
+/// names and roles by position.
 struct KernelSite {
   std::string kernel, kernel_json;
   std::vector<std::string> names;
-  std::vector<const char*> roles;
-  std::vector<bool> only_written;  // an `out` argument: never hashed before the launch
+  std::vector<model::ops::ArgRole> roles;
+  /// The role of argument `i` (unnamed past the signature's end).
+  [[nodiscard]] model::ops::ArgRole role(std::size_t i) const {
+    return i < roles.size() ? roles[i] : model::ops::ArgRole::Unnamed;
+  }
 };
 
 struct CodeInfo {

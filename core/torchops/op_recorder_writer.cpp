@@ -118,13 +118,15 @@ StepText records_jsonl(const State& s, const std::vector<Record>& records) {
     out += ",\"index\":";
     out += std::to_string(index);
     out += ",\"op\":";
-    json_string(out, r.op ? r.op->name : r.kernel);
+    const KernelSite* kernel =
+        r.op || r.kernel_site < 0 ? nullptr : &s.kernel_sites[static_cast<std::size_t>(r.kernel_site)];
+    json_string(out, r.op ? r.op->name : kernel ? kernel->kernel : std::string());
     if (shard_spec2) out += ",\"shard_spec\":2";
-    if (!r.op) {
+    if (kernel) {
       out += ",\"kind\":\"kernel\"";
-      if (!r.kernel_json.empty()) {
+      if (!kernel->kernel_json.empty()) {
         out += ",\"kernel\":";
-        out += r.kernel_json;
+        out += kernel->kernel_json;
       }
     }
     out += ",\"phase\":\"";
