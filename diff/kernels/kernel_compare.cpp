@@ -2,6 +2,7 @@
 
 #include "core/model/base/input_error.hpp"
 #include "diff/kernels/kernel_findings.hpp"
+#include "diff/ops/op_cut.hpp"
 #include "diff/ops/op_findings.hpp"
 #include "diff/report/evidence.hpp"
 
@@ -165,11 +166,8 @@ int compare_kernel_logs(const std::vector<ops::RankLogs>& base, const std::vecto
       summary.push_back("rank " + std::to_string(rv.rank) + ": every launch read and wrote equal values (" +
                         std::to_string(rv.steps.size()) + " step(s), " + std::to_string(values) + " values)");
     }
-    // As the op comparison's: a step recorded in part fails the rank unless incomplete evidence is allowed.
-    const Check::Outcome outcome = first                ? Check::Outcome::Fail
-                                   : !cut               ? Check::Outcome::Pass
-                                   : o.allow_incomplete ? Check::Outcome::Skipped
-                                                        : Check::Outcome::Fail;
+    const Check::Outcome outcome =
+        ops::detail::rank_outcome(first != nullptr, cut != nullptr, o.allow_incomplete);
     out.check({"kernels", rv.rank, outcome,
                outcome == Check::Outcome::Pass ? std::string("kernel-level parity") : summary.back()});
     ranks.push_back(rj);

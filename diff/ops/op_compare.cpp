@@ -135,10 +135,7 @@ int compare_op_logs(const std::vector<RankLogs>& eager, const std::vector<RankLo
                         w.cand_run + " (" + std::to_string(rv.steps.size()) + " step(s), " +
                         std::to_string(v) + " values)");
     }
-    const Check::Outcome outcome = first                ? Check::Outcome::Fail
-                                   : !cut               ? Check::Outcome::Pass
-                                   : o.allow_incomplete ? Check::Outcome::Skipped
-                                                        : Check::Outcome::Fail;
+    const Check::Outcome outcome = detail::rank_outcome(first != nullptr, cut != nullptr, o.allow_incomplete);
     out.check({"ops", rv.rank, outcome,
                outcome == Check::Outcome::Pass ? std::string("op-level parity") : summary.back()});
     ranks.push_back(rj);

@@ -35,6 +35,14 @@ StopSign stop_sign(const OpSlice& s, int rank, const std::string& side, const Si
 void judge_cuts(StepVerdict& sv, int rank, const HashChoice& choice, const SideSteps& eager_steps,
                 const SideSteps& compiled_steps, const SideWords& w);
 
+/// A rank's check: fails on a divergence, passes without a step recorded in part, and with one
+/// fails unless incomplete evidence is allowed (skipped then). The op and the kernel comparison.
+inline Check::Outcome rank_outcome(bool diverged, bool cut, bool allow_incomplete) {
+  if (diverged) return Check::Outcome::Fail;
+  if (!cut) return Check::Outcome::Pass;
+  return allow_incomplete ? Check::Outcome::Skipped : Check::Outcome::Fail;
+}
+
 /// The eager position where the compiled records of the step stop (a compiled StepCut), else its
 /// end: the rank's records of the step for the cross-rank causal order end there.
 std::uint32_t compiled_end(const StepVerdict& sv);
