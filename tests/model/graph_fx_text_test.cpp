@@ -202,6 +202,23 @@ TEST(GraphFxText, ExportedProgramTextParses) {
   EXPECT_EQ(g.str(g.node(0).meta.device.type), "");
 }
 
+// Found by fuzz_fx_text: a size of more digits than an int64 holds overflowed in the one-pass
+// annotation reader. Up to 19 digits a size is a number; past what an int64 holds it is kept as text.
+TEST(GraphFxText, SizesOfManyDigitsAreNumbersWhileTheyFitAndTextAfter) {
+  const Graph g = parse_fx_text(
+      "class G(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[1234567890123456789, 77777777777777777777][1, 1]cpu\"):\n"
+      "        return (x,)\n",
+      "big.txt");
+  const TensorMeta& m = g.node(0).meta;
+  ASSERT_EQ(m.sizes.size(), 2U);
+  EXPECT_FALSE(m.sizes[0].is_symbolic());
+  EXPECT_EQ(m.sizes[0].value, 1234567890123456789);
+  ASSERT_TRUE(m.sizes[1].is_symbolic());
+  EXPECT_EQ(g.str(m.sizes[1].expr), "77777777777777777777");
+  EXPECT_EQ(m.strides[1].value, 1);
+}
+
 void expect_fx_error(const std::string& text, std::int64_t line, const std::string& what) {
   try {
     parse_fx_text(text, "bad.txt", 10);

@@ -128,8 +128,12 @@ std::optional<TensorMeta> plain_annotation(std::string_view a, Graph& g) {
     while (true) {
       const std::size_t start = p;
       std::int64_t x = 0;
-      while (p < a.size() && a[p] >= '0' && a[p] <= '9') x = x * 10 + (a[p++] - '0');
-      if (p == start || p - start > 18 || count == v.size()) return false;
+      // Stops at the 19th digit, before x could overflow; the general path reads the rest.
+      while (p < a.size() && a[p] >= '0' && a[p] <= '9') {
+        if (p - start == 18) return false;
+        x = x * 10 + (a[p++] - '0');
+      }
+      if (p == start || count == v.size()) return false;
       v[count++] = x;
       while (p < a.size() && a[p] == ' ') ++p;
       if (p >= a.size()) return false;
