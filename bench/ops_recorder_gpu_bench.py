@@ -23,6 +23,8 @@ others', so clock and thermal drift hit every mode alike):
   compiled        the step compiled with torch.compile (Inductor; compiled in the warmup rounds)
   compiled_record_ops  the compiled step under record_ops(backend="cpp", hashes="shard"): every
                   Triton launch (Inductor's launcher hooked), extern kernel and eager op recorded
+  compiled_record_ops_batch  compiled_record_ops with batch_hashes=True: the hashes asked for while
+                  Inductor's generated code runs go in batches (Python 3.12+)
   compiled_record_ops_python  the same with backend="python"
   compiled_debugmode_hash  DebugMode with log_tensor_hashes(hash_fn="hash_tensor") on the compiled
                   step ([triton] launches with pre- and post-kernel hashes)
@@ -78,14 +80,16 @@ class Modes:
     def plain(self):
         step(self.model, self.x)
 
-    def _record(self, hashes, backend="python", compiled=False):
-        key = (hashes, backend, compiled)
+    def _record(self, hashes, backend="python", compiled=False, batch=False):
+        key = (hashes, backend, compiled, batch)
         rec = self.recorders.get(key)
         if rec is None:
             name = ("compiled_" if compiled else "") + "ops_" + hashes.replace("+", "_") + \
-                ("_cpp" if backend == "cpp" else "")
+                ("_cpp" if backend == "cpp" else "") + ("_batch" if batch else "")
             rec = gparity.OpRecorder(os.path.join(self.tmp, name), model=self.model,
-                                     rank=0, world_size=1, hashes=hashes, backend=backend)
+                                     rank=0, world_size=1, hashes=hashes, backend=backend, batch_hashes=batch)
+            if batch and not rec.batch_hashes:
+                raise RuntimeError("batches of hashes need the C++ recorder and Python 3.12+")
             self.recorders[key] = rec
         self.counter += 1
         with rec.record(self.counter):
@@ -101,6 +105,9 @@ class Modes:
 
     def compiled_record_ops(self):
         self._record("shard", "cpp", compiled=True)
+
+    def compiled_record_ops_batch(self):
+        self._record("shard", "cpp", compiled=True, batch=True)
 
     def compiled_record_ops_python(self):
         self._record("shard", "python", compiled=True)

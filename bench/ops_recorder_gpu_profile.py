@@ -2,7 +2,8 @@
 """Where a recorded compiled step's time goes (issue 32; docs/ops.md, "Cost"): a diagnostic beside
 bench/ops_recorder_gpu_bench.py, which gives the ratios. Same model and step, compiled with
 Inductor, on one GPU. Per mode (compiled; record_ops C++ with hashes "shard"; the same with
-hashes "none"; the Python backend with "shard"), median of --steps steps, each synchronized
+hashes "none"; the C++ backend's hashes in batches, on Python 3.12+; the Python backend with
+"shard"), median of --steps steps, each synchronized
 before and after:
 
   host_ms   the step's Python call returns (kernels enqueued, not waited for)
@@ -91,11 +92,12 @@ def main():
         recorders = {}
         counter = [0]
 
-        def recorded(hashes, backend):
-            key = (hashes, backend)
+        def recorded(hashes, backend, batch=False):
+            key = (hashes, backend, batch)
             if key not in recorders:
-                recorders[key] = gparity.OpRecorder(os.path.join(tmp, f"{backend}_{hashes}"), model=model, rank=0,
-                                                    world_size=1, hashes=hashes, backend=backend)
+                recorders[key] = gparity.OpRecorder(os.path.join(tmp, f"{backend}_{hashes}_{batch}"), model=model,
+                                                    rank=0, world_size=1, hashes=hashes, backend=backend,
+                                                    batch_hashes=batch)
 
             def scope():
                 counter[0] += 1
@@ -104,6 +106,8 @@ def main():
 
         modes = {"compiled": contextlib.nullcontext, "cpp_shard": recorded("shard", "cpp"),
                  "cpp_none": recorded("none", "cpp"), "python_shard": recorded("shard", "python")}
+        if hasattr(sys, "monitoring"):  # batches of hashes (Python 3.12+)
+            modes["cpp_shard_batch"] = recorded("shard", "cpp", batch=True)
         run = lambda: step(compiled, x)  # noqa: E731
         for scope in modes.values():  # compile, autotune, warm every mode
             for _ in range(3):

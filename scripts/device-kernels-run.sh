@@ -4,12 +4,14 @@
 # Inductor cases, the planted ones, reduce-overhead, both backends), three runs at a time, into
 # $OUT/runs; each run's log beside it. BENCH=1 then runs bench/ops_recorder_gpu_bench.py's
 # compiled modes (BENCH_ARGS: extra arguments) into $OUT/bench.json; PROFILE=1 runs
-# bench/ops_recorder_gpu_profile.py (PROFILE_ARGS) into $OUT/profile.json.
+# bench/ops_recorder_gpu_profile.py (PROFILE_ARGS) into $OUT/profile.json; BATCH_CHECK=1 runs
+# bench/ops_recorder_batch_check.py (BATCH_CHECK_ARGS: records with and without batches of
+# hashes, equal) into $OUT/batch_check.json.
 #
 #   bash CARRY/src/scripts/device-kernels-run.sh CARRY [NAME ...]
 set -uo pipefail
 if [ $# -lt 1 ]; then
-  sed -n '2,8p' "$0"
+  sed -n '2,10p' "$0"
   exit 2
 fi
 # shellcheck source-path=SCRIPTDIR source=device-common.sh
@@ -43,7 +45,7 @@ fi
 if [ "${BENCH:-0}" = 1 ]; then
   say "bench"
   # shellcheck disable=SC2086
-  timeout "${BENCH_TIMEOUT:-500}" python3 bench/ops_recorder_gpu_bench.py --modes plain,compiled,compiled_record_ops,compiled_record_ops_python,compiled_debugmode_hash,record_ops_cpp_shard \
+  timeout "${BENCH_TIMEOUT:-500}" python3 bench/ops_recorder_gpu_bench.py --modes plain,compiled,compiled_record_ops,compiled_record_ops_batch,compiled_record_ops_python,compiled_debugmode_hash,record_ops_cpp_shard \
     --out "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.txt" | grep -v Warning
 fi
 if [ "${PROFILE:-0}" = 1 ]; then
@@ -51,4 +53,10 @@ if [ "${PROFILE:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   timeout "${PROFILE_TIMEOUT:-400}" python3 bench/ops_recorder_gpu_profile.py --out "$out/profile.json" ${PROFILE_ARGS:-} 2>&1 |
     tee "$out/profile.txt" | grep -v Warning
+fi
+if [ "${BATCH_CHECK:-0}" = 1 ]; then
+  say "batch check"
+  # shellcheck disable=SC2086
+  timeout "${BATCH_CHECK_TIMEOUT:-300}" python3 bench/ops_recorder_batch_check.py --out "$out/batch_check.json" \
+    ${BATCH_CHECK_ARGS:-} 2>&1 | tee "$out/batch_check.txt" | grep -v Warning
 fi

@@ -37,6 +37,7 @@ void begin_step(const OpRecorderOptions& options) {
     s.known.clear();
     s.by_storage.clear();
     s.devices.clear();
+    s.pending = {};
     s.next_id = options.first_tensor_id;
     s.backward_seen = false;
     s.modules.clear();
@@ -57,6 +58,12 @@ std::string end_step(std::int64_t& next_tensor_id) {
     std::lock_guard lock(s.mutex);
     if (!s.active) throw std::runtime_error("gparity.record_ops: no step is being recorded");
     s.active = false;
+    try {
+      oprec_detail::flush_hashes(s);  // a batch the step's end cut short
+    } catch (const std::exception& e) {
+      if (s.error.empty()) s.error = e.what();
+    }
+    s.pending = {};
     records = std::move(s.records);
     devices = std::move(s.devices);
     s.known.clear();
@@ -180,6 +187,22 @@ __attribute__((visibility("default"))) void gparity_oprec_pop_module() {
 /// After a kernel's launch (torch.ops.gparity.oprec_kernel_begin gave `index`): what it wrote,
 /// hashed; `launched` 0: the launch failed. Through ctypes: no dispatcher call, no arguments to
 /// convert.
+/// 1: a batch of hashes opens on this thread (op_recorder_state.hpp, enter_batch); 0: this
+/// thread's innermost batch closes, and the last one out sends its hashes. Python opens one
+/// around each run of Inductor's generated `call` (op_recorder.py, _Batches).
+__attribute__((visibility("default"))) void gparity_oprec_batch(int enter) {
+  try {
+    if (enter)
+      gparity::torchops::oprec_detail::enter_batch();
+    else
+      gparity::torchops::oprec_detail::leave_batch();
+  } catch (const std::exception& e) {
+    auto& s = gparity::torchops::oprec_detail::state();
+    std::lock_guard lock(s.mutex);
+    if (s.error.empty()) s.error = e.what();
+  }
+}
+
 __attribute__((visibility("default"))) void gparity_oprec_kernel_end(std::int64_t index, int launched) {
   gparity::torchops::oprec_detail::kernel_end(index, launched != 0);
 }

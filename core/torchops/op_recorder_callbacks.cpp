@@ -42,11 +42,14 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
 #endif
   std::vector<at::Tensor> inputs;
   std::vector<bool> out_buffer;  // per input tensor: an `out=` argument (OpInfo::out_arguments)
+  std::vector<bool> written;     // per input tensor: one the op writes (OpInfo::written_arguments)
   const auto values = fn.inputs();
   for (std::size_t i = 0; i < values.size(); ++i) {
     add_tensors(values[i], inputs);
     if (info.any_out)
       out_buffer.resize(inputs.size(), i < info.out_arguments.size() && info.out_arguments[i]);
+    if (info.any_written)
+      written.resize(inputs.size(), i < info.written_arguments.size() && info.written_arguments[i]);
   }
   std::string group;
 #if GPARITY_OPREC_PYTHON
@@ -68,6 +71,13 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   for (const auto& t : inputs)
     if (t.has_storage())
       r.input_storages.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
+  // What it writes may be what a pending hash is to read: those go before the op runs.
+  if (!info.known_writes) {
+    flush_if_written(s, inputs, {});
+  } else if (info.any_written) {
+    written.resize(inputs.size(), false);
+    flush_if_written(s, inputs, written);
+  }
   if (info.collective && !info.waits) {
     r.collective_inputs = std::move(inputs);
     r.group = std::move(group);

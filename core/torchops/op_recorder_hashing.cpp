@@ -27,62 +27,167 @@ bool side_stream_wanted() {
 
 }  // namespace
 
+namespace {
+
+// Bounds of a batch: its tensors stay alive until their hashes go.
+constexpr std::size_t kMaxPending = 4096;
+constexpr std::int64_t kMaxPendingBytes = std::int64_t{256} << 20;
+
+thread_local int batch_depth = 0;
+
+/// The stream hashes of `device` go on now: its current stream (none for the CPU).
+std::optional<c10::Stream> current_stream(const c10::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+  return c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+}
+
+/// The bytes `t` reads [lo, hi): from its first to its last element, or its whole storage when
+/// its strides do not say (a negative stride); empty for an empty tensor.
+std::pair<std::uintptr_t, std::uintptr_t> byte_range(const at::Tensor& t) {
+  if (!t.has_storage() || t.numel() == 0) return {0, 0};
+  const auto base = reinterpret_cast<std::uintptr_t>(t.storage().data());
+  std::int64_t lo = 0, hi = 0;
+  if (!element_range(t, lo, hi)) return {base, base + t.storage().nbytes()};
+  const auto size = static_cast<std::uintptr_t>(t.element_size());
+  return {base + static_cast<std::uintptr_t>(lo) * size, base + static_cast<std::uintptr_t>(hi + 1) * size};
+}
+
+/// A tensor of `t`'s bytes that nobody else holds: a new TensorImpl on `t`'s storage, made
+/// without the dispatcher. A pending hash keeps this, not `t`: PyTorch decides by `t`'s use count
+/// whether to steal or copy it (make_variable of a factory's result, AccumulateGrad of a
+/// gradient), and the recorded program must be the unrecorded one.
+at::Tensor unshared_alias(const at::Tensor& t) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(t.storage()),
+      c10::DispatchKeySet(t.is_cuda() ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU), t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return at::Tensor(std::move(impl));
+}
+
+int device_words(State& s, const c10::Device& device) {
+  for (std::size_t d = 0; d < s.devices.size(); ++d)
+    if (s.devices[d].device == device) return static_cast<int>(d);
+  DeviceWords fresh{device, {}, {}, std::nullopt, nullptr};
+  if (device.is_cuda() && side_stream_wanted()) {
+    const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+    fresh.side = impl->getStreamFromGlobalPool(device, /*isHighPriority=*/false);
+    fresh.ready = std::make_shared<c10::Event>(device.type());
+  }
+  s.devices.push_back(std::move(fresh));
+  return static_cast<int>(s.devices.size()) - 1;
+}
+
+}  // namespace
+
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
                std::vector<TensorRef>& refs) {
-  at::DisableRecordFunctionGuard no_records;  // our own zeros/contiguous are not the step's ops
-  at::NoGradGuard no_grad;
-  const auto spec = s.options.shard_spec == 2 ? hash::ShardSpec::V2 : hash::ShardSpec::V1;
+  auto& p = s.pending;
   std::vector<bool> done(todo.size(), false);
   for (std::size_t i = 0; i < todo.size(); ++i) {
     if (done[i]) continue;
     const auto device = todo[i].second.device();
-    std::vector<at::Tensor> group;
     std::vector<std::size_t> members;
     for (std::size_t j = i; j < todo.size(); ++j)
       if (!done[j] && todo[j].second.device() == device) {
-        group.push_back(todo[j].second);
         members.push_back(j);
         done[j] = true;
       }
-    int d = 0;
-    while (d < static_cast<int>(s.devices.size()) && s.devices[static_cast<std::size_t>(d)].device != device)
-      ++d;
-    if (d == static_cast<int>(s.devices.size())) {
-      DeviceWords fresh{device, {}, {}, std::nullopt, nullptr};
-      if (device.is_cuda() && side_stream_wanted()) {
-        const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
-        fresh.side = impl->getStreamFromGlobalPool(device, /*isHighPriority=*/false);
-        fresh.ready = std::make_shared<c10::Event>(device.type());
-      }
-      s.devices.push_back(std::move(fresh));
-    }
+    const int d = device_words(s, device);
+    const auto stream = current_stream(device);
     auto& dw = s.devices[static_cast<std::size_t>(d)];
-    const auto n = static_cast<std::int64_t>(group.size());
-    if (dw.chunks.empty() || dw.used.back() + n > dw.chunks.back().numel() / 2) {
+    const auto n = static_cast<std::int64_t>(members.size());
+    const bool room = !dw.chunks.empty() && dw.used.back() + n <= dw.chunks.back().numel() / 2;
+    // One pending run is one launch: one device, one stream, consecutive slots of one chunk.
+    if (p.device >= 0 && (p.device != d || p.stream != stream || !room)) flush_hashes(s);
+    if (!room) {
+      at::DisableRecordFunctionGuard no_records;  // our own buffer is not the step's op
       dw.chunks.push_back(
           at::zeros({2 * std::max(kSlotsPerChunk, n)}, at::TensorOptions().dtype(at::kLong).device(device)));
       dw.used.push_back(0);
     }
-    const std::int64_t first = dw.used.back();
-    if (dw.side) {
-      const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
-      c10::DeviceGuard on_device(device);
-      dw.ready->record(impl->getStream(device));
-      dw.side->wait(*dw.ready);
-      c10::StreamGuard on_side(*dw.side);
-      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3, spec);
-      for (const auto& t : group) impl->recordDataPtrOnStream(t.storage().data_ptr(), *dw.side);
-    } else {
-      runtime::hash_blocks_into(group, dw.chunks.back(), first, s.options.xxh3, spec);
+    if (p.device < 0) {
+      p.device = d;
+      p.stream = stream;
+      p.chunk = static_cast<int>(dw.chunks.size()) - 1;
+      p.first = dw.used.back();
     }
-    dw.used.back() += n;
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      auto& ref = refs[todo[members[k]].first];
+    for (const auto j : members) {
+      const auto& t = todo[j].second;
+      auto& ref = refs[todo[j].first];
       ref.device = d;
-      ref.chunk = static_cast<int>(dw.chunks.size()) - 1;
-      ref.slot = first + static_cast<std::int64_t>(k);
+      ref.chunk = p.chunk;
+      ref.slot = dw.used.back()++;
+      p.tensors.push_back(batch_depth > 0 ? unshared_alias(t) : t);
+      p.ranges.push_back(byte_range(t));
+      p.bytes += static_cast<std::int64_t>(t.nbytes());
     }
   }
+  if (batch_depth == 0 || p.tensors.size() >= kMaxPending || p.bytes >= kMaxPendingBytes) flush_hashes(s);
+}
+
+void flush_hashes(State& s) {
+  auto& p = s.pending;
+  if (p.device < 0) return;
+  PendingHashes batch = std::move(p);
+  p = PendingHashes{};
+  at::DisableRecordFunctionGuard no_records;  // our own zeros/contiguous are not the step's ops
+  at::NoGradGuard no_grad;
+  const auto spec = s.options.shard_spec == 2 ? hash::ShardSpec::V2 : hash::ShardSpec::V1;
+  auto& dw = s.devices[static_cast<std::size_t>(batch.device)];
+  const auto& words = dw.chunks[static_cast<std::size_t>(batch.chunk)];
+  if (!batch.stream) {
+    runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
+    return;
+  }
+  const auto device = dw.device;
+  c10::StreamGuard on_stream(*batch.stream);  // where the hashes' tensors were asked for
+  if (dw.side) {
+    const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+    dw.ready->record(*batch.stream);
+    dw.side->wait(*dw.ready);
+    c10::StreamGuard on_side(*dw.side);
+    runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
+    for (const auto& t : batch.tensors) impl->recordDataPtrOnStream(t.storage().data_ptr(), *dw.side);
+  } else {
+    runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
+  }
+}
+
+void flush_if_written(State& s, const std::vector<at::Tensor>& tensors, const std::vector<bool>& written) {
+  auto& p = s.pending;
+  if (p.device < 0) return;
+  const auto device = s.devices[static_cast<std::size_t>(p.device)].device;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!written.empty() && !(i < written.size() && written[i])) continue;
+    const auto& t = tensors[i];
+    if (t.device() != device) continue;
+    const auto [lo, hi] = byte_range(t);
+    bool overlaps = false;
+    for (const auto& [plo, phi] : p.ranges) overlaps = overlaps || (lo < phi && plo < hi);
+    if (!overlaps) continue;
+    const auto pending_stream = p.stream;
+    flush_hashes(s);
+    // A writer on another stream: it waits for the hashes of what it overwrites.
+    const auto writer = current_stream(device);
+    if (pending_stream && writer && *writer != *pending_stream) {
+      c10::Event done(device.type());
+      done.record(*pending_stream);
+      done.block(*writer);
+    }
+    return;
+  }
+}
+
+void enter_batch() {
+  ++batch_depth;
+}
+
+void leave_batch() {
+  if (batch_depth > 0) --batch_depth;
+  if (batch_depth > 0) return;
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  flush_hashes(s);
 }
 
 HashWords read_back(std::vector<DeviceWords>& devices) {

@@ -78,6 +78,8 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
     }
   }
   r.kernel_at = std::move(written_at);
+  // What the launch writes may be what a pending hash is to read: those go before it.
+  flush_if_written(s, r.kernel_written, {});
   s.records.push_back(std::move(r));
   set_in_kernel(true);
   return static_cast<std::int64_t>(s.records.size()) - 1;

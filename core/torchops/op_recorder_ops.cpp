@@ -32,10 +32,14 @@ std::unique_ptr<OpInfo> classify(const c10::OperatorName& op) {
   if (auto handle = c10::Dispatcher::singleton().findOp(op)) {
     if (handle->hasSchema()) {
       for (const auto& arg : handle->schema().arguments()) {
-        const bool out = arg.kwarg_only() && arg.alias_info() && arg.alias_info()->isWrite();
+        const bool written = arg.alias_info() && arg.alias_info()->isWrite();
+        const bool out = arg.kwarg_only() && written;
         info->out_arguments.push_back(out);
         info->any_out = info->any_out || out;
+        info->written_arguments.push_back(written);
+        info->any_written = info->any_written || written;
       }
+      info->known_writes = true;
       for (const auto& ret : handle->schema().returns()) {
         info->unhashed_returns.push_back(unhashed_return(ret.name()));
         info->any_unhashed = info->any_unhashed || info->unhashed_returns.back()[0] != '\0';

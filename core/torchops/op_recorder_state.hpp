@@ -55,6 +55,12 @@ struct OpInfo {
   // "name": "out", never hashed before the op; what the op wrote is its output.
   std::vector<bool> out_arguments;
   bool any_out = false;
+  // Per schema argument: one the op writes (`Tensor(a!)`: in-place, `out=`). An op without a
+  // schema (`known_writes` false) may write any of its tensors. What a batch of hashes waits for
+  // (op_recorder_hashing.cpp).
+  std::vector<bool> written_arguments;
+  bool any_written = false;
+  bool known_writes = false;
 };
 
 /// The op's info, or null for a RecordFunction that is not an operator call.
@@ -101,6 +107,21 @@ struct DeviceWords {
   // recorded on it (the allocator does not reuse it before the hash ran) and end_step waits for it.
   std::optional<c10::Stream> side;
   std::shared_ptr<c10::Event> ready;  // recorded on the op's stream before each batch
+};
+
+/// Hashes asked for inside a batch (op_recorder_hashing.cpp) and not launched yet: their slots
+/// are taken (consecutive, from `first` in one chunk of one device), their tensors kept alive
+/// (the allocator cannot hand their memory to another tensor), and they go to the device in one
+/// launch when something is about to write the memory one of them reads, when the batch ends,
+/// when a hash for another device, stream or chunk is asked for, or past a bound.
+struct PendingHashes {
+  int device = -1;                    // into State::devices; -1: none pending
+  std::optional<c10::Stream> stream;  // the stream they go on (the callers' current stream)
+  int chunk = 0;
+  std::int64_t first = 0;  // slot of tensors[0]
+  std::vector<at::Tensor> tensors;
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;  // the bytes each reads [lo, hi)
+  std::int64_t bytes = 0;
 };
 
 enum class Phase : std::uint8_t { forward, backward, optimizer };
@@ -154,6 +175,7 @@ struct State {
   // the hashes of the others stale (no shared version counter tells).
   std::unordered_map<const c10::StorageImpl*, std::vector<const c10::TensorImpl*>> by_storage;
   std::vector<DeviceWords> devices;
+  PendingHashes pending;
   std::int64_t next_id = 0;
   bool backward_seen = false;
   std::vector<int> modules;  // the module stack, as indices into module_names
@@ -205,6 +227,9 @@ const char* dtype_name(c10::ScalarType t);
 /// A dtype that is not hashed, by c10's name, lower case.
 std::string other_dtype_name(c10::ScalarType t);
 
+/// The first and last storage element `t` reaches; false for an empty tensor or a negative stride.
+bool element_range(const at::Tensor& t, std::int64_t& lo, std::int64_t& hi);
+
 /// Appends the defined tensors in `v` (a tensor, a tensor list, nested lists and tuples).
 void add_tensors(const c10::IValue& v, std::vector<at::Tensor>& out);
 std::vector<at::Tensor> flat_tensors(c10::ArrayRef<const c10::IValue> values);
@@ -225,10 +250,26 @@ std::vector<TensorRef> input_refs(State& s, const std::vector<at::Tensor>& tenso
 
 // ---- hashing (op_recorder_hashing.cpp) ----------------------------------------------------------
 
-/// Enqueues both hashes of `todo`'s tensors (one hash_blocks_into call per device) and fills the
-/// slots of `refs[todo[i].first]`. Caller holds the state's mutex.
+/// Takes slots for both hashes of `todo`'s tensors and fills them in `refs[todo[i].first]`; the
+/// hashes are enqueued now (one hash_blocks_into call per device), or, inside a batch on this
+/// thread, when the batch's pending hashes go (State::pending). Caller holds the state's mutex.
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
                std::vector<TensorRef>& refs);
+
+/// A batch of hashes on this thread (gparity_oprec_batch): while one is open, hashes wait in
+/// State::pending for a reason to go. Python opens one for the run of Inductor's generated
+/// `call` function, where every write to device memory is a kernel launch or an operator call
+/// that the recorder sees before it runs (docs/ops.md, "Hashes in batches"). Nested: counted.
+void enter_batch();
+/// Closes this thread's innermost batch; the last one out sends the pending hashes. Caller does
+/// not hold the state's mutex.
+void leave_batch();
+/// Enqueues the pending hashes (nothing pending: nothing). Caller holds the state's mutex.
+void flush_hashes(State& s);
+/// Before a record runs: when it writes bytes a pending hash reads (`written[i]` marks the
+/// tensors it writes; empty: all of them), the pending hashes go first, and the writer's stream
+/// waits for them when it is another. Caller holds the state's mutex.
+void flush_if_written(State& s, const std::vector<at::Tensor>& tensors, const std::vector<bool>& written);
 
 /// Per device, per chunk: the hash words (xxh3, shard per slot) of the step, read back with one
 /// wait per device.

@@ -61,17 +61,6 @@ const Known* fresh_base_of(State& s, const at::Tensor& t) {
   return it == s.known.end() ? nullptr : fresh_hashed(s, it->second);
 }
 
-/// The first and last storage element `t` reaches; false for an empty tensor or a negative stride.
-bool element_range(const at::Tensor& t, std::int64_t& lo, std::int64_t& hi) {
-  if (t.numel() == 0) return false;
-  lo = hi = t.storage_offset();
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    if (t.stride(d) < 0) return false;
-    hi += (t.size(d) - 1) * t.stride(d);
-  }
-  return true;
-}
-
 /// A fresh hashed tensor of the step in `t`'s storage, contiguous, of `t`'s dtype, whose elements
 /// include every one `t` reaches: `t`, an alias autograd does not know as a view (Inductor hands
 /// extern kernels reinterpret_tensor()s of buffers and parameters), holds values it read there,
@@ -94,6 +83,16 @@ const Known* covering_hashed(State& s, const at::Tensor& t, const Known* self) {
 }
 
 }  // namespace
+
+bool element_range(const at::Tensor& t, std::int64_t& lo, std::int64_t& hi) {
+  if (t.numel() == 0) return false;
+  lo = hi = t.storage_offset();
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) < 0) return false;
+    hi += (t.size(d) - 1) * t.stride(d);
+  }
+  return true;
+}
 
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {

@@ -212,10 +212,13 @@ class OpRecorder:
     shard_spec: the shard hash's spec (docs/hashing.md): 2 (default since issue 32: one multiply an
     element, about half v1's GPU time on bf16), or 1 to compare with runs recorded before; every
     record of a v2 run says `"shard_spec": 2`, and hashes of two specs are never compared.
-    backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python"."""
+    backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python".
+    batch_hashes: the C++ backend on Python 3.12+ sends the hashes asked for while Inductor's
+    generated code runs in batches, one launch for many (docs/ops.md, "Hashes in batches"); the
+    records are the same. None (default): the environment's GPARITY_OPREC_BATCH=1, else off."""
 
     def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="shard", backend="auto",
-                 shard_spec=2):
+                 shard_spec=2, batch_hashes=None):
         from . import load_ops, _dist, Recorder  # noqa: F401  (late: gparity imports this module)
 
         d = _dist()
@@ -239,6 +242,10 @@ class OpRecorder:
             raise RuntimeError("gparity.OpRecorder: backend='cpp' but libgparity_torchops has no C++ op recorder")
         self.backend = "python" if backend == "python" or cpp is None else "cpp"
         self._cpp = cpp if self.backend == "cpp" else None
+        if batch_hashes is None:
+            batch_hashes = os.environ.get("GPARITY_OPREC_BATCH") == "1"
+        self.batch_hashes = bool(batch_hashes) and self._cpp is not None and getattr(self._cpp, "batches", False) \
+            and _Batches.supported()
         # Every rank's host and node (one all_gather on every rank, as Recorder's), then the
         # manifest of a trace v1 run (one writer: Recorder's), marked as an op-record run.
         manifest = _ManifestOnly(run_dir, self.rank, self.world_size)
@@ -272,6 +279,8 @@ class OpRecorder:
         self._thread = threading.get_ident()
         self._modules = []      # module path stack (forward hooks)
         _KernelHook.attach(self)
+        if self.batch_hashes:
+            _Batches.attach(self._cpp)
         if self._cpp is not None:
             self._begin_cpp(step)
             return
@@ -311,6 +320,8 @@ class OpRecorder:
 
     def _end(self):
         _KernelHook.detach(self)
+        if self.batch_hashes:
+            _Batches.detach()
         for h in self._hooks:
             h.remove()
         self._hooks = []
@@ -432,6 +443,8 @@ class OpRecorder:
         if self._cpp is not None:
             # One dispatcher call with the tensors (the site's name, fields and signature were
             # registered once), one ctypes call after the launch.
+            if self.batch_hashes:
+                _Batches.watch(caller)
             index = _kernel_begin()(info.site_id(autotuner, caller, names, roles), tensors)
             ok = False
             try:
@@ -886,6 +899,8 @@ class _KernelHook:
 
     @classmethod
     def _wrap(cls, tuner):
+        if tuner in cls._wrapped:
+            return
         run = tuner.run
 
         def gparity_run(autotuner, *args, **kwargs):
@@ -898,6 +913,116 @@ class _KernelHook:
         gparity_run.__doc__ = run.__doc__
         tuner.run = gparity_run
         cls._wrapped.add(tuner)
+
+
+class _Batches:
+    """Batches of hashes (the C++ recorder's, op_recorder_state.hpp): one opens when Inductor's
+    generated `call` starts and closes when it returns or raises, through sys.monitoring's local
+    events on that function's code (Python 3.12+; none while no step is recorded). Inside it the
+    only writes to device memory are kernel launches (the launcher hook) and operator calls
+    (RecordFunction), both seen before they run: a hash asked for there waits until something is
+    about to write what it reads, and goes with the others in one launch. A module whose source
+    compiles kernels of another kind than Triton (C++, CUDA or ROCm templates: launched without
+    the hook) gets no batch. A `call` is watched from its first launch in a recorded step on: its
+    next run is batched."""
+
+    _tool = None        # sys.monitoring tool id; -1: none free
+    _lib = None
+    _codes = {}         # code object -> batched (bool)
+    _on = False
+    _allowed = frozenset(("triton", "wait", "multi_kernel"))
+
+    @staticmethod
+    def supported():
+        return hasattr(sys, "monitoring")
+
+    @classmethod
+    def _events(cls):
+        e = sys.monitoring.events
+        return e.PY_START | e.PY_RETURN  # local events; PY_UNWIND is global only (set in attach)
+
+    @classmethod
+    def _take_tool(cls):
+        if cls._tool is not None:
+            return cls._tool >= 0
+        mon = sys.monitoring
+        cls._tool = -1
+        for tool in (3, 4):  # neither the debugger's, coverage's, the profiler's nor the optimizer's
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, "gparity")
+                cls._tool = tool
+                break
+        if cls._tool < 0:
+            return False
+
+        def start(code, offset):
+            lib = cls._lib
+            if lib is not None:
+                lib.gparity_oprec_batch(1)
+
+        def stop(code, offset, value):
+            lib = cls._lib
+            if lib is not None:
+                lib.gparity_oprec_batch(0)
+
+        def unwind(code, offset, exc):  # every frame an exception leaves, while a step is recorded
+            lib = cls._lib
+            if lib is not None and cls._codes.get(code):
+                lib.gparity_oprec_batch(0)
+
+        e = mon.events
+        mon.register_callback(cls._tool, e.PY_START, start)
+        mon.register_callback(cls._tool, e.PY_RETURN, stop)
+        mon.register_callback(cls._tool, e.PY_UNWIND, unwind)
+        return True
+
+    @classmethod
+    def attach(cls, lib):
+        cls._lib, cls._on = lib, True
+        if not cls._take_tool():
+            return
+        sys.monitoring.set_events(cls._tool, sys.monitoring.events.PY_UNWIND)
+        for code, batched in cls._codes.items():
+            if batched:
+                sys.monitoring.set_local_events(cls._tool, code, cls._events())
+
+    @classmethod
+    def detach(cls):
+        cls._on = False
+        if cls._tool is not None and cls._tool >= 0:
+            sys.monitoring.set_events(cls._tool, 0)
+            for code, batched in cls._codes.items():
+                if batched:
+                    sys.monitoring.set_local_events(cls._tool, code, 0)
+        cls._lib = None
+
+    @classmethod
+    def watch(cls, caller):
+        """Watches the generated `call` on the stack at a launch (`caller`: the launcher's caller)."""
+        f, depth = caller, 0
+        while f is not None and depth < 8 and not (f.f_code.co_name == "call" and
+                                                  not _is_library(f.f_code.co_filename)):
+            f, depth = f.f_back, depth + 1
+        if f is None or depth >= 8 or f.f_code in cls._codes:
+            return
+        code = f.f_code
+        batched = _only_triton_kernels(code.co_filename) and cls._take_tool()
+        cls._codes[code] = batched
+        if batched and cls._on:
+            sys.monitoring.set_local_events(cls._tool, code, cls._events())
+
+
+def _only_triton_kernels(filename):
+    """Whether Inductor's generated module in `filename` compiles kernels of no other kind than
+    Triton (async_compile.triton, .multi_kernel, .wait); False when it cannot be read."""
+    import re
+    try:
+        with open(filename, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    kinds = set(re.findall(r"\basync_compile\.(\w+)\(", text))
+    return "def call(" in text and kinds <= _Batches._allowed
 
 
 def _cpp_group(op, args):
@@ -932,6 +1057,12 @@ def _cpp_library():
         lib.gparity_oprec_kernel_end.argtypes = [ctypes.c_int64, ctypes.c_int]
         lib.gparity_oprec_kernel_end.restype = None
         lib.features = lib.gparity_oprec_features()
+        try:  # a library before batches of hashes: none
+            lib.gparity_oprec_batch.argtypes = [ctypes.c_int]
+            lib.gparity_oprec_batch.restype = None
+            lib.batches = True
+        except AttributeError:
+            lib.batches = False
     except (OSError, AttributeError, TypeError):  # an older library, or none loaded from a path
         lib = None
     _cpp_lib.append(lib)

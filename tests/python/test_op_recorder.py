@@ -822,5 +822,117 @@ class ShardSpec(unittest.TestCase):
             gparity.OpRecorder(tmp, rank=0, world_size=1, shard_spec=3)
 
 
+class HashBatches(unittest.TestCase):
+    """Hashes in batches (C++ backend): inside a batch a hash waits until something the recorder
+    sees is about to write what it reads, then goes with the others in one launch. Python opens
+    batches around Inductor's generated `call` through sys.monitoring (3.12+, a GPU machine);
+    here the C entry opens one around eager CPU ops, whose writes the recorder sees as well. The
+    records of a batched step are those of the same step unbatched, byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        from gparity import op_recorder
+        cls.lib = op_recorder._cpp_library()
+        if cls.lib is None or not getattr(cls.lib, "batches", False):
+            raise unittest.SkipTest("no C++ recorder with batches in this build")
+        op_recorder._KernelHook._wrap(KernelLaunches.Launcher)
+
+    def record(self, program, batched, close=True):
+        import gparity
+        with tempfile.TemporaryDirectory() as tmp:
+            with gparity.record_ops(os.path.join(tmp, "r"), step=1, rank=0, world_size=1, backend="cpp"):
+                if batched:
+                    self.lib.gparity_oprec_batch(1)
+                try:
+                    kept = program()
+                finally:
+                    if batched and close:
+                        self.lib.gparity_oprec_batch(0)
+            if batched and not close:
+                self.lib.gparity_oprec_batch(0)  # after the step: nothing left to send
+            with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                return f.read(), kept
+
+    @staticmethod
+    def writes():
+        """Every kind of write to what a pending hash reads: an in-place op on an op's output, an
+        out= op into one, an in-place op through a view of one, a kernel launch writing through
+        an alias autograd does not know (Inductor's reinterpret_tensor), an in-place op on a
+        tensor made before the step (its input hash pending)."""
+        import torch
+        x = torch.linspace(-1, 1, 16)
+        w = torch.arange(16, dtype=torch.float32)
+        before = torch.ones(16)
+        a = torch.arange(8, dtype=torch.float32) + 0.5
+        alias = torch.empty(0).set_(a.storage(), 0, a.shape, a.stride())
+        y = x.sin()
+        y.add_(1)
+        z = y * 2
+        torch.mul(y, w, out=z)
+        z[2:6].zero_()
+        first = a * 2
+        KernelLaunches.Launcher().run(torch.linspace(0, 1, 8), torch.ones(8), alias, 8, stream=0)
+        second = a * 3
+        before.mul_(w)
+        return [z.sum(), first, second, before.sum()]
+
+    def test_every_write_the_recorder_sees_sends_the_hashes_before_it(self):
+        plain, _ = self.record(self.writes, batched=False)
+        batched, _ = self.record(self.writes, batched=True)
+        self.assertGreater(plain.count('"shard"'), 10)
+        self.assertEqual(batched, plain)
+
+    def test_a_batch_the_step_ends_in_sends_its_hashes(self):
+        plain, _ = self.record(self.writes, batched=False)
+        cut, _ = self.record(self.writes, batched=True, close=False)
+        self.assertEqual(cut, plain)
+
+    def test_only_a_module_of_triton_kernels_alone_gets_batches(self):
+        from gparity.op_recorder import _only_triton_kernels
+        head = "from torch._inductor.async_compile import AsyncCompile\nasync_compile = AsyncCompile()\n"
+        call = "def call(args):\n    triton_poi_fused_0.run(buf0, 8, stream=stream0)\n"
+        triton = "triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', '...')\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            def module(body):
+                path = os.path.join(tmp, "m%d.py" % len(os.listdir(tmp)))
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(head + body)
+                return path
+            self.assertTrue(_only_triton_kernels(module(triton + "async_compile.wait(globals())\n" + call)))
+            # C++ kernels (a CPU graph) and CUDA templates are launched without the launcher hook.
+            self.assertFalse(_only_triton_kernels(
+                module(triton + "cpp_fused_1 = async_compile.cpp_pybinding(['float*'], '...')\n" + call)))
+            self.assertFalse(_only_triton_kernels(module(triton + "cuda_fused_2 = async_compile.cuda('...', 'so')\n" + call)))
+            self.assertFalse(_only_triton_kernels(module(triton)))  # no call
+            self.assertFalse(_only_triton_kernels(os.path.join(tmp, "absent.py")))
+
+    def test_batches_need_sys_monitoring(self):
+        import gparity
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend="cpp", batch_hashes=True)
+            rec.close()
+        self.assertEqual(rec.batch_hashes, hasattr(sys, "monitoring"))
+
+    def test_inside_a_batch_a_hash_reads_the_memory_when_it_goes(self):
+        """The precondition batches rest on, shown: a write the recorder does not see (numpy
+        through the same memory) lands in a pending hash. Python batches only Inductor's
+        generated code, where every write is a launch or an op."""
+        import torch
+
+        def program():
+            y = torch.linspace(-1, 1, 16).sin()
+            y.numpy()[:] = 7.0  # unseen: no operator call, no launch
+            return [y * 2]
+        plain, (y_plain,) = self.record(program, batched=False)
+        batched, (y_batched,) = self.record(program, batched=True)
+        sin = [json.loads(line) for line in plain.splitlines()][1]
+        self.assertEqual(sin["op"], "aten::sin")
+        import gparity
+        seven = format(gparity.hash_tensor(torch.full((16,), 7.0), shard_spec=2)[1], "016x")
+        self.assertNotEqual(sin["outs"][0]["shard"], seven)
+        self.assertEqual(json.loads(batched.splitlines()[1])["outs"][0]["shard"], seven)
+
+
 if __name__ == "__main__":
     unittest.main()
