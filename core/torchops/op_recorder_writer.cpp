@@ -68,7 +68,8 @@ StepText records_jsonl(const State& s, const std::vector<Record>& records) {
   };
   // Every record of a hashed step names the shard spec when it is v2 (absent: v1).
   const bool shard_spec2 = s.options.hash && s.options.shard_spec == 2;
-  const auto tensor = [&](std::string& out, const TensorRef& t) {
+  // Appends to `out`, where `hole` keeps its places.
+  const auto tensor = [&](const TensorRef& t) {
     out += "{\"id\":";
     out += std::to_string(t.id);
     out += ",\"dtype\":";
@@ -155,7 +156,7 @@ StepText records_jsonl(const State& s, const std::vector<Record>& records) {
       out += "\":[";
       for (std::size_t i = 0; i < list.size(); ++i) {
         if (i) out += ',';
-        tensor(out, list[i]);
+        tensor(list[i]);
       }
       out += ']';
     }
