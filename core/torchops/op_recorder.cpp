@@ -34,6 +34,7 @@ void begin_step(const OpRecorderOptions& options) {
     s.options = options;
     s.thread = std::this_thread::get_id();
     s.records.clear();
+    s.records.reserve(s.last_step_records);  // the records vector went to the last step's writer
     s.known.clear();
     s.by_storage.clear();
     s.devices.clear();
@@ -65,6 +66,7 @@ std::string end_step(std::int64_t& next_tensor_id) {
     }
     s.pending = {};
     records = std::move(s.records);
+    s.last_step_records = records.size();
     devices = std::move(s.devices);
     s.known.clear();
     s.by_storage.clear();

@@ -169,6 +169,7 @@ struct State {
   std::thread::id thread;
   std::vector<at::CallbackHandle> handles;
   std::vector<Record> records;
+  std::size_t last_step_records = 0;  // what the next step reserves
   std::unordered_map<const c10::TensorImpl*, Known> known;
   // The tensors of `known` by storage: a write through one (an in-place op, a kernel writing
   // through an alias that autograd does not know as a view: Inductor's reinterpret_tensor) makes
