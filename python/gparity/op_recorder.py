@@ -999,6 +999,8 @@ class _Batches:
     @classmethod
     def watch(cls, caller):
         """Watches the generated `call` on the stack at a launch (`caller`: the launcher's caller)."""
+        if caller.f_code in cls._codes:  # the common case: `call` launches the kernel itself
+            return
         f, depth = caller, 0
         while f is not None and depth < 8 and not (f.f_code.co_name == "call" and
                                                   not _is_library(f.f_code.co_filename)):
