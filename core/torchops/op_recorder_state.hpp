@@ -98,6 +98,15 @@ struct Known {
   const char* unhashed = "";  // an RNG state / debug output: read later, still no value
 };
 
+/// The step's tensors in one storage. The weak reference keeps the StorageImpl's address from
+/// being another storage's while the step runs (its memory goes when its last tensor does):
+/// without it a freed storage's tensors would pile up under its reused address, and every
+/// output there would walk them all (quadratic in the step's ops).
+struct StorageTensors {
+  c10::weak_intrusive_ptr<c10::StorageImpl> keep;
+  std::vector<const c10::TensorImpl*> tensors;
+};
+
 struct DeviceWords {
   c10::Device device{c10::kCPU};
   std::vector<at::Tensor> chunks;
@@ -174,7 +183,7 @@ struct State {
   // The tensors of `known` by storage: a write through one (an in-place op, a kernel writing
   // through an alias that autograd does not know as a view: Inductor's reinterpret_tensor) makes
   // the hashes of the others stale (no shared version counter tells).
-  std::unordered_map<const c10::StorageImpl*, std::vector<const c10::TensorImpl*>> by_storage;
+  std::unordered_map<const c10::StorageImpl*, StorageTensors> by_storage;
   std::vector<DeviceWords> devices;
   PendingHashes pending;
   std::int64_t next_id = 0;

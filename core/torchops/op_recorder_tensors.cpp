@@ -47,7 +47,7 @@ const Known* fresh_hashed(State& s, const Known& k, const at::Tensor* self = nul
 void stale_aliases(State& s, const c10::StorageImpl* storage, const c10::TensorImpl* written) {
   const auto it = s.by_storage.find(storage);
   if (it == s.by_storage.end()) return;
-  for (const auto* other : it->second) {
+  for (const auto* other : it->second.tensors) {
     if (other == written) continue;
     if (const auto k = s.known.find(other); k != s.known.end()) k->second.fresh = false;
   }
@@ -71,7 +71,7 @@ const Known* covering_hashed(State& s, const at::Tensor& t, const Known* self) {
   if (!t.has_storage() || !element_range(t, lo, hi)) return nullptr;
   const auto it = s.by_storage.find(t.storage().unsafeGetStorageImpl());
   if (it == s.by_storage.end()) return nullptr;
-  for (const auto* impl : it->second) {
+  for (const auto* impl : it->second.tensors) {
     const auto k = s.known.find(impl);
     if (k == s.known.end() || &k->second == self || k->second.base) continue;
     const Known* h = fresh_hashed(s, k->second);
@@ -196,7 +196,13 @@ std::vector<TensorRef> refs_of(
       Known k(t);
       k.id = s.next_id++;
       it = s.known.emplace(impl, std::move(k)).first;
-      if (t.has_storage()) s.by_storage[t.storage().unsafeGetStorageImpl()].push_back(impl);
+      if (t.has_storage()) {
+        const auto* storage = t.storage().unsafeGetStorageImpl();
+        auto at = s.by_storage.find(storage);
+        if (at == s.by_storage.end())
+          at = s.by_storage.emplace(storage, StorageTensors{t.storage().getWeakStorageImpl(), {}}).first;
+        at->second.tensors.push_back(impl);
+      }
     }
     ref.id = it->second.id;
     it->second.version = version;
