@@ -1,4 +1,6 @@
-# ctest driver: `cmake -DMODE=build|run -DSRC=<tests/fuzz> -DBIN=<build dir> [-DTARGET=x -DSECONDS=3] -P`.
+# ctest driver: `cmake -DMODE=build|run -DSRC=<tests/fuzz> -DBIN=<build dir> [-DTARGET=x -DRUNS=n
+# -DSECONDS=s] -P`. A run: RUNS inputs from seed 1 (mostly the same inputs for the same code: the
+# coverage feedback still varies a little between processes), SECONDS a bound on the whole.
 if(MODE STREQUAL "build")
   find_program(CCACHE ccache)
   set(launcher "")
@@ -18,7 +20,11 @@ else()
   # A fresh corpus each run, seeded from tests/fuzz/seeds/<target> (read-only).
   file(REMOVE_RECURSE ${BIN}/corpus/${TARGET})
   file(MAKE_DIRECTORY ${BIN}/corpus/${TARGET})
-  execute_process(COMMAND ${BIN}/fuzz_${TARGET} -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048
+  if(NOT DEFINED RUNS)
+    set(RUNS -1)
+  endif()
+  execute_process(COMMAND ${BIN}/fuzz_${TARGET} -seed=1 -runs=${RUNS} -max_total_time=${SECONDS} -timeout=10
+                          -rss_limit_mb=2048
                           -print_final_stats=1 ${BIN}/corpus/${TARGET} ${SRC}/seeds/${TARGET}
                   WORKING_DIRECTORY ${BIN} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
