@@ -13,19 +13,22 @@ namespace {
 
 void json_string(std::string& out, std::string_view s) {
   out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
+  std::size_t run = 0;  // start of the characters not yet appended (appended a run at a time)
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c != '"' && c != '\\' && c >= 0x20) continue;
+    out.append(s, run, i - run);
+    run = i + 1;
+    if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
     } else {
-      out += ch;
+      out += '\\';
+      out += static_cast<char>(c);
     }
   }
+  out.append(s, run, s.size() - run);
   out += '"';
 }
 
@@ -35,9 +38,9 @@ std::string hex64(std::int64_t v) {
   return buf;
 }
 
-const std::string& code_line(const std::string& file, int line) {
+/// A source file's lines, stripped, read once a process.
+const std::vector<std::string>& file_lines(const std::string& file) {
   static std::unordered_map<std::string, std::vector<std::string>> files;
-  static const std::string none;
   auto it = files.find(file);
   if (it == files.end()) {
     std::vector<std::string> lines;
@@ -49,8 +52,13 @@ const std::string& code_line(const std::string& file, int line) {
     }
     it = files.emplace(file, std::move(lines)).first;
   }
-  return line > 0 && static_cast<std::size_t>(line) <= it->second.size()
-             ? it->second[static_cast<std::size_t>(line) - 1]
+  return it->second;
+}
+
+const std::string& code_line(const std::vector<std::string>& lines, int line) {
+  static const std::string none;
+  return line > 0 && static_cast<std::size_t>(line) <= lines.size()
+             ? lines[static_cast<std::size_t>(line) - 1]
              : none;
 }
 
@@ -112,6 +120,7 @@ StepText records_jsonl(const State& s, const std::vector<Record>& records) {
   };
   static constexpr std::array<const char*, 3> kPhases = {"forward", "backward", "optimizer"};
   out.reserve(records.size() * 256);
+  std::vector<const std::vector<std::string>*> code_lines(s.codes.size(), nullptr);
   for (std::size_t index = 0; index < records.size(); ++index) {
     const auto& r = records[index];
     out += "{\"type\":\"op\",\"step\":";
@@ -146,7 +155,9 @@ StepText records_jsonl(const State& s, const std::vector<Record>& records) {
       out += ",\"function\":";
       json_string(out, c.function);
       out += ",\"code\":";
-      json_string(out, code_line(c.file, r.line));
+      auto& lines = code_lines[static_cast<std::size_t>(r.code)];
+      if (!lines) lines = &file_lines(c.file);  // a lookup by file name a code object, not a record
+      json_string(out, code_line(*lines, r.line));
       out += '}';
     }
     for (const auto* key : {"args", "outs"}) {

@@ -822,6 +822,28 @@ class ShardSpec(unittest.TestCase):
             gparity.OpRecorder(tmp, rank=0, world_size=1, shard_spec=3)
 
 
+class RecordText(unittest.TestCase):
+    def test_names_with_quotes_backslashes_and_control_characters_are_json_escaped(self):
+        """The C++ writer escapes what JSON needs escaped (a module name comes from the user's
+        code): the reader gets the name back as it was."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        from gparity import op_recorder
+        lib = op_recorder._cpp_library()
+        if lib is None:
+            self.skipTest("no C++ recorder in this build")
+        name = 'a"b\\c\x01d\te' + "é" * 3 + '"'
+        with tempfile.TemporaryDirectory() as tmp:
+            with gparity.record_ops(os.path.join(tmp, "r"), step=1, rank=0, world_size=1, backend="cpp"):
+                lib.gparity_oprec_push_module(name.encode("utf-8"))
+                torch.ones(2).neg()
+                lib.gparity_oprec_pop_module()
+            with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                recs = [json.loads(line) for line in f]
+        self.assertEqual([r.get("module") for r in recs], [name, name])
+
+
 class HashBatches(unittest.TestCase):
     """Hashes in batches (C++ backend): inside a batch a hash waits until something the recorder
     sees is about to write what it reads, then goes with the others in one launch. Python opens
