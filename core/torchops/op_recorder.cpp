@@ -186,9 +186,6 @@ __attribute__((visibility("default"))) void gparity_oprec_pop_module() {
   gparity::torchops::pop_module();
 }
 
-/// After a kernel's launch (torch.ops.gparity.oprec_kernel_begin gave `index`): what it wrote,
-/// hashed; `launched` 0: the launch failed. Through ctypes: no dispatcher call, no arguments to
-/// convert.
 /// 1: a batch of hashes opens on this thread (op_recorder_state.hpp, enter_batch); 0: this
 /// thread's innermost batch closes, and the last one out sends its hashes. Python opens one
 /// around each run of Inductor's generated `call` (op_recorder.py, _Batches).
@@ -205,6 +202,9 @@ __attribute__((visibility("default"))) void gparity_oprec_batch(int enter) {
   }
 }
 
+/// After a kernel's launch (torch.ops.gparity.oprec_kernel_begin gave `index`): what it wrote,
+/// hashed; `launched` 0: the launch failed. Through ctypes: no dispatcher call, no arguments to
+/// convert.
 __attribute__((visibility("default"))) void gparity_oprec_kernel_end(std::int64_t index, int launched) {
   gparity::torchops::oprec_detail::kernel_end(index, launched != 0);
 }
