@@ -279,10 +279,10 @@ class OpRecorder:
         self._thread = threading.get_ident()
         self._modules = []      # module path stack (forward hooks)
         _KernelHook.attach(self)
-        if self.batch_hashes:
-            _Batches.attach(self._cpp)
         if self._cpp is not None:
             self._begin_cpp(step)
+            if self.batch_hashes:  # once the C++ step has begun (a failed begin raised above)
+                _Batches.attach(self._cpp)
             return
         self._hooks = [
             torch.nn.modules.module.register_module_forward_pre_hook(self._enter_module),
