@@ -25,10 +25,6 @@ bool side_stream_wanted() {
   return v && v[0] == '1';
 }
 
-}  // namespace
-
-namespace {
-
 // Bounds of a batch: its tensors stay alive until their hashes go.
 constexpr std::size_t kMaxPending = 4096;
 constexpr std::int64_t kMaxPendingBytes = std::int64_t{256} << 20;
@@ -117,7 +113,11 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
       ref.device = d;
       ref.chunk = p.chunk;
       ref.slot = dw.used.back()++;
-      p.tensors.push_back(batch_depth > 0 ? unshared_alias(t) : t);
+      if (batch_depth == 0) {  // sent before this returns: nothing can write it in between
+        p.tensors.push_back(t);
+        continue;
+      }
+      p.tensors.push_back(unshared_alias(t));
       p.ranges.push_back(byte_range(t));
       p.bytes += static_cast<std::int64_t>(t.nbytes());
     }
@@ -135,14 +135,10 @@ void flush_hashes(State& s) {
   const auto spec = s.options.shard_spec == 2 ? hash::ShardSpec::V2 : hash::ShardSpec::V1;
   auto& dw = s.devices[static_cast<std::size_t>(batch.device)];
   const auto& words = dw.chunks[static_cast<std::size_t>(batch.chunk)];
-  if (!batch.stream) {
-    runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
-    return;
-  }
-  const auto device = dw.device;
-  c10::StreamGuard on_stream(*batch.stream);  // where the hashes' tensors were asked for
-  if (dw.side) {
-    const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+  std::optional<c10::StreamGuard> on_stream;  // CUDA: where the hashes' tensors were asked for
+  if (batch.stream) on_stream.emplace(*batch.stream);
+  if (dw.side) {  // CUDA only
+    const auto* impl = c10::impl::getDeviceGuardImpl(dw.device.type());
     dw.ready->record(*batch.stream);
     dw.side->wait(*dw.ready);
     c10::StreamGuard on_side(*dw.side);

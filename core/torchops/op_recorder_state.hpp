@@ -129,7 +129,7 @@ struct PendingHashes {
   int chunk = 0;
   std::int64_t first = 0;  // slot of tensors[0]
   std::vector<at::Tensor> tensors;
-  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;  // the bytes each reads [lo, hi)
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;  // bytes each batched one reads [lo, hi)
   std::int64_t bytes = 0;
 };
 

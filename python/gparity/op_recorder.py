@@ -927,9 +927,8 @@ class _Batches:
     next run is batched."""
 
     _tool = None        # sys.monitoring tool id; -1: none free
-    _lib = None
+    _lib = None         # the C++ recorder while a step is recorded, else None
     _codes = {}         # code object -> batched (bool)
-    _on = False
     _allowed = frozenset(("triton", "wait", "multi_kernel"))
 
     @staticmethod
@@ -978,7 +977,7 @@ class _Batches:
 
     @classmethod
     def attach(cls, lib):
-        cls._lib, cls._on = lib, True
+        cls._lib = lib
         if not cls._take_tool():
             return
         sys.monitoring.set_events(cls._tool, sys.monitoring.events.PY_UNWIND)
@@ -988,7 +987,6 @@ class _Batches:
 
     @classmethod
     def detach(cls):
-        cls._on = False
         if cls._tool is not None and cls._tool >= 0:
             sys.monitoring.set_events(cls._tool, 0)
             for code, batched in cls._codes.items():
@@ -1010,7 +1008,7 @@ class _Batches:
         code = f.f_code
         batched = _only_triton_kernels(code.co_filename) and cls._take_tool()
         cls._codes[code] = batched
-        if batched and cls._on:
+        if batched and cls._lib is not None:
             sys.monitoring.set_local_events(cls._tool, code, cls._events())
 
 
