@@ -42,6 +42,12 @@ if [ "${SKIP_RUNS:-0}" != 1 ]; then
   # One file back (the device returns a limited number of files).
   (cd "$out" && tar czf runs.tar.gz runs && rm -rf runs)
 fi
+if [ "${BATCH_CHECK:-0}" = 1 ]; then
+  say "batch check"
+  # shellcheck disable=SC2086
+  timeout "${BATCH_CHECK_TIMEOUT:-300}" python3 bench/ops_recorder_batch_check.py --out "$out/batch_check.json" \
+    ${BATCH_CHECK_ARGS:-} 2>&1 | tee "$out/batch_check.txt" | grep -v Warning
+fi
 if [ "${BENCH:-0}" = 1 ]; then
   say "bench"
   # shellcheck disable=SC2086
@@ -53,10 +59,4 @@ if [ "${PROFILE:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   timeout "${PROFILE_TIMEOUT:-400}" python3 bench/ops_recorder_gpu_profile.py --out "$out/profile.json" ${PROFILE_ARGS:-} 2>&1 |
     tee "$out/profile.txt" | grep -v Warning
-fi
-if [ "${BATCH_CHECK:-0}" = 1 ]; then
-  say "batch check"
-  # shellcheck disable=SC2086
-  timeout "${BATCH_CHECK_TIMEOUT:-300}" python3 bench/ops_recorder_batch_check.py --out "$out/batch_check.json" \
-    ${BATCH_CHECK_ARGS:-} 2>&1 | tee "$out/batch_check.txt" | grep -v Warning
 fi
