@@ -202,6 +202,18 @@ __attribute__((visibility("default"))) void gparity_oprec_batch(int enter) {
   }
 }
 
+/// python/gparity's fast path of a launch's record (op_recorder_python.cpp, launch_functions): a
+/// new tuple of two builtins, or null with a Python error set. Only in a build with Python frames
+/// (gparity_oprec_features() has 2).
+__attribute__((visibility("default"))) void* gparity_oprec_launch_functions(void* tensor_type) {
+#if GPARITY_OPREC_PYTHON
+  return gparity::torchops::oprec_detail::launch_functions(tensor_type);
+#else
+  (void)tensor_type;
+  return nullptr;
+#endif
+}
+
 /// After a kernel's launch (torch.ops.gparity.oprec_kernel_begin gave `index`): what it wrote,
 /// hashed; `launched` 0: the launch failed. Through ctypes: no dispatcher call, no arguments to
 /// convert.

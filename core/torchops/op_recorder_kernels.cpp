@@ -30,9 +30,9 @@ void name_refs(std::vector<TensorRef>& refs, const std::vector<std::size_t>& at,
 }  // namespace
 
 std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
-                         std::vector<std::string> roles) {
+                         std::vector<std::string> roles, std::vector<std::int64_t> positions) {
   auto& s = state();
-  KernelSite site{std::move(kernel), std::move(kernel_json), std::move(names), {}};
+  KernelSite site{std::move(kernel), std::move(kernel_json), std::move(names), {}, std::move(positions)};
   for (std::size_t i = 0; i < site.names.size(); ++i)
     site.roles.push_back(i < roles.size()
                              ? model::ops::arg_role_from_name(roles[i]).value_or(model::ops::ArgRole::Unnamed)
@@ -42,7 +42,8 @@ std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vecto
   return static_cast<std::int64_t>(s.kernel_sites.size()) - 1;
 }
 
-std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& args) {
+std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& args,
+                          const std::vector<std::int64_t>* positions) {
   auto& s = state();
   const bool main_thread = std::this_thread::get_id() == s.thread;
   int code = -1, line = 0;
@@ -53,6 +54,7 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
   std::lock_guard lock(s.mutex);
   if (!s.active || site_id < 0 || site_id >= static_cast<std::int64_t>(s.kernel_sites.size())) return -1;
   const KernelSite& site = s.kernel_sites[static_cast<std::size_t>(site_id)];
+  if (positions && *positions != site.positions) return kSignatureChanged;
   // What the kernel reads is hashed before it runs; what it only writes holds whatever the buffer
   // held (Inductor reuses buffers) and is never hashed as an input. What it writes is kept for
   // kernel_end, which hashes it after the launch.

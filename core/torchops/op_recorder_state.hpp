@@ -6,7 +6,8 @@
 //   op_recorder_kernels.cpp    kernel records: a Triton launch, from Python's launcher hook
 //   op_recorder_tensors.cpp    tensor identity within the step, versions, views and what gets hashed
 //   op_recorder_hashing.cpp    the hashes enqueued on each device, and their one read-back
-//   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group
+//   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group, the
+//                              builtins a Triton launch's record goes through
 //   op_recorder_writer.cpp     the step's records as trace v1 JSON lines
 // Internal to core/torchops.
 
@@ -161,6 +162,9 @@ struct KernelSite {
   std::string kernel, kernel_json;
   std::vector<std::string> names;
   std::vector<model::ops::ArgRole> roles;
+  // Where the tensors are among the launch's positional arguments (registered by
+  // python/gparity; empty: not said), which a launch through oprec_launch_begin must match.
+  std::vector<std::int64_t> positions;
   /// The role of argument `i` (unnamed past the signature's end).
   [[nodiscard]] model::ops::ArgRole role(std::size_t i) const {
     return i < roles.size() ? roles[i] : model::ops::ArgRole::Unnamed;
@@ -216,16 +220,20 @@ void place_record(State& s, Record& r, bool main_thread, bool in_backward, int c
 // ---- kernel launches (op_recorder_kernels.cpp) ---------------------------------------------------
 
 /// Registers a kernel's call site (torch.ops.gparity.oprec_kernel_site): its name, the record's
-/// "kernel" JSON, its tensor arguments' names and roles ("in", "out", "in_out", other: unnamed).
-/// Returns the site's id, valid for the process.
+/// "kernel" JSON, its tensor arguments' names and roles ("in", "out", "in_out", other: unnamed)
+/// and their positions among the launch's arguments. Returns the site's id, valid for the process.
 std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
-                         std::vector<std::string> roles);
+                         std::vector<std::string> roles, std::vector<std::int64_t> positions);
 /// A Triton kernel about to launch at `site` (python/gparity's launcher hook, through
 /// torch.ops.gparity.oprec_kernel_begin): its record, the arguments it reads hashed as an op's
 /// inputs are (an "out" argument: written only, never hashed before), phase, module and source as
 /// an op's; no op is recorded on this thread until kernel_end. Returns the record's index, or -1
-/// when no step is being recorded.
-std::int64_t kernel_begin(std::int64_t site, const std::vector<at::Tensor>& args);
+/// when no step is being recorded. `positions`: where `args` were among the launch's arguments;
+/// kSignatureChanged when they are not where the site said (nothing recorded: the caller
+/// registers a site for the new signature).
+constexpr std::int64_t kSignatureChanged = -2;
+std::int64_t kernel_begin(std::int64_t site, const std::vector<at::Tensor>& args,
+                          const std::vector<std::int64_t>* positions = nullptr);
 /// After the launch (gparity_oprec_kernel_end), on the kernel's stream: the arguments it wrote,
 /// hashed as outputs (none when the launch failed).
 void kernel_end(std::int64_t index, bool launched);
@@ -295,6 +303,10 @@ bool python_caller(State& s, int& code, int& line, bool& in_backward);
 
 /// A collective's group fields, from the Python recorder's rules (empty: none found).
 std::string collective_group(const std::string& op, c10::ArrayRef<const c10::IValue> inputs);
+
+/// The builtins oprec_launch_begin(site, args) and oprec_launch_end(index, launched) (a new
+/// tuple), for launches of torch.Tensor `tensor`'s arguments; null with a Python error set.
+void* launch_functions(void* tensor);
 
 /// Takes the code objects and the group callable gparity_oprec_begin is given (a tuple: backward
 /// codes, bookkeeping codes, optionally the callable), after releasing the last step's.

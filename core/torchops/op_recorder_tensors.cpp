@@ -152,6 +152,17 @@ std::vector<TensorRef> refs_of(
   std::vector<TensorRef> refs;
   refs.reserve(tensors.size());
   std::vector<std::pair<std::size_t, at::Tensor>> todo;
+  // Whether the current stream of a device is capturing, asked once per device and call (a
+  // driver call; an op's tensors are on one device).
+  int asked_device = -1;
+  bool capturing = false;
+  const auto capturing_on = [&](int device) {
+    if (device != asked_device) {
+      asked_device = device;
+      capturing = runtime::current_stream_capturing(device);
+    }
+    return capturing;
+  };
   for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
     const auto& t = tensors[ti];
     const auto version = version_of(t);
@@ -229,7 +240,7 @@ std::vector<TensorRef> refs_of(
     bool want = hash_now && s.options.hash && hashable(t);
     it->second.base = nullptr;
     it->second.base_id = -1;
-    if (want && t.is_cuda() && runtime::current_stream_capturing(t.device().index())) {
+    if (want && t.is_cuda() && capturing_on(t.device().index())) {
       // Inside a CUDA graph capture the value does not exist yet, and a hash enqueued now would
       // run at every replay into memory the step has let go: recorded, never hashed.
       want = false;

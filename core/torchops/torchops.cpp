@@ -71,9 +71,9 @@ void hash_into(const at::Tensor& words, std::int64_t first, at::TensorList tenso
 
 /// The op recorder's kernel records (python/gparity's Inductor launcher hook; op_recorder_kernels.cpp).
 std::int64_t oprec_kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
-                               std::vector<std::string> roles) {
-  return gparity::torchops::oprec_detail::kernel_site(std::move(kernel), std::move(kernel_json),
-                                                      std::move(names), std::move(roles));
+                               std::vector<std::string> roles, std::vector<std::int64_t> positions) {
+  return gparity::torchops::oprec_detail::kernel_site(
+      std::move(kernel), std::move(kernel_json), std::move(names), std::move(roles), std::move(positions));
 }
 
 std::int64_t oprec_kernel_begin(std::int64_t site, at::TensorList args) {
@@ -87,7 +87,7 @@ TORCH_LIBRARY(gparity, m) {
   m.def("hash_tensors(Tensor[] tensors, int[] offsets, int[] global_shapes) -> Tensor", &hash_tensors);
   m.def("hash_into(Tensor(a!) words, int first, Tensor[] tensors, bool xxh3=True, int shard_spec=1) -> ()",
         &hash_into);
-  m.def("oprec_kernel_site(str kernel, str kernel_json, str[] names, str[] roles) -> int",
+  m.def("oprec_kernel_site(str kernel, str kernel_json, str[] names, str[] roles, int[] positions=[]) -> int",
         &oprec_kernel_site);
   m.def("oprec_kernel_begin(int site, Tensor[] args) -> int", &oprec_kernel_begin);
 }

@@ -258,6 +258,9 @@ class OpRecorder:
                 self._names[id(m)] = name or type(m).__name__
         self._next_id = 0
         self._backward_codes = _backward_codes()
+        # Frames are matched by their code's id: a code object as a set member is hashed over all
+        # its constants and names, tens of us for Inductor's generated `call` (the set holds them).
+        self._backward_ids = frozenset(id(c) for c in self._backward_codes)
         self._active = False
 
     # ---- one step ---------------------------------------------------------------------------
@@ -438,14 +441,23 @@ class OpRecorder:
         (docs/trace-format.md, "op"): the arguments it reads hashed before it as an op's inputs,
         those it writes hashed after it on its stream as outputs."""
         info = _kernel_info(autotuner)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        names, roles, written = info.signature(args)
         if self._cpp is not None:
-            # One dispatcher call with the tensors (the site's name, fields and signature were
-            # registered once), one ctypes call after the launch.
             if self.batch_hashes:
                 _Batches.watch(caller)
-            index = _kernel_begin()(info.site_id(autotuner, caller, names, roles), tensors)
+            launch = self._cpp.launch
+            if launch is not None:
+                # The site's id and the launch's arguments as they are, to a builtin (the site's
+                # name, fields and signature were registered once; the C++ recorder finds the
+                # tensors and checks they are where the site has them).
+                begin, end = launch
+                site = info.known_site(autotuner, caller)
+                index = begin(site, args) if site is not None else -2
+                if index == -2:  # a new site, or a new signature at a known one
+                    index = begin(info.site_id(autotuner, caller, args), args)
+            else:  # a library without Python frames: one dispatcher call, one ctypes call
+                begin, end = None, self._cpp.gparity_oprec_kernel_end
+                index = _kernel_begin()(info.site_id(autotuner, caller, args),
+                                        [a for a in args if isinstance(a, torch.Tensor)])
             ok = False
             try:
                 out = run(autotuner, *args, **kwargs)
@@ -453,8 +465,10 @@ class OpRecorder:
             finally:
                 # Always: it also ends the launch's exemption from op records. A launch that
                 # failed has no outputs to hash.
-                self._cpp.gparity_oprec_kernel_end(index, int(ok))
+                end(index, ok)
             return out
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        names, roles, written, _ = info.signature(args)
         with _no_dispatch_mode():  # the hashing is not the step's ops
             source, phase, module = self._place(caller)
             arg_refs = self._input_refs(tensors, [r == "out" for r in roles])
@@ -478,11 +492,12 @@ class OpRecorder:
         in_backward = False
         while f is not None:
             code = f.f_code
-            if code in self._backward_codes:
+            if id(code) in self._backward_ids:
                 in_backward = True
             elif not _is_library(code.co_filename):
-                return {"file": code.co_filename, "line": f.f_lineno, "function": code.co_name,
-                        "code": _code_line(code.co_filename, f.f_lineno)}, in_backward
+                line = f.f_lineno
+                return {"file": code.co_filename, "line": line, "function": code.co_name,
+                        "code": _code_line(code.co_filename, line)}, in_backward
             f = f.f_back
         return None, in_backward
 
@@ -765,16 +780,18 @@ class _KernelInfo:
         self._signatures = {}
         self._fields = {}
         self._site_ids = {}
+        self._known_sites = {}  # (id of the caller's code, bytecode offset) -> (code, launcher, site id)
 
     def signature(self, args):
-        """(names, roles, written) of a launch's tensor arguments: written = positions among
-        them of those the kernel writes. Computed once per pattern of tensor positions."""
+        """(names, roles, written, positions) of a launch's tensor arguments: written = indices
+        among them of those the kernel writes, positions = theirs among the arguments. Computed
+        once per pattern of tensor positions."""
         key = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
         sig = self._signatures.get(key)
         if sig is None:
             names = [self.arg_name(i) for i in key]
             roles = [self.role(n) for n in names]
-            sig = (names, roles, [k for k, r in enumerate(roles) if r != "in"])
+            sig = (names, roles, [k for k, r in enumerate(roles) if r != "in"], list(key))
             self._signatures[key] = sig
         return sig
 
@@ -807,17 +824,36 @@ class _KernelInfo:
             self._sites[key] = site
         return site
 
-    def site_id(self, autotuner, caller, names, roles):
+    def site_id(self, autotuner, caller, args):
         """The C++ recorder's id of this call site (torch.ops.gparity.oprec_kernel_site: the
         kernel's name, record fields and signature), registered once per call site, launcher and
         signature (each launch while the autotuner has not chosen a config registers anew)."""
-        key = self._fields_key(autotuner, caller) + (tuple(names),)
+        names, roles, _, positions = self.signature(args)
+        key = self._fields_key(autotuner, caller) + (tuple(positions),)
         site = self._site_ids.get(key)
         if site is None:
-            site = torch.ops.gparity.oprec_kernel_site(self.name, self.fields(autotuner, caller)[1], names, roles)
+            site = torch.ops.gparity.oprec_kernel_site(self.name, self.fields(autotuner, caller)[1], names, roles,
+                                                       positions)
             if key[2] is not None:
                 self._site_ids[key] = site
+        if key[2] is not None:
+            code = caller.f_code
+            self._known_sites[(id(code), caller.f_lasti)] = (code, autotuner.launchers[0], site)
         return site
+
+    def known_site(self, autotuner, caller):
+        """The site id last registered at the caller's line for the launcher the autotuner
+        launches with now, or None (none yet, or still autotuning). The C++ recorder checks
+        the launch's signature against it."""
+        # By the code's id and the call's bytecode offset: Inductor's `call` is hundreds of lines
+        # long, and hashing its code object (a dict key) or finding its line (f_lineno) walks all
+        # of it (tens of us a launch).
+        code = caller.f_code
+        known = self._known_sites.get((id(code), caller.f_lasti))
+        if known is None or known[0] is not code:
+            return None
+        launchers = getattr(autotuner, "launchers", None) or ()
+        return known[2] if len(launchers) == 1 and launchers[0] is known[1] else None
 
     @staticmethod
     def _fields_key(autotuner, caller):
@@ -928,7 +964,8 @@ class _Batches:
 
     _tool = None        # sys.monitoring tool id; -1: none free
     _lib = None         # the C++ recorder while a step is recorded, else None
-    _codes = {}         # code object -> batched (bool)
+    _codes = {}         # id of a code object -> (the code object, batched): a code object as a
+                        # dict key is hashed over all its constants and names (tens of us for `call`)
     _allowed = frozenset(("triton", "wait", "multi_kernel"))
 
     @staticmethod
@@ -966,7 +1003,7 @@ class _Batches:
 
         def unwind(code, offset, exc):  # every frame an exception leaves, while a step is recorded
             lib = cls._lib
-            if lib is not None and cls._codes.get(code):
+            if lib is not None and cls._batched(code):
                 lib.gparity_oprec_batch(0)
 
         e = mon.events
@@ -981,7 +1018,7 @@ class _Batches:
         if not cls._take_tool():
             return
         sys.monitoring.set_events(cls._tool, sys.monitoring.events.PY_UNWIND)
-        for code, batched in cls._codes.items():
+        for code, batched in cls._codes.values():
             if batched:
                 sys.monitoring.set_local_events(cls._tool, code, cls._events())
 
@@ -989,25 +1026,35 @@ class _Batches:
     def detach(cls):
         if cls._tool is not None and cls._tool >= 0:
             sys.monitoring.set_events(cls._tool, 0)
-            for code, batched in cls._codes.items():
+            for code, batched in cls._codes.values():
                 if batched:
                     sys.monitoring.set_local_events(cls._tool, code, 0)
         cls._lib = None
 
     @classmethod
+    def _watched(cls, code):
+        known = cls._codes.get(id(code))
+        return known is not None and known[0] is code
+
+    @classmethod
+    def _batched(cls, code):
+        known = cls._codes.get(id(code))
+        return known is not None and known[0] is code and known[1]
+
+    @classmethod
     def watch(cls, caller):
         """Watches the generated `call` on the stack at a launch (`caller`: the launcher's caller)."""
-        if caller.f_code in cls._codes:  # the common case: `call` launches the kernel itself
+        if cls._watched(caller.f_code):  # the common case: `call` launches the kernel itself
             return
         f, depth = caller, 0
         while f is not None and depth < 8 and not (f.f_code.co_name == "call" and
                                                   not _is_library(f.f_code.co_filename)):
             f, depth = f.f_back, depth + 1
-        if f is None or depth >= 8 or f.f_code in cls._codes:
+        if f is None or depth >= 8 or cls._watched(f.f_code):
             return
         code = f.f_code
         batched = _only_triton_kernels(code.co_filename) and cls._take_tool()
-        cls._codes[code] = batched
+        cls._codes[id(code)] = (code, batched)
         if batched and cls._lib is not None:
             sys.monitoring.set_local_events(cls._tool, code, cls._events())
 
@@ -1057,6 +1104,14 @@ def _cpp_library():
         lib.gparity_oprec_kernel_end.argtypes = [ctypes.c_int64, ctypes.c_int]
         lib.gparity_oprec_kernel_end.restype = None
         lib.features = lib.gparity_oprec_features()
+        lib.launch = None
+        if lib.features & 2:  # the launch builtins (op_recorder_python.cpp), with Python frames
+            try:
+                lib.gparity_oprec_launch_functions.argtypes = [ctypes.py_object]
+                lib.gparity_oprec_launch_functions.restype = ctypes.py_object
+                lib.launch = lib.gparity_oprec_launch_functions(torch.Tensor)
+            except AttributeError:  # a library before them
+                pass
         try:  # a library before batches of hashes: none
             lib.gparity_oprec_batch.argtypes = [ctypes.c_int]
             lib.gparity_oprec_batch.restype = None

@@ -757,6 +757,58 @@ class KernelLaunches(unittest.TestCase):
         self.assertEqual(_stored_only("@triton.jit(mutated=['in_out_ptr0'])\n" + head +
                                       "    tl.store(in_out_ptr0 + (x0), 1.0)\n", names), {"in_out_ptr0"})
 
+    class Tuned(Launcher):
+        """Autotuned: one launcher chosen (Inductor's CachingAutotuner.launchers), so a call site's
+        id is kept and the next launch there goes straight to the C++ recorder."""
+        launchers = [object()]
+
+    def test_a_known_site_goes_straight_to_the_builtin_and_a_new_signature_there_registers_anew(self):
+        """The C++ backend records a launch through two builtins (op_recorder_python.cpp) given the
+        launch's arguments as they are: the tensors are found there and must be where the call
+        site's registered signature has them. The same line launching with another pattern of
+        tensors (a Python number where a tensor was) is refused (-2) and registered anew. The
+        records are the dispatcher path's (torch.ops.gparity.oprec_kernel_begin), name for name."""
+        import torch
+        import gparity
+        from gparity import op_recorder
+        lib = op_recorder._cpp_library()  # Tuned.run: Launcher's, which setUpClass wrapped
+        if lib is None or lib.launch is None:
+            self.skipTest("a C++ recorder without Python frames: the dispatcher path only")
+        begin, end = lib.launch
+        returned = []
+
+        def counted_begin(site, args):
+            returned.append(begin(site, args))
+            return returned[-1]
+
+        def run(tmp, name, launch):
+            lib.launch = launch
+            try:
+                y, acc, buf = torch.linspace(0, 1, 8), torch.ones(8), torch.empty(8)
+                tuned = self.Tuned()
+                with gparity.record_ops(os.path.join(tmp, name), step=1, rank=0, world_size=1, backend="cpp"):
+                    for first in (y, y, 0.5):
+                        tuned.run(first, acc, buf, 8, stream=0)
+            finally:
+                lib.launch = (begin, end)
+            with open(os.path.join(tmp, name, "rank-0.jsonl"), encoding="utf-8") as f:
+                return [json.loads(line) for line in f], buf
+
+        with tempfile.TemporaryDirectory() as tmp:
+            fast, buf = run(tmp, "fast", (counted_begin, end))
+            slow, buf_slow = run(tmp, "dispatcher", None)
+        self.assertEqual([i < 0 for i in returned], [False, False, True, False], returned)
+        kernels = [r for r in fast if r.get("kind") == "kernel"]
+        self.assertEqual([[a["name"] for a in k["args"]] for k in kernels],
+                         [["in_ptr0", "in_out_ptr0", "out_ptr0"]] * 2 + [["in_out_ptr0", "out_ptr0"]])
+        self.assertEqual(kernels[2]["outs"][1]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
+        # Equal but for the kernel records' source line: counted_begin, here, is a user frame.
+        self.assertEqual([r["source"]["function"] for r in slow if r.get("kind") == "kernel"], ["run"] * 3)
+        unsourced = lambda recs: [{k: v for k, v in r.items() if k != "source" or r.get("kind") != "kernel"}  # noqa: E731
+                                  for r in recs]
+        self.assertEqual(unsourced(fast), unsourced(slow))
+        self.assertTrue(torch.equal(buf, buf_slow))
+
     def test_no_launch_is_recorded_outside_a_step(self):
         import torch
         x = torch.ones(4)
@@ -842,6 +894,37 @@ class RecordText(unittest.TestCase):
             with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
                 recs = [json.loads(line) for line in f]
         self.assertEqual([r.get("module") for r in recs], [name, name])
+
+    def test_source_lines_of_a_long_function_are_its_lines_in_every_step(self):
+        """Records from a long function (Inductor's generated `call` is hundreds of lines) name
+        the line of each call, step after step, in both backends (the C++ recorder keeps each
+        call site's line across steps, by code object and bytecode offset)."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        filler = "".join(f"    v{i} = n + {i}\n" for i in range(900))
+        src = ("def call(x, n):\n" + filler + "    a = x.neg()\n" + filler.replace("v", "w") +
+               "    b = a.exp()\n    return b\n")
+        neg_line, exp_line = 2 + 900, 3 + 2 * 900
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "generated_call.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(src)
+            scope = {}
+            exec(compile(src, path, "exec"), scope)
+            for backend in ("cpp", "python"):
+                rec = gparity.OpRecorder(os.path.join(tmp, backend), rank=0, world_size=1, backend=backend)
+                x = torch.ones(3)
+                for step in (1, 2, 3):
+                    with rec.record(step):
+                        scope["call"](x, step)
+                rec.close()
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    recs = [json.loads(line) for line in f]
+                self.assertEqual([(r["step"], r["op"], r["source"]["line"]) for r in recs],
+                                 [(s, op, line) for s in (1, 2, 3)
+                                  for op, line in (("aten::neg", neg_line), ("aten::exp", exp_line))], backend)
+                self.assertTrue(all(r["source"]["file"] == path for r in recs), recs)
 
 
 class HashBatches(unittest.TestCase):
