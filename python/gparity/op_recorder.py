@@ -612,7 +612,16 @@ class OpRecorder:
         self._known[id(t)] = k
         key = _storage_key(t)
         if key is not None:
-            self._by_storage.setdefault(key, []).append(k)
+            known = self._by_storage.get(key)
+            # The storage's address identifies it only while it lives: one freed in the step gives
+            # its address to the next. Once no tensor of a list is alive, none can read or be a
+            # view of it (a live view is in its base's list), so the list starts over: the dead
+            # storages' tensors no longer pile up under a reused address, walked by every output
+            # there (quadratic in the step's ops; the C++ recorder holds a weak reference to each
+            # storage instead).
+            if known is None or all(other.ref() is None for other in known):
+                self._by_storage[key] = known = []
+            known.append(k)
         return k
 
     def _covering_hashed(self, t, k):

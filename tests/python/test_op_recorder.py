@@ -926,6 +926,34 @@ class RecordText(unittest.TestCase):
                                   for op, line in (("aten::neg", neg_line), ("aten::exp", exp_line))], backend)
                 self.assertTrue(all(r["source"]["file"] == path for r in recs), recs)
 
+    def test_a_storage_address_reused_in_the_step_starts_its_tensors_over(self):
+        """The Python backend knows a tensor's storage by its address, which a storage freed in
+        the step gives to the next: once none of an address's tensors lives, its list starts
+        over, so 500 outputs that die at once leave one entry, not 500 walked by each output."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        x = torch.randn(4)
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend="python")
+            with rec.record(1):
+                for _ in range(500):
+                    x.neg()
+                kept = torch.neg(x)
+                view = kept[1:]
+                del kept  # its view lives: the list keeps it
+                longest = max(len(v) for v in rec._by_storage.values())
+                with_view = [v for v in rec._by_storage.values() if any(k.ref() is view for k in v)]
+                view.exp()
+            rec.close()
+            with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                recs = [json.loads(line) for line in f]
+        self.assertLessEqual(longest, 3)
+        self.assertEqual(len(with_view), 1)
+        self.assertEqual(len(with_view[0]), 2)  # the dead base and its live view
+        self.assertEqual(len(recs), 503)
+        self.assertEqual(recs[-1]["args"][0].get("view"), {"base": recs[-3]["outs"][0]["id"]})
+
 
 class HashBatches(unittest.TestCase):
     """Hashes in batches (C++ backend): inside a batch a hash waits until something the recorder
