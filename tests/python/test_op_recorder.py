@@ -895,6 +895,11 @@ class RecordText(unittest.TestCase):
                 recs = [json.loads(line) for line in f]
         self.assertEqual([r.get("module") for r in recs], [name, name])
 
+
+class Bookkeeping(unittest.TestCase):
+    """What the recorders keep between records and steps (call sites' lines, tensors by storage)
+    gives the same records as looking everything up again would."""
+
     def test_source_lines_of_a_long_function_are_its_lines_in_every_step(self):
         """Records from a long function (Inductor's generated `call` is hundreds of lines) name
         the line of each call, step after step, in both backends (the C++ recorder keeps each
