@@ -709,6 +709,18 @@ def _zip_names(refs, names):
 _kernel_op_overloads = []
 
 
+def _kernel_site():
+    """torch.ops.gparity.oprec_kernel_site; `_kernel_site.takes_positions`: whether the library
+    takes the tensors' positions (one before the launch builtins does not)."""
+    op = torch.ops.gparity.oprec_kernel_site.default
+    if _kernel_site.takes_positions is None:
+        _kernel_site.takes_positions = any(a.name == "positions" for a in op._schema.arguments)
+    return op
+
+
+_kernel_site.takes_positions = None
+
+
 def _kernel_begin():
     """torch.ops.gparity.oprec_kernel_begin as an OpOverload (resolved once: a launch pays the
     dispatcher, not the attribute lookups)."""
@@ -841,8 +853,8 @@ class _KernelInfo:
         key = self._fields_key(autotuner, caller) + (tuple(positions),)
         site = self._site_ids.get(key)
         if site is None:
-            site = torch.ops.gparity.oprec_kernel_site(self.name, self.fields(autotuner, caller)[1], names, roles,
-                                                       positions)
+            site = _kernel_site()(self.name, self.fields(autotuner, caller)[1], names, roles,
+                                  *((positions,) if _kernel_site.takes_positions else ()))
             if key[2] is not None:
                 self._site_ids[key] = site
         if key[2] is not None:
