@@ -245,43 +245,48 @@ bool launch_tensors(PyObject* args, std::vector<at::Tensor>& tensors, std::vecto
   return true;
 }
 
-/// oprec_launch_begin(site, args) -> the record's index; -1: no step recorded; -2: the tensors
-/// are not where the site's signature has them (nothing recorded).
-PyObject* launch_begin(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+/// Two arguments, the first an int (into `first`); false with a Python error set.
+bool int_and_one_more(PyObject* const* args, Py_ssize_t nargs, const char* usage, long long& first) {
   if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "oprec_launch_begin(site, args)");
-    return nullptr;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return false;
   }
-  const long long site = PyLong_AsLongLong(args[0]);
-  if (site == -1 && PyErr_Occurred()) return nullptr;
-  std::vector<at::Tensor> tensors;
-  std::vector<std::int64_t> positions;
-  if (!launch_tensors(args[1], tensors, positions)) return nullptr;
+  first = PyLong_AsLongLong(args[0]);
+  return !(first == -1 && PyErr_Occurred());
+}
+
+/// `f()`, a C++ exception raised as Python's RuntimeError.
+template <typename F>
+PyObject* raising_python_errors(F&& f) {
   try {
-    return PyLong_FromLongLong(kernel_begin(site, tensors, &positions));
+    return f();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
   }
 }
 
+/// oprec_launch_begin(site, args) -> the record's index; -1: no step recorded; -2: the tensors
+/// are not where the site's signature has them (nothing recorded).
+PyObject* launch_begin(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  long long site = 0;
+  if (!int_and_one_more(args, nargs, "oprec_launch_begin(site, args)", site)) return nullptr;
+  std::vector<at::Tensor> tensors;
+  std::vector<std::int64_t> positions;
+  if (!launch_tensors(args[1], tensors, positions)) return nullptr;
+  return raising_python_errors([&] { return PyLong_FromLongLong(kernel_begin(site, tensors, &positions)); });
+}
+
 /// oprec_launch_end(index, launched): what the launch wrote, hashed (kernel_end).
 PyObject* launch_end(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "oprec_launch_end(index, launched)");
-    return nullptr;
-  }
-  const long long index = PyLong_AsLongLong(args[0]);
-  if (index == -1 && PyErr_Occurred()) return nullptr;
+  long long index = 0;
+  if (!int_and_one_more(args, nargs, "oprec_launch_end(index, launched)", index)) return nullptr;
   const int launched = PyObject_IsTrue(args[1]);
   if (launched < 0) return nullptr;
-  try {
+  return raising_python_errors([&] {
     kernel_end(index, launched != 0);
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
-  Py_RETURN_NONE;
+    Py_RETURN_NONE;
+  });
 }
 
 PyMethodDef launch_methods[] = {

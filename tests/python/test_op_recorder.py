@@ -808,6 +808,13 @@ class KernelLaunches(unittest.TestCase):
                                   for r in recs]
         self.assertEqual(unsourced(fast), unsourced(slow))
         self.assertTrue(torch.equal(buf, buf_slow))
+        # Misuse is a Python error, never a crash; outside a step a launch is no record (-1).
+        one = torch.ones(2)
+        for bad in ((0, [one]), ("site", (one,)), (0,)):
+            with self.assertRaises(TypeError):
+                begin(*bad)
+        self.assertEqual(begin(0, (one,)), -1)
+        self.assertIsNone(end(-1, True))
 
     def test_no_launch_is_recorded_outside_a_step(self):
         import torch
