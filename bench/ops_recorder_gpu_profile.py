@@ -12,7 +12,9 @@ before and after:
   gpu_ms    the GPU's busy time in the step (torch.profiler: the sum of its kernels' times)
   hash_ms   of which gparity's hash kernels
 
-then a cProfile of --profile-steps recorded steps (C++ backend, "shard"), sorted by own time.
+and, for the C++ recorder's modes, the host time of its parts in a step (GPARITY_OPREC_SECTIONS=1,
+core/torchops/op_recorder_sections.hpp: microseconds and calls, median over the steps; a part's
+time includes the parts it calls), then a cProfile of --profile-steps recorded steps (C++ backend, "shard"), sorted by own time.
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
     python3 bench/ops_recorder_gpu_profile.py --config 4096,512,2 --out OUT.json
@@ -49,6 +51,19 @@ def timed_step(fn, scope):
     return {"host_ms": (t1 - t0) * 1e3, "exit_ms": (t2 - t1) * 1e3, "total_ms": (t3 - t0) * 1e3}
 
 
+def sections():
+    """{section: (us, calls)} of the C++ recorder since the last call (zeros when off)."""
+    import ctypes
+    from gparity import op_recorder
+    lib = op_recorder._cpp_library()
+    if lib is None or not hasattr(lib, "gparity_oprec_sections"):
+        return {}
+    lib.gparity_oprec_section_name.restype = ctypes.c_char_p
+    out = (ctypes.c_int64 * 128)()
+    n = lib.gparity_oprec_sections(out, 64)
+    return {lib.gparity_oprec_section_name(i).decode(): (out[2 * i] / 1e3, out[2 * i + 1]) for i in range(n)}
+
+
 def gpu_times(fn, scope):
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
@@ -80,6 +95,7 @@ def main():
     ap.add_argument("--profile-steps", type=int, default=5)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    os.environ.setdefault("GPARITY_OPREC_SECTIONS", "1")  # read when the library first times a part
     gparity.load_ops()
     doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": []}
     for c in args.config or ["4096,512,2"]:
@@ -114,11 +130,18 @@ def main():
                 timed_step(run, scope)
         result = {"dim": dim, "seq": seq, "batch": batch, "modes": {}}
         rows = {name: [] for name in modes}
+        parts = {name: [] for name in modes}
+        sections()
         for _ in range(args.steps):
             for name, scope in modes.items():
                 rows[name].append(timed_step(run, scope))
+                parts[name].append(sections())
         for name, scope in modes.items():
             med = {k: statistics.median(r[k] for r in rows[name]) for k in rows[name][0]}
+            if parts[name] and any(c for _, c in parts[name][0].values()):
+                med["sections"] = {k: {"us": statistics.median(p[k][0] for p in parts[name]),
+                                       "calls": statistics.median(p[k][1] for p in parts[name])}
+                                   for k in parts[name][0]}
             med.update(gpu_times(run, scope))
             result["modes"][name] = med
         base = result["modes"]["compiled"]["total_ms"]
@@ -129,6 +152,8 @@ def main():
                   f"({m['hash_launches']} launches)", flush=True)
             for k, v in sorted(m["hash_kernels"].items(), key=lambda kv: -kv[1]["ms"]):
                 print(f"      {k:28s} {v['launches']:4d} launches {v['ms']:7.3f} ms", flush=True)
+            for k, v in m.get("sections", {}).items():
+                print(f"      host {k:23s} {v['us']:8.1f} us {v['calls']:6.0f} calls", flush=True)
         prof = cProfile.Profile()
         scope = modes["cpp_shard"]
         for _ in range(args.profile_steps):

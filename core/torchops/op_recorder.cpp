@@ -75,8 +75,15 @@ std::string end_step(std::int64_t& next_tensor_id) {
   if (!s.error.empty()) throw std::runtime_error("gparity.record_ops (C++ recorder): " + s.error);
   // The records first, while the device finishes the step; then every hash of the step, read
   // back: the step's one wait per device.
-  auto text = oprec_detail::records_jsonl(s, records);
-  oprec_detail::fill_hashes(text, oprec_detail::read_back(devices));
+  auto text = [&] {
+    const oprec_detail::SectionTimer timer(oprec_detail::Section::step_text);
+    return oprec_detail::records_jsonl(s, records);
+  }();
+  const auto words = [&] {
+    const oprec_detail::SectionTimer timer(oprec_detail::Section::read_back);
+    return oprec_detail::read_back(devices);
+  }();
+  oprec_detail::fill_hashes(text, words);
   return std::move(text.text);
 }
 
@@ -180,6 +187,27 @@ __attribute__((visibility("default"))) const char* gparity_oprec_end(std::int64_
 
 __attribute__((visibility("default"))) void gparity_oprec_push_module(const char* name) {
   gparity::torchops::push_module(name ? name : "");
+}
+
+/// The host time of each of the recorder's parts since the last call (op_recorder_sections.hpp;
+/// zeros unless GPARITY_OPREC_SECTIONS=1): nanoseconds and calls, two int64 a section, into
+/// `out` (room for `capacity` sections); resets them. Returns the number of sections.
+__attribute__((visibility("default"))) int gparity_oprec_sections(std::int64_t* out, int capacity) {
+  namespace d = gparity::torchops::oprec_detail;
+  auto& totals = d::section_totals();
+  const int n = static_cast<int>(d::Section::count);
+  for (int i = 0; i < n && i < capacity; ++i) {
+    out[2 * i] = totals.ns[static_cast<std::size_t>(i)].exchange(0);
+    out[2 * i + 1] = totals.calls[static_cast<std::size_t>(i)].exchange(0);
+  }
+  return n;
+}
+
+/// The name of section `i` (op_recorder_sections.hpp), or null.
+__attribute__((visibility("default"))) const char* gparity_oprec_section_name(int i) {
+  namespace d = gparity::torchops::oprec_detail;
+  return i >= 0 && i < static_cast<int>(d::Section::count) ? d::kSectionNames[static_cast<std::size_t>(i)]
+                                                           : nullptr;
 }
 
 __attribute__((visibility("default"))) void gparity_oprec_pop_module() {

@@ -29,6 +29,7 @@ void fail(State& s, const char* what) {
 }
 
 std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& info) {
+  const SectionTimer timer(Section::op_record_start);
   const bool main_thread = std::this_thread::get_id() == s.thread;
   // Another thread outside any autograd graph task is a library's worker (Gloo staging a CUDA
   // tensor through the host, a data loader), not the step's program: the Python backend's
@@ -87,6 +88,7 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
 }
 
 void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
+  const SectionTimer timer(Section::op_record_end);
   const auto& outputs = fn.outputs();
   std::vector<at::Tensor> outs;
   std::vector<const char*> unhashed;  // per output tensor, for an op with RNG state returns
@@ -109,6 +111,7 @@ void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  const SectionTimer timer(Section::callback_start);
   auto& f = frames;
   if (f.blocked > 0 || f.in_kernel) {
     f.open.push_back(kNested);
@@ -132,6 +135,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
+  const SectionTimer timer(Section::callback_end);
   auto& f = frames;
   if (f.open.empty()) return;  // started before the callbacks were added
   const std::int64_t top = f.open.back();

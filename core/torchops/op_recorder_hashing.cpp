@@ -77,6 +77,7 @@ int device_words(State& s, const c10::Device& device) {
 
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
                std::vector<TensorRef>& refs) {
+  const SectionTimer timer(Section::hashes_asked);
   auto& p = s.pending;
   std::vector<bool> done(todo.size(), false);
   for (std::size_t i = 0; i < todo.size(); ++i) {
@@ -126,6 +127,7 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
 }
 
 void flush_hashes(State& s) {
+  const SectionTimer timer(Section::hashes_sent);
   auto& p = s.pending;
   if (p.device < 0) return;
   PendingHashes batch = std::move(p);

@@ -44,6 +44,7 @@ std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vecto
 
 std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& args,
                           const std::vector<std::int64_t>* positions) {
+  const SectionTimer timer(Section::launch_begin);
   auto& s = state();
   const bool main_thread = std::this_thread::get_id() == s.thread;
   int code = -1, line = 0;
@@ -88,6 +89,7 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
 }
 
 void kernel_end(std::int64_t index, bool launched) {
+  const SectionTimer timer(Section::launch_end);
   set_in_kernel(false);
   auto& s = state();
   std::lock_guard lock(s.mutex);

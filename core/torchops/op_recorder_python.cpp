@@ -109,6 +109,7 @@ const CodeEntry& code_entry(State& s, PyCodeObject* code) {
 /// The innermost user frame (code index, line) and whether autograd's backward is on the stack;
 /// false: the op is the profiler's bookkeeping (not a record).
 bool python_caller(State& s, int& code, int& line, bool& in_backward) {
+  const SectionTimer timer(Section::python_frames);
   if (!Py_IsInitialized()) return true;
   const PyGILState_STATE gil = PyGILState_Ensure();
   PyFrameObject* f = PyThreadState_GetFrame(PyThreadState_Get());

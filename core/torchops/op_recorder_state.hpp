@@ -9,6 +9,7 @@
 //   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group, the
 //                              builtins a Triton launch's record goes through
 //   op_recorder_writer.cpp     the step's records as trace v1 JSON lines
+//   op_recorder_sections.hpp   opt-in host time of these parts (a diagnostic)
 // Internal to core/torchops.
 
 #include <ATen/ATen.h>
@@ -30,6 +31,7 @@
 
 #include "core/model/ops/op_log.hpp"
 #include "core/torchops/op_recorder.hpp"
+#include "core/torchops/op_recorder_sections.hpp"
 
 namespace gparity::torchops::oprec_detail {
 

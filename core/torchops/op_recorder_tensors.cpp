@@ -149,6 +149,7 @@ std::vector<TensorRef> refs_of(
     State& s, const std::vector<at::Tensor>& tensors, bool as_input, bool hash_now,
     const std::vector<std::pair<const c10::StorageImpl*, const c10::TensorImpl*>>& inputs,
     const std::vector<const char*>& unhashed) {
+  const SectionTimer timer(Section::tensor_refs);
   std::vector<TensorRef> refs;
   refs.reserve(tensors.size());
   std::vector<std::pair<std::size_t, at::Tensor>> todo;

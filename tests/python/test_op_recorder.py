@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -965,6 +966,41 @@ class Bookkeeping(unittest.TestCase):
         self.assertEqual(len(with_view[0]), 2)  # the dead base and its live view
         self.assertEqual(len(recs), 503)
         self.assertEqual(recs[-1]["args"][0].get("view"), {"base": recs[-3]["outs"][0]["id"]})
+
+    def test_host_time_by_section_is_counted_only_when_asked_for(self):
+        """GPARITY_OPREC_SECTIONS=1 (bench/ops_recorder_gpu_profile.py): the C++ recorder counts
+        each part it runs; without it, nothing. A step of two ops with a fresh input: two op
+        records started and ended, three tensors' refs, hashes asked for twice (the input, the
+        outputs), one step text."""
+        script = textwrap.dedent("""
+            import ctypes, json, os, sys, tempfile
+            sys.path.insert(0, sys.argv[1])
+            import torch, gparity
+            from gparity import op_recorder
+            x = torch.ones(4)
+            with tempfile.TemporaryDirectory() as tmp:
+                with gparity.record_ops(os.path.join(tmp, "r"), step=1, rank=0, world_size=1, backend="cpp"):
+                    x.neg().exp()
+            lib = op_recorder._cpp_library()
+            lib.gparity_oprec_section_name.restype = ctypes.c_char_p
+            out = (ctypes.c_int64 * 64)()
+            n = lib.gparity_oprec_sections(out, 32)
+            print(json.dumps({lib.gparity_oprec_section_name(i).decode(): [out[2 * i], out[2 * i + 1]]
+                              for i in range(n)}))
+        """)
+        python_dir = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
+        runs = {}
+        for on in ("1", "0"):
+            env = dict(os.environ, GPARITY_OPREC_SECTIONS=on)
+            r = subprocess.run([sys.executable, "-c", script, python_dir], capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            runs[on] = json.loads(r.stdout.strip().splitlines()[-1])
+        calls = {name: c for name, (_, c) in runs["1"].items()}
+        self.assertEqual((calls["op_record_start"], calls["op_record_end"], calls["step_text"]), (2, 2, 1), calls)
+        self.assertEqual(calls["tensor_refs"], 4, calls)  # neg's input and output, exp's input and output
+        self.assertEqual(calls["hashes_asked"], 3, calls)  # x; neg's output; exp's output (its input is neg's)
+        self.assertGreater(runs["1"]["op_record_start"][0], 0)
+        self.assertEqual(set(map(tuple, runs["0"].values())), {(0, 0)})
 
 
 class HashBatches(unittest.TestCase):
