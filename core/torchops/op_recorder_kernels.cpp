@@ -1,9 +1,10 @@
 // The op recorder: kernel records (op_recorder_state.hpp). Triton kernels do not pass the
 // dispatcher, so RecordFunction never sees them: python/gparity wraps Inductor's launcher
 // (CachingAutotuner.run), registers each call site's kernel once (torch.ops.gparity.oprec_kernel_site:
-// name, record fields, signature) and calls torch.ops.gparity.oprec_kernel_begin (the site, the
-// tensors) before each launch and gparity_oprec_kernel_end (ctypes, the record's index) after it:
-// a launch pays one dispatcher call with its tensors, no strings.
+// name, record fields, signature and the tensors' positions) and calls kernel_begin before each
+// launch (the site, the tensors) and kernel_end after it (the record's index): through two
+// builtins given the launch's arguments (op_recorder_python.cpp), or, in a build without Python's
+// headers, torch.ops.gparity.oprec_kernel_begin and gparity_oprec_kernel_end (ctypes).
 // A launch is then a record like an op's: what it reads hashed before it (unless an earlier
 // record of the step already holds that value), what it writes hashed after it, on the stream it
 // ran on; `kernel` names it and `kernel_json` carries its site, debug handle, source hash and

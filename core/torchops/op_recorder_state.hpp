@@ -226,10 +226,10 @@ void place_record(State& s, Record& r, bool main_thread, bool in_backward, int c
 /// and their positions among the launch's arguments. Returns the site's id, valid for the process.
 std::int64_t kernel_site(std::string kernel, std::string kernel_json, std::vector<std::string> names,
                          std::vector<std::string> roles, std::vector<std::int64_t> positions);
-/// A Triton kernel about to launch at `site` (python/gparity's launcher hook, through
-/// torch.ops.gparity.oprec_kernel_begin): its record, the arguments it reads hashed as an op's
-/// inputs are (an "out" argument: written only, never hashed before), phase, module and source as
-/// an op's; no op is recorded on this thread until kernel_end. Returns the record's index, or -1
+/// A Triton kernel about to launch at `site` (python/gparity's launcher hook, through the
+/// oprec_launch_begin builtin or torch.ops.gparity.oprec_kernel_begin): its record, the arguments it reads
+/// hashed as an op's inputs are (an "out" argument: written only, never hashed before), phase, module and
+/// source as an op's; no op is recorded on this thread until kernel_end. Returns the record's index, or -1
 /// when no step is being recorded. `positions`: where `args` were among the launch's arguments;
 /// kSignatureChanged when they are not where the site said (nothing recorded: the caller
 /// registers a site for the new signature).
