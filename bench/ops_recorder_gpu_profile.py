@@ -14,7 +14,8 @@ before and after:
 
 and, for the C++ recorder's modes, the host time of its parts in a step (GPARITY_OPREC_SECTIONS=1,
 core/torchops/op_recorder_sections.hpp: microseconds and calls, median over the steps; a part's
-time includes the parts it calls), then a cProfile of --profile-steps recorded steps (C++ backend, "shard"), sorted by own time.
+time includes the parts it calls), then a cProfile of --profile-steps recorded steps (C++
+backend, "shard"), sorted by own time.
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
     python3 bench/ops_recorder_gpu_profile.py --config 4096,512,2 --out OUT.json

@@ -455,7 +455,7 @@ class OpRecorder:
                 if index == -2:  # a new site, or a new signature at a known one
                     index = begin(info.site_id(autotuner, caller, args), args)
             else:  # a library without Python frames: one dispatcher call, one ctypes call
-                begin, end = None, self._cpp.gparity_oprec_kernel_end
+                end = self._cpp.gparity_oprec_kernel_end
                 index = _kernel_begin()(info.site_id(autotuner, caller, args),
                                         [a for a in args if isinstance(a, torch.Tensor)])
             ok = False
@@ -801,7 +801,7 @@ class _KernelInfo:
         self._signatures = {}
         self._fields = {}
         self._site_ids = {}
-        self._known_sites = {}  # (id of the caller's code, bytecode offset) -> (code, launcher, site id)
+        self._known_sites = _ByCode()  # the caller's code -> {bytecode offset: (launcher, site id)}
 
     def signature(self, args):
         """(names, roles, written, positions) of a launch's tensor arguments: written = indices
@@ -858,23 +858,24 @@ class _KernelInfo:
             if key[2] is not None:
                 self._site_ids[key] = site
         if key[2] is not None:
-            code = caller.f_code
-            self._known_sites[(id(code), caller.f_lasti)] = (code, autotuner.launchers[0], site)
+            sites = self._known_sites.get(caller.f_code)
+            if sites is None:
+                sites = self._known_sites.set(caller.f_code, {})
+            sites[caller.f_lasti] = (autotuner.launchers[0], site)
         return site
 
     def known_site(self, autotuner, caller):
         """The site id last registered at the caller's line for the launcher the autotuner
         launches with now, or None (none yet, or still autotuning). The C++ recorder checks
         the launch's signature against it."""
-        # By the code's id and the call's bytecode offset: Inductor's `call` is hundreds of lines
-        # long, and hashing its code object (a dict key) or finding its line (f_lineno) walks all
-        # of it (tens of us a launch).
-        code = caller.f_code
-        known = self._known_sites.get((id(code), caller.f_lasti))
-        if known is None or known[0] is not code:
+        # By the call's bytecode offset: f_lineno walks the line table of Inductor's `call`
+        # (hundreds of lines; tens of us a launch).
+        sites = self._known_sites.get(caller.f_code)
+        known = sites.get(caller.f_lasti) if sites is not None else None
+        if known is None:
             return None
         launchers = getattr(autotuner, "launchers", None) or ()
-        return known[2] if len(launchers) == 1 and launchers[0] is known[1] else None
+        return known[1] if len(launchers) == 1 and launchers[0] is known[0] else None
 
     @staticmethod
     def _fields_key(autotuner, caller):
@@ -972,6 +973,29 @@ class _KernelHook:
         cls._wrapped.add(tuner)
 
 
+class _ByCode:
+    """A dict keyed by code objects through their ids: hashing a code object hashes all its
+    constants and names (tens of us for Inductor's generated `call`, at every launch). Each entry
+    holds its code object, so no other object can take its id while it is here."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self):
+        self._entries = {}  # id(code) -> (code, value)
+
+    def get(self, code):
+        entry = self._entries.get(id(code))
+        return None if entry is None else entry[1]
+
+    def set(self, code, value):
+        self._entries[id(code)] = (code, value)
+        return value
+
+    def items(self):
+        """(code, value) pairs."""
+        return self._entries.values()
+
+
 class _Batches:
     """Batches of hashes (the C++ recorder's, op_recorder_state.hpp): one opens when Inductor's
     generated `call` starts and closes when it returns or raises, through sys.monitoring's local
@@ -985,8 +1009,7 @@ class _Batches:
 
     _tool = None        # sys.monitoring tool id; -1: none free
     _lib = None         # the C++ recorder while a step is recorded, else None
-    _codes = {}         # id of a code object -> (the code object, batched): a code object as a
-                        # dict key is hashed over all its constants and names (tens of us for `call`)
+    _codes = _ByCode()  # the `call`s seen -> batched (bool)
     _allowed = frozenset(("triton", "wait", "multi_kernel"))
 
     @staticmethod
@@ -1039,7 +1062,7 @@ class _Batches:
         if not cls._take_tool():
             return
         sys.monitoring.set_events(cls._tool, sys.monitoring.events.PY_UNWIND)
-        for code, batched in cls._codes.values():
+        for code, batched in cls._codes.items():
             if batched:
                 sys.monitoring.set_local_events(cls._tool, code, cls._events())
 
@@ -1047,20 +1070,18 @@ class _Batches:
     def detach(cls):
         if cls._tool is not None and cls._tool >= 0:
             sys.monitoring.set_events(cls._tool, 0)
-            for code, batched in cls._codes.values():
+            for code, batched in cls._codes.items():
                 if batched:
                     sys.monitoring.set_local_events(cls._tool, code, 0)
         cls._lib = None
 
     @classmethod
     def _watched(cls, code):
-        known = cls._codes.get(id(code))
-        return known is not None and known[0] is code
+        return cls._codes.get(code) is not None
 
     @classmethod
     def _batched(cls, code):
-        known = cls._codes.get(id(code))
-        return known is not None and known[0] is code and known[1]
+        return bool(cls._codes.get(code))
 
     @classmethod
     def watch(cls, caller):
@@ -1075,7 +1096,7 @@ class _Batches:
             return
         code = f.f_code
         batched = _only_triton_kernels(code.co_filename) and cls._take_tool()
-        cls._codes[id(code)] = (code, batched)
+        cls._codes.set(code, batched)
         if batched and cls._lib is not None:
             sys.monitoring.set_local_events(cls._tool, code, cls._events())
 

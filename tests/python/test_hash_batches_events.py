@@ -25,12 +25,13 @@ def call(args):
 
 
 def load():
-    """_Batches and _only_triton_kernels, defined from op_recorder.py's own source."""
+    """_Batches (with _ByCode) and _only_triton_kernels, defined from op_recorder.py's own source."""
     with open(SOURCE, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     ns = {"sys": sys, "_is_library": lambda filename: False}
-    nodes = [n for n in tree.body if getattr(n, "name", None) in ("_Batches", "_only_triton_kernels")]
-    assert len(nodes) == 2, "op_recorder.py has no _Batches or _only_triton_kernels"
+    names = ("_ByCode", "_Batches", "_only_triton_kernels")
+    nodes = [n for n in tree.body if getattr(n, "name", None) in names]
+    assert len(nodes) == len(names), "op_recorder.py lacks one of " + ", ".join(names)
     exec(compile(ast.Module(nodes, []), SOURCE, "exec"), ns)  # noqa: S102  (our own source)
     return ns["_Batches"]
 
@@ -50,7 +51,7 @@ class BatchEvents(unittest.TestCase):
         cls.batches = load()  # once: it takes a sys.monitoring tool id for the process
 
     def setUp(self):
-        self.batches._codes = {}
+        self.batches._codes = type(self.batches._codes)()  # every test from no `call` seen
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         self.addCleanup(self.batches.detach)
