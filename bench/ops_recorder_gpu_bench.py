@@ -22,9 +22,10 @@ others', so clock and thermal drift hit every mode alike):
   debugmode_norm  DebugMode with log_tensor_hashes(hash_fn="norm")
   compiled        the step compiled with torch.compile (Inductor; compiled in the warmup rounds)
   compiled_record_ops  the compiled step under record_ops(backend="cpp", hashes="shard"): every
-                  Triton launch (Inductor's launcher hooked), extern kernel and eager op recorded
-  compiled_record_ops_batch  compiled_record_ops with batch_hashes=True: the hashes asked for while
-                  Inductor's generated code runs go in batches (Python 3.12+)
+                  Triton launch (Inductor's launcher hooked), extern kernel and eager op recorded;
+                  the hashes asked for while Inductor's generated code runs go in batches (the
+                  default on Python 3.12+)
+  compiled_record_ops_unbatched  the same with batch_hashes=False: every hash sent with its record
   compiled_record_ops_python  the same with backend="python"
   compiled_debugmode_hash  DebugMode with log_tensor_hashes(hash_fn="hash_tensor") on the compiled
                   step ([triton] launches with pre- and post-kernel hashes)
@@ -80,12 +81,12 @@ class Modes:
     def plain(self):
         step(self.model, self.x)
 
-    def _record(self, hashes, backend="python", compiled=False, batch=False):
+    def _record(self, hashes, backend="python", compiled=False, batch=None):
         key = (hashes, backend, compiled, batch)
         rec = self.recorders.get(key)
         if rec is None:
             name = ("compiled_" if compiled else "") + "ops_" + hashes.replace("+", "_") + \
-                ("_cpp" if backend == "cpp" else "") + ("_batch" if batch else "")
+                ("_cpp" if backend == "cpp" else "") + {None: "", False: "_unbatched", True: "_batch"}[batch]
             rec = gparity.OpRecorder(os.path.join(self.tmp, name), model=self.model,
                                      rank=0, world_size=1, hashes=hashes, backend=backend, batch_hashes=batch)
             if batch and not rec.batch_hashes:
@@ -106,8 +107,8 @@ class Modes:
     def compiled_record_ops(self):
         self._record("shard", "cpp", compiled=True)
 
-    def compiled_record_ops_batch(self):
-        self._record("shard", "cpp", compiled=True, batch=True)
+    def compiled_record_ops_unbatched(self):
+        self._record("shard", "cpp", compiled=True, batch=False)
 
     def compiled_record_ops_python(self):
         self._record("shard", "python", compiled=True)

@@ -109,7 +109,7 @@ def main():
         recorders = {}
         counter = [0]
 
-        def recorded(hashes, backend, batch=False):
+        def recorded(hashes, backend, batch=None):
             key = (hashes, backend, batch)
             if key not in recorders:
                 recorders[key] = gparity.OpRecorder(os.path.join(tmp, f"{backend}_{hashes}_{batch}"), model=model,
@@ -123,8 +123,8 @@ def main():
 
         modes = {"compiled": contextlib.nullcontext, "cpp_shard": recorded("shard", "cpp"),
                  "cpp_none": recorded("none", "cpp"), "python_shard": recorded("shard", "python")}
-        if hasattr(sys, "monitoring"):  # batches of hashes (Python 3.12+)
-            modes["cpp_shard_batch"] = recorded("shard", "cpp", batch=True)
+        if hasattr(sys, "monitoring"):  # cpp_shard sends hashes in batches (Python 3.12+): without
+            modes["cpp_shard_unbatched"] = recorded("shard", "cpp", batch=False)
         run = lambda: step(compiled, x)  # noqa: E731
         for scope in modes.values():  # compile, autotune, warm every mode
             for _ in range(3):

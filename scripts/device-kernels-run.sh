@@ -51,7 +51,7 @@ fi
 if [ "${BENCH:-0}" = 1 ]; then
   say "bench"
   # shellcheck disable=SC2086
-  timeout "${BENCH_TIMEOUT:-500}" python3 bench/ops_recorder_gpu_bench.py --modes plain,compiled,compiled_record_ops,compiled_record_ops_batch,compiled_record_ops_python,compiled_debugmode_hash,record_ops_cpp_shard \
+  timeout "${BENCH_TIMEOUT:-500}" python3 bench/ops_recorder_gpu_bench.py --modes plain,compiled,compiled_record_ops,compiled_record_ops_unbatched,compiled_record_ops_python,compiled_debugmode_hash,record_ops_cpp_shard \
     --out "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.txt" | grep -v Warning
 fi
 if [ "${PROFILE:-0}" = 1 ]; then

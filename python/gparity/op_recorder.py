@@ -215,7 +215,8 @@ class OpRecorder:
     backend: "auto" (C++ when libgparity_torchops has it), "cpp" or "python".
     batch_hashes: the C++ backend on Python 3.12+ sends the hashes asked for while Inductor's
     generated code runs in batches, one launch for many (docs/ops.md, "Hashes in batches"); the
-    records are the same. None (default): the environment's GPARITY_OPREC_BATCH=1, else off."""
+    records are the same. None (default): on wherever it can be (the C++ backend, Python 3.12+),
+    unless the environment says GPARITY_OPREC_BATCH=0; False: every hash sent with its record."""
 
     def __init__(self, run_dir, model=None, rank=None, world_size=None, hashes="shard", backend="auto",
                  shard_spec=2, batch_hashes=None):
@@ -243,7 +244,7 @@ class OpRecorder:
         self.backend = "python" if backend == "python" or cpp is None else "cpp"
         self._cpp = cpp if self.backend == "cpp" else None
         if batch_hashes is None:
-            batch_hashes = os.environ.get("GPARITY_OPREC_BATCH") == "1"
+            batch_hashes = os.environ.get("GPARITY_OPREC_BATCH", "1") != "0"
         self.batch_hashes = bool(batch_hashes) and self._cpp is not None and getattr(self._cpp, "batches", False) \
             and _Batches.supported()
         # Every rank's host and node (one all_gather on every rank, as Recorder's), then the

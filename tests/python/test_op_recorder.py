@@ -1088,12 +1088,37 @@ class HashBatches(unittest.TestCase):
             self.assertFalse(_only_triton_kernels(module(triton)))  # no call
             self.assertFalse(_only_triton_kernels(os.path.join(tmp, "absent.py")))
 
-    def test_batches_need_sys_monitoring(self):
+    def test_batches_need_sys_monitoring_and_are_the_default_where_they_can_be(self):
         import gparity
-        with tempfile.TemporaryDirectory() as tmp:
-            rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend="cpp", batch_hashes=True)
-            rec.close()
-        self.assertEqual(rec.batch_hashes, hasattr(sys, "monitoring"))
+
+        def batches(env=None, **kw):
+            saved = os.environ.pop("GPARITY_OPREC_BATCH", None)
+            if env is not None:
+                os.environ["GPARITY_OPREC_BATCH"] = env
+            try:
+                with tempfile.TemporaryDirectory() as tmp:
+                    rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, **kw)
+                    rec.close()
+                return rec.batch_hashes
+            finally:
+                os.environ.pop("GPARITY_OPREC_BATCH", None)
+                if saved is not None:
+                    os.environ["GPARITY_OPREC_BATCH"] = saved
+        self.assertEqual(batches(backend="cpp", batch_hashes=True), hasattr(sys, "monitoring"))
+        # The choice, wherever batches can be (sys.monitoring taken as present on older Pythons:
+        # nothing here records a step).
+        from gparity import op_recorder
+        supported = op_recorder._Batches.supported
+        op_recorder._Batches.supported = staticmethod(lambda: True)
+        try:
+            self.assertTrue(batches(backend="cpp"))  # the default
+            self.assertTrue(batches("1", backend="cpp"))
+            self.assertFalse(batches("0", backend="cpp"))
+            self.assertTrue(batches("0", backend="cpp", batch_hashes=True))  # asked for: the argument wins
+            self.assertFalse(batches(backend="cpp", batch_hashes=False))
+            self.assertFalse(batches(backend="python"))  # the C++ recorder's alone
+        finally:
+            op_recorder._Batches.supported = supported
 
     def test_inside_a_batch_a_hash_reads_the_memory_when_it_goes(self):
         """The precondition batches rest on, shown: a write the recorder does not see (numpy

@@ -288,9 +288,37 @@ TEST(KernelRecords, AnInOutArgumentRecordedAsOutIsNoInputOfTheLaunch) {
   EXPECT_EQ(recorded.divergence(0, 1)->values["cause"], "non-deterministic")
       << recorded.divergence(0, 1)->message;
   const auto log = model::ops::read_op_records((tmp.path() / "c" / "rank-0.jsonl").string(), 0);
-  for (const auto& r : log.records)
-    if (r.step == 1 && log.op_name(r) == k)
+  for (const auto& r : log.records) {
+    if (r.step == 1 && log.op_name(r) == k) {
       EXPECT_EQ(model::ops::launch_arg_role(log, log.arg(r, 0)), model::ops::ArgRole::Out);
+    }
+  }
+}
+
+TEST(KernelRecords, RecordedWithBatchesOfHashesTheVerdictsAreTheSame) {
+  // batches/: inductor, its repeat and the rank-1 pass recorded again with the hashes sent in
+  // batches (GPARITY_OPREC_BATCH=1; records only, no trace): parity where the program is
+  // deterministic, and the pass still found where it is, with nothing else named an origin.
+  const std::string batches = kRecords + "batches/";
+  const Compared same = compare_runs(batches + "inductor", batches + "inductor_repeat");
+  EXPECT_EQ(same.code, 0) << same.report.verdict.headline;
+  EXPECT_EQ(steps_compared(same, 33), 4u);
+  EXPECT_EQ(same.report.verdict.data["decided_by"], "shard_v2");
+
+  const Compared pass = compare_runs(batches + "inductor", batches + "inductor_pass1");
+  EXPECT_EQ(pass.code, 1);
+  const Finding* r1 = pass.divergence(1, 1);
+  const Finding* r0 = pass.divergence(0, 1);
+  ASSERT_NE(r1, nullptr);
+  ASSERT_NE(r0, nullptr);
+  EXPECT_EQ(r1->where.node, "triton_poi_fused_gelu_view_2");
+  EXPECT_EQ(r1->values["cause"], "origin, different code") << r1->message;
+  EXPECT_EQ(r0->where.node, "c10d::allreduce_");
+  EXPECT_EQ(r0->values["cause"], "received");
+  EXPECT_EQ(r0->values["from_ranks"], json({1}));
+  const Finding* r1_next = pass.divergence(1, 2);
+  ASSERT_NE(r1_next, nullptr);
+  EXPECT_EQ(r1_next->values["cause"], "follows step");
 }
 
 TEST(KernelRecords, ReRecordedWithRolesAndSpecV2TheNondetRunsNameTheConfigAndTheNonDeterministicKernel) {
