@@ -6,12 +6,13 @@
 # compiled modes (BENCH_ARGS: extra arguments) into $OUT/bench.json; PROFILE=1 runs
 # bench/ops_recorder_gpu_profile.py (PROFILE_ARGS) into $OUT/profile.json; BATCH_CHECK=1 runs
 # bench/ops_recorder_batch_check.py (BATCH_CHECK_ARGS: records with and without batches of
-# hashes, equal) into $OUT/batch_check.json.
+# hashes, equal) into $OUT/batch_check.json. HASH_TESTS=1 first builds and runs hash_cuda_tests
+# (the CUDA hashes against the CPU's) into $OUT/hash_cuda_tests.txt.
 #
 #   bash CARRY/src/scripts/device-kernels-run.sh CARRY [NAME ...]
 set -uo pipefail
 if [ $# -lt 1 ]; then
-  sed -n '2,10p' "$0"
+  sed -n '2,12p' "$0"
   exit 2
 fi
 # shellcheck source-path=SCRIPTDIR source=device-common.sh
@@ -19,7 +20,15 @@ source "$(dirname "$0")/device-common.sh"
 device_start "$1" "1"
 shift
 build=$carry/src/build-device  # kept between calls while the machine stays warm
-device_build "$carry" "$build" "$out/build.log" gparity_torchops || exit 1
+targets=(gparity_torchops)
+[ "${HASH_TESTS:-0}" = 1 ] && targets+=(hash_cuda_tests)
+device_build "$carry" "$build" "$out/build.log" "${targets[@]}" || exit 1
+if [ "${HASH_TESTS:-0}" = 1 ]; then
+  say "hash_cuda_tests"
+  "$build/tests/hash/hash_cuda_tests" >"$out/hash_cuda_tests.txt" 2>&1
+  echo "hash_cuda_tests exit $?"
+  grep -E "^\[ +(cuda|FAILED|PASSED|SKIPPED) " "$out/hash_cuda_tests.txt" | head -20
+fi
 export GPARITY_TORCHOPS=$build/core/torchops/libgparity_torchops.so
 cd "$carry/src" || exit 1
 gen=tests/data/ops/record_kernels/gen_all.sh

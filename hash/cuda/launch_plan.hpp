@@ -97,8 +97,10 @@ struct Location {
   std::uint64_t global;  // global flat index
 };
 
-/// Where local flat element `flat` (row-major over the block's shape) lives.
-GPARITY_HD Location locate(const LaunchPlan& p, std::int64_t flat) {
+/// Where local flat element `flat` (row-major over the block's shape) lives. `Plan`: a
+/// LaunchPlan, or a view of one whose dims live elsewhere (a batch launch's table of them).
+template <class Plan>
+GPARITY_HD Location locate(const Plan& p, std::int64_t flat) {
   const Dim& in = p.dims[p.ndims - 1];
   std::int64_t row = flat / in.extent;
   const std::int64_t col = flat - row * in.extent;
@@ -144,13 +146,14 @@ GPARITY_HD bool is_dense(const LaunchPlan& p) {
 /// caps the launch's grid at that many CTAs (each thread then walks more of the block).
 void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* stream,
                        std::uint32_t max_ctas = 0);
-/// Enqueues the hashes of n plans, plan i's added into *sums[i]: all dense plans in one launch,
-/// one launch per strided plan; empty plans are skipped. `max_ctas` > 0 caps every launch's grid
-/// (the dense launch's CTAs then take its segments' shares in turn), so that the hashes occupy
-/// only part of the GPU beside other work.
+/// Enqueues the hashes of n plans, plan i's added into *sums[i]: the dense plans and the strided
+/// ones of spec v2 with 1-, 2- or 4-byte elements in one launch (more when they outgrow its
+/// parameter block), one launch for each other strided plan; empty plans are skipped. `max_ctas`
+/// > 0 caps every launch's grid (the batch launch's CTAs then take its segments' shares in turn),
+/// so that the hashes occupy only part of the GPU beside other work.
 void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, void* stream,
                              std::uint32_t max_ctas = 0);
-/// CTAs of the dense batch kernel that fit on the current device at once (SMs x CTAs per SM).
+/// CTAs of the batch kernel that fit on the current device at once (SMs x CTAs per SM).
 std::uint32_t batch_resident_ctas();
 /// Hashes a plan and waits for the result.
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream);

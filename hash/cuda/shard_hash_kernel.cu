@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -207,76 +208,6 @@ __global__ void __launch_bounds__(kThreads)
   block_add(dense_sum_spec<ES>(spec, data, first, split, tid, nthreads), sum);
 }
 
-/// One dense block of a batch: CTAs [first_cta, first_cta + ctas) of the launch work on it.
-struct DenseSegment {
-  const unsigned char* data;
-  std::uint64_t first;  // global index of element 0
-  DenseSplit split;
-  std::uint64_t* sum;
-  std::uint64_t first_cta;
-  std::uint32_t ctas;
-  std::uint32_t elem_size;
-  std::uint32_t spec;
-};
-
-/// Dense blocks of one launch, passed by value as the kernel's parameter (up to 32 KiB on sm_70+
-/// with CUDA 12.1+): no device table to allocate and copy, a pageable host-to-device copy being
-/// one the driver may serialise with the stream, so that enqueueing a batch would wait for the
-/// work before it. The driver copies the whole parameter block at every launch, so a batch
-/// takes the smallest capacity that holds its blocks (1.2 KiB for up to 16, 18 KiB for 256).
-constexpr std::uint32_t kSegmentsPerLaunch = 256;
-template <std::uint32_t Capacity>
-struct DenseBatch {
-  std::uint32_t n;
-  DenseSegment segs[Capacity];
-};
-static_assert(sizeof(DenseBatch<kSegmentsPerLaunch>) <= 32000, "kernel parameters are limited to 32 KiB");
-
-/// The share of virtual CTA `vcta` of a batch: it finds its block by binary search (first_cta
-/// ascending); the element size is uniform across a CTA.
-template <std::uint32_t Capacity>
-__device__ __forceinline__ void dense_batch_cta(const DenseBatch<Capacity>& batch, std::uint32_t vcta) {
-  std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= vcta
-  while (hi - lo > 1) {
-    const std::uint32_t mid = (lo + hi) / 2;
-    if (batch.segs[mid].first_cta <= vcta)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  const DenseSegment& seg = batch.segs[lo];
-  const std::uint64_t tid = (vcta - seg.first_cta) * kThreads + threadIdx.x;
-  const std::uint64_t nthreads = static_cast<std::uint64_t>(seg.ctas) * kThreads;
-  std::uint64_t acc = 0;
-  switch (seg.elem_size) {
-    case 1: acc = dense_sum_spec<1>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
-    case 2: acc = dense_sum_spec<2>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
-    case 4: acc = dense_sum_spec<4>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
-    default: acc = dense_sum<8>(seg.data, seg.first, seg.split, tid, nthreads); break;
-  }
-  block_add(acc, seg.sum);
-}
-
-/// Every dense block of a batch in one launch, one CTA a virtual CTA.
-template <std::uint32_t Capacity>
-__global__ void __launch_bounds__(kThreads)
-    dense_batch_kernel(const __grid_constant__ DenseBatch<Capacity> batch) {
-  dense_batch_cta(batch, blockIdx.x);
-}
-
-/// The same with a capped grid: each CTA takes virtual CTAs blockIdx.x, + gridDim.x, ... up to
-/// `virtual_ctas` in turn (the sums are the same: each virtual CTA's threads cover the same
-/// elements, and addition mod 2^64 does not depend on the order).
-template <std::uint32_t Capacity>
-__global__ void __launch_bounds__(kThreads)
-    dense_batch_capped_kernel(const __grid_constant__ DenseBatch<Capacity> batch,
-                              std::uint32_t virtual_ctas) {
-  for (std::uint32_t v = blockIdx.x; v < virtual_ctas; v += gridDim.x) {
-    dense_batch_cta(batch, v);
-    __syncthreads();  // block_add's shared sums are reused by the next virtual CTA
-  }
-}
-
 template <int ES>
 __global__ void __launch_bounds__(kThreads) strided_kernel(const LaunchPlan plan, std::uint64_t* sum) {
   const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -337,13 +268,15 @@ __global__ void __launch_bounds__(kThreads) runs_kernel(const LaunchPlan plan, s
 /// advanced by the row's global step in 32-bit adds: contiguous rows with aligned 16-byte loads, four in
 /// flight a lane; strided rows (a transposed block's) one element a lane at a time. A column shard of a
 /// row-major tensor is rows of this kind.
-template <int ES>
-__global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
+/// This thread's share of the rows of `plan` (a LaunchPlan or a PlanView), CTA `cta` of `ctas`.
+template <int ES, class Plan>
+__device__ __forceinline__ std::uint64_t rows_v2_sum(const Plan& plan, std::uint64_t cta,
+                                                     std::uint64_t ctas) {
   const Dim& in = plan.dims[plan.ndims - 1];
   const std::int64_t len = in.extent;
   const std::int64_t rows = plan.total / len;
   const unsigned lane = threadIdx.x & 31U;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
+  const auto warps = static_cast<std::int64_t>(ctas * (kThreads / 32));
   const std::uint64_t gstep = in.global_stride;
   const std::uint32_t key_step = static_cast<std::uint32_t>(gstep) * kV2Step;  // between neighbours in memory
   constexpr std::uint64_t kPer = 16 / ES;
@@ -352,7 +285,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan
   // A warp takes a run of consecutive rows: the next row is one step of the dim above the
   // innermost, so locate() (its divisions, which made short rows compute-bound: 0.37 TB/s on
   // 256-byte rows on an H100) runs once a run and once each time that dim wraps.
-  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32;
+  const auto warp = static_cast<std::int64_t>((cta * kThreads + threadIdx.x) / 32);
   const std::int64_t per_warp = (rows + warps - 1) / warps;
   const std::int64_t first = warp * per_warp;
   const std::int64_t end = first + per_warp < rows ? first + per_warp : rows;
@@ -399,20 +332,151 @@ __global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan
       acc += mix_v2_at(loc.global + k * gstep, load_bits<ES>(p + k * ES), ES);
     }
   }
-  block_add(acc, sum);
+  return acc;
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kThreads) rows_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
+  block_add(rows_v2_sum<ES>(plan, blockIdx.x, gridDim.x), sum);
 }
 
 /// Spec v2, blocks whose innermost dim is too short for a warp a row: one element a thread step.
-template <int ES>
-__global__ void __launch_bounds__(kThreads) strided_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
-  const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  const std::int64_t nthreads = static_cast<std::int64_t>(gridDim.x) * kThreads;
+template <int ES, class Plan>
+__device__ __forceinline__ std::uint64_t elements_v2_sum(const Plan& plan, std::int64_t tid,
+                                                         std::int64_t nthreads) {
   std::uint64_t acc = 0;
   for (std::int64_t f = tid; f < plan.total; f += nthreads) {
     const Location loc = locate(plan, f);
     acc += mix_v2_at(loc.global, load_bits<ES>(plan.data + loc.local * ES), ES);
   }
-  block_add(acc, sum);
+  return acc;
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kThreads) strided_kernel_v2(const LaunchPlan plan, std::uint64_t* sum) {
+  const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const std::int64_t nthreads = static_cast<std::int64_t>(gridDim.x) * kThreads;
+  block_add(elements_v2_sum<ES>(plan, tid, nthreads), sum);
+}
+
+/// Which kernel body a batch's block takes.
+enum class SegmentKind : std::uint8_t {
+  dense,     // one dense run (dense_sum / dense_sum_v2)
+  rows,      // spec v2, strided with rows of at least kMinRun elements (rows_v2_sum)
+  elements,  // spec v2, strided with shorter rows (elements_v2_sum)
+};
+
+/// One block of a batch: CTAs [first_cta, first_cta + ctas) of the launch work on it.
+struct BatchSegment {
+  const unsigned char* data;
+  std::uint64_t first;  // global index of element 0
+  DenseSplit split;     // dense
+  std::uint64_t* sum;
+  std::int64_t total;  // strided: elements
+  std::uint32_t first_cta;
+  std::uint32_t ctas;
+  std::uint8_t elem_size;
+  std::uint8_t spec;
+  SegmentKind kind;
+  std::uint8_t ndims;  // strided: its dims are the batch's dims[dims_at, dims_at + ndims)
+  std::uint32_t dims_at;
+};
+
+/// A strided block of a batch seen as a LaunchPlan (what locate() and the bodies read), its dims
+/// in the batch's table.
+struct PlanView {
+  const unsigned char* data;
+  std::int32_t ndims;
+  std::int64_t total;
+  std::uint64_t global_base;
+  const Dim* dims;
+};
+
+/// The blocks of one launch, passed by value as the kernel's parameter (up to 32 KiB on sm_70+
+/// with CUDA 12.1+): no device table to allocate and copy, a pageable host-to-device copy being
+/// one the driver may serialise with the stream, so that enqueueing a batch would wait for the
+/// work before it. The driver copies the whole parameter block at every launch, so a batch
+/// takes the smallest capacity that holds its blocks (0.7 KiB for up to 4, 21 KiB for 256).
+/// Strided blocks share one table of dims; one that does not fit goes in the next launch.
+constexpr std::uint32_t kSegmentsPerLaunch = 256;
+constexpr std::uint32_t dims_for(std::uint32_t capacity) {
+  return capacity <= 4 ? 16 : capacity <= 16 ? 32 : capacity <= 64 ? 64 : 128;
+}
+template <std::uint32_t Capacity>
+struct HashBatch {
+  std::uint32_t n;
+  std::uint32_t ndims;  // dims used
+  BatchSegment segs[Capacity];
+  Dim dims[dims_for(Capacity)];
+};
+static_assert(sizeof(HashBatch<kSegmentsPerLaunch>) <= 32000, "kernel parameters are limited to 32 KiB");
+
+/// The share of virtual CTA `vcta` of a batch: it finds its block by binary search (first_cta
+/// ascending); the block, so its kind and element size, is uniform across a CTA.
+template <std::uint32_t Capacity>
+__device__ __forceinline__ void batch_cta(const HashBatch<Capacity>& batch, std::uint32_t vcta) {
+  std::uint32_t lo = 0, hi = batch.n;  // the last segment whose first_cta <= vcta
+  while (hi - lo > 1) {
+    const std::uint32_t mid = (lo + hi) / 2;
+    if (batch.segs[mid].first_cta <= vcta)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const BatchSegment& seg = batch.segs[lo];
+  const std::uint64_t cta = vcta - seg.first_cta;
+  std::uint64_t acc = 0;
+  if (seg.kind == SegmentKind::dense) {
+    const std::uint64_t tid = cta * kThreads + threadIdx.x;
+    const std::uint64_t nthreads = static_cast<std::uint64_t>(seg.ctas) * kThreads;
+    switch (seg.elem_size) {
+      case 1: acc = dense_sum_spec<1>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
+      case 2: acc = dense_sum_spec<2>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
+      case 4: acc = dense_sum_spec<4>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
+      default: acc = dense_sum<8>(seg.data, seg.first, seg.split, tid, nthreads); break;
+    }
+  } else {
+    const PlanView plan{seg.data, seg.ndims, seg.total, seg.first, batch.dims + seg.dims_at};
+    if (seg.kind == SegmentKind::rows) {
+      switch (seg.elem_size) {
+        case 1: acc = rows_v2_sum<1>(plan, cta, seg.ctas); break;
+        case 2: acc = rows_v2_sum<2>(plan, cta, seg.ctas); break;
+        default: acc = rows_v2_sum<4>(plan, cta, seg.ctas); break;
+      }
+    } else {
+      const auto tid = static_cast<std::int64_t>(cta * kThreads + threadIdx.x);
+      const auto nthreads = static_cast<std::int64_t>(seg.ctas) * kThreads;
+      switch (seg.elem_size) {
+        case 1: acc = elements_v2_sum<1>(plan, tid, nthreads); break;
+        case 2: acc = elements_v2_sum<2>(plan, tid, nthreads); break;
+        default: acc = elements_v2_sum<4>(plan, tid, nthreads); break;
+      }
+    }
+  }
+  block_add(acc, seg.sum);
+}
+
+/// At least as many CTAs resident on an SM as the dense and rows kernels each have alone (64
+/// registers a thread or fewer; 80 unbounded, three CTAs an SM): the hashes are memory-bound.
+constexpr int kBatchMinCtasPerSm = 4;
+
+/// Every block of a batch in one launch, one CTA a virtual CTA.
+template <std::uint32_t Capacity>
+__global__ void __launch_bounds__(kThreads, kBatchMinCtasPerSm)
+    hash_batch_kernel(const __grid_constant__ HashBatch<Capacity> batch) {
+  batch_cta(batch, blockIdx.x);
+}
+
+/// The same with a capped grid: each CTA takes virtual CTAs blockIdx.x, + gridDim.x, ... up to
+/// `virtual_ctas` in turn (the sums are the same: each virtual CTA's threads cover the same
+/// elements, and addition mod 2^64 does not depend on the order).
+template <std::uint32_t Capacity>
+__global__ void __launch_bounds__(kThreads, kBatchMinCtasPerSm)
+    hash_batch_capped_kernel(const __grid_constant__ HashBatch<Capacity> batch, std::uint32_t virtual_ctas) {
+  for (std::uint32_t v = blockIdx.x; v < virtual_ctas; v += gridDim.x) {
+    batch_cta(batch, v);
+    __syncthreads();  // block_add's shared sums are reused by the next virtual CTA
+  }
 }
 
 /// CTAs of `Kernel` that fit on the current device at once, queried once per device (the
@@ -515,40 +579,81 @@ void launch_shard_hash(const LaunchPlan& plan, std::uint64_t* device_sum, void* 
 
 namespace {
 
-/// launch_shard_hash_batch with parameter blocks of `Capacity` dense blocks.
+/// The kernel body a plan takes inside a batch; nullopt: it goes in a launch of its own
+/// (strided under spec v1, or of 8-byte elements: their kernels stay apart, rarer than these).
+std::optional<SegmentKind> batch_kind(const LaunchPlan& plan) {
+  if (plan.elem_size > 8 || (plan.elem_size & (plan.elem_size - 1)) != 0) return std::nullopt;  // rejected
+  if (is_dense(plan)) return SegmentKind::dense;
+  if (plan.spec != 2 || plan.elem_size == 8) return std::nullopt;
+  return plan.ndims > 1 && plan.dims[plan.ndims - 1].extent >= kMinRun ? SegmentKind::rows
+                                                                       : SegmentKind::elements;
+}
+
+/// Work items of a plan in a batch, as the kernel bodies count them (a thread each).
+std::uint64_t batch_work(const LaunchPlan& plan, SegmentKind kind, const DenseSplit& split) {
+  const auto total = static_cast<std::uint64_t>(plan.total);
+  switch (kind) {
+    case SegmentKind::dense: return dense_work(split);
+    case SegmentKind::rows: return total / static_cast<std::uint64_t>(plan.dims[plan.ndims - 1].extent) * 32;
+    case SegmentKind::elements: break;
+  }
+  return total;
+}
+
+/// launch_shard_hash_batch with parameter blocks of `Capacity` blocks.
 template <std::uint32_t Capacity>
 void launch_batches(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, cudaStream_t s,
                     std::uint32_t max_ctas) {
   // Every capacity's grid is sized by the largest one's occupancy, as before there were several.
-  const std::uint64_t full = resident_ctas<dense_batch_kernel<kSegmentsPerLaunch>>();
-  auto batch = std::make_unique<DenseBatch<Capacity>>();  // up to 18 KiB: not on the stack
+  const std::uint64_t full = resident_ctas<hash_batch_kernel<kSegmentsPerLaunch>>();
+  constexpr std::uint32_t kDims = dims_for(Capacity);
+  std::unique_ptr<HashBatch<Capacity>> batch(new HashBatch<Capacity>);  // up to 21 KiB: not on the stack
   batch->n = 0;
+  batch->ndims = 0;
   std::uint64_t ctas = 0;
   const auto launch = [&] {
     if (batch->n == 0) return;
     if (max_ctas > 0 && ctas > max_ctas)
-      dense_batch_capped_kernel<Capacity>
+      hash_batch_capped_kernel<Capacity>
           <<<max_ctas, kThreads, 0, s>>>(*batch, static_cast<std::uint32_t>(ctas));
     else
-      dense_batch_kernel<Capacity><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
+      hash_batch_kernel<Capacity><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(*batch);
     check(cudaGetLastError(), "shard hash batch");
     batch->n = 0;
+    batch->ndims = 0;
     ctas = 0;
   };
   for (std::size_t i = 0; i < n; ++i) {
     const LaunchPlan& plan = plans[i];
     if (plan.total == 0) continue;
-    if (!is_dense(plan) || plan.elem_size > 8 || (plan.elem_size & (plan.elem_size - 1)) != 0) {
-      launch_shard_hash(plan, sums[i], s, max_ctas);  // strided blocks (and bad sizes, which it rejects)
+    const auto kind = batch_kind(plan);
+    const auto strided_dims =
+        kind && *kind != SegmentKind::dense ? static_cast<std::uint32_t>(plan.ndims) : 0U;
+    if (!kind || strided_dims > kDims) {
+      launch_shard_hash(plan, sums[i], s, max_ctas);  // a launch of its own (and bad sizes, which it rejects)
       continue;
     }
-    const DenseSplit split = split_dense(reinterpret_cast<std::uintptr_t>(plan.data), plan.elem_size,
-                                         static_cast<std::uint64_t>(plan.total));
-    const std::uint64_t needed = (dense_work(split) + kThreads - 1) / kThreads;
+    const DenseSplit split = *kind == SegmentKind::dense
+                                 ? split_dense(reinterpret_cast<std::uintptr_t>(plan.data), plan.elem_size,
+                                               static_cast<std::uint64_t>(plan.total))
+                                 : DenseSplit{0, 0, 0};
+    const std::uint64_t needed = (batch_work(plan, *kind, split) + kThreads - 1) / kThreads;
     const auto mine = static_cast<std::uint32_t>(needed < full ? (needed > 0 ? needed : 1) : full);
-    if (batch->n == Capacity || ctas + mine > 0x7FFFFFFFU) launch();
-    batch->segs[batch->n++] = {plan.data,      plan.global_base,        split, sums[i], ctas, mine,
-                               plan.elem_size, plan.spec == 2 ? 2U : 1U};
+    if (batch->n == Capacity || batch->ndims + strided_dims > kDims || ctas + mine > 0x7FFFFFFFU) launch();
+    BatchSegment& seg = batch->segs[batch->n++];
+    seg = {plan.data,
+           plan.global_base,
+           split,
+           sums[i],
+           plan.total,
+           static_cast<std::uint32_t>(ctas),
+           mine,
+           static_cast<std::uint8_t>(plan.elem_size),
+           static_cast<std::uint8_t>(plan.spec == 2 ? 2 : 1),
+           *kind,
+           static_cast<std::uint8_t>(strided_dims),
+           batch->ndims};
+    for (std::uint32_t d = 0; d < strided_dims; ++d) batch->dims[batch->ndims++] = plan.dims[d];
     ctas += mine;
   }
   launch();
@@ -559,8 +664,10 @@ void launch_batches(const LaunchPlan* plans, std::size_t n, std::uint64_t* const
 void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64_t* const* sums, void* stream,
                              std::uint32_t max_ctas) {
   const auto s = static_cast<cudaStream_t>(stream);
-  // The smallest parameter block that holds every block of the call (n bounds the dense ones).
-  if (n <= 16)
+  // The smallest parameter block that holds every block of the call (n bounds them).
+  if (n <= 4)
+    launch_batches<4>(plans, n, sums, s, max_ctas);
+  else if (n <= 16)
     launch_batches<16>(plans, n, sums, s, max_ctas);
   else if (n <= 64)
     launch_batches<64>(plans, n, sums, s, max_ctas);
@@ -569,7 +676,7 @@ void launch_shard_hash_batch(const LaunchPlan* plans, std::size_t n, std::uint64
 }
 
 std::uint32_t batch_resident_ctas() {
-  return static_cast<std::uint32_t>(resident_ctas<dense_batch_kernel<kSegmentsPerLaunch>>());
+  return static_cast<std::uint32_t>(resident_ctas<hash_batch_kernel<kSegmentsPerLaunch>>());
 }
 
 std::uint64_t shard_hash_sync(const LaunchPlan& plan, void* stream) {

@@ -82,9 +82,17 @@ TEST_F(ShardHashCuda, BatchMatchesTheCpuBlockByBlock) {
   EXPECT_THROW(shard_hash_cuda_batch(views, std::span(placements).first(1), out, kStride), BlockError);
 }
 
-// More dense blocks than one launch takes (256 a launch, passed as the kernel's parameter),
-// every element size, with strided ones between them (element by element, and as runs): each
-// sum in its own slot.
+ShardHashOptions options_of(ShardSpec spec) {
+  ShardHashOptions o;
+  o.spec = spec;
+  return o;
+}
+
+// More blocks than one launch takes (256 a launch, passed as the kernel's parameter, with one
+// table of strided blocks' dims), every element size, with strided ones between them (element by
+// element, as runs of rows, 3- and 4-D ones whose dims do not merge): each sum in its own slot,
+// under both specs (v2 hashes strided blocks of 1, 2 and 4 bytes in the batch's launch, the
+// others one launch each), in calls of every parameter block's size and with capped grids.
 TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
   const auto storage = testing::random_storage(1 << 20, 31);
   const DeviceBuffer dev(storage);
@@ -93,18 +101,36 @@ TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
   std::vector<std::size_t> starts;
   for (std::size_t i = 0; i < 700; ++i) {
     const std::uint32_t es = 1U << (i % 4);
+    starts.push_back((i * 4099) % 900000 / 8 * 8 + (i % 2) * es);  // aligned and one element off
+    sizes.push_back(es);
+    if (i % 7 == 3) {  // [a, b, c] or [a, b, c, d] read through a permutation: no dims merge
+      const std::int64_t a = 2 + static_cast<std::int64_t>(i % 3), b = 3,
+                         c = 5 + static_cast<std::int64_t>(i % 29);
+      if (i % 2 == 0) {
+        shapes.push_back({a, b, c});
+        strides.push_back({c, a * c, 1});
+        offsets.push_back({0, 0, 0});
+        globals.push_back({a, b, c});
+      } else {
+        shapes.push_back({a, b, 2, c});
+        strides.push_back({c, 2 * a * c, a * c * b * 2 + c, 1});
+        offsets.push_back({1, 0, 0, 0});
+        globals.push_back({a + 1, b, 2, c});
+      }
+      continue;
+    }
     // Every fifth block is transposed; every tenth one with columns of 33+ elements, which the
-    // kernel reads as runs of neighbours in memory whose global indices step by a row.
+    // kernels read as runs of neighbours in memory whose global indices step by a row.
     const bool transposed = i % 5 == 0;
     const std::int64_t rows =
         i % 10 == 0 ? 33 + static_cast<std::int64_t>(i % 47) : 1 + static_cast<std::int64_t>(i % 9);
-    const std::int64_t cols = 3 + static_cast<std::int64_t>(i % 17);
+    const std::int64_t cols =
+        i % 10 == 5 ? 40 + static_cast<std::int64_t>(i % 23) : 3 + static_cast<std::int64_t>(i % 17);
     shapes.push_back({rows, cols});
-    strides.push_back(transposed ? std::vector<std::int64_t>{1, rows} : std::vector<std::int64_t>{cols, 1});
+    strides.push_back(transposed ? std::vector<std::int64_t>{1, rows}
+                                 : std::vector<std::int64_t>{cols + 1, 1});
     offsets.push_back({static_cast<std::int64_t>(i % 3), 0});
     globals.push_back({rows + 2, cols});
-    sizes.push_back(es);
-    starts.push_back((i * 4099) % 900000 / 8 * 8 + (i % 2) * es);  // aligned and one element off
   }
   std::vector<BlockView> cpu_views, gpu_views;
   std::vector<GlobalPlacement> placements;
@@ -115,13 +141,28 @@ TEST_F(ShardHashCuda, BatchesLargerThanOneLaunchMatchTheCpu) {
   }
   std::uint64_t* out = nullptr;
   cuda_ok(cudaMalloc(&out, shapes.size() * sizeof(std::uint64_t)));
-  cuda_ok(cudaMemset(out, 0, shapes.size() * sizeof(std::uint64_t)));
-  shard_hash_cuda_batch(gpu_views, placements, out, 1);
-  std::vector<std::uint64_t> host(shapes.size());
-  cuda_ok(cudaMemcpy(host.data(), out, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  int calls = 0;
+  for (const ShardSpec spec : {ShardSpec::V1, ShardSpec::V2}) {
+    std::vector<std::uint64_t> want(shapes.size());
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      want[i] = shard_hash(cpu_views[i], placements[i], options_of(spec));
+    for (const std::size_t n : {3UL, 13UL, 50UL, 700UL}) {
+      for (const std::uint32_t cap : {0U, 5U}) {
+        cuda_ok(cudaMemset(out, 0, shapes.size() * sizeof(std::uint64_t)));
+        shard_hash_cuda_batch(std::span(gpu_views).first(n), std::span(placements).first(n), out, 1, nullptr,
+                              true, spec, cap);
+        std::vector<std::uint64_t> host(n);
+        cuda_ok(cudaMemcpy(host.data(), out, n * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_EQ(host[i], want[i])
+              << "spec " << static_cast<int>(spec) << ", " << n << " blocks, max_ctas " << cap << ": block "
+              << i << " (" << shapes[i].size() << "-D)";
+        ++calls;
+      }
+    }
+  }
   cudaFree(out);
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    ASSERT_EQ(host[i], shard_hash(cpu_views[i], placements[i])) << "block " << i;
+  std::printf("[ cuda ] %d batch calls of up to 700 dense and strided blocks agree with the CPU\n", calls);
 }
 
 TEST_F(ShardHashCuda, BlocksOfAMeshSumToTheFullHash) {
