@@ -7,7 +7,7 @@
 # bench/ops_recorder_gpu_profile.py (PROFILE_ARGS) into $OUT/profile.json; BATCH_CHECK=1 runs
 # bench/ops_recorder_batch_check.py (BATCH_CHECK_ARGS: records with and without batches of
 # hashes, equal) into $OUT/batch_check.json. HASH_TESTS=1 first builds and runs hash_cuda_tests
-# (the CUDA hashes against the CPU's) into $OUT/hash_cuda_tests.txt.
+# and runtime_tests' hashing tests (the CUDA hashes against the CPU's) into $OUT/hash_tests.txt.
 #
 #   bash CARRY/src/scripts/device-kernels-run.sh CARRY [NAME ...]
 set -uo pipefail
@@ -21,13 +21,17 @@ device_start "$1" "1"
 shift
 build=$carry/src/build-device  # kept between calls while the machine stays warm
 targets=(gparity_torchops)
-[ "${HASH_TESTS:-0}" = 1 ] && targets+=(hash_cuda_tests)
+[ "${HASH_TESTS:-0}" = 1 ] && targets+=(hash_cuda_tests runtime_tests)
 device_build "$carry" "$build" "$out/build.log" "${targets[@]}" || exit 1
 if [ "${HASH_TESTS:-0}" = 1 ]; then
-  say "hash_cuda_tests"
-  "$build/tests/hash/hash_cuda_tests" >"$out/hash_cuda_tests.txt" 2>&1
-  echo "hash_cuda_tests exit $?"
-  grep -E "^\[ +(cuda|FAILED|PASSED|SKIPPED) " "$out/hash_cuda_tests.txt" | head -20
+  say "hash tests"
+  {
+    "$build/tests/hash/hash_cuda_tests"
+    echo "hash_cuda_tests exit $?"
+    "$build/tests/runtime/runtime_tests" --gtest_filter='Hash*:DeferredHashes.*'
+    echo "runtime_tests exit $?"
+  } >"$out/hash_tests.txt" 2>&1
+  grep -E "^\[ +(cuda|FAILED|PASSED|SKIPPED) |exit" "$out/hash_tests.txt" | head -20
 fi
 export GPARITY_TORCHOPS=$build/core/torchops/libgparity_torchops.so
 cd "$carry/src" || exit 1

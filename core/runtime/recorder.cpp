@@ -72,22 +72,16 @@ std::vector<BlockHashes> unpack(const std::int64_t* h, std::size_t n) {
 }
 
 #if GPARITY_WITH_CUDA_HASH
-void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements,
-                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep, bool xxh3,
-                  hash::ShardSpec spec, const std::function<void()>& before_launch, std::uint32_t max_ctas) {
+namespace {
+/// enqueue_cuda's launches, given each block's view and placement.
+void enqueue_views(std::span<const at::Tensor> tensors, std::span<const hash::BlockView> views,
+                   std::span<const hash::GlobalPlacement> globals, std::uint64_t* words, void* stream,
+                   std::vector<at::Tensor>& keep, bool xxh3, hash::ShardSpec spec,
+                   const std::function<void()>& before_launch, std::uint32_t max_ctas) {
   std::vector<hash::DeviceBytes> bytes;
-  std::vector<hash::BlockView> views;
-  std::vector<hash::GlobalPlacement> globals;
-  bytes.reserve(tensors.size());
-  views.reserve(tensors.size());
-  globals.reserve(tensors.size());
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto& t = tensors[i];
-    const auto& p = placements[i];
-    views.push_back({static_cast<const std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.element_size()),
-                     p.shape, p.stride});
-    globals.push_back({p.offsets, p.global});
-    if (xxh3) bytes.push_back(contiguous_bytes(t, keep));
+  if (xxh3) {
+    bytes.reserve(tensors.size());
+    for (const auto& t : tensors) bytes.push_back(contiguous_bytes(t, keep));
   }
   if (before_launch) before_launch();
   // PyTorch CUDA tensors and their buffers are device memory: no driver query per pointer.
@@ -97,6 +91,39 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
   else
     hash::shard_hash_cuda_batch(views, globals, words + 1, 2, stream, /*check_pointers=*/false, spec,
                                 max_ctas);
+}
+
+hash::BlockView view_of(const at::Tensor& t, std::span<const std::int64_t> shape,
+                        std::span<const std::int64_t> stride) {
+  return {static_cast<const std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.element_size()), shape,
+          stride};
+}
+}  // namespace
+
+void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> placements,
+                  std::uint64_t* words, void* stream, std::vector<at::Tensor>& keep, bool xxh3,
+                  hash::ShardSpec spec, const std::function<void()>& before_launch, std::uint32_t max_ctas) {
+  std::vector<hash::BlockView> views;
+  std::vector<hash::GlobalPlacement> globals;
+  views.reserve(tensors.size());
+  globals.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& p = placements[i];
+    views.push_back(view_of(tensors[i], p.shape, p.stride));
+    globals.push_back({p.offsets, p.global});
+  }
+  enqueue_views(tensors, views, globals, words, stream, keep, xxh3, spec, before_launch, max_ctas);
+}
+
+void enqueue_whole_cuda(std::span<const at::Tensor> tensors, std::uint64_t* words, void* stream,
+                        std::vector<at::Tensor>& keep, bool xxh3, hash::ShardSpec spec) {
+  std::vector<hash::BlockView> views;
+  views.reserve(tensors.size());
+  for (const auto& t : tensors)
+    views.push_back(
+        view_of(t, {t.sizes().data(), t.sizes().size()}, {t.strides().data(), t.strides().size()}));
+  const std::vector<hash::GlobalPlacement> whole(tensors.size());  // no offsets, no global shape
+  enqueue_views(tensors, views, whole, words, stream, keep, xxh3, spec, {}, 0);
 }
 
 hash::DeviceBytes contiguous_bytes(const at::Tensor& t, std::vector<at::Tensor>& keep) {
@@ -131,6 +158,7 @@ using detail::Placed;
 #if GPARITY_WITH_CUDA_HASH
 using detail::current_stream;
 using detail::enqueue_cuda;
+using detail::enqueue_whole_cuda;
 using detail::hash_words;
 using detail::unpack;
 using detail::words_of;
@@ -204,14 +232,11 @@ void hash_blocks_into(std::span<const at::Tensor> tensors, const at::Tensor& wor
   if (tensors.empty()) return;
   if (words.is_cuda()) {
 #if GPARITY_WITH_CUDA_HASH
-    std::vector<Placed> placements;
-    placements.reserve(tensors.size());
-    for (const auto& t : tensors) placements.push_back(placed(t, {}, {}));
     // As DeferredHashes: contiguous copies for XXH3 are freed after the enqueue; the caching
     // allocator hands their blocks out only to work ordered after the kernels on this stream.
     std::vector<at::Tensor> keep;
-    enqueue_cuda(tensors, placements, words_of(words) + 2 * first, current_stream(words.device()), keep, xxh3,
-                 spec);
+    enqueue_whole_cuda(tensors, words_of(words) + 2 * first, current_stream(words.device()), keep, xxh3,
+                       spec);
     return;
 #else
     throw std::invalid_argument("this build cannot hash CUDA tensors (configure with GPARITY_WITH_CUDA)");

@@ -51,6 +51,11 @@ void enqueue_cuda(std::span<const at::Tensor> tensors, std::span<const Placed> p
                   hash::ShardSpec spec = hash::ShardSpec::V1, const std::function<void()>& before_launch = {},
                   std::uint32_t max_ctas = 0);
 
+/// enqueue_cuda for whole tensors (each its own global tensor): their views read straight from
+/// their sizes and strides, nothing copied (the op recorder sends hashes on the training thread).
+void enqueue_whole_cuda(std::span<const at::Tensor> tensors, std::uint64_t* words, void* stream,
+                        std::vector<at::Tensor>& keep, bool xxh3, hash::ShardSpec spec);
+
 /// `t`'s bytes in row-major order for XXH3: `t` itself when contiguous, else a contiguous copy
 /// made on PyTorch's current stream and held in `keep` (which must outlive the stream's work).
 hash::DeviceBytes contiguous_bytes(const at::Tensor& t, std::vector<at::Tensor>& keep);

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdlib>
 
 #include "core/model/run/trace_reader.hpp"
@@ -86,6 +87,55 @@ TEST(HashBlocks, CudaTensorsHashLikeTheirCpuCopies) {
     EXPECT_EQ(got[i].shard, want[i].shard) << "block " << i;
   }
   EXPECT_EQ(hash_block(gpu[0]).xxh3, want[0].xxh3);
+}
+
+// hash_blocks_into (the op recorder's path): whole tensors' hashes into a words tensor from slot
+// `first` on, under both specs, with and without XXH3: the same as hash_blocks on CPU copies;
+// on the CPU here and, where there is a GPU, on CUDA words (views read from sizes and strides).
+TEST(HashBlocksInto, WholeTensorsHashLikeHashBlocksOnCpuAndCuda) {
+  const auto big = sample({129, 70});
+  const auto bf = sample({64, 33}, at::kBFloat16);
+  const auto i8 = sample({40, 36}).mul(100).to(at::kChar);
+  const auto cube = sample({4, 5, 6});
+  const std::vector<at::Tensor> cpu = {big,
+                                       big.narrow(0, 10, 20),
+                                       big.t(),
+                                       bf.narrow(1, 1, 5),
+                                       i8.t(),
+                                       sample({}),
+                                       sample({0, 4}),
+                                       cube.permute({2, 0, 1})};
+  std::vector<at::Device> devices = {at::kCPU};
+  if (at::hasCUDA()) devices.emplace_back(at::kCUDA);
+  for (const auto device : devices) {
+    std::vector<at::Tensor> on;
+    for (const auto& c : cpu) on.push_back(c.is_contiguous() ? c.to(device) : c.contiguous().to(device));
+    // Views of the device copies, so strides and offsets are the device's own.
+    on[1] = on[0].narrow(0, 10, 20);
+    on[2] = on[0].t();
+    on[3] = bf.to(device).narrow(1, 1, 5);
+    on[4] = i8.to(device).t();
+    on[7] = cube.to(device).permute({2, 0, 1});
+    for (const auto spec : {hash::ShardSpec::V1, hash::ShardSpec::V2}) {
+      const auto want = hash_blocks(cpu, {}, {}, spec);
+      for (const bool xxh3 : {false, true}) {
+        const std::int64_t first = 3;
+        const auto words = at::zeros({2 * (first + static_cast<std::int64_t>(on.size()))},
+                                     at::TensorOptions().dtype(at::kLong).device(device));
+        hash_blocks_into(on, words, first, xxh3, spec);
+        const auto host = words.cpu();
+        const auto* w = host.data_ptr<std::int64_t>();
+        for (std::int64_t k = 0; k < 2 * first; ++k) EXPECT_EQ(w[k], 0) << "slot before first written";
+        for (std::size_t i = 0; i < on.size(); ++i) {
+          const auto at = 2 * (first + static_cast<std::int64_t>(i));
+          EXPECT_EQ(std::bit_cast<std::uint64_t>(w[at + 1]), want[i].shard)
+              << device << " spec " << static_cast<int>(spec) << " block " << i;
+          EXPECT_EQ(std::bit_cast<std::uint64_t>(w[at]), xxh3 ? want[i].xxh3 : 0)
+              << device << " xxh3 " << xxh3 << " block " << i;
+        }
+      }
+    }
+  }
 }
 
 // DeferredHashes: the same digests as hash_blocks, in enqueue order, across batches; a tensor
