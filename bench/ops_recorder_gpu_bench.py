@@ -15,8 +15,6 @@ others', so clock and thermal drift hit every mode alike):
   record_ops_cpp, record_ops_cpp_shard, record_ops_cpp_nohash
                   the same three with backend="cpp" (RecordFunction callbacks in
                   libgparity_torchops: no Python per op)
-  record_ops_cpp_shard_side
-                  record_ops_cpp_shard with the hashes on a side stream (GPARITY_OPREC_SIDE_STREAM=1)
   debugmode       torch.utils._debug_mode.DebugMode() around the step
   debugmode_hash  DebugMode with log_tensor_hashes(hash_fn="hash_tensor")
   debugmode_norm  DebugMode with log_tensor_hashes(hash_fn="norm")
@@ -133,14 +131,6 @@ class Modes:
     def record_ops_cpp_nohash(self):
         self._record("none", "cpp")
 
-    def record_ops_cpp_shard_side(self):
-        # The hashes on a side stream (GPARITY_OPREC_SIDE_STREAM=1; the default is the op's stream).
-        os.environ["GPARITY_OPREC_SIDE_STREAM"] = "1"
-        try:
-            self._record("shard", "cpp")
-        finally:
-            del os.environ["GPARITY_OPREC_SIDE_STREAM"]
-
     def _debugmode(self, hash_fn):
         from torch.utils._debug_mode import DebugMode
         if hash_fn is None:
@@ -232,7 +222,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", default=[],
                     help="dim,seq,batch (repeatable; default 2048,2048,4 and 4096,512,2)")
-    ap.add_argument("--modes", default="plain,record_ops_cpp_shard,record_ops_cpp_shard_side,record_ops_cpp_nohash,"
+    ap.add_argument("--modes", default="plain,record_ops_cpp_shard,record_ops_cpp_nohash,"
                     "record_ops_cpp,record_ops_shard,record_ops_nohash,debugmode,debugmode_hash")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)

@@ -7,7 +7,6 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "core/runtime/recorder.hpp"
 #include "core/torchops/op_recorder_state.hpp"
@@ -16,14 +15,6 @@ namespace gparity::torchops::oprec_detail {
 namespace {
 
 constexpr std::int64_t kSlotsPerChunk = 1 << 15;  // hash slots per device buffer (2 int64 words each)
-
-/// GPARITY_OPREC_SIDE_STREAM=1 hashes on a side stream. Off by default: on an H100 it was faster
-/// at dim 2048 (1.33x against 1.40x) and slower at dim 4096 (1.85x against 1.60x), where the
-/// step is short and the hashes queued on the side stream are what end_step waits for (docs/ops.md).
-bool side_stream_wanted() {
-  const char* v = std::getenv("GPARITY_OPREC_SIDE_STREAM");
-  return v && v[0] == '1';
-}
 
 // Bounds of a batch: its tensors stay alive until their hashes go.
 constexpr std::size_t kMaxPending = 4096;
@@ -63,13 +54,7 @@ at::Tensor unshared_alias(const at::Tensor& t) {
 int device_words(State& s, const c10::Device& device) {
   for (std::size_t d = 0; d < s.devices.size(); ++d)
     if (s.devices[d].device == device) return static_cast<int>(d);
-  DeviceWords fresh{device, {}, {}, std::nullopt, nullptr};
-  if (device.is_cuda() && side_stream_wanted()) {
-    const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
-    fresh.side = impl->getStreamFromGlobalPool(device, /*isHighPriority=*/false);
-    fresh.ready = std::make_shared<c10::Event>(device.type());
-  }
-  s.devices.push_back(std::move(fresh));
+  s.devices.push_back(DeviceWords{device, {}, {}});
   return static_cast<int>(s.devices.size()) - 1;
 }
 
@@ -137,18 +122,12 @@ void flush_hashes(State& s) {
   const auto spec = s.options.shard_spec == 2 ? hash::ShardSpec::V2 : hash::ShardSpec::V1;
   auto& dw = s.devices[static_cast<std::size_t>(batch.device)];
   const auto& words = dw.chunks[static_cast<std::size_t>(batch.chunk)];
-  std::optional<c10::StreamGuard> on_stream;  // CUDA: where the hashes' tensors were asked for
+  // CUDA: on the stream the hashes were asked for on, so that any later write there comes after
+  // them. (A side stream, tried for overlap, let an in-place write race the hash of what it
+  // overwrote, and was slower where the step is short: docs/ops.md.)
+  std::optional<c10::StreamGuard> on_stream;
   if (batch.stream) on_stream.emplace(*batch.stream);
-  if (dw.side) {  // CUDA only
-    const auto* impl = c10::impl::getDeviceGuardImpl(dw.device.type());
-    dw.ready->record(*batch.stream);
-    dw.side->wait(*dw.ready);
-    c10::StreamGuard on_side(*dw.side);
-    runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
-    for (const auto& t : batch.tensors) impl->recordDataPtrOnStream(t.storage().data_ptr(), *dw.side);
-  } else {
-    runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
-  }
+  runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
 }
 
 void flush_if_written(State& s, const std::vector<at::Tensor>& tensors, const std::vector<bool>& written) {
@@ -192,7 +171,6 @@ HashWords read_back(std::vector<DeviceWords>& devices) {
   HashWords words(devices.size());
   at::DisableRecordFunctionGuard no_records;
   for (std::size_t d = 0; d < devices.size(); ++d) {
-    if (devices[d].side) devices[d].side->synchronize();  // the step's hashes, all enqueued there
     for (std::size_t c = 0; c < devices[d].chunks.size(); ++c) {
       const auto host = devices[d].chunks[c].narrow(0, 0, 2 * devices[d].used[c]).cpu();
       const auto* p = host.data_ptr<std::int64_t>();

@@ -114,11 +114,6 @@ struct DeviceWords {
   c10::Device device{c10::kCPU};
   std::vector<at::Tensor> chunks;
   std::vector<std::int64_t> used;
-  // CUDA with GPARITY_OPREC_SIDE_STREAM=1: the hashes run on a stream of the pool, after an
-  // event of the op's stream, so that they overlap the step's next kernels; each hashed tensor's memory is
-  // recorded on it (the allocator does not reuse it before the hash ran) and end_step waits for it.
-  std::optional<c10::Stream> side;
-  std::shared_ptr<c10::Event> ready;  // recorded on the op's stream before each batch
 };
 
 /// Hashes asked for inside a batch (op_recorder_hashing.cpp) and not launched yet: their slots
