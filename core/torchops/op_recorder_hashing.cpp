@@ -60,52 +60,88 @@ int device_words(State& s, const c10::Device& device) {
 
 }  // namespace
 
+namespace {
+
+/// Takes slots for todo[members...] (all on `device`) in the pending run, flushing first when they
+/// cannot join it; outside a batch they go before hash_many returns.
+template <class Members>
+void take_slots(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo, const Members& members,
+                std::int64_t n, const c10::Device& device, std::vector<TensorRef>& refs) {
+  auto& p = s.pending;
+  const int d = device_words(s, device);
+  const auto stream = current_stream(device);
+  auto& dw = s.devices[static_cast<std::size_t>(d)];
+  const bool room = !dw.chunks.empty() && dw.used.back() + n <= dw.chunks.back().numel() / 2;
+  // One pending run is one launch: one device, one stream, consecutive slots of one chunk.
+  if (p.device >= 0 && (p.device != d || p.stream != stream || !room)) flush_hashes(s);
+  if (!room) {
+    at::DisableRecordFunctionGuard no_records;  // our own buffer is not the step's op
+    dw.chunks.push_back(
+        at::zeros({2 * std::max(kSlotsPerChunk, n)}, at::TensorOptions().dtype(at::kLong).device(device)));
+    dw.used.push_back(0);
+  }
+  if (p.device < 0) {
+    p.device = d;
+    p.stream = stream;
+    p.chunk = static_cast<int>(dw.chunks.size()) - 1;
+    p.first = dw.used.back();
+  }
+  for (const auto j : members) {
+    const auto& t = todo[j].second;
+    auto& ref = refs[todo[j].first];
+    ref.device = d;
+    ref.chunk = p.chunk;
+    ref.slot = dw.used.back()++;
+    if (batch_depth == 0) {  // sent before hash_many returns: nothing can write it in between
+      p.tensors.push_back(t);
+      continue;
+    }
+    p.tensors.push_back(unshared_alias(t));
+    p.ranges.push_back(byte_range(t));
+    p.bytes += static_cast<std::int64_t>(t.nbytes());
+  }
+}
+
+/// Indices 0 .. n-1, iterable without a container (the one-device case).
+struct AllOf {
+  std::size_t n;
+  struct It {
+    std::size_t i;
+    std::size_t operator*() const { return i; }
+    It& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const It& o) const { return i != o.i; }
+  };
+  It begin() const { return {0}; }
+  It end() const { return {n}; }
+};
+
+}  // namespace
+
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
                std::vector<TensorRef>& refs) {
   const SectionTimer timer(Section::hashes_asked);
-  auto& p = s.pending;
-  std::vector<bool> done(todo.size(), false);
-  for (std::size_t i = 0; i < todo.size(); ++i) {
-    if (done[i]) continue;
-    const auto device = todo[i].second.device();
-    std::vector<std::size_t> members;
-    for (std::size_t j = i; j < todo.size(); ++j)
-      if (!done[j] && todo[j].second.device() == device) {
-        members.push_back(j);
-        done[j] = true;
-      }
-    const int d = device_words(s, device);
-    const auto stream = current_stream(device);
-    auto& dw = s.devices[static_cast<std::size_t>(d)];
-    const auto n = static_cast<std::int64_t>(members.size());
-    const bool room = !dw.chunks.empty() && dw.used.back() + n <= dw.chunks.back().numel() / 2;
-    // One pending run is one launch: one device, one stream, consecutive slots of one chunk.
-    if (p.device >= 0 && (p.device != d || p.stream != stream || !room)) flush_hashes(s);
-    if (!room) {
-      at::DisableRecordFunctionGuard no_records;  // our own buffer is not the step's op
-      dw.chunks.push_back(
-          at::zeros({2 * std::max(kSlotsPerChunk, n)}, at::TensorOptions().dtype(at::kLong).device(device)));
-      dw.used.push_back(0);
-    }
-    if (p.device < 0) {
-      p.device = d;
-      p.stream = stream;
-      p.chunk = static_cast<int>(dw.chunks.size()) - 1;
-      p.first = dw.used.back();
-    }
-    for (const auto j : members) {
-      const auto& t = todo[j].second;
-      auto& ref = refs[todo[j].first];
-      ref.device = d;
-      ref.chunk = p.chunk;
-      ref.slot = dw.used.back()++;
-      if (batch_depth == 0) {  // sent before this returns: nothing can write it in between
-        p.tensors.push_back(t);
-        continue;
-      }
-      p.tensors.push_back(unshared_alias(t));
-      p.ranges.push_back(byte_range(t));
-      p.bytes += static_cast<std::int64_t>(t.nbytes());
+  if (todo.empty()) return;
+  const auto& p = s.pending;
+  const auto first_device = todo.front().second.device();
+  const bool one_device =
+      std::all_of(todo.begin(), todo.end(), [&](const auto& e) { return e.second.device() == first_device; });
+  if (one_device) {  // the usual case: no grouping
+    take_slots(s, todo, AllOf{todo.size()}, static_cast<std::int64_t>(todo.size()), first_device, refs);
+  } else {
+    std::vector<bool> done(todo.size(), false);
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      if (done[i]) continue;
+      const auto device = todo[i].second.device();
+      std::vector<std::size_t> members;
+      for (std::size_t j = i; j < todo.size(); ++j)
+        if (!done[j] && todo[j].second.device() == device) {
+          members.push_back(j);
+          done[j] = true;
+        }
+      take_slots(s, todo, members, static_cast<std::int64_t>(members.size()), device, refs);
     }
   }
   if (batch_depth == 0 || p.tensors.size() >= kMaxPending || p.bytes >= kMaxPendingBytes) flush_hashes(s);
