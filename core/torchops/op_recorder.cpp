@@ -216,7 +216,7 @@ __attribute__((visibility("default"))) void gparity_oprec_pop_module() {
 
 /// 1: a batch of hashes opens on this thread (op_recorder_state.hpp, enter_batch); 0: this
 /// thread's innermost batch closes, and the last one out sends its hashes. Python opens one
-/// around each run of Inductor's generated `call` (op_recorder.py, _Batches).
+/// around each run of Inductor's generated `call` (kernel_launches.py, _Batches).
 __attribute__((visibility("default"))) void gparity_oprec_batch(int enter) {
   try {
     if (enter)

@@ -1,7 +1,7 @@
-"""When python/gparity opens and closes the C++ recorder's batches of hashes (op_recorder.py,
+"""When python/gparity opens and closes the C++ recorder's batches of hashes (kernel_launches.py,
 _Batches; docs/ops.md, "Hashes in batches"): sys.monitoring events on Inductor's generated `call`,
 Python 3.12+. Runs without torch (the GPU machine's Python is 3.12, Debian's with torch 1.13 is
-3.11): _Batches and _only_triton_kernels are taken from op_recorder.py's source by name and run
+3.11): _Batches and _only_triton_kernels are taken from kernel_launches.py's source by name and run
 against a generated-looking module and a library stand-in that logs gparity_oprec_batch's calls.
 Run by ctest with a Python 3.12+ where the machine has one (tests/python/CMakeLists.txt)."""
 
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python", "gparity", "op_recorder.py")
+SOURCE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python", "gparity", "kernel_launches.py")
 
 MODULE = '''import sys
 # triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', "...")
@@ -25,13 +25,13 @@ def call(args):
 
 
 def load():
-    """_Batches (with _ByCode) and _only_triton_kernels, defined from op_recorder.py's own source."""
+    """_Batches (with _ByCode) and _only_triton_kernels, defined from kernel_launches.py's own source."""
     with open(SOURCE, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     ns = {"sys": sys, "_is_library": lambda filename: False}
     names = ("_ByCode", "_Batches", "_only_triton_kernels")
     nodes = [n for n in tree.body if getattr(n, "name", None) in names]
-    assert len(nodes) == len(names), "op_recorder.py lacks one of " + ", ".join(names)
+    assert len(nodes) == len(names), "kernel_launches.py lacks one of " + ", ".join(names)
     exec(compile(ast.Module(nodes, []), SOURCE, "exec"), ns)  # noqa: S102  (our own source)
     return ns["_Batches"]
 

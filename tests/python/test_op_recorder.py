@@ -745,7 +745,7 @@ class KernelLaunches(unittest.TestCase):
         self.assertEqual(shapes["python"], shapes["cpp"])
 
     def test_which_in_out_arguments_a_source_only_stores_to(self):
-        from gparity.op_recorder import _stored_only
+        from gparity.kernel_launches import _stored_only
         head = "def k(in_out_ptr0, in_out_ptr1, in_out_ptr2, in_out_ptr3, in_ptr0, xnumel):\n"
         body = ("    tmp0 = tl.load(in_out_ptr1 + (x0), xmask)\n"          # read
                 "    p = tl.make_block_ptr(in_out_ptr2, [8], [1], [0], [8], [0])\n"  # a block pointer
@@ -1070,7 +1070,7 @@ class HashBatches(unittest.TestCase):
         self.assertEqual(cut, plain)
 
     def test_only_a_module_of_triton_kernels_alone_gets_batches(self):
-        from gparity.op_recorder import _only_triton_kernels
+        from gparity.kernel_launches import _only_triton_kernels
         head = "from torch._inductor.async_compile import AsyncCompile\nasync_compile = AsyncCompile()\n"
         call = "def call(args):\n    triton_poi_fused_0.run(buf0, 8, stream=stream0)\n"
         triton = "triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', '...')\n"
