@@ -16,7 +16,7 @@ namespace {
 
 /// Which kernel body a batch's block takes.
 enum class SegmentKind : std::uint8_t {
-  dense,     // one dense run (dense_sum / dense_sum_v2)
+  dense,     // one dense run (dense_sum)
   rows,      // spec v2, strided with rows of at least kMinRun elements (rows_v2_sum)
   elements,  // spec v2, strided with shorter rows (elements_v2_sum)
 };
@@ -88,7 +88,7 @@ __device__ __forceinline__ void batch_cta(const HashBatch<Capacity>& batch, std:
       case 1: acc = dense_sum_spec<1>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
       case 2: acc = dense_sum_spec<2>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
       case 4: acc = dense_sum_spec<4>(seg.spec, seg.data, seg.first, seg.split, tid, nthreads); break;
-      default: acc = dense_sum<8>(seg.data, seg.first, seg.split, tid, nthreads); break;
+      default: acc = dense_sum<8, false>(seg.data, seg.first, seg.split, tid, nthreads); break;
     }
   } else {
     const PlanView plan{seg.data, seg.ndims, seg.total, seg.first, batch.dims + seg.dims_at};

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "hash/cuda/launch_plan.hpp"
 
@@ -126,15 +127,31 @@ __device__ __forceinline__ void block_add(std::uint64_t acc, std::uint64_t* sum)
   }
 }
 
-/// This thread's share of a dense run: thread `tid` of `nthreads` working on it.
-template <int ES>
+/// This thread's share of a dense run: thread `tid` of `nthreads` working on it, under spec v1
+/// (64-bit keys) or v2 (ES < 8: 32-bit keys, one mad.wide.u32 an element).
+template <int ES, bool V2>
 __device__ __forceinline__ std::uint64_t dense_sum(const unsigned char* data, std::uint64_t first,
                                                    const DenseSplit& split, std::uint64_t tid,
                                                    std::uint64_t nthreads) {
+  using Key = std::conditional_t<V2, std::uint32_t, std::uint64_t>;
   constexpr std::uint64_t kPer = 16 / ES;
   const uint4* vec = reinterpret_cast<const uint4*>(data + split.head * ES);
-  const std::uint64_t key0 = kSeed + (first + split.head) * kStep;  // key of vector 0's element 0
-  const std::uint64_t vec_key_step = kPer * kStep;
+  Key key0 = 0;          // the key of vector 0's element 0
+  Key vec_key_step = 0;  // between vectors (constants: folded)
+  if constexpr (V2) {
+    key0 = v2_key_at(first + split.head);
+    vec_key_step = static_cast<std::uint32_t>(kPer) * kV2Step;
+  } else {
+    key0 = kSeed + (first + split.head) * kStep;
+    vec_key_step = kPer * kStep;
+  }
+  const auto vector_term = [&](const uint4& w, std::uint64_t v) {
+    const Key key = key0 + static_cast<Key>(v) * vec_key_step;
+    if constexpr (V2)
+      return hash_vector_v2<ES>(w, key);
+    else
+      return hash_vector<ES>(w, key);
+  };
 
   std::uint64_t acc = 0;
   std::uint64_t v = tid;
@@ -143,57 +160,30 @@ __device__ __forceinline__ std::uint64_t dense_sum(const unsigned char* data, st
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) r[u] = __ldcs(vec + v + u * nthreads);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) acc += hash_vector<ES>(r[u], key0 + (v + u * nthreads) * vec_key_step);
+    for (int u = 0; u < kUnroll; ++u) acc += vector_term(r[u], v + u * nthreads);
   }
-  for (; v < split.vectors; v += nthreads) acc += hash_vector<ES>(__ldcs(vec + v), key0 + v * vec_key_step);
+  for (; v < split.vectors; v += nthreads) acc += vector_term(__ldcs(vec + v), v);
 
   // The unaligned head and the tail: one element per thread (fewer than 2 * 16 of them).
   if (tid < split.head + split.tail) {
     const std::uint64_t i = tid < split.head ? tid : split.head + split.vectors * kPer + (tid - split.head);
-    acc += mix_at(first + i, load_bits<ES>(data + i * ES));
+    if constexpr (V2)
+      acc += mix_v2_at(first + i, load_bits<ES>(data + i * ES), ES);
+    else
+      acc += mix_at(first + i, load_bits<ES>(data + i * ES));
   }
   return acc;
 }
 
-/// dense_sum under spec v2 (ES < 8): 32-bit keys, one mad.wide.u32 an element.
-template <int ES>
-__device__ __forceinline__ std::uint64_t dense_sum_v2(const unsigned char* data, std::uint64_t first,
-                                                      const DenseSplit& split, std::uint64_t tid,
-                                                      std::uint64_t nthreads) {
-  constexpr std::uint64_t kPer = 16 / ES;
-  const uint4* vec = reinterpret_cast<const uint4*>(data + split.head * ES);
-  const std::uint32_t key0 = v2_key_at(first + split.head);  // key of vector 0's element 0
-  constexpr std::uint32_t kVecKeyStep = static_cast<std::uint32_t>(kPer) * kV2Step;
-
-  std::uint64_t acc = 0;
-  std::uint64_t v = tid;
-  for (; v + (kUnroll - 1) * nthreads < split.vectors; v += kUnroll * nthreads) {
-    uint4 r[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) r[u] = __ldcs(vec + v + u * nthreads);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      acc += hash_vector_v2<ES>(r[u], key0 + static_cast<std::uint32_t>(v + u * nthreads) * kVecKeyStep);
-  }
-  for (; v < split.vectors; v += nthreads)
-    acc += hash_vector_v2<ES>(__ldcs(vec + v), key0 + static_cast<std::uint32_t>(v) * kVecKeyStep);
-
-  if (tid < split.head + split.tail) {
-    const std::uint64_t i = tid < split.head ? tid : split.head + split.vectors * kPer + (tid - split.head);
-    acc += mix_v2_at(first + i, load_bits<ES>(data + i * ES), ES);
-  }
-  return acc;
-}
-
-/// dense_sum or dense_sum_v2 by spec (8-byte elements: v1's term under both).
+/// dense_sum of the spec (8-byte elements: v1's term under both).
 template <int ES>
 __device__ __forceinline__ std::uint64_t dense_sum_spec(std::uint32_t spec, const unsigned char* data,
                                                         std::uint64_t first, const DenseSplit& split,
                                                         std::uint64_t tid, std::uint64_t nthreads) {
   if constexpr (ES != 8) {
-    if (spec == 2) return dense_sum_v2<ES>(data, first, split, tid, nthreads);
+    if (spec == 2) return dense_sum<ES, true>(data, first, split, tid, nthreads);
   }
-  return dense_sum<ES>(data, first, split, tid, nthreads);
+  return dense_sum<ES, false>(data, first, split, tid, nthreads);
 }
 
 /// Strided blocks of spec v2 with rows of at least this many elements take the rows body (a warp
