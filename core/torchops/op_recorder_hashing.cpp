@@ -7,6 +7,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
+#include <ranges>
 
 #include "core/runtime/recorder.hpp"
 #include "core/torchops/op_recorder_state.hpp"
@@ -58,10 +59,6 @@ int device_words(State& s, const c10::Device& device) {
   return static_cast<int>(s.devices.size()) - 1;
 }
 
-}  // namespace
-
-namespace {
-
 /// Takes slots for todo[members...] (all on `device`) in the pending run, flushing first when they
 /// cannot join it; outside a batch they go before hash_many returns.
 template <class Members>
@@ -102,22 +99,6 @@ void take_slots(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>&
   }
 }
 
-/// Indices 0 .. n-1, iterable without a container (the one-device case).
-struct AllOf {
-  std::size_t n;
-  struct It {
-    std::size_t i;
-    std::size_t operator*() const { return i; }
-    It& operator++() {
-      ++i;
-      return *this;
-    }
-    bool operator!=(const It& o) const { return i != o.i; }
-  };
-  It begin() const { return {0}; }
-  It end() const { return {n}; }
-};
-
 }  // namespace
 
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
@@ -129,7 +110,8 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
   const bool one_device =
       std::all_of(todo.begin(), todo.end(), [&](const auto& e) { return e.second.device() == first_device; });
   if (one_device) {  // the usual case: no grouping
-    take_slots(s, todo, AllOf{todo.size()}, static_cast<std::int64_t>(todo.size()), first_device, refs);
+    take_slots(s, todo, std::views::iota(std::size_t{0}, todo.size()), static_cast<std::int64_t>(todo.size()),
+               first_device, refs);
   } else {
     std::vector<bool> done(todo.size(), false);
     for (std::size_t i = 0; i < todo.size(); ++i) {
