@@ -10,14 +10,18 @@
 #include "core/model/base/mapped_file.hpp"
 
 namespace gparity::model {
-namespace {
-
 // minizip reads through these callbacks: the archive is a span in memory (a mapped file, or a
-// byte range of one), so no stdio stream is opened and nothing can be written.
+// byte range of one), so no stdio stream is opened and nothing can be written. Outside the
+// anonymous namespace: ZipArchive::Handle (a member of a class with linkage) holds one.
+namespace zip_detail {
 struct Cursor {
   std::span<const std::byte> bytes;
   std::uint64_t pos = 0;
 };
+}  // namespace zip_detail
+using zip_detail::Cursor;
+
+namespace {
 
 voidpf ZCALLBACK cursor_open(voidpf opaque, const void*, int mode) {
   return (mode & ZLIB_FILEFUNC_MODE_WRITE) != 0 ? nullptr : opaque;

@@ -43,13 +43,18 @@ std::optional<std::pair<std::string, std::string>> split_op_target(std::string_v
                    overload == "default" ? "" : std::string(overload)};
 }
 
+// What a step of the program does. Outside the anonymous namespace: Interpreter::Impl::Step (a
+// member of a class with linkage) holds one.
+namespace interpreter_detail {
+enum class StepKind { Placeholder, Op, Collective, GetItem, Arith, HigherOrder, Subgraph, Constant, Output };
+}  // namespace interpreter_detail
+using interpreter_detail::StepKind;
+
 namespace {
 
 using model::NodeKind;
 using model::Value;
 using model::ValueKind;
-
-enum class StepKind { Placeholder, Op, Collective, GetItem, Arith, HigherOrder, Subgraph, Constant, Output };
 
 std::string strip_ops(std::string_view target) {
   if (target.starts_with("torch.ops.")) target.remove_prefix(10);
