@@ -24,6 +24,7 @@ backend, "shard"), sorted by own time.
 import argparse
 import contextlib
 import cProfile
+import functools
 import io
 import json
 import os
@@ -50,6 +51,42 @@ def timed_step(fn, scope):
     torch.cuda.synchronize()
     t3 = time.perf_counter()
     return {"host_ms": (t1 - t0) * 1e3, "exit_ms": (t2 - t1) * 1e3, "total_ms": (t3 - t0) * 1e3}
+
+
+def compiled_setup(config, prefix):
+    """("dim,seq,batch" as ints, the bench's bf16 model, its input, the model compiled with Inductor,
+    a scratch folder named `prefix`...)."""
+    dim, seq, batch = (int(v) for v in config.split(","))
+    torch.manual_seed(0)
+    model = Net(dim, dim // 128).to(device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(batch, seq, dim, device="cuda", dtype=torch.bfloat16)
+    return (dim, seq, batch), model, x, torch.compile(model), tempfile.mkdtemp(prefix=prefix)
+
+
+class Recorders:
+    """Step scopes of record_ops on one model: a recorder per (hashes, backend, batch_hashes), in
+    `tmp`, the steps of all of them numbered in turn."""
+
+    def __init__(self, model, tmp):
+        self.model, self.tmp, self.recorders, self.counter = model, tmp, {}, 0
+
+    def scope(self, hashes, backend="cpp", batch=None):
+        key = (hashes, backend, batch)
+        if key not in self.recorders:
+            self.recorders[key] = gparity.OpRecorder(os.path.join(self.tmp, f"{backend}_{hashes}_{batch}"),
+                                                     model=self.model, rank=0, world_size=1, hashes=hashes,
+                                                     backend=backend, batch_hashes=batch)
+        rec = self.recorders[key]
+
+        def scope():
+            self.counter += 1
+            return rec.record(self.counter)
+        return scope
+
+    def close(self):
+        for r in self.recorders.values():
+            r.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def sections():
@@ -79,8 +116,8 @@ def gpu_times(fn, scope):
             continue
         us = e.device_time if hasattr(e, "device_time") else e.cuda_time
         gpu += us
-        if "hash" in e.name or "dense_batch" in e.name or "rows_kernel" in e.name or "strided_kernel" in e.name \
-                or "runs_kernel" in e.name or "dense_kernel" in e.name:
+        if "hash" in e.name or "rows_kernel" in e.name or "strided_kernel" in e.name or "runs_kernel" in e.name \
+                or "dense_kernel" in e.name:
             hashed += us
             name = e.name.replace("(anonymous namespace)::", "").split("<")[0].split("(")[0].replace("void ", "").split("::")[-1]
             n, t = kernels.get(name, (0, 0.0))
@@ -100,32 +137,14 @@ def main():
     gparity.load_ops()
     doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": []}
     for c in args.config or ["4096,512,2"]:
-        dim, seq, batch = (int(v) for v in c.split(","))
-        torch.manual_seed(0)
-        model = Net(dim, dim // 128).to(device="cuda", dtype=torch.bfloat16)
-        x = torch.randn(batch, seq, dim, device="cuda", dtype=torch.bfloat16)
-        compiled = torch.compile(model)
-        tmp = tempfile.mkdtemp(prefix="oprec-profile-")
-        recorders = {}
-        counter = [0]
-
-        def recorded(hashes, backend, batch=None):
-            key = (hashes, backend, batch)
-            if key not in recorders:
-                recorders[key] = gparity.OpRecorder(os.path.join(tmp, f"{backend}_{hashes}_{batch}"), model=model,
-                                                    rank=0, world_size=1, hashes=hashes, backend=backend,
-                                                    batch_hashes=batch)
-
-            def scope():
-                counter[0] += 1
-                return recorders[key].record(counter[0])
-            return scope
-
+        (dim, seq, batch), model, x, compiled, tmp = compiled_setup(c, "oprec-profile-")
+        recorders = Recorders(model, tmp)
+        recorded = recorders.scope
         modes = {"compiled": contextlib.nullcontext, "cpp_shard": recorded("shard", "cpp"),
                  "cpp_none": recorded("none", "cpp"), "python_shard": recorded("shard", "python")}
         if hasattr(sys, "monitoring"):  # cpp_shard sends hashes in batches (Python 3.12+): without
             modes["cpp_shard_unbatched"] = recorded("shard", "cpp", batch=False)
-        run = lambda: step(compiled, x)  # noqa: E731
+        run = functools.partial(step, compiled, x)
         for scope in modes.values():  # compile, autotune, warm every mode
             for _ in range(3):
                 timed_step(run, scope)
@@ -168,9 +187,7 @@ def main():
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
         result["cprofile_tottime"] = text.getvalue()
         print(text.getvalue(), flush=True)
-        for r in recorders.values():
-            r.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        recorders.close()
         doc["results"].append(result)
         del model, compiled, x
         torch.cuda.empty_cache()

@@ -18,21 +18,18 @@ median milliseconds (host: until the step's Python returns; total: waited for):
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import statistics
 import sys
-import tempfile
-import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
-sys.path.insert(0, HERE)
-import gparity  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ops_recorder_gpu_bench import step, gparity  # noqa: E402  (bench/, this script's folder)
+from ops_recorder_gpu_profile import Recorders, compiled_setup, timed_step  # noqa: E402
 from gparity.kernel_launches import _KernelHook  # noqa: E402
-from ops_recorder_gpu_bench import Net, step  # noqa: E402
 
 
 class _PassThrough:
@@ -69,17 +66,6 @@ def unwinding():
         m.set_events(_TOOL, 0)
 
 
-def timed_step(fn, scope):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    with scope():
-        fn()
-        t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    t2 = time.perf_counter()
-    return (t1 - t0) * 1e3, (t2 - t0) * 1e3
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", default=[])
@@ -89,29 +75,14 @@ def main():
     gparity.load_ops()
     doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": []}
     for c in args.config or ["4096,512,2"]:
-        dim, seq, batch = (int(v) for v in c.split(","))
-        torch.manual_seed(0)
-        model = Net(dim, dim // 128).to(device="cuda", dtype=torch.bfloat16)
-        x = torch.randn(batch, seq, dim, device="cuda", dtype=torch.bfloat16)
-        compiled = torch.compile(model)
-        tmp = tempfile.mkdtemp(prefix="oprec-parts-")
-        counter = [0]
-
-        def recorded(hashes):
-            rec = gparity.OpRecorder(os.path.join(tmp, hashes), model=model, rank=0, world_size=1,
-                                     hashes=hashes, backend="cpp")
-
-            def scope():
-                counter[0] += 1
-                return rec.record(counter[0])
-            return scope
-
+        (dim, seq, batch), model, x, compiled, tmp = compiled_setup(c, "oprec-parts-")
+        recorders = Recorders(model, tmp)
         modes = {"compiled": contextlib.nullcontext, "hook": hooked}
         if hasattr(sys, "monitoring"):
             modes["unwind"] = unwinding
-        modes["cpp_none"] = recorded("none")
-        modes["cpp_shard"] = recorded("shard")
-        run = lambda: step(compiled, x)  # noqa: E731
+        modes["cpp_none"] = recorders.scope("none")
+        modes["cpp_shard"] = recorders.scope("shard")
+        run = functools.partial(step, compiled, x)
         for scope in modes.values():  # compile, autotune, warm every mode
             for _ in range(3):
                 timed_step(run, scope)
@@ -120,14 +91,16 @@ def main():
             for name, scope in modes.items():
                 rows[name].append(timed_step(run, scope))
         result = {"dim": dim, "seq": seq, "batch": batch, "modes": {}}
-        base = statistics.median(t for _, t in rows["compiled"])
+        base = statistics.median(t["total_ms"] for t in rows["compiled"])
         print(f"dim {dim} seq {seq} batch {batch}", flush=True)
         for name, r in rows.items():
-            host = statistics.median(h for h, _ in r)
-            total = statistics.median(t for _, t in r)
+            host = statistics.median(t["host_ms"] for t in r)
+            total = statistics.median(t["total_ms"] for t in r)
             result["modes"][name] = {"host_ms": host, "total_ms": total, "ratio": total / base}
             print(f"  {name:10s} host {host:6.2f}  total {total:6.2f} ms ({total / base:.2f}x)", flush=True)
+        recorders.close()
         doc["results"].append(result)
+        del model, compiled, x
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
