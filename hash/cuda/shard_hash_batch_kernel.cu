@@ -140,8 +140,7 @@ std::optional<SegmentKind> batch_kind(const LaunchPlan& plan) {
   if (plan.elem_size > 8 || (plan.elem_size & (plan.elem_size - 1)) != 0) return std::nullopt;  // rejected
   if (is_dense(plan)) return SegmentKind::dense;
   if (plan.spec != 2 || plan.elem_size == 8) return std::nullopt;
-  return plan.ndims > 1 && plan.dims[plan.ndims - 1].extent >= kMinRun ? SegmentKind::rows
-                                                                       : SegmentKind::elements;
+  return takes_rows(plan) ? SegmentKind::rows : SegmentKind::elements;
 }
 
 /// Work items of a plan in a batch, as the kernel bodies count them (a thread each).
@@ -149,7 +148,7 @@ std::uint64_t batch_work(const LaunchPlan& plan, SegmentKind kind, const DenseSp
   const auto total = static_cast<std::uint64_t>(plan.total);
   switch (kind) {
     case SegmentKind::dense: return dense_work(split);
-    case SegmentKind::rows: return total / static_cast<std::uint64_t>(plan.dims[plan.ndims - 1].extent) * 32;
+    case SegmentKind::rows: return rows_work(plan);
     case SegmentKind::elements: break;
   }
   return total;

@@ -190,6 +190,15 @@ __device__ __forceinline__ std::uint64_t dense_sum_spec(std::uint32_t spec, cons
 /// a row); runs_kernel (v1) reads rows this long as runs of neighbours in memory.
 inline constexpr std::int64_t kMinRun = 32;
 
+/// Whether a strided block of spec v2 takes the rows body (else the elements body), and the rows
+/// body's work items: a warp a row.
+inline bool takes_rows(const LaunchPlan& p) {
+  return p.ndims > 1 && p.dims[p.ndims - 1].extent >= kMinRun;
+}
+inline std::uint64_t rows_work(const LaunchPlan& p) {
+  return static_cast<std::uint64_t>(p.total / p.dims[p.ndims - 1].extent) * 32;
+}
+
 /// Spec v2, any strided block whose innermost dim (in memory order) has at least kMinRun
 /// elements: this thread's share of its rows, CTA `cta` of `ctas` (`plan`: a LaunchPlan, or a
 /// batch's view of one). A warp takes a run of consecutive rows (one locate() a run, the only

@@ -101,10 +101,9 @@ void launch_es(const LaunchPlan& plan, std::uint64_t* sum, cudaStream_t stream, 
   }
   if constexpr (ES != 8) {
     if (v2) {
-      if (plan.ndims > 1 && plan.dims[plan.ndims - 1].extent >= kMinRun) {
-        const auto rows = static_cast<std::uint64_t>(plan.total / plan.dims[plan.ndims - 1].extent);
+      if (takes_rows(plan)) {
         rows_kernel_v2<ES>
-            <<<grid_size<rows_kernel_v2<ES>>(rows * 32, max_ctas), kThreads, 0, stream>>>(plan, sum);
+            <<<grid_size<rows_kernel_v2<ES>>(rows_work(plan), max_ctas), kThreads, 0, stream>>>(plan, sum);
       } else {
         const auto total = static_cast<std::uint64_t>(plan.total);
         strided_kernel_v2<ES>
