@@ -9,8 +9,18 @@ median milliseconds (host: until the step's Python returns; total: waited for):
   hook          Inductor's launcher wrapped as record_ops wraps it, handing every launch straight on
   unwind        a global sys.monitoring PY_UNWIND callback set before the step and cleared after it
                 (what record_ops' batches of hashes do on Python 3.12+)
+  modules       global module forward pre- and post-hooks set around the step, each calling the C++
+                recorder's module push / pop through ctypes (what record_ops' C++ backend sets)
+  rf_bare       a global RecordFunction callback that does nothing (RecordFunction's own cost for
+                every operator call once any global callback is set)
+  rf_io         the same asking for every call's inputs and outputs, as record_ops' callback asks
   cpp_none      record_ops(backend="cpp", hashes="none"): every record, nothing hashed
+  cpp_ops       cpp_none with the launcher hook handed back after the step's start: the operator
+                records alone, no kernel record
   cpp_shard     record_ops(backend="cpp"): the default recorder
+
+--sections prints the C++ recorder's parts (GPARITY_OPREC_SECTIONS) per step of each cpp mode;
+--cprofile MODE runs a few steps of MODE under cProfile and prints where Python's time went.
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
     python3 bench/ops_recorder_host_parts.py --config 4096,512,2 --out OUT.json
@@ -28,7 +38,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ops_recorder_gpu_bench import step, gparity  # noqa: E402  (bench/, this script's folder)
-from ops_recorder_gpu_profile import Recorders, compiled_setup, timed_step  # noqa: E402
+from ops_recorder_gpu_profile import Recorders, compiled_setup, sections, timed_step  # noqa: E402
 from gparity.kernel_launches import _KernelHook  # noqa: E402
 
 
@@ -66,12 +76,80 @@ def unwinding():
         m.set_events(_TOOL, 0)
 
 
+@contextlib.contextmanager
+def module_hooks():
+    from gparity import op_recorder
+    lib = op_recorder._cpp_library()
+    push, pop, names = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, {}
+
+    def enter(module, inputs):
+        b = names.get(id(module))
+        if b is None:
+            b = names[id(module)] = type(module).__name__.encode()
+        push(b)
+
+    def leave(module, inputs, output):
+        pop()
+
+    hooks = [torch.nn.modules.module.register_module_forward_pre_hook(enter),
+             torch.nn.modules.module.register_module_forward_hook(leave)]
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def probe_callbacks(mode):
+    """A scope with gparity_oprec_probe_callbacks(mode) set (the library's diagnostic)."""
+    from gparity import op_recorder
+    lib = op_recorder._cpp_library()
+
+    @contextlib.contextmanager
+    def scope():
+        if lib.gparity_oprec_probe_callbacks(mode) != 0:
+            raise RuntimeError("gparity_oprec_probe_callbacks failed")
+        try:
+            yield
+        finally:
+            lib.gparity_oprec_probe_callbacks(0)
+    return scope
+
+
+def ops_only(scope):
+    """`scope` (a record_ops step) with Inductor's launches handed straight on: no kernel records."""
+    @contextlib.contextmanager
+    def ops():
+        with scope() as rec:
+            _KernelHook.detach(rec)
+            yield rec
+    return ops
+
+
+def cprofiled(run, scope, steps=5):
+    import cProfile
+    import io
+    import pstats
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        timed_step(run, scope)
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+    print(text.getvalue(), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", default=[])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--out", default="")
+    ap.add_argument("--sections", action="store_true")
+    ap.add_argument("--cprofile", default="")
     args = ap.parse_args()
+    if args.sections:
+        os.environ["GPARITY_OPREC_SECTIONS"] = "1"  # read when the library first times a part
     gparity.load_ops()
     doc = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "results": []}
     for c in args.config or ["4096,512,2"]:
@@ -80,16 +158,36 @@ def main():
         modes = {"compiled": contextlib.nullcontext, "hook": hooked}
         if hasattr(sys, "monitoring"):
             modes["unwind"] = unwinding
+        modes["modules"] = module_hooks
+        lib = gparity.op_recorder._cpp_library()
+        if lib is not None and hasattr(lib, "gparity_oprec_probe_callbacks"):
+            modes["rf_bare"] = probe_callbacks(1)
+            modes["rf_io"] = probe_callbacks(2)
         modes["cpp_none"] = recorders.scope("none")
+        modes["cpp_ops"] = ops_only(recorders.scope("none"))
         modes["cpp_shard"] = recorders.scope("shard")
         run = functools.partial(step, compiled, x)
-        for scope in modes.values():  # compile, autotune, warm every mode
+        from torch._dynamo.utils import counters
+        for name, scope in modes.items():  # compile, autotune, warm every mode
+            before = dict(counters["stats"])
             for _ in range(3):
                 timed_step(run, scope)
+            # A mode that makes Dynamo compile anew (a guard it fails) runs another program.
+            grew = {k: v - before.get(k, 0) for k, v in counters["stats"].items() if v != before.get(k, 0)}
+            if grew:
+                print(f"  {name}: dynamo {grew}", flush=True)
+        if args.cprofile:
+            cprofiled(run, modes[args.cprofile])
         rows = {name: [] for name in modes}
+        parts = {name: {} for name in modes}
+        sections()
         for _ in range(args.rounds):
             for name, scope in modes.items():
                 rows[name].append(timed_step(run, scope))
+                for part, (us, calls) in sections().items():
+                    total = parts[name].setdefault(part, [0.0, 0])
+                    total[0] += us / args.rounds
+                    total[1] += calls / args.rounds
         result = {"dim": dim, "seq": seq, "batch": batch, "modes": {}}
         base = statistics.median(t["total_ms"] for t in rows["compiled"])
         print(f"dim {dim} seq {seq} batch {batch}", flush=True)
@@ -98,6 +196,10 @@ def main():
             total = statistics.median(t["total_ms"] for t in r)
             result["modes"][name] = {"host_ms": host, "total_ms": total, "ratio": total / base}
             print(f"  {name:10s} host {host:6.2f}  total {total:6.2f} ms ({total / base:.2f}x)", flush=True)
+            if args.sections and any(us for us, _ in parts[name].values()):
+                result["modes"][name]["sections"] = parts[name]
+                print("    " + ", ".join(f"{p} {us:.0f} us/{calls:.0f}" for p, (us, calls) in parts[name].items()
+                                         if calls), flush=True)
         recorders.close()
         doc["results"].append(result)
         del model, compiled, x

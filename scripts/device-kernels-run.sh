@@ -6,7 +6,8 @@
 # compiled modes (BENCH_ARGS: extra arguments) into $OUT/bench.json; PROFILE=1 runs
 # bench/ops_recorder_gpu_profile.py (PROFILE_ARGS) into $OUT/profile.json; BATCH_CHECK=1 runs
 # bench/ops_recorder_batch_check.py (BATCH_CHECK_ARGS: records with and without batches of
-# hashes, equal) into $OUT/batch_check.json. HASH_TESTS=1 first builds and runs hash_cuda_tests
+# hashes, equal) into $OUT/batch_check.json; HOST_PARTS=1 runs bench/ops_recorder_host_parts.py
+# (HOST_PARTS_ARGS) into $OUT/host_parts.json. HASH_TESTS=1 first builds and runs hash_cuda_tests
 # and runtime_tests' hashing tests (the CUDA hashes against the CPU's) into $OUT/hash_tests.txt.
 #
 #   bash CARRY/src/scripts/device-kernels-run.sh CARRY [NAME ...]
@@ -72,4 +73,10 @@ if [ "${PROFILE:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   timeout "${PROFILE_TIMEOUT:-400}" python3 bench/ops_recorder_gpu_profile.py --out "$out/profile.json" ${PROFILE_ARGS:-} 2>&1 |
     tee "$out/profile.txt" | grep -v Warning
+fi
+if [ "${HOST_PARTS:-0}" = 1 ]; then
+  say "host parts"
+  # shellcheck disable=SC2086
+  timeout "${HOST_PARTS_TIMEOUT:-400}" python3 bench/ops_recorder_host_parts.py --out "$out/host_parts.json" \
+    ${HOST_PARTS_ARGS:-} 2>&1 | tee "$out/host_parts.txt" | grep -v Warning
 fi

@@ -4,6 +4,7 @@
 
 #include "core/torchops/op_recorder.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include "core/torchops/op_recorder_state.hpp"
@@ -208,6 +209,18 @@ __attribute__((visibility("default"))) const char* gparity_oprec_section_name(in
   namespace d = gparity::torchops::oprec_detail;
   return i >= 0 && i < static_cast<int>(d::Section::count) ? d::kSectionNames[static_cast<std::size_t>(i)]
                                                            : nullptr;
+}
+
+/// A diagnostic (bench/ops_recorder_host_parts.py): `mode` 1 adds a global RecordFunction callback
+/// that does nothing, 2 the same asking for inputs and outputs as the recorder's does, 0 removes
+/// it. Never while a step is recorded (-1).
+__attribute__((visibility("default"))) int gparity_oprec_probe_callbacks(int mode) {
+  static std::optional<at::CallbackHandle> probe;
+  if (gparity::torchops::recording()) return -1;
+  if (probe) at::removeCallback(*probe);
+  probe.reset();
+  if (mode == 1 || mode == 2) probe = gparity::torchops::oprec_detail::add_probe_callbacks(mode == 2);
+  return 0;
 }
 
 __attribute__((visibility("default"))) void gparity_oprec_pop_module() {

@@ -45,6 +45,7 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
   std::vector<bool> out_buffer;  // per input tensor: an `out=` argument (OpInfo::out_arguments)
   std::vector<bool> written;     // per input tensor: one the op writes (OpInfo::written_arguments)
   const auto values = fn.inputs();
+  inputs.reserve(values.size());  // an argument a tensor, as most are: one allocation
   for (std::size_t i = 0; i < values.size(); ++i) {
     add_tensors(values[i], inputs);
     if (info.any_out)
@@ -69,6 +70,7 @@ std::int64_t start_record(State& s, const at::RecordFunction& fn, const OpInfo& 
     r.args =
         refs_of(s, inputs, /*as_input=*/true, /*hash_now=*/true);  // before the op: in-place ops change them
   }
+  r.input_storages.reserve(inputs.size());
   for (const auto& t : inputs)
     if (t.has_storage())
       r.input_storages.emplace_back(t.storage().unsafeGetStorageImpl(), t.unsafeGetTensorImpl());
@@ -93,6 +95,7 @@ void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
   std::vector<at::Tensor> outs;
   std::vector<const char*> unhashed;  // per output tensor, for an op with RNG state returns
   const OpInfo* info = op_info(fn);   // cached since on_start
+  outs.reserve(outputs.size());
   const bool by_return = info && info->any_unhashed && outputs.size() == info->unhashed_returns.size();
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     add_tensors(outputs[i], outs);
@@ -174,6 +177,16 @@ at::CallbackHandle add_callbacks() {
                                    .needsInputs(true)
                                    .needsOutputs(true)
                                    .scopes({at::RecordScope::FUNCTION}));
+}
+
+at::CallbackHandle add_probe_callbacks(bool inputs_and_outputs) {
+  return at::addGlobalCallback(
+      at::RecordFunctionCallback(
+          [](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> { return nullptr; },
+          [](const at::RecordFunction&, at::ObserverContext*) {})
+          .needsInputs(inputs_and_outputs)
+          .needsOutputs(inputs_and_outputs)
+          .scopes({at::RecordScope::FUNCTION}));
 }
 
 }  // namespace gparity::torchops::oprec_detail

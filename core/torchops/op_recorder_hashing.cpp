@@ -17,7 +17,11 @@ namespace {
 
 constexpr std::int64_t kSlotsPerChunk = 1 << 15;  // hash slots per device buffer (2 int64 words each)
 
-// Bounds of a batch: its tensors stay alive until their hashes go.
+// Bounds of a batch: its tensors stay alive until their hashes go, so that memory the program
+// lets go of (an output freed or reused by Inductor's `call`) is held until then: at most this
+// many bytes of outputs. Inputs made before the step (parameters, optimizer state, the batch)
+// are alive anyway and do not count: at dim 4096 the forward's weights alone would send a
+// batch every two or three extern kernels (docs/ops.md, "Cost").
 constexpr std::size_t kMaxPending = 4096;
 constexpr std::int64_t kMaxPendingBytes = std::int64_t{256} << 20;
 
@@ -63,7 +67,7 @@ int device_words(State& s, const c10::Device& device) {
 /// cannot join it; outside a batch they go before hash_many returns.
 template <class Members>
 void take_slots(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo, const Members& members,
-                std::int64_t n, const c10::Device& device, std::vector<TensorRef>& refs) {
+                std::int64_t n, const c10::Device& device, std::vector<TensorRef>& refs, bool outputs) {
   auto& p = s.pending;
   const int d = device_words(s, device);
   const auto stream = current_stream(device);
@@ -95,14 +99,14 @@ void take_slots(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>&
     }
     p.tensors.push_back(unshared_alias(t));
     p.ranges.push_back(byte_range(t));
-    p.bytes += static_cast<std::int64_t>(t.nbytes());
+    if (outputs) p.bytes += static_cast<std::int64_t>(t.nbytes());
   }
 }
 
 }  // namespace
 
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
-               std::vector<TensorRef>& refs) {
+               std::vector<TensorRef>& refs, bool outputs) {
   const SectionTimer timer(Section::hashes_asked);
   if (todo.empty()) return;
   const auto& p = s.pending;
@@ -111,7 +115,7 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
       std::all_of(todo.begin(), todo.end(), [&](const auto& e) { return e.second.device() == first_device; });
   if (one_device) {  // the usual case: no grouping
     take_slots(s, todo, std::views::iota(std::size_t{0}, todo.size()), static_cast<std::int64_t>(todo.size()),
-               first_device, refs);
+               first_device, refs, outputs);
   } else {
     std::vector<bool> done(todo.size(), false);
     for (std::size_t i = 0; i < todo.size(); ++i) {
@@ -123,7 +127,7 @@ void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& 
           members.push_back(j);
           done[j] = true;
         }
-      take_slots(s, todo, members, static_cast<std::int64_t>(members.size()), device, refs);
+      take_slots(s, todo, members, static_cast<std::int64_t>(members.size()), device, refs, outputs);
     }
   }
   if (batch_depth == 0 || p.tensors.size() >= kMaxPending || p.bytes >= kMaxPendingBytes) flush_hashes(s);
@@ -135,10 +139,14 @@ void flush_hashes(State& s) {
   if (p.device < 0) return;
   PendingHashes batch = std::move(p);
   p = PendingHashes{};
-  at::DisableRecordFunctionGuard no_records;  // our own zeros/contiguous are not the step's ops
+  auto& dw = s.devices[static_cast<std::size_t>(batch.device)];
+  // Our own operator calls (XXH3's contiguous copies, the CPU hash's) are not the step's ops. The
+  // shard hash of CUDA tensors makes none: it goes without the guard, whose construction and
+  // destruction rebuild RecordFunction's thread-local callbacks (a launch's worth of host time).
+  std::optional<at::DisableRecordFunctionGuard> no_records;
+  if (s.options.xxh3 || !dw.device.is_cuda()) no_records.emplace();
   at::NoGradGuard no_grad;
   const auto spec = s.options.shard_spec == 2 ? hash::ShardSpec::V2 : hash::ShardSpec::V1;
-  auto& dw = s.devices[static_cast<std::size_t>(batch.device)];
   const auto& words = dw.chunks[static_cast<std::size_t>(batch.chunk)];
   // CUDA: on the stream the hashes were asked for on, so that any later write there comes after
   // them. (A side stream, tried for overlap, let an in-place write race the hash of what it
@@ -146,6 +154,11 @@ void flush_hashes(State& s) {
   std::optional<c10::StreamGuard> on_stream;
   if (batch.stream) on_stream.emplace(*batch.stream);
   runtime::hash_blocks_into(batch.tensors, words, batch.first, s.options.xxh3, spec);
+  // The next batch keeps the vectors' room; the tensors go now (their hashes are enqueued).
+  batch.tensors.clear();
+  batch.ranges.clear();
+  p.tensors.swap(batch.tensors);
+  p.ranges.swap(batch.ranges);
 }
 
 void flush_if_written(State& s, const std::vector<at::Tensor>& tensors, const std::vector<bool>& written) {

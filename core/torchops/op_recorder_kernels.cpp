@@ -63,6 +63,9 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
   std::vector<at::Tensor> defined;
   std::vector<bool> only_written;
   Record r;
+  defined.reserve(args.size());
+  only_written.reserve(args.size());
+  r.kernel_at.reserve(args.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined()) continue;
     defined.push_back(args[i]);
@@ -74,6 +77,8 @@ std::int64_t kernel_begin(std::int64_t site_id, const std::vector<at::Tensor>& a
   r.args = input_refs(s, defined, only_written);
   name_refs(r.args, r.kernel_at, site);
   std::vector<std::size_t> written_at;
+  written_at.reserve(r.kernel_at.size());
+  r.kernel_written.reserve(r.kernel_at.size());
   for (std::size_t k = 0; k < r.kernel_at.size(); ++k) {
     const auto i = r.kernel_at[k];
     if (i < site.roles.size() && site.role(i) != model::ops::ArgRole::In) {

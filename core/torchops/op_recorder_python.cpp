@@ -225,6 +225,8 @@ bool launch_tensors(PyObject* args, std::vector<at::Tensor>& tensors, std::vecto
     return false;
   }
   const Py_ssize_t n = PyTuple_GET_SIZE(args);
+  tensors.reserve(static_cast<std::size_t>(n));
+  positions.reserve(static_cast<std::size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* item = PyTuple_GET_ITEM(args, i);
     if (!PyObject_TypeCheck(item, reinterpret_cast<PyTypeObject*>(tensor_type))) continue;

@@ -16,6 +16,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstdint>
@@ -74,8 +75,8 @@ const OpInfo* op_info(const at::RecordFunction& fn);
 struct TensorRef {
   std::int64_t id = 0;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
-  std::vector<std::int64_t> shape;
-  int device = -1;  // index into State::devices; -1: not hashed
+  c10::SmallVector<std::int64_t, 6> shape;  // inline: no allocation a tensor for the usual ranks
+  int device = -1;                          // index into State::devices; -1: not hashed
   int chunk = 0;
   std::int64_t slot = 0;
   std::int64_t view_base = -1;  // a view (issue 24): the id of the hashed tensor it lies in; no hash
@@ -204,6 +205,10 @@ State& state();
 
 /// The step's global RecordFunction callback (every thread, operator calls, inputs and outputs).
 at::CallbackHandle add_callbacks();
+/// A diagnostic (bench/ops_recorder_host_parts.py): a global callback like add_callbacks' that
+/// does nothing, so that RecordFunction's own cost per operator call is measured apart from the
+/// recorder's; with `inputs_and_outputs` it asks for what the recorder asks for (boxed).
+at::CallbackHandle add_probe_callbacks(bool inputs_and_outputs);
 
 /// While set on this thread no op is recorded: a kernel launch is in flight (kernel_begin sets
 /// it, kernel_end clears it).
@@ -267,9 +272,11 @@ std::vector<TensorRef> input_refs(State& s, const std::vector<at::Tensor>& tenso
 
 /// Takes slots for both hashes of `todo`'s tensors and fills them in `refs[todo[i].first]`; the
 /// hashes are enqueued now (one hash_blocks_into call per device), or, inside a batch on this
-/// thread, when the batch's pending hashes go (State::pending). Caller holds the state's mutex.
+/// thread, when the batch's pending hashes go (State::pending); `outputs`: they are a record's
+/// outputs (their bytes count toward the batch's bound), else its inputs. Caller holds the state's
+/// mutex.
 void hash_many(State& s, const std::vector<std::pair<std::size_t, at::Tensor>>& todo,
-               std::vector<TensorRef>& refs);
+               std::vector<TensorRef>& refs, bool outputs);
 
 /// A batch of hashes on this thread (gparity_oprec_batch): while one is open, hashes wait in
 /// State::pending for a reason to go. Python opens one for the run of Inductor's generated

@@ -171,7 +171,7 @@ std::vector<TensorRef> refs_of(
     auto it = s.known.find(impl);
     TensorRef ref;
     ref.dtype = t.scalar_type();
-    ref.shape = t.sizes().vec();
+    ref.shape.assign(t.sizes().begin(), t.sizes().end());
     const Known* base = nullptr;  // the fresh hashed tensor this one's value is in, if any
     if (as_input && it != s.known.end() && it->second.unhashed[0] != '\0' && it->second.version == version) {
       // An RNG state output read back (the attention backward): the same bytes, no value.
@@ -249,10 +249,13 @@ std::vector<TensorRef> refs_of(
     }
     it->second.fresh = want;
     if (!as_input && t.has_storage()) stale_aliases(s, t.storage().unsafeGetStorageImpl(), impl);
-    if (want) todo.emplace_back(refs.size(), t);
+    if (want) {
+      if (todo.empty()) todo.reserve(tensors.size() - ti);
+      todo.emplace_back(refs.size(), t);
+    }
     refs.push_back(std::move(ref));
   }
-  if (!todo.empty()) hash_many(s, todo, refs);
+  if (!todo.empty()) hash_many(s, todo, refs, /*outputs=*/!as_input);
   return refs;
 }
 
@@ -260,6 +263,8 @@ std::vector<TensorRef> input_refs(State& s, const std::vector<at::Tensor>& tenso
                                   const std::vector<bool>& written_only) {
   std::vector<at::Tensor> read, written;
   std::vector<std::size_t> read_at, written_at;
+  read.reserve(tensors.size());
+  read_at.reserve(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const bool only_written = i < written_only.size() && written_only[i];
     (only_written ? written : read).push_back(tensors[i]);

@@ -904,6 +904,45 @@ class RecordText(unittest.TestCase):
         self.assertEqual([r.get("module") for r in recs], [name, name])
 
 
+class ProbeCallbacks(unittest.TestCase):
+    def test_the_diagnostic_callback_is_refused_during_a_step_and_changes_no_record(self):
+        """gparity_oprec_probe_callbacks (bench/ops_recorder_host_parts.py's rf_bare / rf_io): an
+        empty global RecordFunction callback, set and removed outside a step; refused (-1) while
+        a step is recorded; a step recorded with it set has the records of one without."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        from gparity import op_recorder
+        lib = op_recorder._cpp_library()
+        if lib is None or not hasattr(lib, "gparity_oprec_probe_callbacks"):
+            self.skipTest("no C++ recorder in this build")
+        x = torch.arange(6.0).reshape(2, 3)
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend="cpp")
+            with rec.record(1):
+                (x * 2).sum()
+                self.assertEqual(lib.gparity_oprec_probe_callbacks(2), -1)
+            try:
+                self.assertEqual(lib.gparity_oprec_probe_callbacks(2), 0)
+                self.assertEqual(float((x * 2).sum()), 30.0)
+                with rec.record(2):
+                    (x * 2).sum()
+            finally:
+                self.assertEqual(lib.gparity_oprec_probe_callbacks(0), 0)
+            rec.close()
+            with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                recs = [json.loads(line) for line in f]
+
+        def strip(r):
+            return {k: v for k, v in r.items() if k != "step"}
+        one = [strip(r) for r in recs if r["step"] == 1]
+        two = [strip(r) for r in recs if r["step"] == 2]
+        self.assertEqual([r["op"] for r in one], ["aten::mul.Tensor", "aten::sum"])
+        self.assertEqual([r["op"] for r in two], [r["op"] for r in one])
+        self.assertEqual([[a.get("shard") for a in r["outs"]] for r in two],
+                         [[a.get("shard") for a in r["outs"]] for r in one])
+
+
 class Bookkeeping(unittest.TestCase):
     """What the recorders keep between records and steps (call sites' lines, tensors by storage)
     gives the same records as looking everything up again would."""
