@@ -91,13 +91,11 @@ def module_hooks():
     def leave(module, inputs, output):
         pop()
 
-    hooks = [torch.nn.modules.module.register_module_forward_pre_hook(enter),
-             torch.nn.modules.module.register_module_forward_hook(leave)]
+    op_recorder._ModuleHooks.attach(enter, leave)  # as record_ops' C++ backend sets them
     try:
         yield
     finally:
-        for h in hooks:
-            h.remove()
+        op_recorder._ModuleHooks.detach()
 
 
 def probe_callbacks(mode):

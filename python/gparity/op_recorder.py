@@ -273,10 +273,7 @@ class OpRecorder:
             if self.batch_hashes:  # once the C++ step has begun (a failed begin raised above)
                 _Batches.attach(self._cpp)
             return
-        self._hooks = [
-            torch.nn.modules.module.register_module_forward_pre_hook(self._enter_module),
-            torch.nn.modules.module.register_module_forward_hook(self._leave_module),
-        ]
+        _ModuleHooks.attach(self._enter_module, self._leave_module)
 
     def _begin_cpp(self, step):
         lib = self._cpp
@@ -293,17 +290,12 @@ class OpRecorder:
         def leave(module, inputs, output):
             pop()
 
-        self._hooks = [
-            torch.nn.modules.module.register_module_forward_pre_hook(enter),
-            torch.nn.modules.module.register_module_forward_hook(leave),
-        ]
+        _ModuleHooks.attach(enter, leave)
         prefixes = "\n".join(_LIBRARY_DIRS).encode("utf-8", "replace")
         if lib.gparity_oprec_begin(step, self._next_id, 0 if self.hashes == "none" else self.shard_spec,
                                    int(self._xxh3), prefixes,
                                    (tuple(self._backward_codes), _bookkeeping_codes(), _cpp_group)) != 0:
-            for h in self._hooks:
-                h.remove()
-            self._hooks = []
+            _ModuleHooks.detach()
             self._active = False
             raise RuntimeError(lib.gparity_oprec_error().decode("utf-8", "replace"))
 
@@ -311,9 +303,7 @@ class OpRecorder:
         _KernelHook.detach(self)
         if self.batch_hashes:
             _Batches.detach()
-        for h in self._hooks:
-            h.remove()
-        self._hooks = []
+        _ModuleHooks.detach()
         self._active = False
         if self._cpp is not None:
             self._end_cpp()
@@ -849,6 +839,56 @@ def _flat_leaves(obj):
     if tree_flatten is not None:
         return tree_flatten(obj)[0]
     return list(obj) if isinstance(obj, (list, tuple)) else [obj]  # pragma: no cover
+
+
+# Dynamo folds these to True while it traces (torch.compiler.is_compiling: 2.3+).
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or \
+    getattr(getattr(torch, "_dynamo", None), "is_compiling", None) or (lambda: False)
+
+
+class _ModuleHooks:
+    """The module path of forward records: global forward pre- and post-hooks while a step is
+    recorded, the same two functions under the same two keys every step, handing each call to the
+    recorder of the step. Dynamo traces global hooks into what it compiles (a model compiled in
+    a recorded step): there they do nothing, for a call into the recorder (ctypes, a dispatch
+    mode's list) would break the graph at every module and the process would keep the broken
+    graphs; and releases that guard on the hooks' keys (set(keys) == set()) see the same keys at
+    every recorded step, so a compiled region is compiled again once at most, not at every step
+    (register_module_forward_hook's keys count up). docs/ops.md, "Compiled steps"."""
+
+    _KEY = -0x67706172  # never a RemovableHandle's id (those count up from 0)
+    _enter = None
+    _leave = None
+
+    @staticmethod
+    def _pre(module, inputs):
+        if _is_compiling():
+            return
+        enter = _ModuleHooks._enter
+        if enter is not None:
+            enter(module, inputs)
+
+    @staticmethod
+    def _post(module, inputs, output):
+        if _is_compiling():
+            return
+        leave = _ModuleHooks._leave
+        if leave is not None:
+            leave(module, inputs, output)
+
+    @classmethod
+    def attach(cls, enter, leave):
+        cls._enter, cls._leave = enter, leave
+        m = torch.nn.modules.module
+        m._global_forward_pre_hooks[cls._KEY] = cls._pre
+        m._global_forward_hooks[cls._KEY] = cls._post
+
+    @classmethod
+    def detach(cls):
+        m = torch.nn.modules.module
+        m._global_forward_pre_hooks.pop(cls._KEY, None)
+        m._global_forward_hooks.pop(cls._KEY, None)
+        cls._enter = cls._leave = None
 
 
 class _ManifestOnly:

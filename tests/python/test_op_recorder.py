@@ -904,6 +904,55 @@ class RecordText(unittest.TestCase):
         self.assertEqual([r.get("module") for r in recs], [name, name])
 
 
+class ModuleHooks(unittest.TestCase):
+    def test_the_same_hooks_under_the_same_keys_every_step_and_none_while_dynamo_traces(self):
+        """The module path's global hooks (op_recorder._ModuleHooks): present only while a step
+        is recorded, the same two functions under the same key at every step (releases whose
+        Dynamo guards on the hooks' keys would otherwise compile anew at every recorded step),
+        and doing nothing where torch.compiler.is_compiling() says Dynamo traces them (a call into
+        the recorder there broke the compiled graph at every module: docs/ops.md)."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        from gparity import op_recorder
+        hooks = torch.nn.modules.module
+        model = torch.nn.Sequential(torch.nn.Linear(3, 3))
+        x = torch.ones(2, 3)
+        seen = []
+        for backend in ("python", "cpp"):
+            if backend == "cpp" and op_recorder._cpp_library() is None:
+                continue
+            with self.subTest(backend=backend), tempfile.TemporaryDirectory() as tmp:
+                rec = gparity.OpRecorder(os.path.join(tmp, "r"), model=model, rank=0, world_size=1,
+                                         backend=backend)
+                for step in (1, 2):
+                    with rec.record(step):
+                        seen.append((dict(hooks._global_forward_pre_hooks), dict(hooks._global_forward_hooks)))
+                        model(x)
+                    self.assertNotIn(op_recorder._ModuleHooks._KEY, hooks._global_forward_pre_hooks)
+                    self.assertNotIn(op_recorder._ModuleHooks._KEY, hooks._global_forward_hooks)
+                traced, op_recorder._is_compiling = op_recorder._is_compiling, lambda: True
+                try:
+                    with rec.record(3):
+                        model(x)
+                finally:
+                    op_recorder._is_compiling = traced
+                rec.close()
+                with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                    recs = [json.loads(line) for line in f]
+                by_step = {}
+                for r in recs:
+                    by_step.setdefault(r["step"], set()).add(r.get("module"))
+                self.assertEqual(by_step[1], {"0"})
+                self.assertEqual(by_step[2], {"0"})
+                self.assertEqual(by_step[3], {None})  # the hooks did nothing: no module path
+        self.assertTrue(seen)
+        for pre, post in seen:
+            self.assertEqual(list(pre), [op_recorder._ModuleHooks._KEY])
+            self.assertEqual(list(post), [op_recorder._ModuleHooks._KEY])
+            self.assertIs(pre[op_recorder._ModuleHooks._KEY], seen[0][0][op_recorder._ModuleHooks._KEY])
+
+
 class ProbeCallbacks(unittest.TestCase):
     def test_the_diagnostic_callback_is_refused_during_a_step_and_changes_no_record(self):
         """gparity_oprec_probe_callbacks (bench/ops_recorder_host_parts.py's rf_bare / rf_io): an
