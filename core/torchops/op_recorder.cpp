@@ -211,6 +211,20 @@ __attribute__((visibility("default"))) const char* gparity_oprec_section_name(in
                                                            : nullptr;
 }
 
+/// 1: Dynamo or Inductor starts compiling (a model compiled in a recorded step); 0: it is done.
+/// Nested: counted. No op is recorded while one runs (python/gparity registers this with
+/// torch._dynamo's compile callbacks).
+__attribute__((visibility("default"))) void gparity_oprec_compiling(int enter) {
+  auto& depth = gparity::torchops::oprec_detail::compiling();
+  if (enter) {
+    depth.fetch_add(1);
+    return;
+  }
+  int now = depth.load();
+  while (now > 0 && !depth.compare_exchange_weak(now, now - 1)) {
+  }
+}
+
 /// A diagnostic (bench/ops_recorder_host_parts.py): `mode` 1 adds a global RecordFunction callback
 /// that does nothing, 2 the same asking for inputs and outputs as the recorder's does, 0 removes
 /// it. Never while a step is recorded (-1).

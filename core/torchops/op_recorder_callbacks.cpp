@@ -116,7 +116,9 @@ void finish_record(State& s, const at::RecordFunction& fn, std::int64_t index) {
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const SectionTimer timer(Section::callback_start);
   auto& f = frames;
-  if (f.blocked > 0 || f.in_kernel) {
+  // While Dynamo or Inductor compiles (python/gparity's compile callbacks), what runs is the
+  // compiler's (tracing, fake tensors, benchmark buffers), not the step's program.
+  if (f.blocked > 0 || f.in_kernel || compiling().load(std::memory_order_relaxed) > 0) {
     f.open.push_back(kNested);
     return nullptr;
   }
@@ -154,6 +156,11 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
 }
 
 }  // namespace
+
+std::atomic<int>& compiling() {
+  static std::atomic<int> depth{0};
+  return depth;
+}
 
 void set_in_kernel(bool in_kernel) {
   frames.in_kernel = in_kernel;

@@ -19,6 +19,7 @@
 #include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -213,6 +214,10 @@ at::CallbackHandle add_probe_callbacks(bool inputs_and_outputs);
 /// While set on this thread no op is recorded: a kernel launch is in flight (kernel_begin sets
 /// it, kernel_end clears it).
 void set_in_kernel(bool in_kernel);
+
+/// While above 0 no op of any thread is recorded: Dynamo or Inductor compiles (gparity_oprec_compiling,
+/// from python/gparity's compile callbacks; docs/ops.md, "Compiled steps").
+std::atomic<int>& compiling();
 
 /// A new record's phase (backward on another thread or under autograd's backward; optimizer once
 /// a backward was seen; else forward), module (forward only) and user source line. Caller holds

@@ -268,6 +268,7 @@ class OpRecorder:
         self._thread = threading.get_ident()
         self._modules = []      # module path stack (forward hooks)
         _KernelHook.attach(self)
+        _Compiling.register()
         if self._cpp is not None:
             self._begin_cpp(step)
             if self.batch_hashes:  # once the C++ step has begun (a failed begin raised above)
@@ -363,6 +364,8 @@ class OpRecorder:
 
     # ---- ops ------------------------------------------------------------------------------------
     def _on_op(self, func, args, kwargs):
+        if _Compiling.depth:  # the compiler's tracing and benchmarks, not the step's program
+            return func(*args, **kwargs)
         op = _op_name(func)
         if op.startswith("profiler::"):
             # record_function's handles (the optimizer's step opens one): bookkeeping, not values.
@@ -748,6 +751,11 @@ def _cpp_library():
                 lib.launch = lib.gparity_oprec_launch_functions(torch.Tensor)
             except AttributeError:  # a library before them
                 pass
+        try:  # a library before the compile callbacks: what compiling runs is recorded
+            lib.gparity_oprec_compiling.argtypes = [ctypes.c_int]
+            lib.gparity_oprec_compiling.restype = None
+        except AttributeError:
+            pass
         try:  # a library before batches of hashes: none
             lib.gparity_oprec_batch.argtypes = [ctypes.c_int]
             lib.gparity_oprec_batch.restype = None
@@ -889,6 +897,55 @@ class _ModuleHooks:
         m._global_forward_pre_hooks.pop(cls._KEY, None)
         m._global_forward_hooks.pop(cls._KEY, None)
         cls._enter = cls._leave = None
+
+
+class _Compiling:
+    """Compilation inside a recorded step (a model compiled at its first call, a backward compiled
+    at its first run): what Dynamo and Inductor run then is the compiler's work (tracing on fake
+    tensors, benchmark buffers, autotuning), not the step's program, and is not recorded
+    (torch 2.11, an H200: a model compiled in its first recorded step gave 2,294 op records there
+    against 50 a step after; docs/ops.md, "Compiled steps"). Dynamo's compile callbacks
+    (torch._dynamo.callback, 2.3+) say when; a release without them records what compiling runs.
+    CUDA graph recording (reduce-overhead) is the step's program, captured: recorded as before."""
+
+    depth = 0         # open compilations that hold records back (the Python backend reads it)
+    _blocked = []     # per open callback: whether it held records back
+    _registered = False
+    _compiles = frozenset(("DYNAMO", "LAZY_BACKWARD", "TRITON_AUTOTUNING"))
+
+    @classmethod
+    def register(cls):
+        """Once a process, when Dynamo is loaded (torch.compile imports it)."""
+        if cls._registered or "torch._dynamo" not in sys.modules:
+            return
+        cls._registered = True
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:  # pragma: no cover  (a release before them)
+            return
+        callback_handler.register_start_callback(cls._start)
+        callback_handler.register_end_callback(cls._end)
+
+    @classmethod
+    def _start(cls, *args):
+        # Releases before CallbackArgs call with none; later ones say what triggered it.
+        trigger = getattr(getattr(args[0], "callback_trigger", None), "name", None) if args else None
+        blocks = trigger is None or trigger in cls._compiles
+        cls._blocked.append(blocks)
+        if blocks:
+            cls._set(1)
+
+    @classmethod
+    def _end(cls, *args):
+        if cls._blocked and cls._blocked.pop():
+            cls._set(0)
+
+    @classmethod
+    def _set(cls, enter):
+        cls.depth = cls.depth + 1 if enter else max(0, cls.depth - 1)
+        lib = _cpp_library()
+        if lib is not None and hasattr(lib, "gparity_oprec_compiling"):
+            lib.gparity_oprec_compiling(1 if enter else 0)
 
 
 class _ManifestOnly:

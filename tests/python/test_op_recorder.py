@@ -953,6 +953,47 @@ class ModuleHooks(unittest.TestCase):
             self.assertIs(pre[op_recorder._ModuleHooks._KEY], seen[0][0][op_recorder._ModuleHooks._KEY])
 
 
+class Compiling(unittest.TestCase):
+    def test_what_runs_while_dynamo_compiles_is_not_recorded_and_cuda_graph_recording_is(self):
+        """Between Dynamo's compile callbacks (op_recorder._Compiling, called here as Dynamo
+        calls them: without arguments before torch 2.6's CallbackArgs, with its trigger after)
+        no op is recorded, by either backend; a CUDA graph recording (reduce-overhead) is the
+        step's program and is recorded; ops after the compile are recorded again."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import types
+        import torch
+        import gparity
+        from gparity import op_recorder
+        x = torch.arange(4.0)
+
+        def args(name):
+            return types.SimpleNamespace(callback_trigger=types.SimpleNamespace(name=name))
+
+        for backend in ("python", "cpp"):
+            if backend == "cpp" and op_recorder._cpp_library() is None:
+                continue
+            with self.subTest(backend=backend), tempfile.TemporaryDirectory() as tmp:
+                rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend=backend)
+                with rec.record(1):
+                    x.neg()
+                    op_recorder._Compiling._start()
+                    x.exp()  # a compile's own op: not recorded
+                    op_recorder._Compiling._start(args("LAZY_BACKWARD"))  # nested
+                    x.sin()
+                    op_recorder._Compiling._end(args("LAZY_BACKWARD"))
+                    x.cos()
+                    op_recorder._Compiling._end()
+                    op_recorder._Compiling._start(args("CUDAGRAPH_RECORDING"))
+                    x.abs()  # the step's program, captured
+                    op_recorder._Compiling._end(args("CUDAGRAPH_RECORDING"))
+                    x.sqrt()
+                rec.close()
+                self.assertEqual(op_recorder._Compiling.depth, 0)
+                with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                    ops = [json.loads(line)["op"] for line in f]
+                self.assertEqual(ops, ["aten::neg", "aten::abs", "aten::sqrt"])
+
+
 class ProbeCallbacks(unittest.TestCase):
     def test_the_diagnostic_callback_is_refused_during_a_step_and_changes_no_record(self):
         """gparity_oprec_probe_callbacks (bench/ops_recorder_host_parts.py's rf_bare / rf_io): an
