@@ -46,7 +46,9 @@ void check_payload(const std::string& source, const std::string& text, std::int6
   NodeId next = 0;
   for (std::size_t i = 0; i < cut->size(); ++i) {
     const FxStatement& s = (*cut)[i];
-    if (i > 0) EXPECT_EQ(s.begin, (*cut)[i - 1].end) << source << " statement " << i;
+    if (i > 0) {
+      EXPECT_EQ(s.begin, (*cut)[i - 1].end) << source << " statement " << i;
+    }
     EXPECT_EQ(s.node_begin, next) << source << " statement " << i;
     next = s.node_end;
   }
