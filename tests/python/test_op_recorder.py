@@ -994,6 +994,51 @@ class Compiling(unittest.TestCase):
                 self.assertEqual(ops, ["aten::neg", "aten::abs", "aten::sqrt"])
 
 
+class CompileCallbacks(unittest.TestCase):
+    def test_registered_once_with_dynamo_loaded_and_not_before(self):
+        """_Compiling.register (at every step's start): nothing while torch._dynamo is not loaded
+        (torch.compile loads it), then its start and end callbacks, once a process. Debian's torch
+        1.13 has no Dynamo: a stand-in module with torch._dynamo.callback's handler interface."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import types
+        from gparity import op_recorder
+
+        class Handler:
+            def __init__(self):
+                self.start, self.end = [], []
+
+            def register_start_callback(self, fn):
+                self.start.append(fn)
+
+            def register_end_callback(self, fn):
+                self.end.append(fn)
+
+        handler = Handler()
+        callback = types.ModuleType("torch._dynamo.callback")
+        callback.callback_handler = handler
+        saved = {k: sys.modules.get(k) for k in ("torch._dynamo", "torch._dynamo.callback")}
+        was = op_recorder._Compiling._registered
+        try:
+            sys.modules.pop("torch._dynamo", None)
+            op_recorder._Compiling._registered = False
+            op_recorder._Compiling.register()
+            self.assertEqual((handler.start, handler.end), ([], []))
+            dynamo = types.ModuleType("torch._dynamo")
+            dynamo.callback = callback
+            sys.modules["torch._dynamo"], sys.modules["torch._dynamo.callback"] = dynamo, callback
+            op_recorder._Compiling.register()
+            op_recorder._Compiling.register()
+            self.assertEqual(handler.start, [op_recorder._Compiling._start])
+            self.assertEqual(handler.end, [op_recorder._Compiling._end])
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+            op_recorder._Compiling._registered = was
+
+
 class ProbeCallbacks(unittest.TestCase):
     def test_the_diagnostic_callback_is_refused_during_a_step_and_changes_no_record(self):
         """gparity_oprec_probe_callbacks (bench/ops_recorder_host_parts.py's rf_bare / rf_io): an
