@@ -269,6 +269,7 @@ class OpRecorder:
         self._modules = []      # module path stack (forward hooks)
         _KernelHook.attach(self)
         _Compiling.register()
+        _Compiling.reset()
         if self._cpp is not None:
             self._begin_cpp(step)
             if self.batch_hashes:  # once the C++ step has begun (a failed begin raised above)
@@ -905,18 +906,29 @@ class _Compiling:
     tensors, benchmark buffers, autotuning), not the step's program, and is not recorded
     (torch 2.11, an H200: a model compiled in its first recorded step gave 2,294 op records there
     against 50 a step after; docs/ops.md, "Compiled steps"). Dynamo's compile callbacks
-    (torch._dynamo.callback, 2.3+) say when; a release without them records what compiling runs.
-    CUDA graph recording (reduce-overhead) is the step's program, captured: recorded as before."""
+    (torch._dynamo.callback) say when, from 2.6 on: 2.3 to 2.5 have them but may leave out the end
+    (pytorch/pytorch#141323), which would hold every later record back; those releases, and older
+    ones, record what compiling runs. Each step starts with none open (an end left out costs that
+    step at most). CUDA graph recording (reduce-overhead) is the step's program, captured: recorded
+    as before."""
 
     depth = 0         # open compilations that hold records back (the Python backend reads it)
     _blocked = []     # per open callback: whether it held records back
     _registered = False
     _compiles = frozenset(("DYNAMO", "LAZY_BACKWARD", "TRITON_AUTOTUNING"))
 
+    @staticmethod
+    def callbacks_complete(version):
+        """Whether torch `version` ("2.6.0+cu126") calls the end callback of every compile."""
+        import re
+        m = re.match(r"(\d+)\.(\d+)", str(version))
+        return bool(m) and (int(m.group(1)), int(m.group(2))) >= (2, 6)
+
     @classmethod
     def register(cls):
         """Once a process, when Dynamo is loaded (torch.compile imports it)."""
-        if cls._registered or "torch._dynamo" not in sys.modules:
+        if cls._registered or "torch._dynamo" not in sys.modules or \
+                not cls.callbacks_complete(torch.__version__):
             return
         cls._registered = True
         try:
@@ -939,6 +951,14 @@ class _Compiling:
     def _end(cls, *args):
         if cls._blocked and cls._blocked.pop():
             cls._set(0)
+
+    @classmethod
+    def reset(cls):
+        """At a step's start: no compilation is open (one whose end never came holds nothing back)."""
+        if cls.depth or cls._blocked:
+            cls._blocked.clear()
+            while cls.depth:
+                cls._set(0)
 
     @classmethod
     def _set(cls, enter):

@@ -993,6 +993,31 @@ class Compiling(unittest.TestCase):
                     ops = [json.loads(line)["op"] for line in f]
                 self.assertEqual(ops, ["aten::neg", "aten::abs", "aten::sqrt"])
 
+    def test_a_compile_whose_end_never_came_holds_back_no_later_step(self):
+        """A start callback without its end (torch 2.3 to 2.5 could leave it out): the next step
+        starts with no compilation open and records its ops."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+        import torch
+        import gparity
+        from gparity import op_recorder
+        x = torch.arange(4.0)
+        for backend in ("python", "cpp"):
+            if backend == "cpp" and op_recorder._cpp_library() is None:
+                continue
+            with self.subTest(backend=backend), tempfile.TemporaryDirectory() as tmp:
+                rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend=backend)
+                with rec.record(1):
+                    x.neg()
+                    op_recorder._Compiling._start()
+                    x.exp()
+                with rec.record(2):
+                    x.sin()
+                rec.close()
+                self.assertEqual(op_recorder._Compiling.depth, 0)
+                with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                    ops = [(r["step"], r["op"]) for r in map(json.loads, f)]
+                self.assertEqual(ops, [(1, "aten::neg"), (2, "aten::sin")])
+
 
 class CompileCallbacks(unittest.TestCase):
     def test_registered_once_with_dynamo_loaded_and_not_before(self):
@@ -1013,11 +1038,18 @@ class CompileCallbacks(unittest.TestCase):
             def register_end_callback(self, fn):
                 self.end.append(fn)
 
+        self.assertFalse(op_recorder._Compiling.callbacks_complete("2.5.1+cu124"))  # the end may not come
+        self.assertFalse(op_recorder._Compiling.callbacks_complete("1.13.1"))
+        self.assertTrue(op_recorder._Compiling.callbacks_complete("2.6.0"))
+        self.assertTrue(op_recorder._Compiling.callbacks_complete("2.11.0a0+git1234"))
+        self.assertTrue(op_recorder._Compiling.callbacks_complete("3.0.0"))
         handler = Handler()
         callback = types.ModuleType("torch._dynamo.callback")
         callback.callback_handler = handler
         saved = {k: sys.modules.get(k) for k in ("torch._dynamo", "torch._dynamo.callback")}
         was = op_recorder._Compiling._registered
+        complete = op_recorder._Compiling.callbacks_complete
+        op_recorder._Compiling.callbacks_complete = staticmethod(lambda version: True)  # torch 1.13 here
         try:
             sys.modules.pop("torch._dynamo", None)
             op_recorder._Compiling._registered = False
@@ -1037,6 +1069,7 @@ class CompileCallbacks(unittest.TestCase):
                 else:
                     sys.modules[k] = v
             op_recorder._Compiling._registered = was
+            op_recorder._Compiling.callbacks_complete = complete
 
 
 class ProbeCallbacks(unittest.TestCase):
