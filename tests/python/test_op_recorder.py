@@ -954,69 +954,73 @@ class ModuleHooks(unittest.TestCase):
 
 
 class Compiling(unittest.TestCase):
-    def test_what_runs_while_dynamo_compiles_is_not_recorded_and_cuda_graph_recording_is(self):
-        """Between Dynamo's compile callbacks (op_recorder._Compiling, called here as Dynamo
-        calls them: without arguments before torch 2.6's CallbackArgs, with its trigger after)
-        no op is recorded, by either backend; a CUDA graph recording (reduce-overhead) is the
-        step's program and is recorded; ops after the compile are recorded again."""
+    def setUp(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
-        import types
+
+    def recorded_ops(self, run):
+        """{backend: [(step, op), ...]} of the steps `run(recorder, x)` records, each backend here."""
         import torch
         import gparity
         from gparity import op_recorder
         x = torch.arange(4.0)
+        out = {}
+        for backend in ("python", "cpp"):
+            if backend == "cpp" and op_recorder._cpp_library() is None:
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend=backend)
+                run(rec, x)
+                rec.close()
+                self.assertEqual(op_recorder._Compiling.depth, 0)
+                with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
+                    out[backend] = [(r["step"], r["op"]) for r in map(json.loads, f)]
+        self.assertTrue(out)
+        return out
+
+    def test_what_runs_while_dynamo_compiles_is_not_recorded_and_cuda_graph_recording_is(self):
+        """Between Dynamo's compile callbacks (op_recorder._Compiling, called here as Dynamo
+        calls them: without arguments before torch 2.8's CallbackArgs, with its trigger after)
+        no op is recorded, by either backend; a CUDA graph recording (reduce-overhead) is the
+        step's program and is recorded; ops after the compile are recorded again."""
+        import types
+        from gparity import op_recorder
 
         def args(name):
             return types.SimpleNamespace(callback_trigger=types.SimpleNamespace(name=name))
 
-        for backend in ("python", "cpp"):
-            if backend == "cpp" and op_recorder._cpp_library() is None:
-                continue
-            with self.subTest(backend=backend), tempfile.TemporaryDirectory() as tmp:
-                rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend=backend)
-                with rec.record(1):
-                    x.neg()
-                    op_recorder._Compiling._start()
-                    x.exp()  # a compile's own op: not recorded
-                    op_recorder._Compiling._start(args("LAZY_BACKWARD"))  # nested
-                    x.sin()
-                    op_recorder._Compiling._end(args("LAZY_BACKWARD"))
-                    x.cos()
-                    op_recorder._Compiling._end()
-                    op_recorder._Compiling._start(args("CUDAGRAPH_RECORDING"))
-                    x.abs()  # the step's program, captured
-                    op_recorder._Compiling._end(args("CUDAGRAPH_RECORDING"))
-                    x.sqrt()
-                rec.close()
-                self.assertEqual(op_recorder._Compiling.depth, 0)
-                with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
-                    ops = [json.loads(line)["op"] for line in f]
-                self.assertEqual(ops, ["aten::neg", "aten::abs", "aten::sqrt"])
+        def run(rec, x):
+            with rec.record(1):
+                x.neg()
+                op_recorder._Compiling._start()
+                x.exp()  # a compile's own op: not recorded
+                op_recorder._Compiling._start(args("LAZY_BACKWARD"))  # nested
+                x.sin()
+                op_recorder._Compiling._end(args("LAZY_BACKWARD"))
+                x.cos()
+                op_recorder._Compiling._end()
+                op_recorder._Compiling._start(args("CUDAGRAPH_RECORDING"))
+                x.abs()  # the step's program, captured
+                op_recorder._Compiling._end(args("CUDAGRAPH_RECORDING"))
+                x.sqrt()
+
+        for backend, ops in self.recorded_ops(run).items():
+            self.assertEqual(ops, [(1, "aten::neg"), (1, "aten::abs"), (1, "aten::sqrt")], backend)
 
     def test_a_compile_whose_end_never_came_holds_back_no_later_step(self):
         """A start callback without its end (torch 2.3 to 2.5 could leave it out): the next step
         starts with no compilation open and records its ops."""
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
-        import torch
-        import gparity
         from gparity import op_recorder
-        x = torch.arange(4.0)
-        for backend in ("python", "cpp"):
-            if backend == "cpp" and op_recorder._cpp_library() is None:
-                continue
-            with self.subTest(backend=backend), tempfile.TemporaryDirectory() as tmp:
-                rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend=backend)
-                with rec.record(1):
-                    x.neg()
-                    op_recorder._Compiling._start()
-                    x.exp()
-                with rec.record(2):
-                    x.sin()
-                rec.close()
-                self.assertEqual(op_recorder._Compiling.depth, 0)
-                with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
-                    ops = [(r["step"], r["op"]) for r in map(json.loads, f)]
-                self.assertEqual(ops, [(1, "aten::neg"), (2, "aten::sin")])
+
+        def run(rec, x):
+            with rec.record(1):
+                x.neg()
+                op_recorder._Compiling._start()
+                x.exp()
+            with rec.record(2):
+                x.sin()
+
+        for backend, ops in self.recorded_ops(run).items():
+            self.assertEqual(ops, [(1, "aten::neg"), (2, "aten::sin")], backend)
 
 
 class CompileCallbacks(unittest.TestCase):
