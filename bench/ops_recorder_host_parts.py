@@ -78,7 +78,7 @@ def unwinding():
 
 @contextlib.contextmanager
 def module_hooks():
-    from gparity import op_recorder
+    from gparity import op_recorder, step_hooks
     lib = op_recorder._cpp_library()
     push, pop, names = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, {}
 
@@ -91,11 +91,11 @@ def module_hooks():
     def leave(module, inputs, output):
         pop()
 
-    op_recorder._ModuleHooks.attach(enter, leave)  # as record_ops' C++ backend sets them
+    step_hooks._ModuleHooks.attach(enter, leave)  # as record_ops' C++ backend sets them
     try:
         yield
     finally:
-        op_recorder._ModuleHooks.detach()
+        step_hooks._ModuleHooks.detach()
 
 
 def probe_callbacks(mode):

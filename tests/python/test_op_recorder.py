@@ -906,7 +906,7 @@ class RecordText(unittest.TestCase):
 
 class ModuleHooks(unittest.TestCase):
     def test_the_same_hooks_under_the_same_keys_every_step_and_none_while_dynamo_traces(self):
-        """The module path's global hooks (op_recorder._ModuleHooks): present only while a step
+        """The module path's global hooks (step_hooks._ModuleHooks): present only while a step
         is recorded, the same two functions under the same key at every step (releases whose
         Dynamo guards on the hooks' keys would otherwise compile anew at every recorded step),
         and doing nothing where torch.compiler.is_compiling() says Dynamo traces them (a call into
@@ -914,7 +914,7 @@ class ModuleHooks(unittest.TestCase):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
         import torch
         import gparity
-        from gparity import op_recorder
+        from gparity import op_recorder, step_hooks
         hooks = torch.nn.modules.module
         model = torch.nn.Sequential(torch.nn.Linear(3, 3))
         x = torch.ones(2, 3)
@@ -929,14 +929,14 @@ class ModuleHooks(unittest.TestCase):
                     with rec.record(step):
                         seen.append((dict(hooks._global_forward_pre_hooks), dict(hooks._global_forward_hooks)))
                         model(x)
-                    self.assertNotIn(op_recorder._ModuleHooks._KEY, hooks._global_forward_pre_hooks)
-                    self.assertNotIn(op_recorder._ModuleHooks._KEY, hooks._global_forward_hooks)
-                traced, op_recorder._is_compiling = op_recorder._is_compiling, lambda: True
+                    self.assertNotIn(step_hooks._ModuleHooks._KEY, hooks._global_forward_pre_hooks)
+                    self.assertNotIn(step_hooks._ModuleHooks._KEY, hooks._global_forward_hooks)
+                traced, step_hooks._is_compiling = step_hooks._is_compiling, lambda: True
                 try:
                     with rec.record(3):
                         model(x)
                 finally:
-                    op_recorder._is_compiling = traced
+                    step_hooks._is_compiling = traced
                 rec.close()
                 with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
                     recs = [json.loads(line) for line in f]
@@ -948,9 +948,9 @@ class ModuleHooks(unittest.TestCase):
                 self.assertEqual(by_step[3], {None})  # the hooks did nothing: no module path
         self.assertTrue(seen)
         for pre, post in seen:
-            self.assertEqual(list(pre), [op_recorder._ModuleHooks._KEY])
-            self.assertEqual(list(post), [op_recorder._ModuleHooks._KEY])
-            self.assertIs(pre[op_recorder._ModuleHooks._KEY], seen[0][0][op_recorder._ModuleHooks._KEY])
+            self.assertEqual(list(pre), [step_hooks._ModuleHooks._KEY])
+            self.assertEqual(list(post), [step_hooks._ModuleHooks._KEY])
+            self.assertIs(pre[step_hooks._ModuleHooks._KEY], seen[0][0][step_hooks._ModuleHooks._KEY])
 
 
 class Compiling(unittest.TestCase):
@@ -961,7 +961,7 @@ class Compiling(unittest.TestCase):
         """{backend: [(step, op), ...]} of the steps `run(recorder, x)` records, each backend here."""
         import torch
         import gparity
-        from gparity import op_recorder
+        from gparity import op_recorder, step_hooks
         x = torch.arange(4.0)
         out = {}
         for backend in ("python", "cpp"):
@@ -971,19 +971,19 @@ class Compiling(unittest.TestCase):
                 rec = gparity.OpRecorder(os.path.join(tmp, "r"), rank=0, world_size=1, backend=backend)
                 run(rec, x)
                 rec.close()
-                self.assertEqual(op_recorder._Compiling.depth, 0)
+                self.assertEqual(step_hooks._Compiling.depth, 0)
                 with open(os.path.join(tmp, "r", "rank-0.jsonl"), encoding="utf-8") as f:
                     out[backend] = [(r["step"], r["op"]) for r in map(json.loads, f)]
         self.assertTrue(out)
         return out
 
     def test_what_runs_while_dynamo_compiles_is_not_recorded_and_cuda_graph_recording_is(self):
-        """Between Dynamo's compile callbacks (op_recorder._Compiling, called here as Dynamo
+        """Between Dynamo's compile callbacks (step_hooks._Compiling, called here as Dynamo
         calls them: without arguments before torch 2.8's CallbackArgs, with its trigger after)
         no op is recorded, by either backend; a CUDA graph recording (reduce-overhead) is the
         step's program and is recorded; ops after the compile are recorded again."""
         import types
-        from gparity import op_recorder
+        from gparity import step_hooks
 
         def args(name):
             return types.SimpleNamespace(callback_trigger=types.SimpleNamespace(name=name))
@@ -991,16 +991,16 @@ class Compiling(unittest.TestCase):
         def run(rec, x):
             with rec.record(1):
                 x.neg()
-                op_recorder._Compiling._start()
+                step_hooks._Compiling._start()
                 x.exp()  # a compile's own op: not recorded
-                op_recorder._Compiling._start(args("LAZY_BACKWARD"))  # nested
+                step_hooks._Compiling._start(args("LAZY_BACKWARD"))  # nested
                 x.sin()
-                op_recorder._Compiling._end(args("LAZY_BACKWARD"))
+                step_hooks._Compiling._end(args("LAZY_BACKWARD"))
                 x.cos()
-                op_recorder._Compiling._end()
-                op_recorder._Compiling._start(args("CUDAGRAPH_RECORDING"))
+                step_hooks._Compiling._end()
+                step_hooks._Compiling._start(args("CUDAGRAPH_RECORDING"))
                 x.abs()  # the step's program, captured
-                op_recorder._Compiling._end(args("CUDAGRAPH_RECORDING"))
+                step_hooks._Compiling._end(args("CUDAGRAPH_RECORDING"))
                 x.sqrt()
 
         for backend, ops in self.recorded_ops(run).items():
@@ -1009,12 +1009,12 @@ class Compiling(unittest.TestCase):
     def test_a_compile_whose_end_never_came_holds_back_no_later_step(self):
         """A start callback without its end (torch 2.3 to 2.5 could leave it out): the next step
         starts with no compilation open and records its ops."""
-        from gparity import op_recorder
+        from gparity import step_hooks
 
         def run(rec, x):
             with rec.record(1):
                 x.neg()
-                op_recorder._Compiling._start()
+                step_hooks._Compiling._start()
                 x.exp()
             with rec.record(2):
                 x.sin()
@@ -1030,7 +1030,7 @@ class CompileCallbacks(unittest.TestCase):
         1.13 has no Dynamo: a stand-in module with torch._dynamo.callback's handler interface."""
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
         import types
-        from gparity import op_recorder
+        from gparity import step_hooks
 
         class Handler:
             def __init__(self):
@@ -1042,38 +1042,38 @@ class CompileCallbacks(unittest.TestCase):
             def register_end_callback(self, fn):
                 self.end.append(fn)
 
-        self.assertFalse(op_recorder._Compiling.callbacks_complete("2.5.1+cu124"))  # the end may not come
-        self.assertFalse(op_recorder._Compiling.callbacks_complete("1.13.1"))
-        self.assertTrue(op_recorder._Compiling.callbacks_complete("2.6.0"))
-        self.assertTrue(op_recorder._Compiling.callbacks_complete("2.11.0a0+git1234"))
-        self.assertTrue(op_recorder._Compiling.callbacks_complete("3.0.0"))
+        self.assertFalse(step_hooks._Compiling.callbacks_complete("2.5.1+cu124"))  # the end may not come
+        self.assertFalse(step_hooks._Compiling.callbacks_complete("1.13.1"))
+        self.assertTrue(step_hooks._Compiling.callbacks_complete("2.6.0"))
+        self.assertTrue(step_hooks._Compiling.callbacks_complete("2.11.0a0+git1234"))
+        self.assertTrue(step_hooks._Compiling.callbacks_complete("3.0.0"))
         handler = Handler()
         callback = types.ModuleType("torch._dynamo.callback")
         callback.callback_handler = handler
         saved = {k: sys.modules.get(k) for k in ("torch._dynamo", "torch._dynamo.callback")}
-        was = op_recorder._Compiling._registered
-        complete = op_recorder._Compiling.callbacks_complete
-        op_recorder._Compiling.callbacks_complete = staticmethod(lambda version: True)  # torch 1.13 here
+        was = step_hooks._Compiling._registered
+        complete = step_hooks._Compiling.callbacks_complete
+        step_hooks._Compiling.callbacks_complete = staticmethod(lambda version: True)  # torch 1.13 here
         try:
             sys.modules.pop("torch._dynamo", None)
-            op_recorder._Compiling._registered = False
-            op_recorder._Compiling.register()
+            step_hooks._Compiling._registered = False
+            step_hooks._Compiling.register(None)
             self.assertEqual((handler.start, handler.end), ([], []))
             dynamo = types.ModuleType("torch._dynamo")
             dynamo.callback = callback
             sys.modules["torch._dynamo"], sys.modules["torch._dynamo.callback"] = dynamo, callback
-            op_recorder._Compiling.register()
-            op_recorder._Compiling.register()
-            self.assertEqual(handler.start, [op_recorder._Compiling._start])
-            self.assertEqual(handler.end, [op_recorder._Compiling._end])
+            step_hooks._Compiling.register(None)
+            step_hooks._Compiling.register(None)
+            self.assertEqual(handler.start, [step_hooks._Compiling._start])
+            self.assertEqual(handler.end, [step_hooks._Compiling._end])
         finally:
             for k, v in saved.items():
                 if v is None:
                     sys.modules.pop(k, None)
                 else:
                     sys.modules[k] = v
-            op_recorder._Compiling._registered = was
-            op_recorder._Compiling.callbacks_complete = complete
+            step_hooks._Compiling._registered = was
+            step_hooks._Compiling.callbacks_complete = complete
 
 
 class ProbeCallbacks(unittest.TestCase):
