@@ -20,7 +20,9 @@ median milliseconds (host: until the step's Python returns; total: waited for):
   cpp_shard     record_ops(backend="cpp"): the default recorder
 
 --sections prints the C++ recorder's parts (GPARITY_OPREC_SECTIONS) per step of each cpp mode;
---cprofile MODE runs a few steps of MODE under cProfile and prints where Python's time went.
+--cprofile MODE runs a few steps of MODE under cProfile and prints where Python's time went;
+--launch-parts times each launch record's parts in cpp_none steps (the hook, Inductor's run, the
+begin and end builtins, the rest).
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
     python3 bench/ops_recorder_host_parts.py --config 4096,512,2 --out OUT.json
@@ -138,6 +140,50 @@ def cprofiled(run, scope, steps=5):
     print(text.getvalue(), flush=True)
 
 
+def launch_parts(run, scope, steps=30):
+    """Per launch of Inductor's kernels under `scope` (a record_ops step, C++ backend), in us:
+    the whole hook, Inductor's run inside it, the begin and end builtins, and the rest (the hook's
+    Python, with this measurement's four wrappers). What the launch records cost outside C++."""
+    import time
+    from gparity import op_recorder
+    pc = time.perf_counter_ns
+    acc = {"total": 0, "run": 0, "begin": 0, "end": 0, "n": 0}
+    original = op_recorder.OpRecorder._launch
+
+    def timed(total_key, fn):
+        def call(*a, **k):
+            t = pc()
+            try:
+                return fn(*a, **k)
+            finally:
+                acc[total_key] += pc() - t
+        return call
+
+    def launch(self, run_, autotuner, args, kwargs, caller):
+        begin, end = self._cpp.launch
+        self._cpp.launch = (timed("begin", begin), timed("end", end))
+        t = pc()
+        try:
+            return original(self, timed("run", run_), autotuner, args, kwargs, caller)
+        finally:
+            acc["total"] += pc() - t
+            acc["n"] += 1
+            self._cpp.launch = (begin, end)
+
+    op_recorder.OpRecorder._launch = launch
+    try:
+        for _ in range(steps):
+            timed_step(run, scope)
+    finally:
+        op_recorder.OpRecorder._launch = original
+    n = max(acc["n"], 1)
+    parts = {k: acc[k] / n / 1e3 for k in ("total", "run", "begin", "end")}
+    parts["rest"] = parts["total"] - parts["run"] - parts["begin"] - parts["end"]
+    parts["launches_a_step"] = acc["n"] / steps
+    print("  launch parts (us a launch): " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()), flush=True)
+    return parts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", default=[])
@@ -145,6 +191,7 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--sections", action="store_true")
     ap.add_argument("--cprofile", default="")
+    ap.add_argument("--launch-parts", action="store_true")
     args = ap.parse_args()
     if args.sections:
         os.environ["GPARITY_OPREC_SECTIONS"] = "1"  # read when the library first times a part
@@ -176,6 +223,7 @@ def main():
                 print(f"  {name}: dynamo {grew}", flush=True)
         if args.cprofile:
             cprofiled(run, modes[args.cprofile])
+        launch_times = launch_parts(run, modes["cpp_none"]) if args.launch_parts else None
         rows = {name: [] for name in modes}
         parts = {name: {} for name in modes}
         sections()
@@ -187,6 +235,8 @@ def main():
                     total[0] += us / args.rounds
                     total[1] += calls / args.rounds
         result = {"dim": dim, "seq": seq, "batch": batch, "modes": {}}
+        if launch_times:
+            result["launch_parts_us"] = launch_times
         base = statistics.median(t["total_ms"] for t in rows["compiled"])
         print(f"dim {dim} seq {seq} batch {batch}", flush=True)
         for name, r in rows.items():
