@@ -81,19 +81,8 @@ def unwinding():
 @contextlib.contextmanager
 def module_hooks():
     from gparity import op_recorder, step_hooks
-    lib = op_recorder._cpp_library()
-    push, pop, names = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, {}
-
-    def enter(module, inputs):
-        b = names.get(id(module))
-        if b is None:
-            b = names[id(module)] = type(module).__name__.encode()
-        push(b)
-
-    def leave(module, inputs, output):
-        pop()
-
-    step_hooks._ModuleHooks.attach(enter, leave)  # as record_ops' C++ backend sets them
+    # As record_ops' C++ backend sets them (modules named by their class here).
+    step_hooks._ModuleHooks.attach(*op_recorder._cpp_module_hooks(op_recorder._cpp_library(), {}))
     try:
         yield
     finally:

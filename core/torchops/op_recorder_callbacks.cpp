@@ -179,21 +179,24 @@ void place_record(State& s, Record& r, bool main_thread, bool in_backward, int c
 }
 
 // Global, not thread-local: CUDA backward runs on autograd's device threads.
-at::CallbackHandle add_callbacks() {
-  return at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
-                                   .needsInputs(true)
-                                   .needsOutputs(true)
+namespace {
+/// A global callback on every thread's operator calls (FUNCTION scope).
+at::CallbackHandle add_global(at::RecordFunctionCallback::StartCallback start,
+                              at::RecordFunctionCallback::EndCallback end, bool inputs_and_outputs) {
+  return at::addGlobalCallback(at::RecordFunctionCallback(start, end)
+                                   .needsInputs(inputs_and_outputs)
+                                   .needsOutputs(inputs_and_outputs)
                                    .scopes({at::RecordScope::FUNCTION}));
+}
+}  // namespace
+
+at::CallbackHandle add_callbacks() {
+  return add_global(&on_start, &on_end, /*inputs_and_outputs=*/true);
 }
 
 at::CallbackHandle add_probe_callbacks(bool inputs_and_outputs) {
-  return at::addGlobalCallback(
-      at::RecordFunctionCallback(
-          [](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> { return nullptr; },
-          [](const at::RecordFunction&, at::ObserverContext*) {})
-          .needsInputs(inputs_and_outputs)
-          .needsOutputs(inputs_and_outputs)
-          .scopes({at::RecordScope::FUNCTION}));
+  return add_global([](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> { return nullptr; },
+                    [](const at::RecordFunction&, at::ObserverContext*) {}, inputs_and_outputs);
 }
 
 }  // namespace gparity::torchops::oprec_detail

@@ -280,20 +280,7 @@ class OpRecorder:
 
     def _begin_cpp(self, step):
         lib = self._cpp
-        self._module_bytes = {}
-        push, pop, names = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, self._names
-
-        def enter(module, inputs):
-            b = self._module_bytes.get(id(module))
-            if b is None:
-                b = (names.get(id(module)) or type(module).__name__).encode("utf-8", "replace")
-                self._module_bytes[id(module)] = b
-            push(b)
-
-        def leave(module, inputs, output):
-            pop()
-
-        _ModuleHooks.attach(enter, leave)
+        _ModuleHooks.attach(*_cpp_module_hooks(lib, self._names))
         prefixes = "\n".join(_LIBRARY_DIRS).encode("utf-8", "replace")
         if lib.gparity_oprec_begin(step, self._next_id, 0 if self.hashes == "none" else self.shard_spec,
                                    int(self._xxh3), prefixes,
@@ -720,6 +707,23 @@ def _cpp_group(op, args):
 
 
 _cpp_lib = []
+
+
+def _cpp_module_hooks(lib, names):
+    """(enter, leave) for _ModuleHooks: the C++ recorder's module stack pushed and popped, each
+    module by its name in `names` (id -> name; else its class's), encoded once."""
+    push, pop, encoded = lib.gparity_oprec_push_module, lib.gparity_oprec_pop_module, {}
+
+    def enter(module, inputs):
+        b = encoded.get(id(module))
+        if b is None:
+            b = encoded[id(module)] = (names.get(id(module)) or type(module).__name__).encode("utf-8", "replace")
+        push(b)
+
+    def leave(module, inputs, output):
+        pop()
+
+    return enter, leave
 
 
 def _cpp_library():
