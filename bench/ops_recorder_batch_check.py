@@ -6,7 +6,9 @@ arguments; a hash must be equal in all four wherever the two recordings without 
 (what differs between them is the program's own non-determinism, no batch's). Then one step of
 each under torch.profiler: the hash kernels launched. Modes: Inductor's default, and
 mode="reduce-overhead" (CUDA graphs: the captured step is recorded without hashes inside the
-capture; the replayed one as usual). Exit 0: every check held; 1: a difference (printed); 2: no
+capture; the replayed one as usual). A fifth recording without batches sends every launch through
+the Python launch hook (kernel_launches._KernelHook.fast False) and is compared with the last three
+the same way: the builtin launch hook records what the Python one does. Exit 0: every check held; 1: a difference (printed); 2: no
 batches here (Python 3.12+ and the C++ recorder are needed).
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
@@ -27,7 +29,16 @@ from ops_recorder_gpu_bench import Net, step, gparity  # noqa: E402  (bench/, th
 from ops_recorder_gpu_profile import gpu_times  # noqa: E402
 
 
-def record_once(tmp, name, model, run, batch):
+def record_once(tmp, name, model, run, batch, python_hook=False):
+    from gparity.kernel_launches import _KernelHook
+    _KernelHook.fast = not python_hook
+    try:
+        return _record_once(tmp, name, model, run, batch)
+    finally:
+        _KernelHook.fast = True
+
+
+def _record_once(tmp, name, model, run, batch):
     rec = gparity.OpRecorder(os.path.join(tmp, name), model=model, rank=0, world_size=1, hashes="shard",
                              backend="cpp", batch_hashes=batch)
     if batch and not rec.batch_hashes:
@@ -103,6 +114,11 @@ def main():
                     print("no batches with this recorder", file=sys.stderr)
                     return 2
                 result = {"dim": dim, "seq": seq, "batch": batch, "mode": mode, **compare(runs)}
+                # A fifth, without batches, every launch through the Python launch hook: the
+                # same records as the builtin hook's (the recordings after the first go there).
+                python = compare([record_once(tmp, "r4", model, run, batch=False, python_hook=True)] + runs[1:])
+                result["python_hook"] = python
+                result["problems"] += ["python hook: " + p for p in python["problems"]]
 
                 def scope(batched):
                     rec = gparity.OpRecorder(os.path.join(tmp, f"p{int(batched)}"), model=model, rank=0,

@@ -45,12 +45,14 @@ def timed_step(fn, scope):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     with scope() as _:
+        te = time.perf_counter()
         fn()
         t1 = time.perf_counter()
     t2 = time.perf_counter()
     torch.cuda.synchronize()
     t3 = time.perf_counter()
-    return {"host_ms": (t1 - t0) * 1e3, "exit_ms": (t2 - t1) * 1e3, "total_ms": (t3 - t0) * 1e3}
+    return {"host_ms": (t1 - t0) * 1e3, "enter_ms": (te - t0) * 1e3, "exit_ms": (t2 - t1) * 1e3,
+            "total_ms": (t3 - t0) * 1e3}
 
 
 def compiled_setup(config, prefix):

@@ -18,11 +18,15 @@ median milliseconds (host: until the step's Python returns; total: waited for):
   cpp_ops       cpp_none with the launcher hook handed back after the step's start: the operator
                 records alone, no kernel record
   cpp_shard     record_ops(backend="cpp"): the default recorder
+  cpp_none_pyhook, cpp_shard_pyhook
+                cpp_none and cpp_shard with every launch through the Python launch hook
+                (kernel_launches._KernelHook.fast False), as before the builtin hook
 
 --sections prints the C++ recorder's parts (GPARITY_OPREC_SECTIONS) per step of each cpp mode;
---cprofile MODE runs a few steps of MODE under cProfile and prints where Python's time went;
---launch-parts times each launch record's parts in cpp_none steps (the hook, Inductor's run, the
-begin and end builtins, the rest).
+--cprofile MODE[,MODE...] runs a few steps of each MODE under cProfile and prints where Python's time went;
+--launch-parts times each launch record's parts in cpp_none_pyhook steps (the Python hook, Inductor's run, the
+begin and end builtins, the rest), and Inductor's run a launch with no step recorded. Every
+mode's line gives the scope's enter and exit (ms, median) beside host and total.
 
   GPARITY_TORCHOPS=BUILD/core/torchops/libgparity_torchops.so \\
     python3 bench/ops_recorder_host_parts.py --config 4096,512,2 --out OUT.json
@@ -115,6 +119,20 @@ def ops_only(scope):
     return ops
 
 
+def python_hook(scope):
+    """`scope` (a record_ops step) with every launch through the Python launch hook, as before the
+    builtin one (kernel_launches._KernelHook.fast False)."""
+    @contextlib.contextmanager
+    def python():
+        _KernelHook.fast = False
+        try:
+            with scope() as rec:
+                yield rec
+        finally:
+            _KernelHook.fast = True
+    return python
+
+
 def cprofiled(run, scope, steps=5):
     import cProfile
     import io
@@ -127,6 +145,39 @@ def cprofiled(run, scope, steps=5):
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
     print(text.getvalue(), flush=True)
+
+
+def hook_run_time(run, steps=30):
+    """Inductor's run a launch, in us, under the pass-through hook (no step recorded): what
+    launch_parts' "run" is without a recorder."""
+    import time
+    pc = time.perf_counter_ns
+    acc = [0, 0]
+
+    class Timed(_PassThrough):
+        @staticmethod
+        def _launch(run_, autotuner, args, kwargs, caller):
+            t = pc()
+            try:
+                return run_(autotuner, *args, **kwargs)
+            finally:
+                acc[0] += pc() - t
+                acc[1] += 1
+
+    owner = Timed()
+
+    @contextlib.contextmanager
+    def scope():
+        _KernelHook.attach(owner)
+        try:
+            yield
+        finally:
+            _KernelHook.detach(owner)
+    for _ in range(steps):
+        timed_step(run, scope)
+    us = acc[0] / max(acc[1], 1) / 1e3
+    print(f"  Inductor's run a launch, no step recorded: {us:.1f} us", flush=True)
+    return us
 
 
 def launch_parts(run, scope, steps=30):
@@ -200,6 +251,8 @@ def main():
         modes["cpp_none"] = recorders.scope("none")
         modes["cpp_ops"] = ops_only(recorders.scope("none"))
         modes["cpp_shard"] = recorders.scope("shard")
+        modes["cpp_none_pyhook"] = python_hook(recorders.scope("none"))
+        modes["cpp_shard_pyhook"] = python_hook(recorders.scope("shard"))
         run = functools.partial(step, compiled, x)
         from torch._dynamo.utils import counters
         for name, scope in modes.items():  # compile, autotune, warm every mode
@@ -210,9 +263,14 @@ def main():
             grew = {k: v - before.get(k, 0) for k, v in counters["stats"].items() if v != before.get(k, 0)}
             if grew:
                 print(f"  {name}: dynamo {grew}", flush=True)
-        if args.cprofile:
-            cprofiled(run, modes[args.cprofile])
-        launch_times = launch_parts(run, modes["cpp_none"]) if args.launch_parts else None
+        for name in filter(None, args.cprofile.split(",")):
+            print(f"  cProfile of {name}:", flush=True)
+            cprofiled(run, modes[name])
+        launch_times = None
+        if args.launch_parts:
+            hook_run = hook_run_time(run)
+            launch_times = launch_parts(run, modes["cpp_none_pyhook"])
+            launch_times["run_unrecorded"] = hook_run
         rows = {name: [] for name in modes}
         parts = {name: {} for name in modes}
         sections()
@@ -231,8 +289,11 @@ def main():
         for name, r in rows.items():
             host = statistics.median(t["host_ms"] for t in r)
             total = statistics.median(t["total_ms"] for t in r)
-            result["modes"][name] = {"host_ms": host, "total_ms": total, "ratio": total / base}
-            print(f"  {name:10s} host {host:6.2f}  total {total:6.2f} ms ({total / base:.2f}x)", flush=True)
+            enter, leave = (statistics.median(t[k] for t in r) for k in ("enter_ms", "exit_ms"))
+            result["modes"][name] = {"host_ms": host, "total_ms": total, "ratio": total / base,
+                                     "enter_ms": enter, "exit_ms": leave}
+            print(f"  {name:10s} host {host:6.2f}  total {total:6.2f} ms ({total / base:.2f}x)"
+                  f"  enter {enter:.3f}  exit {leave:.3f}", flush=True)
             if args.sections and any(us for us, _ in parts[name].values()):
                 result["modes"][name]["sections"] = parts[name]
                 print("    " + ", ".join(f"{p} {us:.0f} us/{calls:.0f}" for p, (us, calls) in parts[name].items()

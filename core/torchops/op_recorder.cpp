@@ -269,6 +269,17 @@ __attribute__((visibility("default"))) void* gparity_oprec_launch_functions(void
 #endif
 }
 
+/// python/gparity's launch hook (op_recorder_launches.cpp): a new tuple of three builtins, or null
+/// with a Python error set (and in a build without Python frames). After
+/// gparity_oprec_launch_functions.
+__attribute__((visibility("default"))) void* gparity_oprec_launch_hook_functions() {
+#if GPARITY_OPREC_PYTHON
+  return gparity::torchops::oprec_detail::launch_hook_functions();
+#else
+  return nullptr;
+#endif
+}
+
 /// After a kernel's launch (torch.ops.gparity.oprec_kernel_begin gave `index`): what it wrote,
 /// hashed; `launched` 0: the launch failed. Through ctypes: no dispatcher call, no arguments to
 /// convert.

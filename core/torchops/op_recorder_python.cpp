@@ -1,7 +1,6 @@
 // The op recorder: CPython frames (the innermost user source line, autograd's backward, the
-// profiler's bookkeeping), a collective's group and the builtins python/gparity's launcher hook
-// calls around a Triton launch, through the Python that loads the library (op_recorder_state.hpp).
-// Built only with Python's headers (GPARITY_OPREC_PYTHON).
+// profiler's bookkeeping) and a collective's group, through the Python that loads the library
+// (op_recorder_state.hpp). Built only with Python's headers (GPARITY_OPREC_PYTHON).
 
 #if GPARITY_OPREC_PYTHON
 #define PY_SSIZE_T_CLEAN
@@ -36,14 +35,6 @@ PyObject* group_fn = nullptr;
 std::unordered_map<PyObject*, std::unordered_map<int, int>> site_lines;
 std::size_t site_line_count = 0;
 constexpr std::size_t kMaxSiteLines = std::size_t{1} << 16;
-
-int bytecode_offset(PyFrameObject* f) {
-#if PY_VERSION_HEX >= 0x030B0000
-  return PyFrame_GetLasti(f);
-#else
-  return f->f_lasti;
-#endif
-}
 
 int frame_line(PyFrameObject* f, PyCodeObject* code) {
   auto* key = reinterpret_cast<PyObject*>(code);
@@ -105,6 +96,14 @@ const CodeEntry& code_entry(State& s, PyCodeObject* code) {
 }
 
 }  // namespace
+
+int bytecode_offset(PyFrameObject* f) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return PyFrame_GetLasti(f);
+#else
+  return f->f_lasti;
+#endif
+}
 
 /// The innermost user frame (code index, line) and whether autograd's backward is on the stack;
 /// false: the op is the profiler's bookkeeping (not a record).
@@ -204,120 +203,6 @@ void take_codes(void* codes) {
     group_fn = PyTuple_GET_ITEM(both, 2);
     Py_INCREF(group_fn);
   }
-}
-
-namespace {
-
-// ---- a launch's record through two builtins (no dispatcher call, no ctypes conversion) ---------
-// torch.ops.gparity.oprec_kernel_begin costs a launch the Python op call and the dispatcher's
-// argument matching (~20 us on an H200's host against ~9 us of the record itself), and the
-// hook's Python the tensors' filtering and signature: a step of Inductor's launches pays them
-// on the critical path. These take the launch's positional arguments as they are.
-
-PyObject* tensor_type = nullptr;  // torch.Tensor (a reference), given by python/gparity
-PyObject* cdata_name = nullptr;   // "_cdata": a tensor's TensorImpl address
-
-/// The torch.Tensor instances among `args` (a tuple) and their positions; false with a Python
-/// error set.
-bool launch_tensors(PyObject* args, std::vector<at::Tensor>& tensors, std::vector<std::int64_t>& positions) {
-  if (!PyTuple_Check(args)) {
-    PyErr_SetString(PyExc_TypeError, "oprec_launch_begin: the launch's arguments must be a tuple");
-    return false;
-  }
-  const Py_ssize_t n = PyTuple_GET_SIZE(args);
-  tensors.reserve(static_cast<std::size_t>(n));
-  positions.reserve(static_cast<std::size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* item = PyTuple_GET_ITEM(args, i);
-    if (!PyObject_TypeCheck(item, reinterpret_cast<PyTypeObject*>(tensor_type))) continue;
-    // torch.Tensor._cdata: the address of the tensor's TensorImpl (every release since 1.0);
-    // the tuple holds the tensor, so the impl lives while the new reference is taken.
-    PyObject* cdata = PyObject_GetAttr(item, cdata_name);
-    if (!cdata) return false;
-    void* impl = PyLong_AsVoidPtr(cdata);
-    Py_DECREF(cdata);
-    if (!impl) {
-      if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_ValueError, "oprec_launch_begin: a tensor without an impl");
-      return false;
-    }
-    tensors.emplace_back(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim_copy(
-        static_cast<c10::TensorImpl*>(impl)));
-    positions.push_back(i);
-  }
-  return true;
-}
-
-/// Two arguments, the first an int (into `first`); false with a Python error set.
-bool int_and_one_more(PyObject* const* args, Py_ssize_t nargs, const char* usage, long long& first) {
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, usage);
-    return false;
-  }
-  first = PyLong_AsLongLong(args[0]);
-  return !(first == -1 && PyErr_Occurred());
-}
-
-/// `f()`, a C++ exception raised as Python's RuntimeError.
-template <typename F>
-PyObject* raising_python_errors(F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
-}
-
-/// oprec_launch_begin(site, args) -> the record's index; -1: no step recorded; -2: the tensors
-/// are not where the site's signature has them (nothing recorded).
-PyObject* launch_begin(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
-  long long site = 0;
-  if (!int_and_one_more(args, nargs, "oprec_launch_begin(site, args)", site)) return nullptr;
-  std::vector<at::Tensor> tensors;
-  std::vector<std::int64_t> positions;
-  if (!launch_tensors(args[1], tensors, positions)) return nullptr;
-  return raising_python_errors([&] { return PyLong_FromLongLong(kernel_begin(site, tensors, &positions)); });
-}
-
-/// oprec_launch_end(index, launched): what the launch wrote, hashed (kernel_end).
-PyObject* launch_end(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
-  long long index = 0;
-  if (!int_and_one_more(args, nargs, "oprec_launch_end(index, launched)", index)) return nullptr;
-  const int launched = PyObject_IsTrue(args[1]);
-  if (launched < 0) return nullptr;
-  return raising_python_errors([&] {
-    kernel_end(index, launched != 0);
-    Py_RETURN_NONE;
-  });
-}
-
-PyMethodDef launch_methods[] = {
-    {"oprec_launch_begin", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&launch_begin)),
-     METH_FASTCALL, "A Triton launch's record before it runs (the site's id, the launch's arguments)."},
-    {"oprec_launch_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&launch_end)),
-     METH_FASTCALL, "After the launch: what it wrote, hashed (the record's index, whether it launched)."},
-};
-
-}  // namespace
-
-void* launch_functions(void* tensor_object) {
-  auto* tensor = static_cast<PyObject*>(tensor_object);
-  if (!tensor || !PyType_Check(tensor)) {
-    PyErr_SetString(PyExc_TypeError, "gparity_oprec_launch_functions: torch.Tensor expected");
-    return nullptr;
-  }
-  if (!cdata_name) cdata_name = PyUnicode_InternFromString("_cdata");
-  if (!cdata_name) return nullptr;
-  Py_INCREF(tensor);
-  Py_XDECREF(tensor_type);
-  tensor_type = tensor;
-  PyObject* begin = PyCFunction_New(&launch_methods[0], nullptr);
-  PyObject* end = begin ? PyCFunction_New(&launch_methods[1], nullptr) : nullptr;
-  PyObject* both = end ? PyTuple_Pack(2, begin, end) : nullptr;
-  Py_XDECREF(begin);
-  Py_XDECREF(end);
-  return both;
 }
 
 }  // namespace gparity::torchops::oprec_detail

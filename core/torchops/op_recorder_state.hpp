@@ -6,8 +6,9 @@
 //   op_recorder_kernels.cpp    kernel records: a Triton launch, from Python's launcher hook
 //   op_recorder_tensors.cpp    tensor identity within the step, versions, views and what gets hashed
 //   op_recorder_hashing.cpp    the hashes enqueued on each device, and their one read-back
-//   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group, the
-//                              builtins a Triton launch's record goes through
+//   op_recorder_python.cpp     CPython frames (source lines, backward), a collective's group
+//   op_recorder_launches.cpp   the launch hook around Inductor's launcher and the builtins a Triton
+//                              launch's record goes through from Python
 //   op_recorder_writer.cpp     the step's records as trace v1 JSON lines
 //   op_recorder_sections.hpp   opt-in host time of these parts (a diagnostic)
 // Internal to core/torchops.
@@ -34,6 +35,8 @@
 #include "core/model/ops/op_log.hpp"
 #include "core/torchops/op_recorder.hpp"
 #include "core/torchops/op_recorder_sections.hpp"
+
+struct _frame;  // CPython's PyFrameObject (op_recorder_python.cpp)
 
 namespace gparity::torchops::oprec_detail {
 
@@ -313,9 +316,18 @@ bool python_caller(State& s, int& code, int& line, bool& in_backward);
 /// A collective's group fields, from the Python recorder's rules (empty: none found).
 std::string collective_group(const std::string& op, c10::ArrayRef<const c10::IValue> inputs);
 
+/// The bytecode offset of `frame`'s current instruction (Python's frame.f_lasti).
+int bytecode_offset(::_frame* frame);
+
+// ---- launches from Python (op_recorder_launches.cpp) ---------------------------------------------
+
 /// The builtins oprec_launch_begin(site, args) and oprec_launch_end(index, launched) (a new
 /// tuple), for launches of torch.Tensor `tensor`'s arguments; null with a Python error set.
 void* launch_functions(void* tensor);
+/// The launch hook's builtins (a new tuple; after launch_functions): make_hook(run, python_hook),
+/// set_hook_mode(mode), remember(autotuner, frame, launcher, site, watched); null with a Python
+/// error set.
+void* launch_hook_functions();
 
 /// Takes the code objects and the group callable gparity_oprec_begin is given (a tuple: backward
 /// codes, bookkeeping codes, optionally the callable), after releasing the last step's.

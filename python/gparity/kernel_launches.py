@@ -216,10 +216,18 @@ def _kernel_info(autotuner):
 
 
 class _KernelHook:
-    """Wraps CachingAutotuner.run once per process; launches go to the recorder in flight."""
+    """Wraps CachingAutotuner.run once per process; launches go to the recorder in flight.
+
+    With the C++ recorder's launch hook (op_recorder_launches.cpp; a library with Python frames)
+    the wrapper is that builtin, bound as the class's method: it calls the launcher alone while no
+    step is recorded, records a launch at a call site it knows itself, and hands any other launch
+    to the Python hook here (`_python_hook`), which records it and tells the builtin of the site
+    (OpRecorder._launch). Without it the Python hook is the wrapper. `fast` False (a diagnostic:
+    bench/ops_recorder_host_parts.py) sends every launch through the Python hook."""
 
     _owner = None
     _wrapped = set()
+    fast = True
 
     @classmethod
     def attach(cls, recorder):
@@ -230,11 +238,29 @@ class _KernelHook:
             if tuner is None or tuner in cls._wrapped or not hasattr(tuner, "run"):
                 continue
             cls._wrap(tuner)
+        cls._set_mode(recorder)
 
     @classmethod
     def detach(cls, recorder):
         if cls._owner is recorder:
             cls._owner = None
+            cls._set_mode(None)
+
+    @classmethod
+    def _set_mode(cls, owner):
+        """What the builtin hook does (op_recorder_launches.cpp, HookMode): 0 launches alone, 1 the
+        Python hook, 2 known sites recorded there, 3 the same while `call`s are batched."""
+        hook = _launch_hook()
+        if hook is None:
+            return
+        lib = getattr(owner, "_cpp", None)
+        if owner is None:
+            mode = 0
+        elif cls.fast and lib is not None and getattr(lib, "launch", None) is not None:
+            mode = 3 if getattr(owner, "batch_hashes", False) else 2
+        else:
+            mode = 1
+        hook.set_mode(mode)
 
     @classmethod
     def _wrap(cls, tuner):
@@ -250,8 +276,31 @@ class _KernelHook:
 
         gparity_run.__wrapped__ = run
         gparity_run.__doc__ = run.__doc__
-        tuner.run = gparity_run
+        hook = _launch_hook()
+        # The builtin calls gparity_run from C: its frame's caller is the launch's caller still.
+        tuner.run = hook.make(run, gparity_run) if hook is not None else gparity_run
         cls._wrapped.add(tuner)
+
+
+class _LaunchHookFunctions:
+    __slots__ = ("make", "set_mode", "remember")
+
+    def __init__(self, make, set_mode, remember):
+        self.make, self.set_mode, self.remember = make, set_mode, remember
+
+
+_launch_hooks = []
+
+
+def _launch_hook():
+    """The C++ recorder's launch hook builtins (make, set_mode, remember), or None (a library
+    without them, or none)."""
+    if not _launch_hooks:
+        from .op_recorder import _cpp_library
+        lib = _cpp_library()
+        functions = getattr(lib, "launch_hook", None) if lib is not None else None
+        _launch_hooks.append(_LaunchHookFunctions(*functions) if functions else None)
+    return _launch_hooks[0]
 
 
 class _ByCode:

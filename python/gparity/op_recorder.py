@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover
     tree_flatten = None
 
 from ._source import _LIBRARY_DIRS, _code_line, _dumps, _is_library
-from .kernel_launches import _Batches, _KernelHook, _kernel_info
+from .kernel_launches import _Batches, _KernelHook, _kernel_info, _launch_hook
 from .step_hooks import _Compiling, _ModuleHooks
 
 __all__ = ["OpRecorder", "record_ops"]
@@ -421,7 +421,15 @@ class OpRecorder:
                 site = info.known_site(autotuner, caller)
                 index = begin(site, args) if site is not None else -2
                 if index == -2:  # a new site, or a new signature at a known one
-                    index = begin(info.site_id(autotuner, caller, args), args)
+                    site = info.site_id(autotuner, caller, args)
+                    index = begin(site, args)
+                hook = _launch_hook()
+                if hook is not None and index >= 0:
+                    # The builtin hook records the site's next launches itself (while the
+                    # autotuner launches with this one launcher).
+                    launchers = getattr(autotuner, "launchers", None) or ()
+                    if len(launchers) == 1 and info.known_site(autotuner, caller) == site:
+                        hook.remember(autotuner, caller, launchers[0], site, _Batches._watched(caller.f_code))
             else:  # a library without Python frames: one dispatcher call, one ctypes call
                 end = self._cpp.gparity_oprec_kernel_end
                 index = _kernel_begin()(info.site_id(autotuner, caller, args),
@@ -756,6 +764,14 @@ def _cpp_library():
                 lib.gparity_oprec_launch_functions.restype = ctypes.py_object
                 lib.launch = lib.gparity_oprec_launch_functions(torch.Tensor)
             except AttributeError:  # a library before them
+                pass
+        lib.launch_hook = None
+        if lib.launch is not None:
+            try:  # a library before the builtin launch hook: the Python hook alone
+                lib.gparity_oprec_launch_hook_functions.argtypes = []
+                lib.gparity_oprec_launch_hook_functions.restype = ctypes.py_object
+                lib.launch_hook = lib.gparity_oprec_launch_hook_functions()
+            except AttributeError:
                 pass
         try:  # a library before the compile callbacks: what compiling runs is recorded
             lib.gparity_oprec_compiling.argtypes = [ctypes.c_int]

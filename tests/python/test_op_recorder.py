@@ -764,51 +764,60 @@ class KernelLaunches(unittest.TestCase):
         launchers = [object()]
 
     def test_a_known_site_goes_straight_to_the_builtin_and_a_new_signature_there_registers_anew(self):
-        """The C++ backend records a launch through two builtins (op_recorder_python.cpp) given the
-        launch's arguments as they are: the tensors are found there and must be where the call
-        site's registered signature has them. The same line launching with another pattern of
-        tensors (a Python number where a tensor was) is refused (-2) and registered anew. The
-        records are the dispatcher path's (torch.ops.gparity.oprec_kernel_begin), name for name."""
+        """The C++ backend records a launch at a call site it knows inside the builtin launch hook
+        (op_recorder_launches.cpp: no Python between Inductor's `call` and the launcher); a new
+        site goes through the Python hook, which records it through two builtins given the
+        launch's arguments as they are (the tensors are found there and must be where the call
+        site's registered signature has them) and tells the builtin hook of the site. The same
+        line launching with another pattern of tensors (a Python number where a tensor was) is
+        refused (-2) and registered anew. The records are those of the Python hook alone
+        (`_KernelHook.fast` False) and of the dispatcher path
+        (torch.ops.gparity.oprec_kernel_begin), record for record."""
         import torch
         import gparity
         from gparity import op_recorder
+        from gparity.kernel_launches import _KernelHook, _launch_hook
         lib = op_recorder._cpp_library()  # Tuned.run: Launcher's, which setUpClass wrapped
-        if lib is None or lib.launch is None:
+        if lib is None or lib.launch is None or _launch_hook() is None:
             self.skipTest("a C++ recorder without Python frames: the dispatcher path only")
         begin, end = lib.launch
         returned = []
+        # Counts what the Python hook passes to the begin builtin; compiled under a name that is
+        # no user file, so that the records' source lines are the launches' (the test's) alike.
+        scope = {"begin": begin, "returned": returned}
+        exec(compile("def counted_begin(site, args):\n    returned.append(begin(site, args))\n"
+                     "    return returned[-1]\n", "<counting>", "exec"), scope)
 
-        def counted_begin(site, args):
-            returned.append(begin(site, args))
-            return returned[-1]
-
-        def run(tmp, name, launch):
-            lib.launch = launch
+        def run(tmp, name, launch, fast=True):
+            lib.launch, _KernelHook.fast = launch, fast
             try:
                 y, acc, buf = torch.linspace(0, 1, 8), torch.ones(8), torch.empty(8)
                 tuned = self.Tuned()
                 with gparity.record_ops(os.path.join(tmp, name), step=1, rank=0, world_size=1, backend="cpp"):
-                    for first in (y, y, 0.5):
+                    for first in (y, y, 0.5, 0.5):
                         tuned.run(first, acc, buf, 8, stream=0)
             finally:
-                lib.launch = (begin, end)
+                lib.launch, _KernelHook.fast = (begin, end), True
             with open(os.path.join(tmp, name, "rank-0.jsonl"), encoding="utf-8") as f:
                 return [json.loads(line) for line in f], buf
 
         with tempfile.TemporaryDirectory() as tmp:
-            fast, buf = run(tmp, "fast", (counted_begin, end))
+            hook, buf = run(tmp, "hook", (scope["counted_begin"], end))
+            in_hook = list(returned)
+            returned.clear()
+            python, buf_python = run(tmp, "python", (scope["counted_begin"], end), fast=False)
             slow, buf_slow = run(tmp, "dispatcher", None)
-        self.assertEqual([i < 0 for i in returned], [False, False, True, False], returned)
-        kernels = [r for r in fast if r.get("kind") == "kernel"]
+        # The second and fourth launches: known to the builtin hook, never in Python.
+        self.assertEqual([i < 0 for i in in_hook], [False, True, False], in_hook)
+        self.assertEqual([i < 0 for i in returned], [False, False, True, False, False], returned)
+        kernels = [r for r in hook if r.get("kind") == "kernel"]
         self.assertEqual([[a["name"] for a in k["args"]] for k in kernels],
-                         [["in_ptr0", "in_out_ptr0", "out_ptr0"]] * 2 + [["in_out_ptr0", "out_ptr0"]])
-        self.assertEqual(kernels[2]["outs"][1]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
-        # Equal but for the kernel records' source line: counted_begin, here, is a user frame.
-        self.assertEqual([r["source"]["function"] for r in slow if r.get("kind") == "kernel"], ["run"] * 3)
-        unsourced = lambda recs: [{k: v for k, v in r.items() if k != "source" or r.get("kind") != "kernel"}  # noqa: E731
-                                  for r in recs]
-        self.assertEqual(unsourced(fast), unsourced(slow))
-        self.assertTrue(torch.equal(buf, buf_slow))
+                         [["in_ptr0", "in_out_ptr0", "out_ptr0"]] * 2 + [["in_out_ptr0", "out_ptr0"]] * 2)
+        self.assertEqual(kernels[3]["outs"][1]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
+        self.assertEqual({r["source"]["function"] for r in kernels}, {"run"})
+        self.assertEqual(hook, python)
+        self.assertEqual(hook, slow)
+        self.assertTrue(torch.equal(buf, buf_slow) and torch.equal(buf, buf_python))
         # Misuse is a Python error, never a crash; outside a step a launch is no record (-1).
         one = torch.ones(2)
         for bad in ((0, [one]), ("site", (one,)), (0,)):
@@ -816,6 +825,60 @@ class KernelLaunches(unittest.TestCase):
                 begin(*bad)
         self.assertEqual(begin(0, (one,)), -1)
         self.assertIsNone(end(-1, True))
+        hooks = _launch_hook()
+        for bad in ((), (1, 2)):
+            with self.assertRaises(TypeError):
+                hooks.make(*bad)
+        with self.assertRaises(ValueError):
+            hooks.set_mode(7)
+        with self.assertRaises(TypeError):
+            hooks.remember(self.Tuned(), "not a frame", None, 0, True)
+
+    class Failing(Tuned):
+        """A launcher that raises on its second launch, and a new launcher (autotuned again)."""
+        launchers = [object()]
+        calls = 0
+
+        def run(self, in_ptr0, in_out_ptr0, out_ptr0, xnumel, stream=None):
+            type(self).calls += 1
+            if type(self).calls == 2:
+                raise RuntimeError("launch failed")
+            out_ptr0.copy_(in_ptr0 + in_out_ptr0)
+
+    def test_a_launch_that_raises_in_the_builtin_hook_ends_its_record_and_a_new_launcher_registers_anew(self):
+        """A known site's launch that raises: the launcher's exception reaches the caller, the
+        launch is recorded without outputs and the ops after it are recorded (the launch's
+        exemption ended); a launcher chosen anew (another config) is a new site (its fields
+        registered through the Python hook)."""
+        import torch
+        import gparity
+        from gparity import op_recorder
+        from gparity.kernel_launches import _KernelHook, _launch_hook
+        lib = op_recorder._cpp_library()
+        if lib is None or lib.launch is None or _launch_hook() is None:
+            self.skipTest("a C++ recorder without Python frames")
+        _KernelHook._wrap(self.Failing)
+        self.Failing.calls = 0
+        y, acc, buf = torch.linspace(0, 1, 8), torch.ones(8), torch.empty(8)
+        k = self.Failing()
+        with tempfile.TemporaryDirectory() as tmp:
+            with gparity.record_ops(tmp, step=1, rank=0, world_size=1, backend="cpp"):
+                for i in range(4):
+                    if i == 2:
+                        k.launchers = [object()]  # autotuned again: another launcher
+                    try:
+                        k.run(y, acc, buf, 8, stream=0)
+                    except RuntimeError as e:
+                        self.assertEqual(str(e), "launch failed")
+                        after = y * 2  # recorded: no launch in flight
+            with open(os.path.join(tmp, "rank-0.jsonl"), encoding="utf-8") as f:
+                recs = [json.loads(line) for line in f]
+        self.assertEqual(self.Failing.calls, 4)
+        self.assertEqual([r["op"] for r in recs], ["triton_poi_fused_add_mul_0"] * 2 + ["aten::mul.Tensor"]
+                         + ["triton_poi_fused_add_mul_0"] * 2)
+        self.assertEqual([len(r["outs"]) for r in recs], [2, 0, 1, 2, 2])
+        self.assertEqual(recs[4]["outs"][1]["shard"], format(gparity.hash_tensor(buf, shard_spec=2)[1], "016x"))
+        self.assertTrue(torch.equal(after, y * 2))
 
     def test_no_launch_is_recorded_outside_a_step(self):
         import torch
