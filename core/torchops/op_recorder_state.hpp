@@ -104,6 +104,14 @@ struct Known {
   const c10::TensorImpl* base = nullptr;
   std::int64_t base_id = -1;
   const char* unhashed = "";  // an RNG state / debug output: read later, still no value
+  // A hashed tensor whose elements fill [cover_lo, cover_hi) of its storage (non-overlapping and
+  // dense: contiguous or a permutation of it) covers that range for its dtype: an alias inside
+  // it reads values hashed here, while it is fresh, even after the tensor itself is gone
+  // (covering_hashed, op_recorder_tensors.cpp).
+  bool covers = false;
+  c10::ScalarType cover_dtype = c10::ScalarType::Undefined;
+  std::int64_t cover_lo = 0;
+  std::int64_t cover_hi = 0;
 };
 
 /// The step's tensors in one storage. The weak reference keeps the StorageImpl's address from

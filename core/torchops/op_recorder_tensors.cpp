@@ -1,6 +1,7 @@
 // The op recorder: tensor identity within a step, versions, views, and which tensors are hashed
 // (op_recorder_state.hpp).
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/model/ops/op_log.hpp"
@@ -61,11 +62,34 @@ const Known* fresh_base_of(State& s, const at::Tensor& t) {
   return it == s.known.end() ? nullptr : fresh_hashed(s, it->second);
 }
 
-/// A fresh hashed tensor of the step in `t`'s storage, contiguous, of `t`'s dtype, whose elements
-/// include every one `t` reaches: `t`, an alias autograd does not know as a view (Inductor hands
-/// extern kernels reinterpret_tensor()s of buffers and parameters), holds values it read there,
-/// and its record names it as a view of that tensor instead of hashing the same bytes again (a
-/// transposed alias hashed on its own costs a strided hash kernel). Else null. `self`: t's own entry.
+/// The storage elements [lo, hi) `t`'s elements fill exactly (non-overlapping and dense:
+/// contiguous, or a permutation of its dims that is), or false.
+bool dense_range(const at::Tensor& t, std::int64_t& lo, std::int64_t& hi) {
+  const auto n = t.numel();
+  if (n == 0) return false;
+  c10::SmallVector<std::pair<std::int64_t, std::int64_t>, 6> dims;  // (stride, size) of dims > 1
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) dims.emplace_back(t.stride(d), t.size(d));
+  std::sort(dims.begin(), dims.end());
+  std::int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  lo = t.storage_offset();
+  hi = lo + n;
+  return true;
+}
+
+/// A fresh hashed tensor of the step in `t`'s storage, of `t`'s dtype, whose hashed elements
+/// fill a range that includes every one `t` reaches (Known::covers): `t`, an alias autograd does
+/// not know as a view (Inductor hands extern kernels reinterpret_tensor()s of buffers and
+/// parameters), holds values it read there, and its record names it as a view of that tensor
+/// instead of hashing the same bytes again (a transposed alias hashed on its own costs a strided
+/// hash kernel). The covering tensor may be gone (the transposed alias of a weight the forward's
+/// mm read, the weight read again by the backward): its range still holds what it hashed while
+/// no write to the storage was seen (stale_aliases), the rule that keeps any alias fresh; a
+/// live one must also be at the version hashed. Else null. `self`: t's own entry.
 const Known* covering_hashed(State& s, const at::Tensor& t, const Known* self) {
   std::int64_t lo = 0, hi = 0;
   if (!t.has_storage() || !element_range(t, lo, hi)) return nullptr;
@@ -74,12 +98,23 @@ const Known* covering_hashed(State& s, const at::Tensor& t, const Known* self) {
   for (const auto* impl : it->second.tensors) {
     const auto k = s.known.find(impl);
     if (k == s.known.end() || &k->second == self || k->second.base) continue;
-    const Known* h = fresh_hashed(s, k->second);
-    const auto b = h ? h->keep.lock() : c10::intrusive_ptr<c10::TensorImpl>();
-    if (!b || b->dtype() != t.dtype() || !b->is_contiguous() || b->numel() == 0) continue;
-    if (lo >= b->storage_offset() && hi < b->storage_offset() + b->numel()) return h;
+    const Known& c = k->second;
+    if (!c.fresh || !c.covers || c.cover_dtype != t.scalar_type() || lo < c.cover_lo || hi >= c.cover_hi)
+      continue;
+    if (const auto alive = c.keep.lock()) {
+      const auto version =
+          alive->is_inference() ? 0 : static_cast<std::int64_t>(alive->version_counter().current_version());
+      if (version != c.version) continue;
+    }
+    return &c;
   }
   return nullptr;
+}
+
+/// `k` is `t`'s entry, hashed now (`hashed`) or not: whether and what it covers.
+void set_cover(Known& k, const at::Tensor& t, bool hashed) {
+  k.covers = hashed && dense_range(t, k.cover_lo, k.cover_hi);
+  k.cover_dtype = t.scalar_type();
 }
 
 }  // namespace
@@ -248,6 +283,7 @@ std::vector<TensorRef> refs_of(
       ref.unhashed = model::ops::unhashed_name(model::ops::Unhashed::Captured).data();
     }
     it->second.fresh = want;
+    set_cover(it->second, t, want);
     if (!as_input && t.has_storage()) stale_aliases(s, t.storage().unsafeGetStorageImpl(), impl);
     if (want) {
       if (todo.empty()) todo.reserve(tensors.size() - ti);

@@ -141,11 +141,14 @@ def _hashable(t):
 class _Known:
     """What the step has seen of a tensor object: its record id, the version its hash is of, and
     for a view (issue 24) the _Known of the hashed tensor it lies in (never itself a view)."""
-    __slots__ = ("ref", "id", "version", "fresh", "base", "unhashed")
+    __slots__ = ("ref", "id", "version", "fresh", "base", "unhashed", "cover")
 
     def __init__(self, ref, tid, version, fresh):
         self.ref, self.id, self.version, self.fresh, self.base = ref, tid, version, fresh, None
         self.unhashed = None  # an RNG state / debug output's marker: read later, still no value
+        # (lo, hi, dtype): hashed, its elements fill storage elements [lo, hi) (_dense_range);
+        # an alias inside it reads values hashed here while it is fresh, even once it is gone.
+        self.cover = None
 
     def fresh_hashed(self, t=None):
         """The _Known whose hash is this tensor's value now (itself, or a view's base: fresh, at
@@ -159,6 +162,31 @@ class _Known:
         if b is None:
             return h if h is not self and t is not None and t._version == self.version else None
         return h if b._version == h.version else None
+
+
+def _dense_range(t):
+    """The storage elements [lo, hi) t's elements fill exactly (non-overlapping and dense:
+    contiguous, or a permutation of its dims that is), or None (op_recorder_tensors.cpp's
+    dense_range)."""
+    n = t.numel()
+    if n == 0:
+        return None
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(t.stride(), t.shape) if sz > 1):
+        if stride != expected:
+            return None
+        expected *= size
+    return t.storage_offset(), t.storage_offset() + n
+
+
+def _storage_pin(t):
+    """A weak reference to t's storage (its StorageImpl, not its memory): while held, no other
+    storage takes its address, which _storage_key is (the C++ recorder holds the same)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    try:
+        return StorageWeakRef(t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage())
+    except (RuntimeError, NotImplementedError, TypeError, AttributeError):
+        return None
 
 
 def _storage_key(t):
@@ -263,6 +291,7 @@ class OpRecorder:
         self._records = []      # (op, phase, module, source, args, outs, collective)
         self._known = {}        # id(tensor) -> _Known
         self._by_storage = {}   # storage key -> [_Known]
+        self._storage_pins = []  # _storage_pin of each key, for the step
         self._buffers = {}      # device -> [chunks], slots used in the last
         self._used = {}
         self._backward_seen = False
@@ -326,6 +355,7 @@ class OpRecorder:
         self._records = []
         self._known = {}
         self._by_storage = {}
+        self._storage_pins = []
 
     def _end_cpp(self):
         next_id = ctypes.c_int64(0)
@@ -554,6 +584,8 @@ class OpRecorder:
                 want, mark = False, "captured"
             if k is not None:
                 k.version, k.fresh, k.base = t._version, want, None
+                dense = _dense_range(t) if want else None
+                k.cover = dense + (t.dtype,) if dense is not None else None
             if want:
                 todo.append((len(refs), t))
             refs.append((tid, t.dtype, tuple(t.shape), None, None, mark))
@@ -589,36 +621,39 @@ class OpRecorder:
         key = _storage_key(t)
         if key is not None:
             known = self._by_storage.get(key)
-            # The storage's address identifies it only while it lives: one freed in the step gives
-            # its address to the next. Once no tensor of a list is alive, none can read or be a
-            # view of it (a live view is in its base's list), so the list starts over: the dead
-            # storages' tensors no longer pile up under a reused address, walked by every output
-            # there (quadratic in the step's ops; the C++ recorder holds a weak reference to each
-            # storage instead).
-            if known is None or all(other.ref() is None for other in known):
+            if known is None:
+                # The storage's address identifies it while the step pins it (a weak reference:
+                # its memory still goes when its last tensor does), as the C++ recorder does:
+                # no freed storage's tensors pile up under a reused address, walked by every
+                # output there, and a gone tensor's hashed range (_Known.cover) stays its own.
                 self._by_storage[key] = known = []
+                self._storage_pins.append(_storage_pin(t))
             known.append(k)
         return k
 
     def _covering_hashed(self, t, k):
-        """A fresh hashed tensor of the step in t's storage, contiguous, of t's dtype, whose
-        elements include every one t reaches: t, an alias autograd does not know as a view
-        (Inductor's reinterpret_tensor of a buffer or parameter), holds values it read there and
-        is recorded as its view, not hashed again. Else None (op_recorder_tensors.cpp, likewise)."""
+        """A fresh hashed tensor of the step in t's storage, of t's dtype, whose hashed elements
+        fill a range that includes every one t reaches (_Known.cover): t, an alias autograd does
+        not know as a view (Inductor's reinterpret_tensor of a buffer or parameter), holds values
+        it read there and is recorded as its view, not hashed again. The covering tensor may be
+        gone (a weight's transposed alias the forward's mm read, the weight read again by the
+        backward): its range holds what it hashed while no write to the storage was seen; a live
+        one must also be at the version hashed. Else None (op_recorder_tensors.cpp, likewise)."""
         others = self._by_storage.get(_storage_key(t)) if t.numel() > 0 else None
         if not others or any(st < 0 for st in t.stride()):
             return None
         lo = t.storage_offset()
         hi = lo + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
         for other in others:
-            if other is k or other.base is not None:
+            if other is k or other.base is not None or not other.fresh or other.cover is None:
                 continue
-            h = other.fresh_hashed()
-            b = h.ref() if h is not None else None
-            if b is None or b.dtype != t.dtype or not b.is_contiguous() or b.numel() == 0:
+            clo, chi, dtype = other.cover
+            if dtype != t.dtype or lo < clo or hi >= chi:
                 continue
-            if lo >= b.storage_offset() and hi < b.storage_offset() + b.numel():
-                return h
+            b = other.ref()
+            if b is not None and b._version != other.version:
+                continue
+            return other
         return None
 
     def _stale_aliases(self, t, written):

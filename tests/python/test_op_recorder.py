@@ -686,6 +686,46 @@ class KernelLaunches(unittest.TestCase):
                 shapes[backend] = [sorted(x) for x in read]
         self.assertEqual(shapes["python"], shapes["cpp"])
 
+    def test_a_gone_dense_alias_covers_what_it_hashed_until_its_storage_is_written(self):
+        """Inductor's forward reads a weight through a transposed reinterpret_tensor() (hashed:
+        dense, a permutation of contiguous) that is gone when the backward reads the weight
+        itself: the weight holds the values hashed there, so its record is a view of that hash
+        (the weight's bytes are not hashed twice a step), until an op writes the storage; a gone
+        alias that does not fill its range (a strided slice) covers nothing. Both backends alike."""
+        import torch
+        import gparity
+        shapes = {}
+        for backend in ("python", "cpp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                w = torch.arange(32, dtype=torch.float32) + 0.5                  # a weight: [4, 8]
+                w = w.view(4, 8)
+                wt = torch.empty(0).set_(w.storage(), 0, (8, 4), (1, 8))           # its transpose, no view
+                wcols = torch.empty(0).set_(w.storage(), 0, (4, 4), (8, 1))        # columns 0..3 of w
+                v = torch.arange(32, dtype=torch.float32).view(4, 8)
+                cols = torch.empty(0).set_(v.storage(), 0, (4, 4), (8, 1))         # columns 0..3 of v
+                with gparity.record_ops(os.path.join(tmp, backend), step=1, rank=0, world_size=1, backend=backend):
+                    wt * 2          # 0: hashes wt
+                    cols * 2        # 1: hashes cols
+                    del wt, cols    # gone
+                    w + 1           # 2: a view of wt's hash
+                    v + 1           # 3: cols fill no range: hashed
+                    wcols.mul_(3)   # 4: writes w's storage (and fills no range of it)
+                    w - 1           # 5: hashed again
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    recs = [json.loads(line) for line in f]
+                self.assertEqual([r["op"] for r in recs], ["aten::mul.Tensor"] * 2 + ["aten::add.Tensor"] * 2 +
+                                 ["aten::mul_.Tensor", "aten::sub.Tensor"], recs)
+                read = [r["args"][0] for r in recs]
+                self.assertIn("shard", read[0])
+                self.assertEqual(read[2].get("view"), {"base": read[0]["id"]}, (backend, read[2]))
+                self.assertNotIn("shard", read[2])
+                self.assertIn("shard", read[3], (backend, read[3]))
+                self.assertIn("shard", read[5], (backend, read[5]))
+                self.assertNotIn("view", read[5])
+                self.assertEqual(read[5]["shard"], format(gparity.hash_tensor(w, shard_spec=2)[1], "016x"))
+                shapes[backend] = [[sorted(t) for t in r["args"] + r["outs"]] for r in recs]
+        self.assertEqual(shapes["python"], shapes["cpp"])
+
     def test_an_out_buffer_is_named_out_and_never_hashed_as_an_input(self):
         """Inductor calls extern kernels with out= buffers it reuses: what the buffer held is no
         input of the op (two runs hold different garbage there), in both backends."""
