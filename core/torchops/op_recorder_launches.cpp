@@ -116,7 +116,7 @@ enum class HookMode : int {
   pass = 0,           // no step recorded: the launcher, nothing else
   python = 1,         // python/gparity's hook (the Python backend, or a site the hook must learn)
   known = 2,          // the C++ recorder: known sites here, others through python/gparity's hook
-  known_batched = 3,  // the same, with batches of hashes: only sites whose `call` is watched
+  known_batched = 3,  // the same, with batches of hashes: only sites a recorder with batches learnt
 };
 HookMode hook_mode = HookMode::pass;
 
@@ -138,7 +138,8 @@ struct LaunchSiteHash {
   }
 };
 /// What a known site launches: its registered site id, while the autotuner's one launcher is
-/// `launcher` (a reference), and whether its `call` is watched for batches of hashes.
+/// `launcher` (a reference), and whether python/gparity's hook has watched its caller for
+/// batches of hashes (kernel_launches.py, _Batches.watch: a recorder with batches learnt it).
 struct KnownLaunch {
   PyObject* launcher;
   std::int64_t site;

@@ -456,10 +456,11 @@ class OpRecorder:
                 hook = _launch_hook()
                 if hook is not None and index >= 0:
                     # The builtin hook records the site's next launches itself (while the
-                    # autotuner launches with this one launcher).
+                    # autotuner launches with this one launcher); with batches, once this hook has
+                    # watched the site's `call` (_Batches.watch, above: nothing more to find there).
                     launchers = getattr(autotuner, "launchers", None) or ()
                     if len(launchers) == 1 and info.known_site(autotuner, caller) == site:
-                        hook.remember(autotuner, caller, launchers[0], site, _Batches._watched(caller.f_code))
+                        hook.remember(autotuner, caller, launchers[0], site, self.batch_hashes)
             else:  # a library without Python frames: one dispatcher call, one ctypes call
                 end = self._cpp.gparity_oprec_kernel_end
                 index = _kernel_begin()(info.site_id(autotuner, caller, args),
