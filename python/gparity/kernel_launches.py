@@ -221,8 +221,8 @@ class _KernelHook:
     With the C++ recorder's launch hook (op_recorder_launches.cpp; a library with Python frames)
     the wrapper is that builtin, bound as the class's method: it calls the launcher alone while no
     step is recorded, records a launch at a call site it knows itself, and hands any other launch
-    to the Python hook here (`_python_hook`), which records it and tells the builtin of the site
-    (OpRecorder._launch). Without it the Python hook is the wrapper. `fast` False (a diagnostic:
+    to the Python hook here (`gparity_run`, made by _wrap), which records it and tells the builtin
+    of the site (OpRecorder._launch). Without it the Python hook is the wrapper. `fast` False (a diagnostic:
     bench/ops_recorder_host_parts.py) sends every launch through the Python hook."""
 
     _owner = None
@@ -297,7 +297,10 @@ def _launch_hook():
     without them, or none)."""
     if not _launch_hooks:
         from .op_recorder import _cpp_library
-        lib = _cpp_library()
+        try:
+            lib = _cpp_library()
+        except OSError:  # no libgparity_torchops to load: the Python hook alone
+            lib = None
         functions = getattr(lib, "launch_hook", None) if lib is not None else None
         _launch_hooks.append(_LaunchHookFunctions(*functions) if functions else None)
     return _launch_hooks[0]
