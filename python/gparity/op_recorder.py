@@ -296,6 +296,7 @@ class OpRecorder:
         self._used = {}
         self._backward_seen = False
         self._thread = threading.get_ident()
+        self._unsettled = []    # (_Known, version recorded) of the last op's in-place outputs
         self._modules = []      # module path stack (forward hooks)
         _KernelHook.attach(self)
         _Compiling.register(self._cpp)
@@ -389,6 +390,7 @@ class OpRecorder:
         if op.startswith("profiler::"):
             # record_function's handles (the optimizer's step opens one): bookkeeping, not values.
             return func(*args, **kwargs)
+        self._settle()
         source, phase, module = self._place()
         collective = op.startswith("c10d::") or op.startswith("_c10d_functional::") or \
             op.startswith("c10d_functional::")
@@ -411,6 +413,7 @@ class OpRecorder:
             outs = list(ins)
         unreliable = collective and not waits
         out_refs = self._refs(outs, as_input=False, hash_now=not unreliable, unhashed=_unhashed_outputs(func, out))
+        self._unsettle(outs, ins)
         extra = None
         if unreliable:
             extra = {"collective": True}
@@ -420,6 +423,27 @@ class OpRecorder:
             extra = dict(extra or {}, _arg_names=out_names)
         self._records.append((op, phase, module, source, in_refs, out_refs, extra))
         return out
+
+    def _unsettle(self, outs, ins):
+        """The op's outputs that are its inputs (in place, `out=`): autograd's ADInplaceOrView
+        kernel bumps their version counters once this mode returns, so the version just recorded
+        is one short of the one they hold after the op (the C++ backend's callback, at the op's
+        end, sees the bumped one). _settle takes it at the next op."""
+        self._unsettled = []
+        for t in outs:
+            if any(t is i for i in ins):
+                k = self._lookup(t)
+                if k is not None and k.fresh and k.base is None:
+                    self._unsettled.append((k, k.version))
+
+    def _settle(self):
+        """Before an op: the last op's in-place outputs at the version its own bump gave them
+        (exactly one more than recorded; any other count means another write: left stale)."""
+        for k, recorded in self._unsettled:
+            t = k.ref()
+            if t is not None and k.version == recorded and t._version == recorded + 1:
+                k.version = recorded + 1
+        self._unsettled = []
 
     def _place(self, frame=None):
         """(source, phase, module) of a record made now: backward on another thread or under

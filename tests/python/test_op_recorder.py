@@ -222,6 +222,10 @@ class BackendsAgree(unittest.TestCase):
     """The C++ backend records what the Python backend records: the same eager training recorded
     by each is op-level parity, and the records share their ops, phases, modules and lines."""
 
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+
     def test_both_backends_records_of_one_training_are_parity(self):
         out = trained()
         py, cpp = os.path.join(out, "python", "eager"), os.path.join(out, "cpp", "eager")
@@ -247,6 +251,47 @@ class BackendsAgree(unittest.TestCase):
             def outs(recs):
                 return {o["shard"] for r in recs for o in r["outs"] if "shard" in o}
             self.assertEqual(outs(p), outs(c), f"rank {rank}")
+
+    def test_an_in_place_output_read_by_the_next_op_is_its_id_in_both_backends(self):
+        """Autograd bumps an in-place op's version counter after the op's kernel (ADInplaceOrView),
+        so the Python backend's dispatch mode sees the version before it and the C++ backend's
+        callback, at the op's end, the one after: the Python backend takes the bumped version at
+        the next op (one bump, the op's own), so neither hashes again what the op wrote and hashed;
+        a tensor written twice between records (an op the mode does not record) stays stale."""
+        import torch
+        import gparity
+        recorded = {}
+        for backend in ("python", "cpp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                x, g = torch.ones(4, 3), torch.full((4, 3), 0.5)
+                with gparity.record_ops(os.path.join(tmp, backend), step=1, rank=0, world_size=1, backend=backend):
+                    x.mul_(3)                     # 0: x hashed as its output
+                    y = x + 1                     # 1: reads x: its id, no hash
+                    torch.add(y, g, out=x)        # 2: x written through out=
+                    x * 2                         # 3: reads x: its id
+                with open(os.path.join(tmp, backend, "rank-0.jsonl"), encoding="utf-8") as f:
+                    recs = [json.loads(line) for line in f]
+                self.assertEqual([r["op"] for r in recs],
+                                 ["aten::mul_.Tensor", "aten::add.Tensor", "aten::add.out", "aten::mul.Tensor"])
+                self.assertEqual(recs[1]["args"][0]["id"], recs[0]["outs"][0]["id"])
+                self.assertNotIn("shard", recs[1]["args"][0], (backend, recs[1]))
+                self.assertNotIn("shard", recs[3]["args"][0], (backend, recs[3]))
+                self.assertEqual(recs[3]["args"][0]["id"], recs[2]["outs"][0]["id"])
+                recorded[backend] = recs
+        self.assertEqual(recorded["python"], recorded["cpp"])
+        # The settling itself: one bump is the op's; two are another write too.
+        from gparity.op_recorder import OpRecorder, _Known
+        import weakref
+        rec = OpRecorder.__new__(OpRecorder)
+        t = torch.ones(2)
+        k = _Known(weakref.ref(t), 0, t._version, True)
+        for bumps, settled in ((1, True), (2, False)):
+            k.version = t._version
+            rec._unsettled = [(k, k.version)]
+            for _ in range(bumps):
+                t.add_(1)
+            rec._settle()
+            self.assertEqual(k.version == t._version, settled, bumps)
 
 
 class Views(unittest.TestCase):
