@@ -76,6 +76,21 @@ PyObject* raising_python_errors(F&& f) {
   }
 }
 
+/// kernel_begin(site, the tensors among items[0, n) and their positions) into `index`; false
+/// with a Python error set.
+bool begin_launch(std::int64_t site, PyObject* const* items, Py_ssize_t n, std::int64_t& index) {
+  std::vector<at::Tensor> tensors;
+  std::vector<std::int64_t> positions;
+  if (!launch_tensors(items, n, tensors, positions)) return false;
+  try {
+    index = kernel_begin(site, tensors, &positions);
+    return true;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return false;
+  }
+}
+
 /// oprec_launch_begin(site, args) -> the record's index; -1: no step recorded; -2: the tensors
 /// are not where the site's signature has them (nothing recorded).
 PyObject* launch_begin(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
@@ -85,11 +100,9 @@ PyObject* launch_begin(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nar
     PyErr_SetString(PyExc_TypeError, "oprec_launch_begin: the launch's arguments must be a tuple");
     return nullptr;
   }
-  std::vector<at::Tensor> tensors;
-  std::vector<std::int64_t> positions;
-  if (!launch_tensors(&PyTuple_GET_ITEM(args[1], 0), PyTuple_GET_SIZE(args[1]), tensors, positions))
-    return nullptr;
-  return raising_python_errors([&] { return PyLong_FromLongLong(kernel_begin(site, tensors, &positions)); });
+  std::int64_t index = -1;
+  if (!begin_launch(site, &PyTuple_GET_ITEM(args[1], 0), PyTuple_GET_SIZE(args[1]), index)) return nullptr;
+  return PyLong_FromLongLong(index);
 }
 
 /// oprec_launch_end(index, launched): what the launch wrote, hashed (kernel_end).
@@ -240,16 +253,8 @@ PyObject* launch_hook(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
     return PyObject_Vectorcall(python_hook, args, as_given, kwnames);
   const std::int64_t site = known_site(args[0]);
   if (site < 0) return PyObject_Vectorcall(python_hook, args, as_given, kwnames);
-  std::vector<at::Tensor> tensors;
-  std::vector<std::int64_t> positions;
-  if (!launch_tensors(args + 1, nargs - 1, tensors, positions)) return nullptr;
   std::int64_t index = -1;
-  try {
-    index = kernel_begin(site, tensors, &positions);
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
+  if (!begin_launch(site, args + 1, nargs - 1, index)) return nullptr;
   // Another pattern of tensors at this site: python/gparity registers its signature.
   if (index == kSignatureChanged) return PyObject_Vectorcall(python_hook, args, as_given, kwnames);
   return launch_recorded(run, index, args, nargs, kwnames);

@@ -16,9 +16,12 @@ bool hashable(const at::Tensor& t) {
          t.has_storage() && !t.key_set().has(c10::DispatchKey::Python);
 }
 
+std::int64_t version_of(c10::TensorImpl& impl) {  // version_counter() is not const
+  return impl.is_inference() ? 0 : static_cast<std::int64_t>(impl.version_counter().current_version());
+}
+
 std::int64_t version_of(const at::Tensor& t) {
-  auto* impl = t.unsafeGetTensorImpl();
-  return impl->is_inference() ? 0 : static_cast<std::int64_t>(impl->version_counter().current_version());
+  return version_of(*t.unsafeGetTensorImpl());
 }
 
 /// The hashed tensor whose hash is `k`'s tensor's value now (itself, or a view's base: fresh, at
@@ -38,9 +41,7 @@ const Known* fresh_hashed(State& s, const Known& k, const at::Tensor* self = nul
     const bool holds = h != &k && self && version_of(*self) == k.version;
     return holds ? h : nullptr;
   }
-  const auto version =
-      impl->is_inference() ? 0 : static_cast<std::int64_t>(impl->version_counter().current_version());
-  return version == h->version ? h : nullptr;
+  return version_of(*impl) == h->version ? h : nullptr;
 }
 
 /// `written` was written: every other tensor of the step in its storage no longer holds what its
@@ -101,11 +102,7 @@ const Known* covering_hashed(State& s, const at::Tensor& t, const Known* self) {
     const Known& c = k->second;
     if (!c.fresh || !c.covers || c.cover_dtype != t.scalar_type() || lo < c.cover_lo || hi >= c.cover_hi)
       continue;
-    if (const auto alive = c.keep.lock()) {
-      const auto version =
-          alive->is_inference() ? 0 : static_cast<std::int64_t>(alive->version_counter().current_version());
-      if (version != c.version) continue;
-    }
+    if (const auto alive = c.keep.lock(); alive && version_of(*alive) != c.version) continue;
     return &c;
   }
   return nullptr;
